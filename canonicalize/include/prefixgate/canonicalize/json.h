@@ -1,0 +1,140 @@
+// An order-preserving JSON document model, its parser, and its two writers.
+//
+// Requests are parsed once into json::Value, which keeps object members in the order the client
+// sent them and keeps each number's source text, so a proxy can re-serialize a body it has only
+// partly rewritten without disturbing the fields it does not understand. Two writers:
+//   - to_json(): compact, members in stored order, numbers as their source text;
+//   - to_canonical_json(): RFC 8785 (JSON Canonicalization Scheme): members sorted by UTF-16
+//     code units, numbers in ECMAScript's shortest round-trip form, minimal string escapes.
+//
+//   auto doc = json::parse(R"({"b":1,"a":[1e2,"x"]})");
+//   if (!doc) return doc.error();
+//   std::string canonical = *json::to_canonical_json(*doc);   // {"a":[100,"x"],"b":1}
+//
+// Parsing uses simdjson (On Demand). All strings held here are valid UTF-8.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "prefixgate/canonicalize/status.h"
+
+namespace prefixgate::json {
+
+using canon::Error;
+using canon::ErrorCode;
+using canon::Result;
+
+class Value;
+struct Member;
+using Array = std::vector<Value>;
+using Object = std::vector<Member>;  // members in document order; parse() rejects duplicates
+
+struct Null {
+  friend bool operator==(Null, Null) { return true; }
+};
+
+// A JSON number: its IEEE-754 double value and, when it came from a document, its source text
+// (so `1.0`, `1e2` and 123456789012345678901234 survive a pass-through unchanged).
+struct Number {
+  double value = 0;
+  std::string source;  // empty when the number was made from a double
+  friend bool operator==(const Number& a, const Number& b) { return a.value == b.value; }
+};
+
+enum class Type { kNull, kBool, kNumber, kString, kArray, kObject };
+
+class Value {
+ public:
+  Value() = default;  // null
+  Value(Null) {}      // NOLINT
+  Value(bool b) : v_(b) {}                                    // NOLINT
+  Value(double d) : v_(Number{d, {}}) {}                      // NOLINT
+  Value(int i) : v_(Number{static_cast<double>(i), {}}) {}    // NOLINT
+  Value(Number n) : v_(std::move(n)) {}                       // NOLINT
+  Value(std::string s) : v_(std::move(s)) {}                  // NOLINT
+  Value(std::string_view s) : v_(std::string(s)) {}           // NOLINT
+  Value(const char* s) : v_(std::string(s)) {}                // NOLINT
+  Value(Array a) : v_(std::move(a)) {}                        // NOLINT
+  Value(Object o) : v_(std::move(o)) {}                       // NOLINT
+
+  Type type() const { return static_cast<Type>(v_.index()); }
+  bool is_null() const { return type() == Type::kNull; }
+  bool is_bool() const { return type() == Type::kBool; }
+  bool is_number() const { return type() == Type::kNumber; }
+  bool is_string() const { return type() == Type::kString; }
+  bool is_array() const { return type() == Type::kArray; }
+  bool is_object() const { return type() == Type::kObject; }
+
+  // Accessors assert the type; check it first.
+  bool as_bool() const { return std::get<bool>(v_); }
+  const Number& as_number() const { return std::get<Number>(v_); }
+  const std::string& as_string() const { return std::get<std::string>(v_); }
+  std::string& as_string() { return std::get<std::string>(v_); }
+  const Array& as_array() const { return std::get<Array>(v_); }
+  Array& as_array() { return std::get<Array>(v_); }
+  const Object& as_object() const { return std::get<Object>(v_); }
+  Object& as_object() { return std::get<Object>(v_); }
+
+  // Object lookup by key; nullptr when this is not an object or has no such member.
+  const Value* find(std::string_view key) const;
+  Value* find(std::string_view key);
+  // Sets (replacing in place, keeping position) or appends a member. This must be an object.
+  void set(std::string_view key, Value value);
+  // Removes a member if present; returns whether it was.
+  bool erase(std::string_view key);
+
+  friend bool operator==(const Value& a, const Value& b) { return a.v_ == b.v_; }
+
+ private:
+  std::variant<Null, bool, Number, std::string, Array, Object> v_;
+};
+
+struct Member {
+  std::string key;
+  Value value;
+  friend bool operator==(const Member& a, const Member& b) {
+    return a.key == b.key && a.value == b.value;
+  }
+};
+
+// Name of a type for error messages: "null", "boolean", "number", "string", "array", "object".
+const char* type_name(Type type);
+
+struct ParseLimits {
+  std::size_t max_bytes = 16u << 20;  // larger input is kTooLarge
+  std::size_t max_depth = 64;         // deeper nesting is kTooDeep
+};
+
+// Parses one JSON document. Errors: kTooLarge, kInvalidJson (syntax, trailing content),
+// kInvalidUtf8 (bad bytes or a lone surrogate escape), kTooDeep, kDuplicateKey. Never throws.
+Result<Value> parse(std::string_view text, const ParseLimits& limits = {});
+
+// Compact JSON, members in stored order, numbers as their source text when they have one.
+std::string to_json(const Value& value);
+void append_json(const Value& value, std::string& out);
+
+// RFC 8785 canonical form. Fails (kInvalidValue) on a NaN or infinite number, which no parsed
+// document can hold but a constructed one can.
+Result<std::string> to_canonical_json(const Value& value);
+
+// Returns a copy with every object's members in RFC 8785 order and every number's source text
+// dropped, so that to_json() of the result equals to_canonical_json() of the input.
+Value canonicalized(const Value& value);
+
+// Appends `s` as a JSON string literal with RFC 8785's minimal escaping.
+void append_quoted(std::string_view s, std::string& out);
+
+// ECMAScript Number::toString(x) (ECMA-262 7.1.12.1): shortest round-trip digits, decimal form
+// for 1e-6 <= |x| < 1e21, exponent form otherwise, -0 as "0". x must be finite.
+std::string format_number(double x);
+void append_number(double x, std::string& out);
+
+// Orders two UTF-8 strings by their UTF-16 code units, as RFC 8785 section 3.2.3 sorts keys.
+bool utf16_less(std::string_view a, std::string_view b);
+
+}  // namespace prefixgate::json

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs the Debian packages prefixgate builds and tests with. Idempotent, and quiet when
+# everything is already present: it only calls apt-get for what is missing.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build ccache pkg-config git
+  libboost1.81-dev          # Asio and Beast (header-only)
+  libsimdjson-dev           # request parsing
+  libxxhash-dev             # prefix-block hashes (XXH3)
+  libspdlog-dev libfmt-dev  # logging
+  libcli11-dev              # command-line parsing
+  libyaml-cpp-dev           # configuration files
+  libopenblas-dev           # cpu device GEMMs
+  libutf8proc-dev           # Unicode categories and NFC for the BPE pre-tokenizer
+  libre2-dev                # linear-time patterns for the volatile-content detectors
+  libgtest-dev libgmock-dev # unit tests
+  libbenchmark-dev          # micro-benchmarks
+  nodejs                    # test oracles (JSON.stringify, reference tokenizers); bundles npm
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  echo "install-deps: installing ${missing[*]}"
+  sudo_cmd=()
+  [[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo_cmd[@]}" apt-get update -qq
+  "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
