@@ -28,8 +28,8 @@ void Value::set(std::string_view key, Value value) {
 bool Value::erase(std::string_view key) {
   if (!is_object()) return false;
   Object& members = as_object();
-  auto it = std::find_if(members.begin(), members.end(),
-                         [&](const Member& m) { return m.key == key; });
+  auto it =
+      std::find_if(members.begin(), members.end(), [&](const Member& m) { return m.key == key; });
   if (it == members.end()) return false;
   members.erase(it);
   return true;
@@ -37,12 +37,18 @@ bool Value::erase(std::string_view key) {
 
 const char* type_name(Type type) {
   switch (type) {
-    case Type::kNull: return "null";
-    case Type::kBool: return "boolean";
-    case Type::kNumber: return "number";
-    case Type::kString: return "string";
-    case Type::kArray: return "array";
-    case Type::kObject: return "object";
+    case Type::kNull:
+      return "null";
+    case Type::kBool:
+      return "boolean";
+    case Type::kNumber:
+      return "number";
+    case Type::kString:
+      return "string";
+    case Type::kArray:
+      return "array";
+    case Type::kObject:
+      return "object";
   }
   return "value";
 }

@@ -8,9 +8,10 @@ namespace {
 TEST(StatusTest, OpenAiErrorBodyNamesParamAndCode) {
   Error e = make_error(ErrorCode::kWrongType, "messages[0].content must be a string or an array",
                        "messages[0].content");
-  EXPECT_EQ(openai_error_body(e),
-            R"({"error":{"message":"messages[0].content must be a string or an array",)"
-            R"("type":"invalid_request_error","param":"messages[0].content","code":"invalid_type"}})");
+  EXPECT_EQ(
+      openai_error_body(e),
+      R"({"error":{"message":"messages[0].content must be a string or an array",)"
+      R"("type":"invalid_request_error","param":"messages[0].content","code":"invalid_type"}})");
   EXPECT_EQ(http_status(e), 400);
 }
 

@@ -50,17 +50,17 @@ enum class Type { kNull, kBool, kNumber, kString, kArray, kObject };
 
 class Value {
  public:
-  Value() = default;  // null
-  Value(Null) {}      // NOLINT
-  Value(bool b) : v_(b) {}                                    // NOLINT
-  Value(double d) : v_(Number{d, {}}) {}                      // NOLINT
-  Value(int i) : v_(Number{static_cast<double>(i), {}}) {}    // NOLINT
-  Value(Number n) : v_(std::move(n)) {}                       // NOLINT
-  Value(std::string s) : v_(std::move(s)) {}                  // NOLINT
-  Value(std::string_view s) : v_(std::string(s)) {}           // NOLINT
-  Value(const char* s) : v_(std::string(s)) {}                // NOLINT
-  Value(Array a) : v_(std::move(a)) {}                        // NOLINT
-  Value(Object o) : v_(std::move(o)) {}                       // NOLINT
+  Value() = default;                                        // null
+  Value(Null) {}                                            // NOLINT
+  Value(bool b) : v_(b) {}                                  // NOLINT
+  Value(double d) : v_(Number{d, {}}) {}                    // NOLINT
+  Value(int i) : v_(Number{static_cast<double>(i), {}}) {}  // NOLINT
+  Value(Number n) : v_(std::move(n)) {}                     // NOLINT
+  Value(std::string s) : v_(std::move(s)) {}                // NOLINT
+  Value(std::string_view s) : v_(std::string(s)) {}         // NOLINT
+  Value(const char* s) : v_(std::string(s)) {}              // NOLINT
+  Value(Array a) : v_(std::move(a)) {}                      // NOLINT
+  Value(Object o) : v_(std::move(o)) {}                     // NOLINT
 
   Type type() const { return static_cast<Type>(v_.index()); }
   bool is_null() const { return type() == Type::kNull; }

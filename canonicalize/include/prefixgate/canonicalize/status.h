@@ -17,16 +17,16 @@
 namespace prefixgate::canon {
 
 enum class ErrorCode {
-  kInvalidJson,      // not JSON at all, or trailing garbage
-  kInvalidUtf8,      // bytes that are not UTF-8, or a lone surrogate escape
-  kTooDeep,          // nesting deeper than the configured limit
-  kTooLarge,         // body larger than the configured limit (HTTP 413)
-  kDuplicateKey,     // an object names the same key twice
-  kWrongType,        // a known field has the wrong JSON type
-  kMissingField,     // a required field is absent
-  kInvalidValue,     // right type, unacceptable value (unknown role, NaN, ...)
-  kUnsupported,      // well-formed but not something we implement
-  kNotFound,         // a named resource (template, tokenizer) does not exist
+  kInvalidJson,   // not JSON at all, or trailing garbage
+  kInvalidUtf8,   // bytes that are not UTF-8, or a lone surrogate escape
+  kTooDeep,       // nesting deeper than the configured limit
+  kTooLarge,      // body larger than the configured limit (HTTP 413)
+  kDuplicateKey,  // an object names the same key twice
+  kWrongType,     // a known field has the wrong JSON type
+  kMissingField,  // a required field is absent
+  kInvalidValue,  // right type, unacceptable value (unknown role, NaN, ...)
+  kUnsupported,   // well-formed but not something we implement
+  kNotFound,      // a named resource (template, tokenizer) does not exist
 };
 
 struct Error {

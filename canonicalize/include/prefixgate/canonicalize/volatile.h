@@ -45,8 +45,8 @@ struct VolatileSpan {
 std::vector<VolatileSpan> find_volatile(std::string_view text);
 
 struct TimestampRounding {
-  std::string text;            // the input with timestamps rounded down
-  std::size_t rewritten = 0;   // how many timestamps changed
+  std::string text;           // the input with timestamps rounded down
+  std::size_t rewritten = 0;  // how many timestamps changed
 };
 
 // Rounds every timestamp of a recognised format that carries a time of day down to a multiple

@@ -1,0 +1,49 @@
+// Prefix lint: the volatile content inside a prompt's cacheable prefix, with where it sits
+// (field, byte, token) and what it costs. Used by `prefixlint check` and by the gateway's live
+// findings.
+//
+//   canon::PromptLint lint = canon::lint_prompt(analyzed);
+//   for (const canon::Finding& f : lint.findings) ...   // f.field == "messages[0].content"
+//   lint.stable_prefix_tokens;                          // tokens before the first break
+//
+// Policy: content in the volatile tail (the final user message) is expected to change, so its
+// findings are reported at `info` at most. Template markup is never scanned.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "prefixgate/canonicalize/prompt.h"
+#include "prefixgate/canonicalize/volatile.h"
+
+namespace prefixgate::canon {
+
+struct Finding {
+  Rule rule;
+  Severity severity;
+  std::string kind;              // detector kind, see VolatileSpan::kind
+  std::size_t prompt_begin = 0;  // byte range in the rendered prompt
+  std::size_t prompt_end = 0;
+  std::size_t token_offset = 0;  // first token of the match in the prompt's token stream
+  std::string field;             // "messages[0].content", "tools[2]", "prompt"
+  std::string excerpt;           // the matched text
+  bool in_volatile_tail = false;
+  std::string message;  // what is wrong, for a person
+  std::string hint;     // how to fix it
+};
+
+struct PromptLint {
+  std::vector<Finding> findings;  // in prompt order
+  // Tokens before the first finding at warning or above, or before the volatile tail when that
+  // comes first: the part of the prompt that can be served from cache request after request.
+  std::size_t stable_prefix_tokens = 0;
+};
+
+PromptLint lint_prompt(const AnalyzedPrompt& prompt);
+
+// The finding's message and hint as lint_prompt writes them, for a span found elsewhere.
+std::string finding_message(const VolatileSpan& span, bool in_volatile_tail);
+std::string finding_hint(Rule rule);
+
+}  // namespace prefixgate::canon

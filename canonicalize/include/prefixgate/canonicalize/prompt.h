@@ -1,0 +1,45 @@
+// A request as a prefix cache sees it: rendered, tokenized and hashed into prefix blocks.
+//
+// This is the one place that turns a ParsedRequest into the token stream an engine will see,
+// so the gateway (routing), the engine (cache keys), prefixlint and the benchmark agree.
+//
+//   canon::PromptModel model{canon::ChatTemplate::kLlama3, tokenizer.get(), 16, "builtin:tiny"};
+//   canon::AnalyzedPrompt p = canon::analyze_prompt(request, model);
+//   p.block_hashes;            // chained XXH3 block hashes, salted by request.cache_salt
+//   p.stable_prefix_tokens();  // tokens before the final user turn
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "prefixgate/canonicalize/block_hash.h"
+#include "prefixgate/canonicalize/render.h"
+
+namespace prefixgate::canon {
+
+// How a model turns requests into tokens. `tokenizer` is borrowed and must outlive its use.
+struct PromptModel {
+  ChatTemplate chat_template = ChatTemplate::kLlama3;
+  const Tokenizer* tokenizer = nullptr;
+  std::size_t block_size = kDefaultBlockSize;
+  std::string model_id = "builtin:tiny";  // seeds the block-hash root
+};
+
+struct AnalyzedPrompt {
+  RenderedPrompt rendered;
+  TokenizedPrompt tokens;
+  std::vector<std::uint64_t> block_hashes;
+  std::size_t block_size = kDefaultBlockSize;
+
+  // Tokens before the volatile tail (the last user turn's content).
+  std::size_t stable_prefix_tokens() const;
+};
+
+AnalyzedPrompt analyze_prompt(const ParsedRequest& request, const PromptModel& model);
+
+// Tokens two token streams share from the start.
+std::size_t common_prefix_length(const std::vector<TokenId>& a, const std::vector<TokenId>& b);
+
+}  // namespace prefixgate::canon

@@ -1,0 +1,76 @@
+// Chat templates: a chat request rendered into the prompt text an engine sees, and tokenized.
+//
+// Built-in templates (no Jinja at run time; each is the fixed rendering of a model family):
+//   llama-3 - <|begin_of_text|><|start_header_id|>{role}<|end_header_id|>\n\n{content}<|eot_id|>
+//             ... ending with the assistant header (the generation prompt). Content is trimmed of
+//             leading/trailing whitespace as Meta's template does. Tools are listed in the system
+//             turn, one JSON object per line; tool results use the `ipython` role.
+//   chatml  - <|im_start|>{role}\n{content}<|im_end|>\n ... <|im_start|>assistant\n (Qwen);
+//             tools inside <tools></tools> in the system turn, one JSON object per line.
+//   plain   - "{role}: {content}\n\n" ... "assistant:" for models without special tokens.
+// Tools and tool calls are serialized with json::to_json, in the order the client sent their
+// keys: exactly as HF templates' `tojson` does, which is why key order breaks prefixes.
+//
+// The rendered prompt carries a map of which byte ranges came from which field, so a linter can
+// say "messages[0].content" and skip the last user turn.
+//
+//   auto tmpl = canon::chat_template_from_name("llama-3");
+//   canon::RenderedPrompt p = canon::render_prompt(request, *tmpl);
+//   canon::TokenizedPrompt t = canon::tokenize_prompt(p, *tokenizer);
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "prefixgate/canonicalize/request.h"
+#include "prefixgate/canonicalize/status.h"
+#include "prefixgate/canonicalize/tokenizer.h"
+
+namespace prefixgate::canon {
+
+enum class ChatTemplate { kLlama3, kChatml, kPlain };
+
+// "llama-3" (also "llama3"), "chatml" (also "qwen"), "plain". kNotFound names the choices.
+Result<ChatTemplate> chat_template_from_name(std::string_view name);
+const char* chat_template_name(ChatTemplate tmpl);
+
+// A byte range of the rendered text and where it came from.
+struct Segment {
+  std::size_t begin = 0;
+  std::size_t end = 0;
+  std::string source;      // "messages[2].content", "tools[0]", "prompt", "template"
+  int message_index = -1;  // the message it belongs to, -1 for tools and template markup
+};
+
+struct RenderedPrompt {
+  std::string text;
+  std::vector<Segment> segments;  // in text order, covering all of `text`
+  // Start of the content of the final user message: everything from here on is the part of the
+  // prompt that is expected to change from one request to the next. text.size() when the
+  // request has no user message (or is a completion).
+  std::size_t volatile_tail_begin = 0;
+
+  // The segment holding byte `offset`, or nullptr past the end.
+  const Segment* segment_at(std::size_t offset) const;
+};
+
+// Renders a chat request through `tmpl`, or a completion request's first prompt as-is.
+RenderedPrompt render_prompt(const ParsedRequest& request, ChatTemplate tmpl);
+
+struct TokenizedPrompt {
+  std::vector<TokenId> tokens;
+  std::vector<std::size_t> byte_offsets;  // start of each token in the rendered text
+
+  // Index of the token containing byte `offset` (the last token for offsets past the end).
+  std::size_t token_at_byte(std::size_t offset) const;
+};
+
+// Tokenizes the rendered text with special-token parsing on, as engines tokenize a rendered
+// chat template. A completion prompt given as token ids is returned as those ids.
+TokenizedPrompt tokenize_prompt(const RenderedPrompt& prompt, const Tokenizer& tokenizer);
+TokenizedPrompt tokenize_request(const ParsedRequest& request, const RenderedPrompt& prompt,
+                                 const Tokenizer& tokenizer);
+
+}  // namespace prefixgate::canon

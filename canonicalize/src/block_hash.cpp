@@ -1,0 +1,88 @@
+#include "prefixgate/canonicalize/block_hash.h"
+
+// Inlined XXH3: block hashes are 72-byte inputs, where call overhead is a large share of the cost.
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include <array>
+#include <cassert>
+#include <cstring>
+
+namespace prefixgate::canon {
+namespace {
+
+// Little-endian stores that compile to plain moves on x86 and stay correct elsewhere.
+inline void store_le64(std::uint64_t v, unsigned char* p) {
+  for (int i = 0; i < 8; ++i) p[i] = static_cast<unsigned char>(v >> (8 * i));
+}
+inline void store_le32(std::uint32_t v, unsigned char* p) {
+  for (int i = 0; i < 4; ++i) p[i] = static_cast<unsigned char>(v >> (8 * i));
+}
+
+// Blocks up to this many tokens are serialized on the stack; larger ones stream through XXH3.
+constexpr std::size_t kStackBlockTokens = 64;
+
+}  // namespace
+
+std::uint64_t block_hash_root(std::string_view model_id, std::string_view cache_salt) {
+  static constexpr std::string_view kDomain = "prefixgate-block-v1";
+  std::string material;
+  material.reserve(kDomain.size() + model_id.size() + cache_salt.size() + 2);
+  material.append(kDomain);
+  material.push_back('\0');
+  material.append(model_id);
+  material.push_back('\0');
+  material.append(cache_salt);
+  return XXH3_64bits(material.data(), material.size());
+}
+
+std::uint64_t chain_block_hash(std::uint64_t parent, std::span<const TokenId> block) {
+  if (block.size() <= kStackBlockTokens) {
+    std::array<unsigned char, 8 + 4 * kStackBlockTokens> buf;
+    store_le64(parent, buf.data());
+    unsigned char* p = buf.data() + 8;
+    for (TokenId t : block) {
+      store_le32(t, p);
+      p += 4;
+    }
+    return XXH3_64bits(buf.data(), static_cast<std::size_t>(p - buf.data()));
+  }
+  XXH3_state_t state;
+  XXH3_64bits_reset(&state);
+  unsigned char head[8];
+  store_le64(parent, head);
+  XXH3_64bits_update(&state, head, sizeof head);
+  unsigned char chunk[4 * kStackBlockTokens];
+  for (std::size_t i = 0; i < block.size(); i += kStackBlockTokens) {
+    std::size_t n = std::min(kStackBlockTokens, block.size() - i);
+    for (std::size_t j = 0; j < n; ++j) store_le32(block[i + j], chunk + 4 * j);
+    XXH3_64bits_update(&state, chunk, 4 * n);
+  }
+  return XXH3_64bits_digest(&state);
+}
+
+std::vector<std::uint64_t> block_hashes(std::span<const TokenId> tokens, std::size_t block_size,
+                                        std::uint64_t root) {
+  assert(block_size > 0);
+  std::vector<std::uint64_t> out;
+  const std::size_t blocks = tokens.size() / block_size;
+  out.reserve(blocks);
+  std::uint64_t parent = root;
+  for (std::size_t i = 0; i < blocks; ++i) {
+    parent = chain_block_hash(parent, tokens.subspan(i * block_size, block_size));
+    out.push_back(parent);
+  }
+  return out;
+}
+
+std::string hash_hex(std::uint64_t hash) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out(16, '0');
+  for (int i = 15; i >= 0; --i) {
+    out[static_cast<std::size_t>(i)] = kDigits[hash & 0xf];
+    hash >>= 4;
+  }
+  return out;
+}
+
+}  // namespace prefixgate::canon

@@ -1,0 +1,31 @@
+#include "prefixgate/canonicalize/prompt.h"
+
+#include <algorithm>
+#include <cassert>
+
+namespace prefixgate::canon {
+
+std::size_t AnalyzedPrompt::stable_prefix_tokens() const {
+  if (rendered.volatile_tail_begin >= rendered.text.size()) return tokens.tokens.size();
+  return tokens.token_at_byte(rendered.volatile_tail_begin);
+}
+
+AnalyzedPrompt analyze_prompt(const ParsedRequest& request, const PromptModel& model) {
+  assert(model.tokenizer != nullptr);
+  AnalyzedPrompt out;
+  out.block_size = model.block_size;
+  out.rendered = render_prompt(request, model.chat_template);
+  out.tokens = tokenize_request(request, out.rendered, *model.tokenizer);
+  out.block_hashes = block_hashes(out.tokens.tokens, model.block_size,
+                                  block_hash_root(model.model_id, request.cache_salt));
+  return out;
+}
+
+std::size_t common_prefix_length(const std::vector<TokenId>& a, const std::vector<TokenId>& b) {
+  const std::size_t n = std::min(a.size(), b.size());
+  return static_cast<std::size_t>(
+      std::mismatch(a.begin(), a.begin() + static_cast<std::ptrdiff_t>(n), b.begin()).first -
+      a.begin());
+}
+
+}  // namespace prefixgate::canon

@@ -1,0 +1,273 @@
+#include "prefixgate/canonicalize/render.h"
+
+#include <algorithm>
+
+namespace prefixgate::canon {
+namespace {
+
+std::string_view trim(std::string_view s) {
+  const auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+// Appends text while recording where it came from; adjacent pieces of one source merge.
+class Builder {
+ public:
+  void add(std::string_view text, std::string_view source, int message_index) {
+    if (text.empty()) return;
+    const std::size_t begin = out_.text.size();
+    out_.text.append(text);
+    if (!out_.segments.empty() && out_.segments.back().source == source &&
+        out_.segments.back().message_index == message_index) {
+      out_.segments.back().end = out_.text.size();
+      return;
+    }
+    out_.segments.push_back(Segment{begin, out_.text.size(), std::string(source), message_index});
+  }
+  void markup(std::string_view text) { add(text, "template", -1); }
+  std::size_t size() const { return out_.text.size(); }
+  RenderedPrompt finish(std::size_t volatile_tail_begin) && {
+    out_.volatile_tail_begin = std::min(volatile_tail_begin, out_.text.size());
+    return std::move(out_);
+  }
+
+ private:
+  RenderedPrompt out_;
+};
+
+std::string content_path(const Message& m) {
+  return "messages[" + std::to_string(m.index) + "].content";
+}
+
+// A message's content as the template renders it: text parts verbatim, other parts as their
+// JSON (so a different image is a different prompt).
+void add_content(Builder& b, const Message& m, bool trim_edges) {
+  const std::string path = content_path(m);
+  const int idx = static_cast<int>(m.index);
+  if (m.parts.size() == 1 && m.parts[0].is_text()) {
+    b.add(trim_edges ? trim(m.parts[0].text) : std::string_view(m.parts[0].text), path, idx);
+    return;
+  }
+  for (std::size_t i = 0; i < m.parts.size(); ++i) {
+    const ContentPart& part = m.parts[i];
+    const std::string part_path = path + "[" + std::to_string(i) + "]";
+    if (part.is_text()) {
+      b.add(part.text, part_path, idx);
+    } else {
+      b.add(json::to_json(part.value), part_path, idx);
+    }
+  }
+}
+
+void add_tool_calls(Builder& b, const Message& m) {
+  if (!m.tool_calls.is_array()) return;
+  const json::Array& calls = m.tool_calls.as_array();
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    const std::string path =
+        "messages[" + std::to_string(m.index) + "].tool_calls[" + std::to_string(i) + "]";
+    const json::Value* fn = calls[i].find("function");
+    if (i > 0 || !m.text().empty()) b.markup("\n");
+    b.add(json::to_json(fn != nullptr ? *fn : calls[i]), path, static_cast<int>(m.index));
+  }
+}
+
+void add_tools(Builder& b, const ParsedRequest& req) {
+  for (std::size_t i = 0; i < req.tools.size(); ++i) {
+    const ToolDef& tool = req.tools[i];
+    // The path is "tools[i]" or "functions[i]"; look the value up to serialize it as sent.
+    const bool legacy = tool.path.starts_with("functions");
+    const json::Value* list = req.body.find(legacy ? "functions" : "tools");
+    const std::size_t pos = std::stoul(tool.path.substr(tool.path.find('[') + 1));
+    b.add(json::to_json(list->as_array()[pos]), tool.path, -1);
+    b.markup("\n");
+  }
+}
+
+// Index of the message whose content starts the volatile tail: the last user message.
+std::optional<std::size_t> last_user_message(const ParsedRequest& req) {
+  for (std::size_t i = req.messages.size(); i-- > 0;) {
+    if (req.messages[i].role == Role::kUser) return i;
+  }
+  return std::nullopt;
+}
+
+bool is_system_like(Role r) {
+  return r == Role::kSystem || r == Role::kDeveloper;
+}
+
+RenderedPrompt render_llama3(const ParsedRequest& req) {
+  Builder b;
+  std::size_t tail = std::string::npos;
+  const auto last_user = last_user_message(req);
+  b.markup("<|begin_of_text|>");
+  bool tools_done = req.tools.empty();
+  const auto emit_tools_turn_body = [&] {
+    b.markup(
+        "You have access to the following functions. To call one, respond with JSON of the "
+        "form {\"name\": function name, \"parameters\": arguments}.\n\n");
+    add_tools(b, req);
+    tools_done = true;
+  };
+  if (!tools_done && (req.messages.empty() || !is_system_like(req.messages[0].role))) {
+    b.markup("<|start_header_id|>system<|end_header_id|>\n\n");
+    emit_tools_turn_body();
+    b.markup("<|eot_id|>");
+  }
+  for (const Message& m : req.messages) {
+    const char* role = is_system_like(m.role)                                 ? "system"
+                       : (m.role == Role::kTool || m.role == Role::kFunction) ? "ipython"
+                                                                              : role_name(m.role);
+    b.markup("<|start_header_id|>");
+    b.markup(role);
+    b.markup("<|end_header_id|>\n\n");
+    if (last_user && m.index == *last_user) tail = b.size();
+    add_content(b, m, /*trim_edges=*/true);
+    if (!tools_done && is_system_like(m.role)) {
+      b.markup("\n\n");
+      emit_tools_turn_body();
+    }
+    add_tool_calls(b, m);
+    b.markup("<|eot_id|>");
+  }
+  b.markup("<|start_header_id|>assistant<|end_header_id|>\n\n");
+  return std::move(b).finish(tail);
+}
+
+RenderedPrompt render_chatml(const ParsedRequest& req) {
+  Builder b;
+  std::size_t tail = std::string::npos;
+  const auto last_user = last_user_message(req);
+  bool tools_done = req.tools.empty();
+  const auto emit_tools = [&] {
+    b.markup(
+        "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+        "You are provided with function signatures within <tools></tools> XML tags:\n"
+        "<tools>\n");
+    add_tools(b, req);
+    b.markup("</tools>");
+    tools_done = true;
+  };
+  if (!tools_done && (req.messages.empty() || !is_system_like(req.messages[0].role))) {
+    b.markup("<|im_start|>system\n");
+    emit_tools();
+    b.markup("<|im_end|>\n");
+  }
+  for (const Message& m : req.messages) {
+    b.markup("<|im_start|>");
+    b.markup(is_system_like(m.role) ? "system" : role_name(m.role));
+    b.markup("\n");
+    if (last_user && m.index == *last_user) tail = b.size();
+    add_content(b, m, /*trim_edges=*/false);
+    if (!tools_done && is_system_like(m.role)) {
+      b.markup("\n\n");
+      emit_tools();
+    }
+    add_tool_calls(b, m);
+    b.markup("<|im_end|>\n");
+  }
+  b.markup("<|im_start|>assistant\n");
+  return std::move(b).finish(tail);
+}
+
+RenderedPrompt render_plain(const ParsedRequest& req) {
+  Builder b;
+  std::size_t tail = std::string::npos;
+  const auto last_user = last_user_message(req);
+  if (!req.tools.empty()) {
+    b.markup("tools:\n");
+    add_tools(b, req);
+    b.markup("\n");
+  }
+  for (const Message& m : req.messages) {
+    b.markup(role_name(m.role));
+    b.markup(": ");
+    if (last_user && m.index == *last_user) tail = b.size();
+    add_content(b, m, /*trim_edges=*/false);
+    add_tool_calls(b, m);
+    b.markup("\n\n");
+  }
+  b.markup("assistant:");
+  return std::move(b).finish(tail);
+}
+
+}  // namespace
+
+Result<ChatTemplate> chat_template_from_name(std::string_view name) {
+  if (name == "llama-3" || name == "llama3") return ChatTemplate::kLlama3;
+  if (name == "chatml" || name == "qwen") return ChatTemplate::kChatml;
+  if (name == "plain") return ChatTemplate::kPlain;
+  return make_error(ErrorCode::kNotFound,
+                    "unknown chat template '" + std::string(name) +
+                        "'; built-in templates are llama-3, chatml, plain",
+                    "template");
+}
+
+const char* chat_template_name(ChatTemplate tmpl) {
+  switch (tmpl) {
+    case ChatTemplate::kLlama3:
+      return "llama-3";
+    case ChatTemplate::kChatml:
+      return "chatml";
+    case ChatTemplate::kPlain:
+      return "plain";
+  }
+  return "plain";
+}
+
+const Segment* RenderedPrompt::segment_at(std::size_t offset) const {
+  auto it = std::upper_bound(segments.begin(), segments.end(), offset,
+                             [](std::size_t off, const Segment& s) { return off < s.end; });
+  return it == segments.end() ? nullptr : &*it;
+}
+
+RenderedPrompt render_prompt(const ParsedRequest& request, ChatTemplate tmpl) {
+  if (request.endpoint == Endpoint::kCompletions) {
+    RenderedPrompt p;
+    if (!request.prompts.empty() && !request.prompts[0].is_tokens) {
+      p.text = request.prompts[0].text;
+      if (!p.text.empty()) p.segments.push_back(Segment{0, p.text.size(), "prompt", -1});
+    }
+    // A completion prompt is the client's own continuation text: no part of it is known to be
+    // per-request, so all of it counts as prefix.
+    p.volatile_tail_begin = p.text.size();
+    return p;
+  }
+  switch (tmpl) {
+    case ChatTemplate::kLlama3:
+      return render_llama3(request);
+    case ChatTemplate::kChatml:
+      return render_chatml(request);
+    case ChatTemplate::kPlain:
+      return render_plain(request);
+  }
+  return render_plain(request);
+}
+
+std::size_t TokenizedPrompt::token_at_byte(std::size_t offset) const {
+  auto it = std::upper_bound(byte_offsets.begin(), byte_offsets.end(), offset);
+  if (it == byte_offsets.begin()) return 0;
+  return static_cast<std::size_t>(it - byte_offsets.begin()) - 1;
+}
+
+TokenizedPrompt tokenize_prompt(const RenderedPrompt& prompt, const Tokenizer& tokenizer) {
+  TokenizedPrompt out;
+  tokenizer.encode(prompt.text, out.tokens, EncodeOptions{.parse_special = true},
+                   &out.byte_offsets);
+  return out;
+}
+
+TokenizedPrompt tokenize_request(const ParsedRequest& request, const RenderedPrompt& prompt,
+                                 const Tokenizer& tokenizer) {
+  if (request.endpoint == Endpoint::kCompletions && !request.prompts.empty() &&
+      request.prompts[0].is_tokens) {
+    TokenizedPrompt out;
+    out.tokens = request.prompts[0].token_ids;
+    out.byte_offsets.assign(out.tokens.size(), 0);
+    return out;
+  }
+  return tokenize_prompt(prompt, tokenizer);
+}
+
+}  // namespace prefixgate::canon

@@ -1,0 +1,384 @@
+// Validation of OpenAI request bodies into ParsedRequest. Field rules follow the OpenAI API
+// reference for chat completions and (legacy) completions; unknown fields pass through.
+#include "prefixgate/canonicalize/request.h"
+
+#include <cmath>
+#include <limits>
+
+namespace prefixgate::canon {
+namespace {
+
+using json::Type;
+using json::Value;
+
+std::string index_path(std::string_view base, std::size_t i) {
+  return std::string(base) + "[" + std::to_string(i) + "]";
+}
+
+std::string field_path(std::string_view base, std::string_view field) {
+  return base.empty() ? std::string(field) : std::string(base) + "." + std::string(field);
+}
+
+Error wrong_type(const std::string& path, std::string_view expected, const Value& got) {
+  return make_error(
+      ErrorCode::kWrongType,
+      "'" + path + "' must be " + std::string(expected) + ", got " + json::type_name(got.type()),
+      path);
+}
+
+Error missing(const std::string& path) {
+  return make_error(ErrorCode::kMissingField, "'" + path + "' is required", path);
+}
+
+bool is_integer(const Value& v) {
+  if (!v.is_number()) return false;
+  const double d = v.as_number().value;
+  return std::isfinite(d) && std::floor(d) == d;
+}
+
+// Type checks of the common scalar fields: a client that sends "temperature":"hot" gets a 400
+// naming the field instead of an upstream error after it was routed.
+Status check_common_fields(const Value& body) {
+  struct Rule {
+    const char* name;
+    enum { kBool, kNumber, kInteger, kString, kStop, kObjectOrString, kObject } kind;
+  };
+  static constexpr Rule kRules[] = {
+      {"stream", Rule::kBool},
+      {"temperature", Rule::kNumber},
+      {"top_p", Rule::kNumber},
+      {"presence_penalty", Rule::kNumber},
+      {"frequency_penalty", Rule::kNumber},
+      {"max_tokens", Rule::kInteger},
+      {"max_completion_tokens", Rule::kInteger},
+      {"n", Rule::kInteger},
+      {"seed", Rule::kInteger},
+      {"model", Rule::kString},
+      {"user", Rule::kString},
+      {"cache_salt", Rule::kString},
+      {"stop", Rule::kStop},
+      {"tool_choice", Rule::kObjectOrString},
+      {"response_format", Rule::kObject},
+      {"stream_options", Rule::kObject},
+  };
+  for (const Rule& rule : kRules) {
+    const Value* v = body.find(rule.name);
+    if (v == nullptr || v->is_null()) continue;
+    const std::string path = rule.name;
+    switch (rule.kind) {
+      case Rule::kBool:
+        if (!v->is_bool()) return wrong_type(path, "a boolean", *v);
+        break;
+      case Rule::kNumber:
+        if (!v->is_number()) return wrong_type(path, "a number", *v);
+        break;
+      case Rule::kInteger:
+        if (!is_integer(*v)) return wrong_type(path, "an integer", *v);
+        if (v->as_number().value < 0) {
+          return make_error(ErrorCode::kInvalidValue, "'" + path + "' must not be negative", path);
+        }
+        break;
+      case Rule::kString:
+        if (!v->is_string()) return wrong_type(path, "a string", *v);
+        break;
+      case Rule::kStop:
+        if (v->is_string()) break;
+        if (!v->is_array()) return wrong_type(path, "a string or an array of strings", *v);
+        for (std::size_t i = 0; i < v->as_array().size(); ++i) {
+          if (!v->as_array()[i].is_string()) {
+            return wrong_type(index_path(path, i), "a string", v->as_array()[i]);
+          }
+        }
+        break;
+      case Rule::kObjectOrString:
+        if (!v->is_object() && !v->is_string()) {
+          return wrong_type(path, "a string or an object", *v);
+        }
+        break;
+      case Rule::kObject:
+        if (!v->is_object()) return wrong_type(path, "an object", *v);
+        break;
+    }
+  }
+  return {};
+}
+
+Result<Role> parse_role(const Value& v, const std::string& path) {
+  if (!v.is_string()) return wrong_type(path, "a string", v);
+  const std::string& s = v.as_string();
+  if (s == "system") return Role::kSystem;
+  if (s == "developer") return Role::kDeveloper;
+  if (s == "user") return Role::kUser;
+  if (s == "assistant") return Role::kAssistant;
+  if (s == "tool") return Role::kTool;
+  if (s == "function") return Role::kFunction;
+  return make_error(ErrorCode::kInvalidValue,
+                    "'" + path + "' must be one of system, developer, user, assistant, tool, " +
+                        "function; got '" + s + "'",
+                    path);
+}
+
+Status parse_content(const Value& content, const std::string& path, Message& msg) {
+  if (content.is_string()) {
+    msg.content_is_string = true;
+    msg.parts.push_back(ContentPart{"text", content.as_string(), content});
+    return {};
+  }
+  if (content.is_null()) return {};
+  if (!content.is_array())
+    return wrong_type(path, "a string or an array of content parts", content);
+  const json::Array& parts = content.as_array();
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    const std::string part_path = index_path(path, i);
+    const Value& part = parts[i];
+    if (!part.is_object()) return wrong_type(part_path, "an object", part);
+    const Value* type = part.find("type");
+    if (type == nullptr) return missing(field_path(part_path, "type"));
+    if (!type->is_string()) return wrong_type(field_path(part_path, "type"), "a string", *type);
+    ContentPart out{type->as_string(), {}, part};
+    if (out.is_text()) {
+      const char* key = out.type == "text" ? "text" : "refusal";
+      const Value* text = part.find(key);
+      if (text == nullptr) return missing(field_path(part_path, key));
+      if (!text->is_string()) return wrong_type(field_path(part_path, key), "a string", *text);
+      out.text = text->as_string();
+    }
+    msg.parts.push_back(std::move(out));
+  }
+  return {};
+}
+
+Status parse_message(const Value& v, std::size_t index, Message& msg) {
+  const std::string path = index_path("messages", index);
+  if (!v.is_object()) return wrong_type(path, "an object", v);
+  msg.index = index;
+  const Value* role = v.find("role");
+  if (role == nullptr) return missing(field_path(path, "role"));
+  auto parsed_role = parse_role(*role, field_path(path, "role"));
+  if (!parsed_role) return parsed_role.error();
+  msg.role = *parsed_role;
+
+  const Value* content = v.find("content");
+  const Value* tool_calls = v.find("tool_calls");
+  const bool may_omit_content = msg.role == Role::kAssistant;
+  if (content == nullptr || content->is_null()) {
+    if (!may_omit_content) return missing(field_path(path, "content"));
+  } else if (Status s = parse_content(*content, field_path(path, "content"), msg); !s) {
+    return s;
+  }
+  if (tool_calls != nullptr && !tool_calls->is_null()) {
+    if (!tool_calls->is_array()) {
+      return wrong_type(field_path(path, "tool_calls"), "an array", *tool_calls);
+    }
+    msg.tool_calls = *tool_calls;
+  }
+  if (const Value* name = v.find("name"); name != nullptr && !name->is_null()) {
+    if (!name->is_string()) return wrong_type(field_path(path, "name"), "a string", *name);
+    msg.name = name->as_string();
+  }
+  if (const Value* id = v.find("tool_call_id"); id != nullptr && !id->is_null()) {
+    if (!id->is_string()) return wrong_type(field_path(path, "tool_call_id"), "a string", *id);
+    msg.tool_call_id = id->as_string();
+  }
+  if (msg.role == Role::kTool && !msg.tool_call_id) {
+    return missing(field_path(path, "tool_call_id"));
+  }
+  return {};
+}
+
+// A function definition: {"name": string, "description"?: string, "parameters"?: object}.
+Status check_function(const Value& fn, const std::string& path, std::string& name_out) {
+  if (!fn.is_object()) return wrong_type(path, "an object", fn);
+  const Value* name = fn.find("name");
+  if (name == nullptr) return missing(field_path(path, "name"));
+  if (!name->is_string()) return wrong_type(field_path(path, "name"), "a string", *name);
+  if (name->as_string().empty()) {
+    return make_error(ErrorCode::kInvalidValue, "'" + field_path(path, "name") + "' is empty",
+                      field_path(path, "name"));
+  }
+  if (const Value* d = fn.find("description"); d != nullptr && !d->is_string()) {
+    return wrong_type(field_path(path, "description"), "a string", *d);
+  }
+  if (const Value* p = fn.find("parameters"); p != nullptr && !p->is_object()) {
+    return wrong_type(field_path(path, "parameters"), "an object", *p);
+  }
+  name_out = name->as_string();
+  return {};
+}
+
+Status parse_tools(const Value& body, ParsedRequest& req) {
+  if (const Value* tools = body.find("tools"); tools != nullptr && !tools->is_null()) {
+    if (!tools->is_array()) return wrong_type("tools", "an array", *tools);
+    for (std::size_t i = 0; i < tools->as_array().size(); ++i) {
+      const std::string path = index_path("tools", i);
+      const Value& tool = tools->as_array()[i];
+      if (!tool.is_object()) return wrong_type(path, "an object", tool);
+      const Value* type = tool.find("type");
+      if (type == nullptr) return missing(field_path(path, "type"));
+      if (!type->is_string()) return wrong_type(field_path(path, "type"), "a string", *type);
+      ToolDef def{{}, path};
+      if (type->as_string() == "function") {
+        const Value* fn = tool.find("function");
+        if (fn == nullptr) return missing(field_path(path, "function"));
+        if (Status s = check_function(*fn, field_path(path, "function"), def.name); !s) return s;
+      } else if (const Value* name = tool.find("name"); name != nullptr && name->is_string()) {
+        def.name = name->as_string();  // custom tools carry their name at the top level
+      }
+      req.tools.push_back(std::move(def));
+    }
+  }
+  if (const Value* fns = body.find("functions"); fns != nullptr && !fns->is_null()) {
+    if (!fns->is_array()) return wrong_type("functions", "an array", *fns);
+    for (std::size_t i = 0; i < fns->as_array().size(); ++i) {
+      ToolDef def{{}, index_path("functions", i)};
+      if (Status s = check_function(fns->as_array()[i], def.path, def.name); !s) return s;
+      req.tools.push_back(std::move(def));
+    }
+  }
+  return {};
+}
+
+Result<TokenId> token_id(const Value& v, const std::string& path) {
+  if (!is_integer(v) || v.as_number().value < 0 ||
+      v.as_number().value > std::numeric_limits<TokenId>::max()) {
+    return make_error(ErrorCode::kInvalidValue,
+                      "'" + path + "' must be a token id (an integer >= 0)", path);
+  }
+  return static_cast<TokenId>(v.as_number().value);
+}
+
+Status parse_token_prompt(const json::Array& ids, const std::string& path, Prompt& out) {
+  out.is_tokens = true;
+  out.token_ids.reserve(ids.size());
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    auto id = token_id(ids[i], index_path(path, i));
+    if (!id) return id.error();
+    out.token_ids.push_back(*id);
+  }
+  return {};
+}
+
+// `prompt`: a string, an array of strings, an array of token ids, or an array of such arrays.
+Status parse_prompts(const Value& body, ParsedRequest& req) {
+  const Value* prompt = body.find("prompt");
+  if (prompt == nullptr || prompt->is_null()) return missing("prompt");
+  if (prompt->is_string()) {
+    req.prompts.push_back(Prompt{prompt->as_string(), {}, false});
+    return {};
+  }
+  if (!prompt->is_array()) {
+    return wrong_type("prompt", "a string, an array of strings or an array of token ids", *prompt);
+  }
+  const json::Array& items = prompt->as_array();
+  if (items.empty()) return make_error(ErrorCode::kInvalidValue, "'prompt' is empty", "prompt");
+  if (items.front().is_number()) {
+    Prompt p;
+    if (Status s = parse_token_prompt(items, "prompt", p); !s) return s;
+    req.prompts.push_back(std::move(p));
+    return {};
+  }
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const std::string path = index_path("prompt", i);
+    Prompt p;
+    if (items[i].is_string()) {
+      p.text = items[i].as_string();
+    } else if (items[i].is_array()) {
+      if (Status s = parse_token_prompt(items[i].as_array(), path, p); !s) return s;
+    } else {
+      return wrong_type(path, "a string or an array of token ids", items[i]);
+    }
+    req.prompts.push_back(std::move(p));
+  }
+  return {};
+}
+
+}  // namespace
+
+const char* role_name(Role role) {
+  switch (role) {
+    case Role::kSystem:
+      return "system";
+    case Role::kDeveloper:
+      return "developer";
+    case Role::kUser:
+      return "user";
+    case Role::kAssistant:
+      return "assistant";
+    case Role::kTool:
+      return "tool";
+    case Role::kFunction:
+      return "function";
+  }
+  return "user";
+}
+
+std::string Message::text() const {
+  std::string out;
+  for (const ContentPart& part : parts) {
+    if (part.is_text()) out += part.text;
+  }
+  return out;
+}
+
+std::optional<Endpoint> guess_endpoint(const json::Value& body) {
+  if (body.find("messages") != nullptr) return Endpoint::kChatCompletions;
+  if (body.find("prompt") != nullptr) return Endpoint::kCompletions;
+  return std::nullopt;
+}
+
+Result<ParsedRequest> parse_request(std::string_view body, Endpoint endpoint,
+                                    const RequestLimits& limits) {
+  if (body.size() > limits.max_body_bytes) {
+    return make_error(ErrorCode::kTooLarge, "request body is " + std::to_string(body.size()) +
+                                                " bytes; the limit is " +
+                                                std::to_string(limits.max_body_bytes));
+  }
+  auto doc = json::parse(body, json::ParseLimits{limits.max_body_bytes, limits.max_depth});
+  if (!doc) return doc.error();
+  return parse_request_value(std::move(*doc), endpoint, limits);
+}
+
+Result<ParsedRequest> parse_request_value(json::Value body, Endpoint endpoint,
+                                          const RequestLimits& limits) {
+  if (!body.is_object()) return wrong_type("(body)", "a JSON object", body);
+  if (Status s = check_common_fields(body); !s) return s.error();
+
+  ParsedRequest req;
+  req.endpoint = endpoint;
+  if (const Value* model = body.find("model"); model != nullptr && model->is_string()) {
+    req.model = model->as_string();
+  }
+  if (const Value* stream = body.find("stream"); stream != nullptr && stream->is_bool()) {
+    req.stream = stream->as_bool();
+  }
+  if (const Value* salt = body.find("cache_salt"); salt != nullptr && salt->is_string()) {
+    req.cache_salt = salt->as_string();
+  }
+
+  if (endpoint == Endpoint::kChatCompletions) {
+    const Value* messages = body.find("messages");
+    if (messages == nullptr) return missing("messages");
+    if (!messages->is_array()) return wrong_type("messages", "an array", *messages);
+    const json::Array& list = messages->as_array();
+    if (list.empty()) {
+      return make_error(ErrorCode::kInvalidValue, "'messages' must not be empty", "messages");
+    }
+    if (list.size() > limits.max_messages) {
+      return make_error(ErrorCode::kTooLarge,
+                        "'messages' has " + std::to_string(list.size()) +
+                            " entries; the limit is " + std::to_string(limits.max_messages),
+                        "messages");
+    }
+    req.messages.resize(list.size());
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      if (Status s = parse_message(list[i], i, req.messages[i]); !s) return s.error();
+    }
+    if (Status s = parse_tools(body, req); !s) return s.error();
+  } else {
+    if (Status s = parse_prompts(body, req); !s) return s.error();
+  }
+  req.body = std::move(body);
+  return req;
+}
+
+}  // namespace prefixgate::canon

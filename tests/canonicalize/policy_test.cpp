@@ -1,0 +1,129 @@
+#include "prefixgate/canonicalize/policy.h"
+
+#include <gtest/gtest.h>
+
+#include "prefixgate/canonicalize/render.h"
+
+namespace prefixgate::canon {
+namespace {
+
+ParsedRequest chat(std::string_view body) {
+  auto r = parse_request(body, Endpoint::kChatCompletions);
+  EXPECT_TRUE(r) << r.error().message;
+  return std::move(*r);
+}
+
+std::vector<std::string> rules_of(const CanonicalizeOutcome& out) {
+  std::vector<std::string> rules;
+  for (const Change& c : out.changes) rules.push_back(c.rule);
+  return rules;
+}
+
+// Two serializations of the same tools, as two JSON libraries (or two hash maps) produce them.
+constexpr std::string_view kToolsA = R"({"messages":[{"role":"user","content":"hi"}],"tools":[
+  {"type":"function","function":{"name":"search","parameters":{"type":"object","properties":{"q":{"type":"string"}}}}},
+  {"type":"function","function":{"name":"add","parameters":{"properties":{"a":{"type":"number","minimum":1.0}},"type":"object"}}}]})";
+constexpr std::string_view kToolsB = R"({"messages":[{"role":"user","content":"hi"}],"tools":[
+  {"function":{"parameters":{"type":"object","properties":{"a":{"minimum":1,"type":"number"}}},"name":"add"},"type":"function"},
+  {"type":"function","function":{"parameters":{"properties":{"q":{"type":"string"}},"type":"object"},"name":"search"}}]})";
+
+TEST(PolicyTest, ToolKeyOrderAndToolOrderNoLongerChangeThePrompt) {
+  const auto a = canonicalize(chat(kToolsA), {});
+  const auto b = canonicalize(chat(kToolsB), {});
+  EXPECT_EQ(json::to_json(a.body), json::to_json(b.body));
+  EXPECT_EQ(rules_of(a), (std::vector<std::string>{"tool-json", "tool-order"}));
+  // And without the policy they differ, which is the problem being solved.
+  EXPECT_NE(json::to_json(canonicalize(chat(kToolsA), CanonicalizationPolicy::none()).body),
+            json::to_json(canonicalize(chat(kToolsB), CanonicalizationPolicy::none()).body));
+}
+
+TEST(PolicyTest, CanonicalRequestReportsNoChangesAndIsIdempotent) {
+  const auto once = canonicalize(chat(kToolsA), {});
+  auto again_req = parse_request_value(once.body, Endpoint::kChatCompletions);
+  ASSERT_TRUE(again_req);
+  const auto twice = canonicalize(*again_req, {});
+  EXPECT_TRUE(twice.changes.empty());
+  EXPECT_EQ(json::to_json(twice.body), json::to_json(once.body));
+}
+
+TEST(PolicyTest, EachRuleCanBeSwitchedOff) {
+  CanonicalizationPolicy only_order = CanonicalizationPolicy::none();
+  only_order.tool_order = true;
+  const auto out = canonicalize(chat(kToolsA), only_order);
+  EXPECT_EQ(rules_of(out), (std::vector<std::string>{"tool-order"}));
+  // Sorted, but each definition kept its own key order.
+  EXPECT_NE(json::to_json(out.body).find(R"({"properties":{"a")"), std::string::npos);
+}
+
+TEST(PolicyTest, TimestampsInSystemMessagesAreRoundedButUserTextIsNot) {
+  const auto out = canonicalize(chat(R"({"messages":[
+      {"role":"system","content":"Now: 2026-08-20T14:33:07Z."},
+      {"role":"user","content":"It is 2026-08-20T14:33:07Z here."}]})"),
+                                {});
+  const json::Array& msgs = out.body.find("messages")->as_array();
+  EXPECT_EQ(msgs[0].find("content")->as_string(), "Now: 2026-08-20T14:00:00Z.");
+  EXPECT_EQ(msgs[1].find("content")->as_string(), "It is 2026-08-20T14:33:07Z here.");
+  ASSERT_EQ(out.changes.size(), 1u);
+  EXPECT_EQ(out.changes[0].rule, "timestamp");
+  EXPECT_EQ(out.changes[0].path, "messages[0].content");
+}
+
+TEST(PolicyTest, TimestampGranularityIsConfigurable) {
+  CanonicalizationPolicy p;
+  p.timestamp_granularity = std::chrono::minutes(15);
+  const auto out = canonicalize(
+      chat(
+          R"({"messages":[{"role":"developer","content":[{"type":"text","text":"at 2026-08-20 14:33"}]}]})"),
+      p);
+  EXPECT_EQ(out.body.find("messages")
+                ->as_array()[0]
+                .find("content")
+                ->as_array()[0]
+                .find("text")
+                ->as_string(),
+            "at 2026-08-20 14:30");
+  EXPECT_EQ(out.changes.at(0).path, "messages[0].content[0].text");
+}
+
+TEST(PolicyTest, TimestampsInToolDescriptionsAreRounded) {
+  const auto out = canonicalize(chat(R"({"messages":[{"role":"user","content":"x"}],"tools":[
+      {"type":"function","function":{"name":"f","description":"Data as of 2026-08-20T14:33:07Z",
+       "parameters":{"type":"object","properties":{"d":{"type":"string","description":"after 2026-08-20 09:59:59"}}}}}]})"),
+                                {});
+  const std::string body = json::to_json(out.body);
+  EXPECT_NE(body.find("Data as of 2026-08-20T14:00:00Z"), std::string::npos);
+  EXPECT_NE(body.find("after 2026-08-20 09:00:00"), std::string::npos);
+}
+
+TEST(PolicyTest, WhitespaceNormalizationIsOffByDefault) {
+  const std::string_view body = R"({"messages":[{"role":"system","content":"a  \r\nb\t\r\n"}]})";
+  EXPECT_TRUE(canonicalize(chat(body), {}).changes.empty());
+  CanonicalizationPolicy p;
+  p.whitespace = true;
+  const auto out = canonicalize(chat(body), p);
+  EXPECT_EQ(out.body.find("messages")->as_array()[0].find("content")->as_string(), "a\nb");
+  EXPECT_EQ(rules_of(out), (std::vector<std::string>{"whitespace"}));
+}
+
+TEST(PolicyTest, ResponseFormatSchemaBecomesCanonical) {
+  const auto out = canonicalize(chat(R"({"messages":[{"role":"user","content":"x"}],
+      "response_format":{"type":"json_schema","json_schema":{"schema":{"type":"object"},"name":"r"}}})"),
+                                {});
+  EXPECT_EQ(json::to_json(*out.body.find("response_format")),
+            R"({"type":"json_schema","json_schema":{"name":"r","schema":{"type":"object"}}})");
+  EXPECT_EQ(rules_of(out), (std::vector<std::string>{"response-format"}));
+}
+
+TEST(PolicyTest, CanonicalizationRestoresTheSharedTokenPrefix) {
+  auto tok = make_byte_tokenizer();
+  const auto tokens_of = [&](const json::Value& body) {
+    auto req = parse_request_value(body, Endpoint::kChatCompletions);
+    EXPECT_TRUE(req);
+    return tokenize_prompt(render_prompt(*req, ChatTemplate::kLlama3), *tok).tokens;
+  };
+  EXPECT_EQ(tokens_of(canonicalize(chat(kToolsA), {}).body),
+            tokens_of(canonicalize(chat(kToolsB), {}).body));
+}
+
+}  // namespace
+}  // namespace prefixgate::canon

@@ -1,0 +1,120 @@
+#include "prefixgate/canonicalize/render.h"
+
+#include <gtest/gtest.h>
+
+namespace prefixgate::canon {
+namespace {
+
+ParsedRequest chat(std::string_view body) {
+  auto r = parse_request(body, Endpoint::kChatCompletions);
+  EXPECT_TRUE(r) << r.error().message;
+  return std::move(*r);
+}
+
+constexpr std::string_view kTwoTurns = R"({"messages":[
+  {"role":"system","content":"  Be brief.\n"},
+  {"role":"user","content":"What is 2+2?"}]})";
+
+TEST(RenderTest, Llama3MatchesMetaTemplate) {
+  RenderedPrompt p = render_prompt(chat(kTwoTurns), ChatTemplate::kLlama3);
+  EXPECT_EQ(p.text,
+            "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|>"
+            "<|start_header_id|>user<|end_header_id|>\n\nWhat is 2+2?<|eot_id|>"
+            "<|start_header_id|>assistant<|end_header_id|>\n\n");
+  EXPECT_EQ(p.text.substr(p.volatile_tail_begin, 12), "What is 2+2?");
+}
+
+TEST(RenderTest, ChatmlMatchesQwenLayout) {
+  RenderedPrompt p = render_prompt(chat(kTwoTurns), ChatTemplate::kChatml);
+  EXPECT_EQ(
+      p.text,
+      "<|im_start|>system\n  Be brief.\n<|im_end|>\n<|im_start|>user\nWhat is 2+2?<|im_end|>\n"
+      "<|im_start|>assistant\n");
+}
+
+TEST(RenderTest, PlainTemplate) {
+  RenderedPrompt p = render_prompt(chat(kTwoTurns), ChatTemplate::kPlain);
+  EXPECT_EQ(p.text, "system:   Be brief.\n\n\nuser: What is 2+2?\n\nassistant:");
+}
+
+TEST(RenderTest, SegmentsNameTheFieldsTheyCameFrom) {
+  RenderedPrompt p = render_prompt(chat(kTwoTurns), ChatTemplate::kLlama3);
+  const std::size_t at = p.text.find("Be brief");
+  ASSERT_NE(p.segment_at(at), nullptr);
+  EXPECT_EQ(p.segment_at(at)->source, "messages[0].content");
+  EXPECT_EQ(p.segment_at(at)->message_index, 0);
+  EXPECT_EQ(p.segment_at(0)->source, "template");
+  EXPECT_EQ(p.segment_at(p.text.size()), nullptr);
+  // Segments tile the text with no gap.
+  std::size_t pos = 0;
+  for (const Segment& s : p.segments) {
+    EXPECT_EQ(s.begin, pos);
+    pos = s.end;
+  }
+  EXPECT_EQ(pos, p.text.size());
+}
+
+TEST(RenderTest, ToolsAreRenderedInClientKeyOrderInTheSystemTurn) {
+  auto a = chat(R"({"messages":[{"role":"system","content":"S"},{"role":"user","content":"U"}],
+    "tools":[{"type":"function","function":{"name":"f","parameters":{"b":1,"a":2}}}]})");
+  auto b = chat(R"({"messages":[{"role":"system","content":"S"},{"role":"user","content":"U"}],
+    "tools":[{"type":"function","function":{"parameters":{"a":2,"b":1},"name":"f"}}]})");
+  RenderedPrompt pa = render_prompt(a, ChatTemplate::kLlama3);
+  RenderedPrompt pb = render_prompt(b, ChatTemplate::kLlama3);
+  EXPECT_NE(pa.text, pb.text);  // key order is visible to the model, as with HF `tojson`
+  const std::size_t tool_at = pa.text.find(R"({"type":"function")");
+  ASSERT_NE(tool_at, std::string::npos);
+  EXPECT_LT(tool_at, pa.text.find("<|eot_id|>"));  // inside the system turn
+  EXPECT_EQ(pa.segment_at(tool_at)->source, "tools[0]");
+}
+
+TEST(RenderTest, ToolsWithoutSystemMessageGetTheirOwnSystemTurn) {
+  auto r = chat(R"({"messages":[{"role":"user","content":"U"}],
+    "tools":[{"type":"function","function":{"name":"f"}}]})");
+  RenderedPrompt p = render_prompt(r, ChatTemplate::kChatml);
+  EXPECT_TRUE(p.text.starts_with("<|im_start|>system\n# Tools"));
+  EXPECT_NE(p.text.find("<tools>\n{\"type\":\"function\",\"function\":{\"name\":\"f\"}}\n</tools>"),
+            std::string::npos);
+}
+
+TEST(RenderTest, NonTextPartsAreRenderedAsTheirJson) {
+  auto a = chat(
+      R"({"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"a.png"}}]}]})");
+  auto b = chat(
+      R"({"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"b.png"}}]}]})");
+  EXPECT_NE(render_prompt(a, ChatTemplate::kLlama3).text,
+            render_prompt(b, ChatTemplate::kLlama3).text);
+}
+
+TEST(RenderTest, CompletionPromptIsVerbatimAndAllPrefix) {
+  auto r = parse_request(R"({"prompt":"Once upon a time"})", Endpoint::kCompletions);
+  ASSERT_TRUE(r);
+  RenderedPrompt p = render_prompt(*r, ChatTemplate::kLlama3);
+  EXPECT_EQ(p.text, "Once upon a time");
+  EXPECT_EQ(p.volatile_tail_begin, p.text.size());
+}
+
+TEST(RenderTest, ByteTokenizerSeesTemplateMarkupAsSpecialTokens) {
+  RenderedPrompt p = render_prompt(chat(kTwoTurns), ChatTemplate::kLlama3);
+  auto tok = make_byte_tokenizer();
+  TokenizedPrompt t = tokenize_prompt(p, *tok);
+  ASSERT_FALSE(t.tokens.empty());
+  EXPECT_EQ(t.tokens[0], *tok->special_token("<|begin_of_text|>"));
+  EXPECT_EQ(t.tokens[1], *tok->special_token("<|start_header_id|>"));
+  EXPECT_EQ(t.tokens[2], static_cast<TokenId>('s'));
+  ASSERT_EQ(t.byte_offsets.size(), t.tokens.size());
+  const std::size_t at = p.text.find("Be brief");
+  EXPECT_EQ(t.tokens[t.token_at_byte(at)], static_cast<TokenId>('B'));
+  EXPECT_EQ(tok->decode(t.tokens), p.text);
+}
+
+TEST(RenderTest, UnknownTemplateNameIsNotFound) {
+  auto t = chat_template_from_name("vicuna");
+  ASSERT_FALSE(t);
+  EXPECT_EQ(t.error().code, ErrorCode::kNotFound);
+  EXPECT_NE(t.error().message.find("llama-3"), std::string::npos);
+  EXPECT_EQ(*chat_template_from_name("chatml"), ChatTemplate::kChatml);
+}
+
+}  // namespace
+}  // namespace prefixgate::canon
