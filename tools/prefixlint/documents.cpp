@@ -1,0 +1,136 @@
+#include "documents.h"
+
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <sstream>
+
+namespace prefixgate::lint {
+namespace {
+
+using canon::ErrorCode;
+using canon::make_error;
+
+bool ends_with(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+canon::Error in_file(const std::string& file, std::size_t line, const canon::Error& e) {
+  std::string where = file + ":" + std::to_string(line) + ": ";
+  if (!e.param.empty()) where += e.param + ": ";
+  return make_error(e.code, where + e.message, e.param);
+}
+
+// A log line may be a bare request or an envelope around one.
+canon::Result<Document> document_from_json(json::Value value, Document doc) {
+  if (value.is_object() && canon::guess_endpoint(value) == std::nullopt) {
+    json::Value* inner = value.find("request");
+    if (inner == nullptr) inner = value.find("body");
+    if (inner != nullptr) {
+      if (const json::Value* t = value.find("tenant"); t != nullptr && t->is_string()) {
+        doc.tenant = t->as_string();
+      }
+      if (const json::Value* ts = value.find("timestamp"); ts != nullptr && ts->is_string()) {
+        doc.timestamp = ts->as_string();
+      }
+      json::Value body = std::move(*inner);
+      value = std::move(body);
+    }
+  }
+  const auto endpoint = canon::guess_endpoint(value);
+  if (!endpoint) {
+    return make_error(ErrorCode::kMissingField,
+                      "not an OpenAI request: expected a \"messages\" (chat) or \"prompt\" "
+                      "(completion) field",
+                      "messages");
+  }
+  auto request = canon::parse_request_value(std::move(value), *endpoint);
+  if (!request) return request.error();
+  doc.request = std::move(*request);
+  if (doc.tenant.empty()) {
+    if (const json::Value* t = doc.request.body.find("tenant"); t != nullptr && t->is_string()) {
+      doc.tenant = t->as_string();
+    } else {
+      doc.tenant = doc.request.cache_salt;
+    }
+  }
+  return doc;
+}
+
+}  // namespace
+
+canon::ParsedRequest plain_text_request(std::string text) {
+  canon::ParsedRequest r;
+  r.endpoint = canon::Endpoint::kCompletions;
+  r.prompts.push_back(canon::Prompt{text, {}, false});
+  json::Object body;
+  body.push_back(json::Member{"prompt", json::Value(std::move(text))});
+  r.body = json::Value(std::move(body));
+  return r;
+}
+
+canon::Result<std::string> read_file(const std::string& path) {
+  if (path == "-") {
+    return std::string(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return make_error(ErrorCode::kNotFound, path + ": cannot open file");
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  if (in.bad()) return make_error(ErrorCode::kNotFound, path + ": read error");
+  return buf.str();
+}
+
+canon::Result<std::vector<Document>> read_documents(const std::string& path) {
+  auto contents = read_file(path);
+  if (!contents) return contents.error();
+  const std::string& text = *contents;
+  std::vector<Document> docs;
+
+  if (ends_with(path, ".jsonl") || ends_with(path, ".ndjson")) {
+    std::size_t line_no = 0;
+    for (std::size_t pos = 0; pos < text.size();) {
+      std::size_t end = text.find('\n', pos);
+      if (end == std::string::npos) end = text.size();
+      ++line_no;
+      std::string_view line(text.data() + pos, end - pos);
+      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+      const bool blank = line.find_first_not_of(" \t") == std::string_view::npos;
+      if (!blank) {
+        auto value = json::parse(line);
+        if (!value) return in_file(path, line_no, value.error());
+        Document doc{path, line_no, pos, std::string(line), {}, false, {}, {}};
+        auto parsed = document_from_json(std::move(*value), std::move(doc));
+        if (!parsed) return in_file(path, line_no, parsed.error());
+        docs.push_back(std::move(*parsed));
+      }
+      pos = end + 1;
+    }
+    return docs;
+  }
+
+  // A .json file must be a request; other files are requests when they parse as one, and
+  // prompt text otherwise.
+  const bool must_be_json = ends_with(path, ".json");
+  auto value = json::parse(text);
+  if (value && value->is_object()) {
+    Document doc{path, 1, 0, text, {}, false, {}, {}};
+    auto parsed = document_from_json(std::move(*value), std::move(doc));
+    if (parsed) {
+      docs.push_back(std::move(*parsed));
+      return docs;
+    }
+    if (must_be_json) return in_file(path, 1, parsed.error());
+  } else if (must_be_json) {
+    return in_file(path, 1,
+                   value ? canon::make_error(ErrorCode::kWrongType,
+                                             "expected a JSON object (an OpenAI request)")
+                         : value.error());
+  }
+  Document doc{path, 1, 0, text, plain_text_request(text), true, {}, {}};
+  docs.push_back(std::move(doc));
+  return docs;
+}
+
+}  // namespace prefixgate::lint

@@ -1,0 +1,68 @@
+#include "model_flags.h"
+
+#include <charconv>
+
+#include "documents.h"
+
+namespace prefixgate::lint {
+
+void add_model_flags(CLI::App& app, ModelFlags& flags, bool with_policy) {
+  app.add_option("--tokenizer", flags.tokenizer,
+                 "'byte' (the embedded default) or the path of a Hugging Face tokenizer.json")
+      ->capture_default_str();
+  app.add_option("--template", flags.chat_template, "chat template: llama-3, chatml or plain")
+      ->capture_default_str();
+  app.add_option("--block-size", flags.block_size, "tokens per prefix-cache block")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 16));
+  app.add_option("--model", flags.model_id, "model id that seeds the block-hash root")
+      ->capture_default_str();
+  if (with_policy) {
+    app.add_option("--granularity", flags.granularity,
+                   "timestamp rounding of the canonicalization policy (e.g. 15m, 1h, 1d)")
+        ->capture_default_str();
+  }
+}
+
+canon::Result<std::chrono::seconds> parse_duration(const std::string& text) {
+  long long n = 0;
+  const char* end = text.data() + text.size();
+  auto [p, ec] = std::from_chars(text.data(), end, n);
+  const std::string unit(p, end);
+  long long scale = 0;
+  if (unit == "s") scale = 1;
+  if (unit == "m") scale = 60;
+  if (unit == "h") scale = 3600;
+  if (unit == "d") scale = 86400;
+  if (ec != std::errc() || n <= 0 || scale == 0) {
+    return canon::make_error(canon::ErrorCode::kInvalidValue,
+                             "--granularity: '" + text + "' is not a duration like 15m, 1h or 1d",
+                             "--granularity");
+  }
+  return std::chrono::seconds(n * scale);
+}
+
+canon::Result<LoadedModel> load_model(const ModelFlags& flags) {
+  LoadedModel out;
+  if (flags.tokenizer == "byte") {
+    out.tokenizer = canon::make_byte_tokenizer();
+  } else {
+    auto text = read_file(flags.tokenizer);
+    if (!text) return canon::make_error(text.error().code, "--tokenizer: " + text.error().message);
+    auto tok = canon::load_tokenizer_json(*text);
+    if (!tok) {
+      return canon::make_error(tok.error().code,
+                               "--tokenizer " + flags.tokenizer + ": " + tok.error().message);
+    }
+    out.tokenizer = std::move(*tok);
+  }
+  auto tmpl = canon::chat_template_from_name(flags.chat_template);
+  if (!tmpl) return canon::make_error(tmpl.error().code, "--template: " + tmpl.error().message);
+  auto granularity = parse_duration(flags.granularity);
+  if (!granularity) return granularity.error();
+  out.policy.timestamp_granularity = *granularity;
+  out.model = canon::PromptModel{*tmpl, out.tokenizer.get(), flags.block_size, flags.model_id};
+  return out;
+}
+
+}  // namespace prefixgate::lint

@@ -1,0 +1,36 @@
+// The flags that say how prompts become tokens (--tokenizer, --template, --block-size, --model),
+// shared by every prefixlint subcommand, and the loaded model they describe.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <string>
+
+#include "prefixgate/canonicalize/policy.h"
+#include "prefixgate/canonicalize/prompt.h"
+
+namespace prefixgate::lint {
+
+struct ModelFlags {
+  std::string tokenizer = "byte";  // "byte" or a path to a Hugging Face tokenizer.json
+  std::string chat_template = "llama-3";
+  std::size_t block_size = canon::kDefaultBlockSize;
+  std::string model_id = "builtin:tiny";
+  std::string granularity = "1h";  // timestamp rounding of the canonicalization policy
+};
+
+void add_model_flags(CLI::App& app, ModelFlags& flags, bool with_policy);
+
+struct LoadedModel {
+  std::unique_ptr<canon::Tokenizer> tokenizer;
+  canon::PromptModel model;
+  canon::CanonicalizationPolicy policy;
+};
+
+// Loads the tokenizer and resolves the template; errors name the flag.
+canon::Result<LoadedModel> load_model(const ModelFlags& flags);
+
+// "90s", "15m", "1h", "1d" -> seconds. kInvalidValue otherwise.
+canon::Result<std::chrono::seconds> parse_duration(const std::string& text);
+
+}  // namespace prefixgate::lint
