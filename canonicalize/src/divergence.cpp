@@ -114,9 +114,9 @@ Divergence compare_analyzed(const ParsedRequest& old_request, const AnalyzedProm
   const std::string& b = new_prompt.rendered.text;
   d.common_prefix_tokens = common_prefix_length(old_prompt.tokens.tokens, new_prompt.tokens.tokens);
   d.new_stable_prefix_tokens = new_prompt.stable_prefix_tokens();
-  d.prefix_tokens_lost = d.new_stable_prefix_tokens > d.common_prefix_tokens
-                             ? d.new_stable_prefix_tokens - d.common_prefix_tokens
-                             : 0;
+  // What the old prompt could have supplied from cache: its tokens, up to the new stable prefix.
+  const std::size_t reusable =
+      std::min(old_prompt.tokens.tokens.size(), d.new_stable_prefix_tokens);
   const std::size_t n = std::min(a.size(), b.size());
   const std::size_t at = static_cast<std::size_t>(
       std::mismatch(a.begin(), a.begin() + static_cast<std::ptrdiff_t>(n), b.begin()).first -
@@ -127,6 +127,7 @@ Divergence compare_analyzed(const ParsedRequest& old_request, const AnalyzedProm
     return d;  // equal, or one extends the other
   }
   d.diverged = true;
+  d.prefix_tokens_lost = reusable > d.common_prefix_tokens ? reusable - d.common_prefix_tokens : 0;
   d.byte_offset = at;
   d.token_index = d.common_prefix_tokens;
   d.block_index = d.token_index / std::max<std::size_t>(1, new_prompt.block_size);

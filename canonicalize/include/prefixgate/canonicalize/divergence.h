@@ -39,8 +39,9 @@ struct Divergence {
   std::string new_excerpt;
   std::size_t common_prefix_tokens = 0;
   std::size_t new_stable_prefix_tokens = 0;  // tokens of the new prompt before its last user turn
-  // Stable-prefix tokens of the new prompt beyond the shared prefix: work the cache could have
-  // saved and did not.
+  // Tokens the old prompt could have supplied from cache to the new one's stable prefix but did
+  // not, because of the divergence: min(old length, new stable prefix) - common prefix. Zero
+  // when nothing diverged.
   std::size_t prefix_tokens_lost = 0;
   // The same comparison after canonicalizing both requests with the policy.
   std::size_t canonical_common_prefix_tokens = 0;

@@ -1,0 +1,85 @@
+#include "prefixgate/canonicalize/lint.h"
+
+#include <gtest/gtest.h>
+
+namespace prefixgate::canon {
+namespace {
+
+struct Fixture {
+  std::unique_ptr<Tokenizer> tokenizer = make_byte_tokenizer();
+  PromptModel model{ChatTemplate::kLlama3, tokenizer.get(), 16, "builtin:tiny"};
+
+  PromptLint lint(std::string_view body) {
+    auto r = parse_request(body, Endpoint::kChatCompletions);
+    EXPECT_TRUE(r) << r.error().message;
+    prompt = analyze_prompt(*r, model);
+    return lint_prompt(prompt);
+  }
+  AnalyzedPrompt prompt;
+};
+
+TEST(LintTest, TimestampInSystemPromptIsAnErrorAtItsFieldAndToken) {
+  Fixture fx;
+  PromptLint l = fx.lint(R"({"messages":[
+      {"role":"system","content":"You help. Now: 2026-08-20T14:33:07Z."},
+      {"role":"user","content":"hi"}]})");
+  ASSERT_EQ(l.findings.size(), 1u);
+  const Finding& f = l.findings[0];
+  EXPECT_EQ(f.rule, Rule::kTimestamp);
+  EXPECT_EQ(f.severity, Severity::kError);
+  EXPECT_EQ(f.field, "messages[0].content");
+  EXPECT_EQ(f.excerpt, "2026-08-20T14:33:07Z");
+  EXPECT_FALSE(f.in_volatile_tail);
+  EXPECT_EQ(fx.prompt.rendered.text.substr(f.prompt_begin, f.prompt_end - f.prompt_begin),
+            f.excerpt);
+  // Byte tokenizer: the token index is the byte's, shifted by the specials before it.
+  EXPECT_EQ(fx.prompt.tokens.tokens[f.token_offset], static_cast<TokenId>('2'));
+  EXPECT_EQ(l.stable_prefix_tokens, f.token_offset);
+  EXPECT_FALSE(f.message.empty());
+  EXPECT_FALSE(f.hint.empty());
+}
+
+TEST(LintTest, ContentOfTheFinalUserMessageIsInfoAtMost) {
+  Fixture fx;
+  PromptLint l = fx.lint(R"({"messages":[
+      {"role":"system","content":"Stable instructions."},
+      {"role":"user","content":"Book it for 2026-08-20T14:33:07Z, ref 123e4567-e89b-12d3-a456-426614174000"}]})");
+  ASSERT_EQ(l.findings.size(), 2u);
+  for (const Finding& f : l.findings) {
+    EXPECT_EQ(f.severity, Severity::kInfo);
+    EXPECT_TRUE(f.in_volatile_tail);
+  }
+  EXPECT_EQ(l.stable_prefix_tokens, fx.prompt.stable_prefix_tokens());
+}
+
+TEST(LintTest, EarlierUserTurnsAreStillPrefix) {
+  Fixture fx;
+  PromptLint l = fx.lint(R"({"messages":[
+      {"role":"user","content":"session 123e4567-e89b-12d3-a456-426614174000"},
+      {"role":"assistant","content":"ok"},
+      {"role":"user","content":"next"}]})");
+  ASSERT_EQ(l.findings.size(), 1u);
+  EXPECT_EQ(l.findings[0].rule, Rule::kId);
+  EXPECT_EQ(l.findings[0].severity, Severity::kError);
+}
+
+TEST(LintTest, DateAloneIsInfoAndDoesNotShortenTheStablePrefix) {
+  Fixture fx;
+  PromptLint l = fx.lint(R"({"messages":[
+      {"role":"system","content":"Today is 2026-08-20."},{"role":"user","content":"hi"}]})");
+  ASSERT_EQ(l.findings.size(), 1u);
+  EXPECT_EQ(l.findings[0].rule, Rule::kDate);
+  EXPECT_EQ(l.findings[0].severity, Severity::kInfo);
+  EXPECT_EQ(l.stable_prefix_tokens, fx.prompt.stable_prefix_tokens());
+}
+
+TEST(LintTest, CleanPromptHasNoFindings) {
+  Fixture fx;
+  PromptLint l = fx.lint(R"({"messages":[
+      {"role":"system","content":"Support for v2.0.1 on Python 3.11. Plans cost $19.99. Call +1 (555) 123-4567. Since 2026. Errors: 404, 503."},
+      {"role":"user","content":"hi"}]})");
+  EXPECT_TRUE(l.findings.empty()) << l.findings[0].excerpt;
+}
+
+}  // namespace
+}  // namespace prefixgate::canon

@@ -1,0 +1,242 @@
+// prefixlint as a user runs it: the built binary, real files, exit codes and output formats.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "prefixgate/canonicalize/json.h"
+
+namespace prefixgate {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+
+std::string read_all(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Runs prefixlint with `args` (already shell-quoted where needed) from the source directory.
+RunResult prefixlint(const std::string& args, const std::string& stdin_text = "") {
+  const fs::path dir =
+      fs::temp_directory_path() / ("prefixlint-test-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path in = dir / "stdin", out = dir / "stdout", err = dir / "stderr";
+  std::ofstream(in, std::ios::binary) << stdin_text;
+  const std::string cmd = std::string("cd '") + PREFIXGATE_SOURCE_DIR + "' && '" + PREFIXLINT_BIN +
+                          "' " + args + " <'" + in.string() + "' >'" + out.string() + "' 2>'" +
+                          err.string() + "'";
+  const int status = std::system(cmd.c_str());
+  RunResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = read_all(out);
+  r.err = read_all(err);
+  fs::remove_all(dir);
+  return r;
+}
+
+json::Value parse_json(const std::string& text) {
+  auto v = json::parse(text);
+  EXPECT_TRUE(v) << (v ? "" : v.error().message) << "\n" << text;
+  return v ? *v : json::Value();
+}
+
+std::size_t as_size(const json::Value* v) {
+  EXPECT_NE(v, nullptr);
+  return v == nullptr ? 0 : static_cast<std::size_t>(v->as_number().value);
+}
+
+TEST(PrefixlintCliTest, CheckFindsTimestampsAndIdsAndExitsOne) {
+  RunResult r = prefixlint("check examples/prompts/support-agent.json");
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("error: volatile-timestamp"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("error: volatile-id"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("stable prefix"), std::string::npos) << r.out;
+}
+
+TEST(PrefixlintCliTest, JsonFindingsPointAtTheirTextInTheFile) {
+  const std::string file = "examples/prompts/support-agent.json";
+  RunResult r = prefixlint("check --format json " + file);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  const json::Value doc = parse_json(r.out);
+  const json::Value& f = doc.find("files")->as_array().at(0);
+  EXPECT_EQ(f.find("file")->as_string(), file);
+  EXPECT_GT(as_size(f.find("stable_prefix_tokens")), 0u);
+  const json::Array& findings = f.find("findings")->as_array();
+  ASSERT_FALSE(findings.empty());
+  const std::string source = read_all(fs::path(PREFIXGATE_SOURCE_DIR) / file);
+  for (const json::Value& finding : findings) {
+    for (const char* key : {"rule", "severity", "line", "column", "byte_offset", "token_offset",
+                            "excerpt", "message", "hint"}) {
+      EXPECT_NE(finding.find(key), nullptr) << key;
+    }
+    const std::string& excerpt = finding.find("excerpt")->as_string();
+    EXPECT_EQ(source.substr(as_size(finding.find("byte_offset")), excerpt.size()), excerpt);
+    // line:column names the same place.
+    std::size_t line = 1, offset = 0;
+    while (line < as_size(finding.find("line"))) offset = source.find('\n', offset) + 1, ++line;
+    EXPECT_EQ(source.substr(offset + as_size(finding.find("column")) - 1, excerpt.size()), excerpt);
+  }
+}
+
+TEST(PrefixlintCliTest, SarifIsVersion210WithRulesAndResults) {
+  RunResult r = prefixlint("check --format sarif examples/prompts/support-agent.json");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  const json::Value doc = parse_json(r.out);
+  EXPECT_EQ(doc.find("version")->as_string(), "2.1.0");
+  const json::Value& run = doc.find("runs")->as_array().at(0);
+  EXPECT_EQ(run.find("tool")->find("driver")->find("name")->as_string(), "prefixlint");
+  EXPECT_EQ(run.find("tool")->find("driver")->find("rules")->as_array().size(), 3u);
+  const json::Array& results = run.find("results")->as_array();
+  ASSERT_FALSE(results.empty());
+  for (const json::Value& res : results) {
+    const std::string& level = res.find("level")->as_string();
+    EXPECT_TRUE(level == "error" || level == "warning" || level == "note") << level;
+    const json::Value* region =
+        res.find("locations")->as_array().at(0).find("physicalLocation")->find("region");
+    EXPECT_GE(as_size(region->find("startLine")), 1u);
+  }
+}
+
+TEST(PrefixlintCliTest, FailOnSetsTheThreshold) {
+  // A date alone is info: clean by default, a failure with --fail-on info.
+  EXPECT_EQ(prefixlint("check examples/prompts/daily-digest.json").exit_code, 0);
+  EXPECT_EQ(prefixlint("check --fail-on info examples/prompts/daily-digest.json").exit_code, 1);
+  // An hour-precision timestamp is a warning: fails by default, passes with --fail-on error.
+  EXPECT_EQ(prefixlint("check examples/prompts/hourly-report.json").exit_code, 1);
+  EXPECT_EQ(prefixlint("check --fail-on error examples/prompts/hourly-report.json").exit_code, 0);
+}
+
+TEST(PrefixlintCliTest, CleanPromptIsClean) {
+  RunResult r = prefixlint("check examples/prompts/clean-assistant.json");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+}
+
+TEST(PrefixlintCliTest, PlainTextAndStdinAreLinted) {
+  RunResult text = prefixlint("check examples/prompts/system-prompt.txt");
+  EXPECT_EQ(text.exit_code, 1) << text.out << text.err;
+  RunResult in = prefixlint("check -", "Generated at 2026-08-20T14:33:07Z for you.");
+  EXPECT_EQ(in.exit_code, 1) << in.out << in.err;
+  EXPECT_NE(in.out.find("-:1:14: error: volatile-timestamp"), std::string::npos) << in.out;
+}
+
+TEST(PrefixlintCliTest, BadInputAndUsageExitTwoWithAMessage) {
+  RunResult missing = prefixlint("check no/such/file.json");
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("no/such/file.json"), std::string::npos) << missing.err;
+
+  const fs::path bad = fs::temp_directory_path() / "prefixlint-bad.json";
+  std::ofstream(bad) << R"({"messages":[{"role":"user","content":)";
+  RunResult invalid = prefixlint("check '" + bad.string() + "'");
+  EXPECT_EQ(invalid.exit_code, 2);
+  EXPECT_NE(invalid.err.find("prefixlint-bad.json"), std::string::npos) << invalid.err;
+  fs::remove(bad);
+
+  EXPECT_EQ(prefixlint("check --format xml examples/prompts/daily-digest.json").exit_code, 2);
+  EXPECT_EQ(prefixlint("frobnicate").exit_code, 2);
+  EXPECT_EQ(prefixlint("").exit_code, 2);
+  EXPECT_EQ(prefixlint("check --template vicuna examples/prompts/daily-digest.json").exit_code, 2);
+  EXPECT_EQ(prefixlint("check --tokenizer /nonexistent.json examples/prompts/daily-digest.json")
+                .exit_code,
+            2);
+}
+
+TEST(PrefixlintCliTest, DiffTellsTimestampAndToolChanges) {
+  RunResult ts = prefixlint(
+      "diff --format json examples/prompts/system-prompt-v1.json "
+      "examples/prompts/system-prompt-v2.json");
+  EXPECT_EQ(ts.exit_code, 1) << ts.err;
+  const json::Value d = parse_json(ts.out);
+  EXPECT_TRUE(d.find("diverged")->as_bool());
+  EXPECT_EQ(d.find("cause")->as_string(), "timestamp");
+  EXPECT_EQ(d.find("field")->as_string(), "messages[0].content");
+  EXPECT_TRUE(d.find("canonicalization_keeps_prefix")->as_bool());
+  EXPECT_GT(as_size(d.find("prefix_tokens_lost")), 0u);
+
+  RunResult tools = prefixlint(
+      "diff examples/prompts/agent-tools-v1.json "
+      "examples/prompts/agent-tools-v2.json");
+  EXPECT_EQ(tools.exit_code, 1) << tools.err;
+  EXPECT_TRUE(tools.out.find("cause: tool-order") != std::string::npos ||
+              tools.out.find("cause: key-order") != std::string::npos)
+      << tools.out;
+  EXPECT_NE(tools.out.find("canonicalization keeps the prefix"), std::string::npos) << tools.out;
+
+  RunResult same = prefixlint(
+      "diff examples/prompts/agent-tools-v1.json "
+      "examples/prompts/agent-tools-v1.json");
+  EXPECT_EQ(same.exit_code, 0);
+  EXPECT_NE(same.out.find("no divergence"), std::string::npos);
+}
+
+TEST(PrefixlintCliTest, LogReportsCeilingsCausesAndTenants) {
+  RunResult r = prefixlint("log --format json examples/logs/small.jsonl");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const json::Value doc = parse_json(r.out);
+  const json::Value* total = doc.find("total");
+  const double as_sent = total->find("hit_rate")->as_number().value;
+  const double canonical = total->find("canonical_hit_rate")->as_number().value;
+  EXPECT_GT(as_sent, 0.0);
+  EXPECT_GT(canonical, as_sent);
+  EXPECT_LE(canonical, 1.0);
+  std::set<std::string> causes;
+  for (const json::Value& c : doc.find("causes")->as_array()) {
+    causes.insert(c.find("cause")->as_string());
+  }
+  for (const char* expected : {"timestamp", "id", "edit"}) {
+    EXPECT_TRUE(causes.count(expected)) << expected << " missing from " << r.out;
+  }
+  EXPECT_TRUE(causes.count("key-order") || causes.count("tool-order")) << r.out;
+  EXPECT_GE(doc.find("tenants")->as_object().size(), 2u);
+
+  RunResult text = prefixlint("log examples/logs/traffic.jsonl");
+  EXPECT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("canonicalized:"), std::string::npos);
+  EXPECT_NE(text.out.find("per tenant:"), std::string::npos);
+}
+
+TEST(PrefixlintCliTest, CanonReproducesTheRfcVectors) {
+  const fs::path jcs = fs::path(PREFIXGATE_SHARED_DIR) / "data" / "jcs";
+  for (const char* name : {"arrays.json", "structures.json", "values.json", "weird.json"}) {
+    RunResult r = prefixlint("canon '" + (jcs / "input" / name).string() + "'");
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    std::string expected = read_all(jcs / "output" / name);
+    while (!expected.empty() && expected.back() == '\n') expected.pop_back();
+    EXPECT_EQ(r.out, expected + "\n") << name;
+  }
+  RunResult in = prefixlint("canon", R"({"b":1e2,"a":[true,null]})");
+  EXPECT_EQ(in.out, "{\"a\":[true,null],\"b\":100}\n");
+  RunResult bad = prefixlint("canon", R"({"a":1,"a":2})");
+  EXPECT_EQ(bad.exit_code, 2);
+}
+
+TEST(PrefixlintCliTest, TokensPrintsIdsAndBlockHashes) {
+  RunResult r =
+      prefixlint("tokens --tokenizer byte --template llama-3 examples/prompts/daily-digest.json");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const json::Value doc = parse_json(r.out);
+  const std::size_t tokens = doc.find("tokens")->as_array().size();
+  EXPECT_GT(tokens, 16u);
+  EXPECT_EQ(as_size(doc.find("block_size")), 16u);
+  EXPECT_EQ(doc.find("block_hashes")->as_array().size(), tokens / 16);
+  EXPECT_EQ(doc.find("block_hashes")->as_array()[0].as_string().size(), 16u);
+  // Block size and model id change the hashes, not the tokens.
+  RunResult r32 = prefixlint("tokens --block-size 32 examples/prompts/daily-digest.json");
+  EXPECT_EQ(parse_json(r32.out).find("block_hashes")->as_array().size(), tokens / 32);
+}
+
+}  // namespace
+}  // namespace prefixgate
