@@ -1,0 +1,86 @@
+// End-to-end cost of what the gateway does per request before routing: parse, canonicalize,
+// render, tokenize (byte tokenizer) and hash into prefix blocks. Reported as bytes of request
+// body per second; also block hashing alone, in bytes of token ids per second.
+#include <benchmark/benchmark.h>
+
+#include <random>
+#include <string>
+
+#include "prefixgate/canonicalize/policy.h"
+#include "prefixgate/canonicalize/prompt.h"
+
+namespace prefixgate::canon {
+namespace {
+
+// A chat request of about `bytes` bytes: a long system prompt with a timestamp, a few tools,
+// and a conversation.
+std::string make_request(std::size_t bytes) {
+  std::mt19937 rng(42);
+  const char* words[] = {"cache",   "prefix", "replica", "token",  "the",  "of",
+                         "request", "model",  "answer",  "policy", "user", "tool",
+                         "schema",  "and",    "is",      "a"};
+  auto sentence = [&](std::size_t n) {
+    std::string s;
+    for (std::size_t i = 0; i < n; ++i) {
+      s += words[rng() % 16];
+      s += ' ';
+    }
+    return s;
+  };
+  std::string tools = R"([{"type":"function","function":{"name":"search","description":")" +
+                      sentence(20) +
+                      R"(","parameters":{"type":"object","properties":{"q":{"type":"string"},)"
+                      R"("limit":{"type":"integer","minimum":1}},"required":["q"]}}},)"
+                      R"({"type":"function","function":{"parameters":{"properties":{"id":)"
+                      R"({"type":"string"}},"type":"object"},"name":"fetch"}}])";
+  std::string body = R"({"model":"m","messages":[{"role":"system","content":"Now: )"
+                     R"(2026-08-20T14:33:07Z. )";
+  const std::size_t target = bytes > 600 ? bytes - 600 : 64;
+  std::string system = sentence(8);
+  while (body.size() + system.size() < target / 2) system += sentence(16);
+  body += system + R"("})";
+  std::size_t turn = 0;
+  while (body.size() < target) {
+    body += std::string(R"(,{"role":")") + (turn++ % 2 == 0 ? "user" : "assistant") +
+            R"(","content":")" + sentence(24) + R"("})";
+  }
+  body += R"(,{"role":"user","content":"and now?"}],"tools":)" + tools + "}";
+  return body;
+}
+
+void BM_ParseCanonicalizeRenderHash(benchmark::State& state) {
+  const std::string body = make_request(static_cast<std::size_t>(state.range(0)));
+  auto tokenizer = make_byte_tokenizer();
+  const PromptModel model{ChatTemplate::kLlama3, tokenizer.get(), 16, "builtin:tiny"};
+  const CanonicalizationPolicy policy;
+  for (auto _ : state) {
+    auto req = parse_request(body, Endpoint::kChatCompletions);
+    if (!req) {
+      state.SkipWithError(req.error().message.c_str());
+      return;
+    }
+    auto canon_req =
+        parse_request_value(canonicalize(*req, policy).body, Endpoint::kChatCompletions);
+    AnalyzedPrompt p = analyze_prompt(*canon_req, model);
+    benchmark::DoNotOptimize(p.block_hashes.data());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * body.size()));
+}
+BENCHMARK(BM_ParseCanonicalizeRenderHash)->Arg(1 << 10)->Arg(32 << 10)->Arg(1 << 20);
+
+void BM_BlockHashes(benchmark::State& state) {
+  std::vector<TokenId> tokens(static_cast<std::size_t>(state.range(0)));
+  std::mt19937 rng(7);
+  for (TokenId& t : tokens) t = rng() % 128256;
+  const std::uint64_t root = block_hash_root("builtin:tiny");
+  for (auto _ : state) {
+    auto hashes = block_hashes(tokens, 16, root);
+    benchmark::DoNotOptimize(hashes.data());
+  }
+  state.SetBytesProcessed(
+      static_cast<int64_t>(state.iterations() * tokens.size() * sizeof(TokenId)));
+}
+BENCHMARK(BM_BlockHashes)->Arg(32 << 10)->Arg(1 << 20);
+
+}  // namespace
+}  // namespace prefixgate::canon
