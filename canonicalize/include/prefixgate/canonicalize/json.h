@@ -108,18 +108,27 @@ const char* type_name(Type type);
 struct ParseLimits {
   std::size_t max_bytes = 16u << 20;  // larger input is kTooLarge
   std::size_t max_depth = 64;         // deeper nesting is kTooDeep
+  // parse() and the writers recurse once per level of nesting, so max_depth also bounds their
+  // stack use; parse() checks it before each descent.
 };
 
 // Parses one JSON document. Errors: kTooLarge, kInvalidJson (syntax, trailing content),
 // kInvalidUtf8 (bad bytes or a lone surrogate escape), kTooDeep, kDuplicateKey. Never throws.
+// Also kInvalidValue for a number too large for a double (1e400): JSON.parse would make it
+// Infinity, which neither writer can write back. Numbers too small underflow to 0, as there.
+// Messages say where ("... (at byte 17)"); param is the JSON path of the offending value
+// ("messages[2].content"), empty at the root.
 Result<Value> parse(std::string_view text, const ParseLimits& limits = {});
 
 // Compact JSON, members in stored order, numbers as their source text when they have one.
+// A NaN or infinite number without source text is written `null`, as JSON.stringify does.
 std::string to_json(const Value& value);
 void append_json(const Value& value, std::string& out);
 
 // RFC 8785 canonical form. Fails (kInvalidValue) on a NaN or infinite number, which no parsed
 // document can hold but a constructed one can.
+// Also fails (kDuplicateKey) on an object with a repeated key, which likewise only a
+// constructed value can have: its canonical order would depend on the order of the input.
 Result<std::string> to_canonical_json(const Value& value);
 
 // Returns a copy with every object's members in RFC 8785 order and every number's source text
@@ -127,14 +136,28 @@ Result<std::string> to_canonical_json(const Value& value);
 Value canonicalized(const Value& value);
 
 // Appends `s` as a JSON string literal with RFC 8785's minimal escaping.
+// `s` should be UTF-8: bytes >= 0x80 are copied as they are.
 void append_quoted(std::string_view s, std::string& out);
 
 // ECMAScript Number::toString(x) (ECMA-262 7.1.12.1): shortest round-trip digits, decimal form
 // for 1e-6 <= |x| < 1e21, exponent form otherwise, -0 as "0". x must be finite.
+// (Given NaN or an infinity it returns "NaN", "Infinity" or "-Infinity", as ECMAScript does;
+// none of these is JSON.)
 std::string format_number(double x);
 void append_number(double x, std::string& out);
 
 // Orders two UTF-8 strings by their UTF-16 code units, as RFC 8785 section 3.2.3 sorts keys.
 bool utf16_less(std::string_view a, std::string_view b);
+
+// JSON paths for Error::param, built from the innermost segment outwards as an error unwinds:
+//
+//   std::string path = "content";        // or empty for the value itself
+//   prepend_path_index(2, path);         // "[2].content"
+//   prepend_path_key("messages", path);  // "messages[2].content"
+//
+// A key that is not an identifier ([A-Za-z_][A-Za-z0-9_]*) is written as a quoted
+// subscript: prepend_path_key("a.b", path) gives `["a.b"]...`, so paths are never ambiguous.
+void prepend_path_key(std::string_view key, std::string& path);
+void prepend_path_index(std::size_t index, std::string& path);
 
 }  // namespace prefixgate::json
