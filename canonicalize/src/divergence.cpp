@@ -89,20 +89,13 @@ bool whitespace_only(const std::string& a, const std::string& b, std::size_t at)
 
 const char* cause_name(DivergenceCause cause) {
   switch (cause) {
-    case DivergenceCause::kNone:
-      return "none";
-    case DivergenceCause::kTimestamp:
-      return "timestamp";
-    case DivergenceCause::kId:
-      return "id";
-    case DivergenceCause::kKeyOrder:
-      return "key-order";
-    case DivergenceCause::kToolOrder:
-      return "tool-order";
-    case DivergenceCause::kWhitespace:
-      return "whitespace";
-    case DivergenceCause::kEdit:
-      return "edit";
+    case DivergenceCause::kNone: return "none";
+    case DivergenceCause::kTimestamp: return "timestamp";
+    case DivergenceCause::kId: return "id";
+    case DivergenceCause::kKeyOrder: return "key-order";
+    case DivergenceCause::kToolOrder: return "tool-order";
+    case DivergenceCause::kWhitespace: return "whitespace";
+    case DivergenceCause::kEdit: return "edit";
   }
   return "edit";
 }

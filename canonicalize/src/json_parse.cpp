@@ -260,30 +260,21 @@ std::string located(std::string_view what, std::size_t offset, std::size_t input
 
 const char* describe_simdjson_error(simdjson::error_code code) {
   switch (code) {
-    case simdjson::EMPTY:
-      return "no JSON value (empty or only whitespace)";
+    case simdjson::EMPTY: return "no JSON value (empty or only whitespace)";
     case simdjson::TAPE_ERROR:
       return "unexpected character, or a missing or misplaced comma, colon or bracket";
     case simdjson::INCOMPLETE_ARRAY_OR_OBJECT:
       return "unbalanced brackets, or content after the JSON value";
-    case simdjson::UNCLOSED_STRING:
-      return "unterminated string";
-    case simdjson::STRING_ERROR:
-      return "invalid escape sequence in string";
-    case simdjson::UNESCAPED_CHARS:
-      return "control character not allowed here (escape it)";
-    case simdjson::TRAILING_CONTENT:
-      return "content after the JSON value";
-    case simdjson::INCORRECT_TYPE:
-      return "expected a value";
+    case simdjson::UNCLOSED_STRING: return "unterminated string";
+    case simdjson::STRING_ERROR: return "invalid escape sequence in string";
+    case simdjson::UNESCAPED_CHARS: return "control character not allowed here (escape it)";
+    case simdjson::TRAILING_CONTENT: return "content after the JSON value";
+    case simdjson::INCORRECT_TYPE: return "expected a value";
     case simdjson::T_ATOM_ERROR:
     case simdjson::F_ATOM_ERROR:
-    case simdjson::N_ATOM_ERROR:
-      return "invalid literal (expected true, false or null)";
-    case simdjson::NUMBER_ERROR:
-      return "invalid number";
-    default:
-      return simdjson::error_message(code);
+    case simdjson::N_ATOM_ERROR: return "invalid literal (expected true, false or null)";
+    case simdjson::NUMBER_ERROR: return "invalid number";
+    default: return simdjson::error_message(code);
   }
 }
 
@@ -348,17 +339,12 @@ class TreeBuilder {
   template <class Node>
   bool build(Node& node, ondemand::json_type type, Value& out, std::size_t depth) {
     switch (type) {
-      case ondemand::json_type::array:
-        return build_array(node, out, depth);
-      case ondemand::json_type::object:
-        return build_object(node, out, depth);
-      case ondemand::json_type::string:
-        return build_string(node, out);
-      case ondemand::json_type::number:
-        return build_number(raw_token(node), out);
+      case ondemand::json_type::array: return build_array(node, out, depth);
+      case ondemand::json_type::object: return build_object(node, out, depth);
+      case ondemand::json_type::string: return build_string(node, out);
+      case ondemand::json_type::number: return build_number(raw_token(node), out);
       case ondemand::json_type::boolean:
-      case ondemand::json_type::null:
-        return build_literal(raw_token(node), out);
+      case ondemand::json_type::null: return build_literal(raw_token(node), out);
     }
     return fail(ErrorCode::kInvalidJson, current_offset(), "unexpected value");
   }

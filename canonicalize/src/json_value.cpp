@@ -37,18 +37,12 @@ bool Value::erase(std::string_view key) {
 
 const char* type_name(Type type) {
   switch (type) {
-    case Type::kNull:
-      return "null";
-    case Type::kBool:
-      return "boolean";
-    case Type::kNumber:
-      return "number";
-    case Type::kString:
-      return "string";
-    case Type::kArray:
-      return "array";
-    case Type::kObject:
-      return "object";
+    case Type::kNull: return "null";
+    case Type::kBool: return "boolean";
+    case Type::kNumber: return "number";
+    case Type::kString: return "string";
+    case Type::kArray: return "array";
+    case Type::kObject: return "object";
   }
   return "value";
 }

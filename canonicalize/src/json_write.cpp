@@ -149,12 +149,8 @@ bool sorted_members(const Object& object, std::vector<const Member*>& sorted,
 
 bool write_canonical(const Value& value, std::string& out, Error& error) {
   switch (value.type()) {
-    case Type::kNull:
-      out += "null";
-      return true;
-    case Type::kBool:
-      out += value.as_bool() ? "true" : "false";
-      return true;
+    case Type::kNull: out += "null"; return true;
+    case Type::kBool: out += value.as_bool() ? "true" : "false"; return true;
     case Type::kNumber: {
       // RFC 8785 section 3.2.2.3: the double, in ECMAScript form; the source text is ignored.
       const double x = value.as_number().value;
@@ -166,9 +162,7 @@ bool write_canonical(const Value& value, std::string& out, Error& error) {
       append_number(x, out);
       return true;
     }
-    case Type::kString:
-      append_quoted(value.as_string(), out);
-      return true;
+    case Type::kString: append_quoted(value.as_string(), out); return true;
     case Type::kArray: {
       out += '[';
       const Array& items = value.as_array();
@@ -224,27 +218,13 @@ void append_quoted(std::string_view s, std::string& out) {
     out.append(s.data() + run_start, i - run_start);
     run_start = i + 1;
     switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\b':
-        out += "\\b";
-        break;
-      case '\f':
-        out += "\\f";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
       default: {
         const char escape[] = {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 0xF]};
         out.append(escape, sizeof escape);
@@ -338,12 +318,8 @@ std::string to_json(const Value& value) {
 
 void append_json(const Value& value, std::string& out) {
   switch (value.type()) {
-    case Type::kNull:
-      out += "null";
-      return;
-    case Type::kBool:
-      out += value.as_bool() ? "true" : "false";
-      return;
+    case Type::kNull: out += "null"; return;
+    case Type::kBool: out += value.as_bool() ? "true" : "false"; return;
     case Type::kNumber: {
       const Number& number = value.as_number();
       if (!number.source.empty()) {
@@ -355,9 +331,7 @@ void append_json(const Value& value, std::string& out) {
       }
       return;
     }
-    case Type::kString:
-      append_quoted(value.as_string(), out);
-      return;
+    case Type::kString: append_quoted(value.as_string(), out); return;
     case Type::kArray: {
       out += '[';
       bool first = true;
@@ -394,8 +368,7 @@ Result<std::string> to_canonical_json(const Value& value) {
 
 Value canonicalized(const Value& value) {
   switch (value.type()) {
-    case Type::kNumber:
-      return Value(Number{value.as_number().value, {}});
+    case Type::kNumber: return Value(Number{value.as_number().value, {}});
     case Type::kArray: {
       Array items;
       items.reserve(value.as_array().size());
@@ -411,8 +384,7 @@ Value canonicalized(const Value& value) {
                        [](const Member& a, const Member& b) { return utf16_less(a.key, b.key); });
       return Value(std::move(members));
     }
-    default:
-      return value;
+    default: return value;
   }
 }
 

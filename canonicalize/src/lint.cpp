@@ -7,12 +7,9 @@ namespace {
 
 const char* what_changes(Severity s) {
   switch (s) {
-    case Severity::kError:
-      return "changes every request or minute";
-    case Severity::kWarning:
-      return "changes every hour";
-    case Severity::kInfo:
-      return "changes every day";
+    case Severity::kError: return "changes every request or minute";
+    case Severity::kWarning: return "changes every hour";
+    case Severity::kInfo: return "changes every day";
   }
   return "changes";
 }
@@ -22,15 +19,9 @@ const char* what_changes(Severity s) {
 std::string finding_message(const VolatileSpan& span, bool in_volatile_tail) {
   std::string what;
   switch (span.rule) {
-    case Rule::kTimestamp:
-      what = "timestamp (" + span.kind + ")";
-      break;
-    case Rule::kDate:
-      what = "date (" + span.kind + ")";
-      break;
-    case Rule::kId:
-      what = "identifier (" + span.kind + ")";
-      break;
+    case Rule::kTimestamp: what = "timestamp (" + span.kind + ")"; break;
+    case Rule::kDate: what = "date (" + span.kind + ")"; break;
+    case Rule::kId: what = "identifier (" + span.kind + ")"; break;
   }
   if (in_volatile_tail) {
     return what + " in the final user message; it is after the cacheable prefix";

@@ -206,12 +206,9 @@ Result<ChatTemplate> chat_template_from_name(std::string_view name) {
 
 const char* chat_template_name(ChatTemplate tmpl) {
   switch (tmpl) {
-    case ChatTemplate::kLlama3:
-      return "llama-3";
-    case ChatTemplate::kChatml:
-      return "chatml";
-    case ChatTemplate::kPlain:
-      return "plain";
+    case ChatTemplate::kLlama3: return "llama-3";
+    case ChatTemplate::kChatml: return "chatml";
+    case ChatTemplate::kPlain: return "plain";
   }
   return "plain";
 }
@@ -235,12 +232,9 @@ RenderedPrompt render_prompt(const ParsedRequest& request, ChatTemplate tmpl) {
     return p;
   }
   switch (tmpl) {
-    case ChatTemplate::kLlama3:
-      return render_llama3(request);
-    case ChatTemplate::kChatml:
-      return render_chatml(request);
-    case ChatTemplate::kPlain:
-      return render_plain(request);
+    case ChatTemplate::kLlama3: return render_llama3(request);
+    case ChatTemplate::kChatml: return render_chatml(request);
+    case ChatTemplate::kPlain: return render_plain(request);
   }
   return render_plain(request);
 }

@@ -296,18 +296,12 @@ Status parse_prompts(const Value& body, ParsedRequest& req) {
 
 const char* role_name(Role role) {
   switch (role) {
-    case Role::kSystem:
-      return "system";
-    case Role::kDeveloper:
-      return "developer";
-    case Role::kUser:
-      return "user";
-    case Role::kAssistant:
-      return "assistant";
-    case Role::kTool:
-      return "tool";
-    case Role::kFunction:
-      return "function";
+    case Role::kSystem: return "system";
+    case Role::kDeveloper: return "developer";
+    case Role::kUser: return "user";
+    case Role::kAssistant: return "assistant";
+    case Role::kTool: return "tool";
+    case Role::kFunction: return "function";
   }
   return "user";
 }

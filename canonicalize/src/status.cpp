@@ -6,38 +6,25 @@ namespace prefixgate::canon {
 
 const char* error_code_name(ErrorCode code) {
   switch (code) {
-    case ErrorCode::kInvalidJson:
-      return "invalid_json";
-    case ErrorCode::kInvalidUtf8:
-      return "invalid_utf8";
-    case ErrorCode::kTooDeep:
-      return "nesting_too_deep";
-    case ErrorCode::kTooLarge:
-      return "request_too_large";
-    case ErrorCode::kDuplicateKey:
-      return "duplicate_key";
-    case ErrorCode::kWrongType:
-      return "invalid_type";
-    case ErrorCode::kMissingField:
-      return "missing_required_parameter";
-    case ErrorCode::kInvalidValue:
-      return "invalid_value";
-    case ErrorCode::kUnsupported:
-      return "unsupported_value";
-    case ErrorCode::kNotFound:
-      return "not_found";
+    case ErrorCode::kInvalidJson: return "invalid_json";
+    case ErrorCode::kInvalidUtf8: return "invalid_utf8";
+    case ErrorCode::kTooDeep: return "nesting_too_deep";
+    case ErrorCode::kTooLarge: return "request_too_large";
+    case ErrorCode::kDuplicateKey: return "duplicate_key";
+    case ErrorCode::kWrongType: return "invalid_type";
+    case ErrorCode::kMissingField: return "missing_required_parameter";
+    case ErrorCode::kInvalidValue: return "invalid_value";
+    case ErrorCode::kUnsupported: return "unsupported_value";
+    case ErrorCode::kNotFound: return "not_found";
   }
   return "invalid_request";
 }
 
 int http_status(const Error& error) {
   switch (error.code) {
-    case ErrorCode::kTooLarge:
-      return 413;
-    case ErrorCode::kNotFound:
-      return 404;
-    default:
-      return 400;
+    case ErrorCode::kTooLarge: return 413;
+    case ErrorCode::kNotFound: return 404;
+    default: return 400;
   }
 }
 

@@ -334,9 +334,7 @@ TEST(JsonParseTest, MutatedDocumentsNeverCrashAndRoundTrip) {
       const std::size_t pos = rng() % (text.size() + 1);
       const char c = alphabet[rng() % alphabet.size()];
       switch (rng() % 3) {
-        case 0:
-          text.insert(pos, 1, c);
-          break;
+        case 0: text.insert(pos, 1, c); break;
         case 1:
           if (pos < text.size()) text.erase(pos, 1);
           break;

@@ -60,21 +60,11 @@ TEST(JsonWriteTest, EveryOtherControlCharacterIsLowercaseUnicodeEscape) {
     const std::string got = Quoted(std::string(1, static_cast<char>(c)));
     std::string want;
     switch (c) {
-      case '\b':
-        want = R"("\b")";
-        break;
-      case '\f':
-        want = R"("\f")";
-        break;
-      case '\n':
-        want = R"("\n")";
-        break;
-      case '\r':
-        want = R"("\r")";
-        break;
-      case '\t':
-        want = R"("\t")";
-        break;
+      case '\b': want = R"("\b")"; break;
+      case '\f': want = R"("\f")"; break;
+      case '\n': want = R"("\n")"; break;
+      case '\r': want = R"("\r")"; break;
+      case '\t': want = R"("\t")"; break;
       default: {
         static constexpr char kHex[] = "0123456789abcdef";
         want = std::string("\"\\u00") + kHex[c >> 4] + kHex[c & 0xF] + "\"";
@@ -193,16 +183,11 @@ TEST(JsonWriteTest, Utf16LessAgreesWithUtf16EncodingOnRandomStrings) {
   std::mt19937_64 rng(20240601);
   const auto random_cp = [&]() -> char32_t {
     switch (rng() % 6) {
-      case 0:
-        return boundaries[rng() % std::size(boundaries)];
-      case 1:
-        return static_cast<char32_t>(rng() % 0x80);
-      case 2:
-        return static_cast<char32_t>(0x80 + rng() % (0xD800 - 0x80));
-      case 3:
-        return static_cast<char32_t>(0xE000 + rng() % 0x2000);
-      default:
-        return static_cast<char32_t>(0x10000 + rng() % 0x100000);
+      case 0: return boundaries[rng() % std::size(boundaries)];
+      case 1: return static_cast<char32_t>(rng() % 0x80);
+      case 2: return static_cast<char32_t>(0x80 + rng() % (0xD800 - 0x80));
+      case 3: return static_cast<char32_t>(0xE000 + rng() % 0x2000);
+      default: return static_cast<char32_t>(0x10000 + rng() % 0x100000);
     }
   };
   for (int trial = 0; trial < 20000; ++trial) {

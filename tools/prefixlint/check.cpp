@@ -50,12 +50,9 @@ std::size_t locate(const Document& doc, const canon::Finding& f,
 
 const char* sarif_level(Severity s) {
   switch (s) {
-    case Severity::kError:
-      return "error";
-    case Severity::kWarning:
-      return "warning";
-    case Severity::kInfo:
-      return "note";
+    case Severity::kError: return "error";
+    case Severity::kWarning: return "warning";
+    case Severity::kInfo: return "note";
   }
   return "note";
 }
