@@ -12,6 +12,16 @@
 //   info    - changes every day (a calendar date alone).
 // The detectors are tuned against false positives: versions ("v2.0.1", "Python 3.11"), HTTP
 // status codes, prices, phone numbers and a bare year are not reported.
+//
+// A timestamp's severity follows the precision its digits show, since text cannot tell
+// "14:00 exactly" from "rounded to the hour": a non-zero minute, second or fraction is an error,
+// a whole hour ("14:00", "2 PM", "2026-08-20T14") a warning, midnight ("00:00:00") info. So a
+// prompt passed through round_timestamps(..., 1h) lints at warning level at most.
+//
+// A 24-hour "H:MM" alone is reported only with evidence that it is a clock (AM/PM, seconds, a
+// zone, or a word such as "at", "since", "time" before it): ratios ("16:10"), scores and verses
+// ("John 3:16") are not. Hex and base64 nonces are judged by how random they look and err
+// towards silence (camelCase names, paths and model names are never nonces).
 #pragma once
 
 #include <chrono>
@@ -53,6 +63,18 @@ struct TimestampRounding {
 // of `granularity` (e.g. one hour: 14:33:07 -> 14:00:00), keeping each one's own format (ISO 8601
 // stays ISO 8601, with its offset; RFC 2822 stays RFC 2822). Epoch seconds/millis are rounded
 // too. Dates alone and identifiers are left as they are.
+//
+// Details:
+//   - Multiples are counted from midnight of the timestamp's own day (UTC for epochs), so the
+//     date, and with it any weekday, never changes. A granularity that does not divide a day
+//     restarts each day (7 h: 00:00, 07:00, 14:00, 21:00); one day or more gives midnight.
+//   - Fractional digits become zeros (".123" -> ".000"); 12-hour times keep AM/PM and its
+//     spelling ("2:33 PM" -> "2:00 PM"; with one day "2:33 PM" -> "12:00 AM").
+//   - A time is only rounded to what its format can show: "2 PM" under 45 minutes goes to the
+//     least common multiple, 3 h ("12 PM"), not to an unwritable 1:30 PM. Rounding twice
+//     equals rounding once.
+//   - A granularity of zero or less rewrites nothing. `rewritten` counts timestamps whose text
+//     changed.
 TimestampRounding round_timestamps(std::string_view text, std::chrono::seconds granularity);
 
 }  // namespace prefixgate::canon
