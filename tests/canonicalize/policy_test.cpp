@@ -101,7 +101,7 @@ TEST(PolicyTest, WhitespaceNormalizationIsOffByDefault) {
   CanonicalizationPolicy p;
   p.whitespace = true;
   const auto out = canonicalize(chat(body), p);
-  EXPECT_EQ(out.body.find("messages")->as_array()[0].find("content")->as_string(), "a\nb");
+  EXPECT_EQ(out.body.find("messages")->as_array()[0].find("content")->as_string(), "a\nb\n");
   EXPECT_EQ(rules_of(out), (std::vector<std::string>{"whitespace"}));
 }
 
