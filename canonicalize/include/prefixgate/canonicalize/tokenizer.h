@@ -31,7 +31,9 @@ using TokenId = std::uint32_t;
 
 struct EncodeOptions {
   // Recognise the text of special/added tokens ("<|eot_id|>") and emit their ids. Off means
-  // such text is tokenized as ordinary text, as for untrusted user content.
+  // such text is tokenized as ordinary text, as for untrusted user content. (A BPE tokenizer's
+  // added tokens that tokenizer.json marks non-special, like Qwen3's "<think>", are vocabulary
+  // and always recognised, as Hugging Face does with split_special_tokens=True.)
   bool parse_special = true;
 };
 
@@ -63,6 +65,8 @@ std::unique_ptr<Tokenizer> make_byte_tokenizer();
 
 // Loads a Hugging Face tokenizer.json (model.type "BPE" with a ByteLevel pre-tokenizer).
 // Errors: kInvalidJson, kUnsupported (another model type or pre-tokenizer), kInvalidValue.
+// Also kWrongType and kMissingField for a document of the wrong shape; Error::param names the
+// field ("pre_tokenizer.pretokenizers[0].pattern.Regex").
 Result<std::unique_ptr<Tokenizer>> load_tokenizer_json(std::string_view tokenizer_json);
 
 }  // namespace prefixgate::canon

@@ -1,0 +1,97 @@
+// The byte tokenizer: id = byte value, plus the chat-template special tokens from id 256.
+#include <array>
+#include <cstring>
+
+#include "added_tokens.h"
+#include "prefixgate/canonicalize/tokenizer.h"
+
+namespace prefixgate::canon {
+namespace {
+
+constexpr std::array<std::string_view, 7> kSpecials = {
+    "<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>",
+    "<|eot_id|>",        "<|im_start|>",    "<|im_end|>",
+};
+constexpr TokenId kFirstSpecialId = 256;
+
+class ByteTokenizer final : public Tokenizer {
+ public:
+  ByteTokenizer() {
+    std::vector<internal::AddedToken> tokens;
+    for (std::size_t i = 0; i < kSpecials.size(); ++i) {
+      tokens.push_back({std::string(kSpecials[i]), static_cast<TokenId>(kFirstSpecialId + i),
+                        /*special=*/true, /*lstrip=*/false, /*rstrip=*/false});
+    }
+    specials_ = internal::AddedTokenMatcher(std::move(tokens));
+  }
+
+  std::string_view name() const override { return "byte"; }
+  std::size_t vocab_size() const override { return kFirstSpecialId + kSpecials.size(); }
+
+  void encode(std::string_view text, std::vector<TokenId>& out, const EncodeOptions& options,
+              std::vector<std::size_t>* byte_offsets) const override {
+    if (!options.parse_special) {
+      append_bytes(text, 0, out, byte_offsets);
+      return;
+    }
+    std::size_t pos = 0;
+    while (true) {
+      const auto m = specials_.find(text, pos, /*include_special=*/true);
+      const std::size_t end = m ? m->begin : text.size();
+      append_bytes(text.substr(pos, end - pos), pos, out, byte_offsets);
+      if (!m) break;
+      out.push_back(m->token->id);
+      if (byte_offsets) byte_offsets->push_back(m->begin);
+      pos = m->end;
+    }
+  }
+
+  std::string decode(std::span<const TokenId> ids) const override {
+    std::string text;
+    text.reserve(ids.size());
+    for (TokenId id : ids) {
+      if (id < kFirstSpecialId) {
+        text += static_cast<char>(id);
+      } else if (id - kFirstSpecialId < kSpecials.size()) {
+        text += kSpecials[id - kFirstSpecialId];
+      }  // ids this tokenizer never produces decode to nothing
+    }
+    return text;
+  }
+
+  std::optional<TokenId> special_token(std::string_view text) const override {
+    for (std::size_t i = 0; i < kSpecials.size(); ++i) {
+      if (kSpecials[i] == text) return static_cast<TokenId>(kFirstSpecialId + i);
+    }
+    return std::nullopt;
+  }
+
+ private:
+  // A widening copy, which the compiler vectorizes: this is what keeps the tokenizer at memory
+  // speed.
+  static void append_bytes(std::string_view bytes, std::size_t offset, std::vector<TokenId>& out,
+                           std::vector<std::size_t>* byte_offsets) {
+    const auto* src = reinterpret_cast<const unsigned char*>(bytes.data());
+    out.insert(out.end(), src, src + bytes.size());
+    if (byte_offsets) {
+      const std::size_t old_offsets = byte_offsets->size();
+      byte_offsets->resize(old_offsets + bytes.size());
+      std::size_t* o = byte_offsets->data() + old_offsets;
+      for (std::size_t i = 0; i < bytes.size(); ++i) o[i] = offset + i;
+    }
+  }
+
+  internal::AddedTokenMatcher specials_;
+};
+
+}  // namespace
+
+std::span<const std::string_view> byte_tokenizer_specials() {
+  return kSpecials;
+}
+
+std::unique_ptr<Tokenizer> make_byte_tokenizer() {
+  return std::make_unique<ByteTokenizer>();
+}
+
+}  // namespace prefixgate::canon
