@@ -143,7 +143,7 @@ TEST(JcsTest, NumbersMatchNodeJsonStringifyOnHundredThousandDoubles) {
   ASSERT_EQ(std::system("command -v node >/dev/null 2>&1"), 0)
       << "node (Node.js) is not on PATH; this test compares format_number() with "
          "JSON.stringify and needs it (Debian: apt-get install nodejs)";
-  const fs::path script = fs::path(PREFIXGATE_JS_DIR) / "jcs_number_oracle.js";
+  const fs::path script = fs::path(PREFIXGATE_JS_DIR) / "jcs_number_oracle.cjs";
   ASSERT_TRUE(fs::is_regular_file(script)) << script << " is missing";
 
   const std::vector<double> doubles = OracleDoubles();

@@ -2,14 +2,14 @@
 // FILE holds one IEEE-754 bit pattern per line as 16 hex digits (most significant first), so the
 // doubles reach ECMAScript exactly, with no decimal parsing in between.
 //
-//   node jcs_number_oracle.js doubles.hex
+//   node jcs_number_oracle.cjs doubles.hex
 'use strict';
 
 const fs = require('fs');
 
 const file = process.argv[2];
 if (!file) {
-  console.error('usage: node jcs_number_oracle.js FILE');
+  console.error('usage: node jcs_number_oracle.cjs FILE');
   process.exit(2);
 }
 
