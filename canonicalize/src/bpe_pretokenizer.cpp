@@ -110,12 +110,9 @@ std::optional<SplitPattern> split_pattern_from_regex(std::string_view regex) {
 
 std::string_view split_pattern_regex(SplitPattern pattern) {
   switch (pattern) {
-    case SplitPattern::kLlama3:
-      return kLlama3Regex;
-    case SplitPattern::kQwen2:
-      return kQwen2Regex;
-    case SplitPattern::kGpt2:
-      return kGpt2Regex;
+    case SplitPattern::kLlama3: return kLlama3Regex;
+    case SplitPattern::kQwen2: return kQwen2Regex;
+    case SplitPattern::kGpt2: return kGpt2Regex;
   }
   return {};
 }

@@ -7,12 +7,9 @@ namespace {
 
 std::string_view pattern_name(SplitPattern pattern) {
   switch (pattern) {
-    case SplitPattern::kLlama3:
-      return "llama3";
-    case SplitPattern::kQwen2:
-      return "qwen2";
-    case SplitPattern::kGpt2:
-      return "gpt2";
+    case SplitPattern::kLlama3: return "llama3";
+    case SplitPattern::kQwen2: return "qwen2";
+    case SplitPattern::kGpt2: return "gpt2";
   }
   return "?";
 }

@@ -20,14 +20,11 @@ CharClass classify(char32_t cp) {
     case UTF8PROC_CATEGORY_LL:
     case UTF8PROC_CATEGORY_LT:
     case UTF8PROC_CATEGORY_LM:
-    case UTF8PROC_CATEGORY_LO:
-      return CharClass::kLetter;
+    case UTF8PROC_CATEGORY_LO: return CharClass::kLetter;
     case UTF8PROC_CATEGORY_ND:
     case UTF8PROC_CATEGORY_NL:
-    case UTF8PROC_CATEGORY_NO:
-      return CharClass::kNumber;
-    default:
-      return CharClass::kOther;
+    case UTF8PROC_CATEGORY_NO: return CharClass::kNumber;
+    default: return CharClass::kOther;
   }
 }
 

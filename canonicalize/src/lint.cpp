@@ -26,8 +26,8 @@ std::string finding_message(const VolatileSpan& span, bool in_volatile_tail) {
   if (in_volatile_tail) {
     return what + " in the final user message; it is after the cacheable prefix";
   }
-  return what + " in the cacheable prefix " + what_changes(span.severity) +
-         " and breaks the prefix cache from here on";
+  return what + " in the cacheable prefix: it " + what_changes(span.severity) +
+         ", and the prefix cache misses from here on";
 }
 
 std::string finding_hint(Rule rule) {
@@ -62,7 +62,8 @@ PromptLint lint_prompt(const AnalyzedPrompt& prompt) {
       f.field = seg.source;
       f.excerpt = std::string(text.substr(span.begin, span.end - span.begin));
       f.message = finding_message(span, f.in_volatile_tail);
-      f.hint = finding_hint(span.rule);
+      f.hint = f.in_volatile_tail ? "none needed: the final user message is not cached as prefix"
+                                  : finding_hint(span.rule);
       if (f.severity >= Severity::kWarning) first_break = std::min(first_break, f.prompt_begin);
       out.findings.push_back(std::move(f));
     }

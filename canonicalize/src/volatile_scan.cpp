@@ -107,24 +107,18 @@ std::vector<Candidate> scan(std::string_view text) {
 
 const char* rule_id(Rule rule) {
   switch (rule) {
-    case Rule::kTimestamp:
-      return "volatile-timestamp";
-    case Rule::kDate:
-      return "volatile-date";
-    case Rule::kId:
-      return "volatile-id";
+    case Rule::kTimestamp: return "volatile-timestamp";
+    case Rule::kDate: return "volatile-date";
+    case Rule::kId: return "volatile-id";
   }
   return "volatile-unknown";
 }
 
 const char* severity_name(Severity severity) {
   switch (severity) {
-    case Severity::kInfo:
-      return "info";
-    case Severity::kWarning:
-      return "warning";
-    case Severity::kError:
-      return "error";
+    case Severity::kInfo: return "info";
+    case Severity::kWarning: return "warning";
+    case Severity::kError: return "error";
   }
   return "unknown";
 }

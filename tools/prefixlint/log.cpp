@@ -85,6 +85,22 @@ std::string json_quoted(const std::string& s) {
 
 constexpr const char* kNewPrefix = "new-prefix";
 
+// An edit changes part of a prompt and keeps the rest: some text a little after the divergence
+// in the new prompt appears near the same place in the old one. Two different prompts that
+// happen to start alike (another app's "You are ...") do not re-synchronize.
+bool resynchronizes(const std::string& old_text, const std::string& new_text, std::size_t at) {
+  constexpr std::size_t kSkip = 64, kProbe = 48, kWindow = 8192;
+  for (std::size_t skip : {std::size_t{0}, kSkip, 4 * kSkip}) {
+    if (at + skip + kProbe > new_text.size()) break;
+    const std::string_view probe(new_text.data() + at + skip, kProbe);
+    const std::size_t from = at > kWindow ? at - kWindow : 0;
+    const std::string_view window(old_text.data() + from,
+                                  std::min(old_text.size() - from, 3 * kWindow));
+    if (window.find(probe) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
 LogReport analyze_log(const std::string& file, const std::vector<Document>& docs,
                       const LoadedModel& loaded, std::size_t history_limit) {
   LogReport report;
@@ -146,7 +162,10 @@ LogReport analyze_log(const std::string& file, const std::vector<Document>& docs
         }
       }
       std::string cause = kNewPrefix;
-      if (best_entry != nullptr && best.diverged && best.common_prefix_tokens >= block) {
+      if (best_entry != nullptr && best.diverged && best.common_prefix_tokens >= block &&
+          (best.cause != canon::DivergenceCause::kEdit ||
+           resynchronizes(best_entry->prompt.rendered.text, prompt.rendered.text,
+                          best.byte_offset))) {
         cause = canon::cause_name(best.cause);
       }
       CauseStats& stats = report.causes[cause];
