@@ -1,0 +1,298 @@
+#include "prefixgate/engine/scheduler.h"
+
+#include <algorithm>
+#include <cassert>
+
+namespace prefixgate::engine {
+
+struct Scheduler::Sequence {
+  enum class State { kWaiting, kRunning };
+
+  std::uint64_t id = 0;
+  std::string salt;
+  std::vector<canon::TokenId> tokens;  // prompt, then generated tokens
+  std::size_t prompt_len = 0;
+  SamplingParams sampling;
+  State state = State::kWaiting;
+  std::size_t computed = 0;            // tokens whose K/V is in `pages`
+  std::vector<PageId> pages;           // page table; this sequence holds one reference on each
+  RadixCache::Node* locked = nullptr;  // deepest cached node this sequence pins
+  bool admitted_once = false;
+  std::size_t cached_tokens = 0;  // from the prefix cache at first admission
+  bool prompt_cached = false;     // the prompt's full blocks were offered to the cache
+  bool first_token_sent = false;
+
+  std::size_t generated() const { return tokens.size() - prompt_len; }
+};
+
+const char* finish_reason_name(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::kNone: return "none";
+    case FinishReason::kStop: return "stop";
+    case FinishReason::kLength: return "length";
+    case FinishReason::kAbort: return "abort";
+  }
+  return "none";
+}
+
+Scheduler::Scheduler(SchedulerConfig config, RadixCache& cache, PagePool& pool)
+    : config_(config), cache_(cache), pool_(pool) {
+  assert(config_.max_num_batched_tokens > 0 && config_.max_num_seqs > 0);
+}
+
+Scheduler::~Scheduler() {
+  for (auto& [id, seq] : sequences_) release(*seq);
+}
+
+void Scheduler::add(SequenceRequest request) {
+  assert(!request.prompt.empty());
+  auto seq = std::make_unique<Sequence>();
+  seq->id = request.id;
+  seq->salt = std::move(request.salt);
+  seq->prompt_len = request.prompt.size();
+  seq->tokens = std::move(request.prompt);
+  seq->sampling = std::move(request.sampling);
+  const std::size_t page_tokens = cache_.page_tokens();
+  // One more position than the prompt: the first generated token needs its K/V slot on the
+  // next decode step.
+  const std::size_t min_pages = (seq->prompt_len + 1 + page_tokens - 1) / page_tokens;
+  if (seq->prompt_len >= config_.max_model_len || min_pages > pool_.capacity()) {
+    finished_outside_.push_back(
+        SequenceUpdate{seq->id, false, 0, FinishReason::kLength, seq->prompt_len, 0, false});
+    return;
+  }
+  Sequence* raw = seq.get();
+  sequences_.emplace(raw->id, std::move(seq));
+  waiting_.push_back(raw);
+}
+
+void Scheduler::finish(std::uint64_t id, FinishReason reason) {
+  auto it = sequences_.find(id);
+  if (it == sequences_.end()) return;
+  finish_sequence(*it->second, reason, finished_outside_);
+}
+
+void Scheduler::release(Sequence& seq) {
+  for (PageId page : seq.pages) pool_.release(page);
+  seq.pages.clear();
+  if (seq.locked != nullptr) {
+    cache_.unlock(seq.locked);
+    seq.locked = nullptr;
+  }
+}
+
+// Offers the sequence's full computed blocks to the cache and switches its page table to the
+// cache's copies where the cache already had a block (same tokens at the same positions, so the
+// same K/V). Pins the deepest block for as long as the sequence runs.
+void Scheduler::cache_full_blocks(Sequence& seq) {
+  const std::size_t page_tokens = cache_.page_tokens();
+  const std::size_t full = std::min(seq.computed / page_tokens, seq.pages.size());
+  if (full == 0) return;
+  std::vector<PageId> cached;
+  RadixCache::Node* node =
+      cache_.insert(seq.salt, std::span<const canon::TokenId>(seq.tokens).first(full * page_tokens),
+                    std::span<const PageId>(seq.pages).first(full), &cached);
+  for (std::size_t j = 0; j < full; ++j) {
+    if (cached[j] != seq.pages[j]) {
+      pool_.retain(cached[j]);
+      pool_.release(seq.pages[j]);
+      seq.pages[j] = cached[j];
+    }
+  }
+  if (node != nullptr) cache_.lock(node);
+  if (seq.locked != nullptr) cache_.unlock(seq.locked);
+  seq.locked = node;
+}
+
+void Scheduler::finish_sequence(Sequence& seq, FinishReason reason,
+                                std::vector<SequenceUpdate>& out) {
+  cache_full_blocks(seq);  // what it computed stays reusable after it is gone
+  release(seq);
+  if (seq.state == Sequence::State::kRunning) {
+    running_.erase(std::find(running_.begin(), running_.end(), &seq));
+  } else {
+    waiting_.erase(std::find(waiting_.begin(), waiting_.end(), &seq));
+  }
+  out.push_back(SequenceUpdate{seq.id, false, 0, reason, seq.prompt_len, seq.cached_tokens, false});
+  sequences_.erase(seq.id);
+}
+
+// Preempts the most recently admitted running sequence, which must come after `keep` in
+// admission order (those before it are already in this step's batch).
+bool Scheduler::preempt_one(const Sequence* keep) {
+  if (running_.empty() || running_.back() == keep) return false;
+  Sequence* victim = running_.back();
+  running_.pop_back();
+  release(*victim);
+  victim->computed = 0;  // recompute: mostly from cache when it is re-admitted
+  victim->state = Sequence::State::kWaiting;
+  waiting_.push_front(victim);
+  ++preemptions_;
+  return true;
+}
+
+// Makes the page table cover `positions` positions: free pages, then evicted cache blocks, then
+// (if allowed) preempted sequences.
+bool Scheduler::ensure_pages(Sequence& seq, std::size_t positions, bool may_preempt) {
+  const std::size_t page_tokens = cache_.page_tokens();
+  const std::size_t want = (positions + page_tokens - 1) / page_tokens;
+  if (want <= seq.pages.size()) return true;
+  const std::size_t needed = want - seq.pages.size();
+  for (;;) {
+    if (pool_.free_count() >= needed) {
+      const bool ok = pool_.allocate(needed, seq.pages);
+      assert(ok);
+      return ok;
+    }
+    if (cache_.evict(needed - pool_.free_count()) > 0) continue;
+    if (!may_preempt || !preempt_one(&seq)) return false;
+  }
+}
+
+void Scheduler::add_step(Sequence& seq, std::size_t count, StepPlan& plan) {
+  SequenceStep step;
+  step.tokens = std::span<const canon::TokenId>(seq.tokens).subspan(seq.computed, count);
+  step.start_position = seq.computed;
+  step.pages = seq.pages;
+  step.sample = seq.computed + count == seq.tokens.size();
+  step.sampling = &seq.sampling;
+  step.sample_step = seq.generated();
+  plan.batch.push_back(step);
+  plan.sequence_ids.push_back(seq.id);
+  plan.num_batched_tokens += count;
+  if (seq.computed < seq.prompt_len) plan.num_prefill_tokens += count;
+}
+
+bool Scheduler::admit(Sequence& seq, std::size_t& budget, StepPlan& plan) {
+  // The last token always runs: its logits give the next token.
+  const auto match = cache_.match_prefix(
+      seq.salt, std::span<const canon::TokenId>(seq.tokens).first(seq.tokens.size() - 1));
+  for (PageId page : match.pages) pool_.retain(page);
+  seq.pages = match.pages;
+  seq.computed = match.tokens;
+  if (match.node != nullptr) {
+    cache_.lock(match.node);
+    seq.locked = match.node;
+  }
+  const std::size_t count = std::min(seq.tokens.size() - seq.computed, budget);
+  if (!ensure_pages(seq, seq.computed + count, /*may_preempt=*/false)) {
+    release(seq);
+    seq.computed = 0;
+    return false;
+  }
+  if (!seq.admitted_once) {
+    seq.admitted_once = true;
+    seq.cached_tokens = match.tokens;
+    prompt_tokens_total_ += seq.prompt_len;
+    cached_prompt_tokens_total_ += match.tokens;
+  }
+  seq.state = Sequence::State::kRunning;
+  add_step(seq, count, plan);
+  budget -= count;
+  return true;
+}
+
+StepPlan Scheduler::schedule() {
+  StepPlan plan;
+  std::size_t budget = config_.max_num_batched_tokens;
+
+  // Running sequences first: decodes and prefill chunks already under way.
+  for (std::size_t i = 0; i < running_.size() && budget > 0;) {
+    Sequence& seq = *running_[i];
+    const std::size_t count = std::min(seq.tokens.size() - seq.computed, budget);
+    if (!ensure_pages(seq, seq.computed + count, /*may_preempt=*/true)) {
+      // Nothing after it left to preempt: this one yields its pages and waits.
+      running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(i));
+      release(seq);
+      seq.computed = 0;
+      seq.state = Sequence::State::kWaiting;
+      waiting_.push_front(&seq);
+      ++preemptions_;
+      continue;
+    }
+    add_step(seq, count, plan);
+    budget -= count;
+    ++i;
+  }
+
+  // Then admissions, oldest first, while there is budget, room and memory.
+  while (budget > 0 && !waiting_.empty() && running_.size() < config_.max_num_seqs) {
+    Sequence& seq = *waiting_.front();
+    if (!admit(seq, budget, plan)) {
+      if (running_.empty() && plan.empty()) {
+        // Nothing runs and still no room: the pool is too small for this request, ever.
+        finish_sequence(seq, FinishReason::kLength, finished_outside_);
+        continue;
+      }
+      break;
+    }
+    waiting_.pop_front();
+    running_.push_back(&seq);
+  }
+  return plan;
+}
+
+std::vector<SequenceUpdate> Scheduler::complete(const StepPlan& plan, const StepOutput& output) {
+  std::vector<SequenceUpdate> updates;
+  for (std::size_t i = 0; i < plan.batch.size(); ++i) {
+    auto it = sequences_.find(plan.sequence_ids[i]);
+    if (it == sequences_.end()) continue;
+    Sequence& seq = *it->second;
+    seq.computed += plan.batch[i].tokens.size();
+    if (!plan.batch[i].sample) continue;
+
+    const canon::TokenId token = output.tokens.at(i);
+    seq.tokens.push_back(token);
+    SequenceUpdate u{seq.id,
+                     true,
+                     token,
+                     FinishReason::kNone,
+                     seq.prompt_len,
+                     seq.cached_tokens,
+                     !seq.first_token_sent};
+    seq.first_token_sent = true;
+    if (!seq.prompt_cached) {  // the prompt is computed: share it with requests arriving now
+      seq.prompt_cached = true;
+      cache_full_blocks(seq);
+    }
+    if (!seq.sampling.ignore_eos && token == config_.eos_token) {
+      u.finished = FinishReason::kStop;
+    } else if (seq.generated() >= seq.sampling.max_tokens ||
+               seq.tokens.size() >= config_.max_model_len) {
+      u.finished = FinishReason::kLength;
+    }
+    if (u.finished != FinishReason::kNone) {
+      std::vector<SequenceUpdate> ignored;  // `u` already reports the finish
+      finish_sequence(seq, u.finished, ignored);
+    }
+    updates.push_back(u);
+  }
+  for (SequenceUpdate& u : take_finished()) updates.push_back(std::move(u));
+  return updates;
+}
+
+std::vector<SequenceUpdate> Scheduler::take_finished() {
+  std::vector<SequenceUpdate> out;
+  out.swap(finished_outside_);
+  return out;
+}
+
+bool Scheduler::idle() const {
+  return sequences_.empty() && finished_outside_.empty();
+}
+
+SchedulerStats Scheduler::stats() const {
+  SchedulerStats s;
+  s.running = running_.size();
+  s.waiting = waiting_.size();
+  s.preemptions_total = preemptions_;
+  s.prompt_tokens_total = prompt_tokens_total_;
+  s.cached_prompt_tokens_total = cached_prompt_tokens_total_;
+  for (const auto& [id, seq] : sequences_) {
+    if (seq->computed < seq->prompt_len)
+      s.tokens_queued_for_prefill += seq->prompt_len - seq->computed;
+  }
+  return s;
+}
+
+}  // namespace prefixgate::engine
