@@ -24,12 +24,12 @@ namespace prefixgate::engine {
 struct SequenceStep {
   // Tokens whose K/V this step computes and writes: a prefill chunk, or the one token a decode
   // step feeds back. Positions are [start_position, start_position + tokens.size()).
-  std::span<const canon::TokenId> tokens;
+  std::span<const canon::TokenId> tokens = {};
   // Tokens before `tokens` whose K/V is already in `pages` (cached prefix + earlier chunks).
   std::size_t start_position = 0;
   // Page table: page i holds positions [i * page_tokens, (i + 1) * page_tokens). Covers at
   // least start_position + tokens.size() positions.
-  std::span<const PageId> pages;
+  std::span<const PageId> pages = {};
   // Sample the next token after the last of `tokens` (the last prefill chunk, or decode).
   bool sample = false;
   const SamplingParams* sampling = nullptr;  // required when `sample`
@@ -39,6 +39,10 @@ struct SequenceStep {
 struct StepOutput {
   // One token per sequence with `sample`, in batch order (0 for the others).
   std::vector<canon::TokenId> tokens;
+  // The logits each sampled token was drawn from: [number of sampled steps, vocab_size], in
+  // batch order. Filled by devices that compute logits (cpu, cuda), for tests and logprobs;
+  // empty from the sim device.
+  std::vector<float> logits;
 };
 
 class Device {

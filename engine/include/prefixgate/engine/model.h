@@ -10,7 +10,7 @@
 //
 //   auto model = engine::load_model("builtin:tiny");
 //   if (!model) return fail(model.error());
-//   auto device = engine::make_cpu_device(*model);
+//   auto device = engine::make_cpu_device(*model);   // cpu_device.h
 #pragma once
 
 #include <cstddef>

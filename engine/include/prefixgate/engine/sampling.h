@@ -20,7 +20,7 @@ struct SamplingParams {
   int top_k = 0;  // 0: off
   std::uint64_t seed = 0;
   std::size_t max_tokens = 16;
-  std::vector<std::string> stop;  // checked on the decoded text by the engine loop
+  std::vector<std::string> stop = {};  // checked on the decoded text by the engine loop
   bool ignore_eos = false;
 };
 
