@@ -3,15 +3,12 @@
 #include <gtest/gtest.h>
 
 #include "prefixgate/canonicalize/render.h"
+#include "support/requests.h"
 
 namespace prefixgate::canon {
 namespace {
 
-ParsedRequest chat(std::string_view body) {
-  auto r = parse_request(body, Endpoint::kChatCompletions);
-  EXPECT_TRUE(r) << r.error().message;
-  return std::move(*r);
-}
+using test_support::chat;
 
 std::vector<std::string> rules_of(const CanonicalizeOutcome& out) {
   std::vector<std::string> rules;

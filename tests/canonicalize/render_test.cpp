@@ -2,14 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include "support/requests.h"
+
 namespace prefixgate::canon {
 namespace {
 
-ParsedRequest chat(std::string_view body) {
-  auto r = parse_request(body, Endpoint::kChatCompletions);
-  EXPECT_TRUE(r) << r.error().message;
-  return std::move(*r);
-}
+using test_support::chat;
 
 constexpr std::string_view kTwoTurns = R"({"messages":[
   {"role":"system","content":"  Be brief.\n"},

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "prefixgate/canonicalize/volatile.h"
+#include "support/volatile_spans.h"
 
 namespace prefixgate::canon {
 namespace {
@@ -17,14 +18,7 @@ struct Case {
   std::string_view kind;
 };
 
-std::string describe(std::string_view text, const std::vector<VolatileSpan>& spans) {
-  std::string out = "found:";
-  for (const VolatileSpan& s : spans) {
-    out += "\n  " + std::string(rule_id(s.rule)) + " " + severity_name(s.severity) + " " + s.kind +
-           " '" + std::string(text.substr(s.begin, s.end - s.begin)) + "'";
-  }
-  return out;
-}
+using test_support::describe;
 
 void expect_only_id(const Case& c) {
   SCOPED_TRACE(testing::Message() << "text: " << c.text);

@@ -11,17 +11,12 @@
 #include <utility>
 #include <vector>
 
+#include "support/volatile_spans.h"
+
 namespace prefixgate::canon {
 namespace {
 
-std::string describe(std::string_view text, const std::vector<VolatileSpan>& spans) {
-  std::string out = "found:";
-  for (const VolatileSpan& s : spans) {
-    out += "\n  " + std::string(rule_id(s.rule)) + " " + severity_name(s.severity) + " " + s.kind +
-           " '" + std::string(text.substr(s.begin, s.end - s.begin)) + "'";
-  }
-  return out;
-}
+using test_support::describe;
 
 // (kind, covered text) pairs, in order.
 std::vector<std::pair<std::string, std::string>> found(std::string_view text) {

@@ -1,0 +1,104 @@
+// The sim device: validates each step against the KV pool the scheduler manages, waits the
+// modelled step time, and emits deterministic tokens. It holds no KV data; the page ids it is
+// given are checked, not read.
+#include "prefixgate/engine/sim_device.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <thread>
+#include <utility>
+
+namespace prefixgate::engine {
+namespace {
+
+// SplitMix64's finalizer (Steele, Lea and Flood, "Fast Splittable Pseudorandom Number
+// Generators", OOPSLA 2014): a bijection on 64 bits whose every output bit depends on every
+// input bit, so neighbouring positions give unrelated tokens.
+std::uint64_t mix64(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+canon::TokenId sim_next_token(const ModelSpec& spec, canon::TokenId last_token,
+                              std::size_t position, std::uint64_t seed) {
+  assert(spec.vocab_size > 1);
+  std::size_t ordinary = std::min<std::size_t>(spec.bos_token, spec.eos_token);
+  if (ordinary == 0 || ordinary > spec.vocab_size) ordinary = spec.vocab_size;
+  const std::uint64_t h = mix64(mix64(mix64(seed) ^ last_token) ^ position);
+  auto token = static_cast<canon::TokenId>(h % ordinary);
+  // Only reachable when the specials are not at the top (ordinary == vocab_size).
+  if (token == spec.eos_token) token = static_cast<canon::TokenId>((token + 1) % ordinary);
+  return token;
+}
+
+SimDevice::SimDevice(SimProfile profile, double speedup)
+    : profile_(std::move(profile)), speedup_(speedup) {
+  assert(speedup_ > 0 && !std::isnan(speedup_));
+}
+
+std::size_t SimDevice::kv_page_bytes(std::size_t page_tokens) const {
+  // The KV cache is BF16 whatever the weights are.
+  return profile_.model.kv_bytes_per_token(2) * page_tokens;
+}
+
+void SimDevice::init_kv_cache(std::size_t num_pages, std::size_t page_tokens) {
+  assert(page_tokens > 0);
+  assert(num_pages <= kv_capacity_pages(profile_, page_tokens));
+  num_pages_ = num_pages;
+  page_tokens_ = page_tokens;
+}
+
+StepOutput SimDevice::execute(std::span<const SequenceStep> batch) {
+  assert(page_tokens_ > 0 && "init_kv_cache() before execute()");
+  StepOutput out;
+  out.tokens.assign(batch.size(), 0);
+  work_.clear();
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    const SequenceStep& step = batch[i];
+    const std::size_t end = step.start_position + step.tokens.size();
+    // The device a real one would be: its pages must hold every position it writes or reads.
+    assert(!step.tokens.empty());
+    assert(end <= profile_.model.max_position);
+    assert(step.pages.size() * page_tokens_ >= end);
+    for (std::size_t p = 0; p < (end + page_tokens_ - 1) / page_tokens_; ++p) {
+      assert(step.pages[p] < num_pages_);
+    }
+    work_.push_back({step.start_position, step.tokens.size(), step.sample});
+    if (step.sample) {
+      assert(step.sampling != nullptr);
+      out.tokens[i] = sim_next_token(profile_.model, step.tokens.back(), end, step.sampling->seed);
+    }
+  }
+  last_step_ = sim_step_cost(profile_, work_);
+  ++steps_;
+  simulated_seconds_ += last_step_.seconds;
+  wait(last_step_.seconds);
+  return out;
+}
+
+void SimDevice::wait(double simulated_seconds) {
+  if (std::isinf(speedup_) || simulated_seconds <= 0) return;
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point now = Clock::now();
+  // A step starts when the previous one ended or when it is issued, whichever is later. The
+  // previous sleep's overshoot (timer slack, typically tens of microseconds) is not the
+  // scheduler's doing: subtracting it keeps it from adding up over back-to-back steps, while
+  // the host's own time between steps still counts, as it would on a GPU.
+  const Clock::time_point start = clock_started_ ? std::max(deadline_, now - overshoot_) : now;
+  clock_started_ = true;
+  deadline_ = start + std::chrono::round<Clock::duration>(
+                          std::chrono::duration<double>(simulated_seconds / speedup_));
+  std::this_thread::sleep_until(deadline_);
+  overshoot_ = std::max(Clock::now() - deadline_, Clock::duration::zero());
+}
+
+std::unique_ptr<SimDevice> make_sim_device(const SimProfile& profile, double speedup) {
+  return std::make_unique<SimDevice>(profile, speedup);
+}
+
+}  // namespace prefixgate::engine
