@@ -182,7 +182,9 @@ TEST(HttpServerTest, BadRequestsGetOpenAiErrors) {
     ASSERT_TRUE(error.is_object()) << r.body;
     EXPECT_TRUE(at(error, "message").is_string());
     EXPECT_EQ(str(error, "type"), "invalid_request_error");
-    if (!c.param.empty()) EXPECT_EQ(str(error, "param"), c.param) << r.body;
+    if (!c.param.empty()) {
+      EXPECT_EQ(str(error, "param"), c.param) << r.body;
+    }
   }
   const HttpReply wrong_method = get(s.port(), "/v1/completions");
   EXPECT_EQ(wrong_method.status, 405);

@@ -8,6 +8,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,7 +35,7 @@ class Client {
     beast::error_code ec;
     stream_.socket().connect({asio::ip::make_address("127.0.0.1"), port}, ec);
     connected_ = !ec;
-    parser_.body_limit(64u << 20);
+    reset_parser();
   }
 
   bool connected() const { return connected_; }
@@ -52,44 +53,43 @@ class Client {
   }
 
   bool read_header() {
-    return run([&](auto done) { http::async_read_header(stream_, buffer_, parser_, done); });
+    return run([&](auto done) { http::async_read_header(stream_, buffer_, *parser_, done); });
   }
 
   // Reads more of the body; false at the end of the message, on EOF or on the deadline.
   bool read_some() {
-    if (parser_.is_done()) return false;
-    return run([&](auto done) { http::async_read_some(stream_, buffer_, parser_, done); });
+    if (parser_->is_done()) return false;
+    return run([&](auto done) { http::async_read_some(stream_, buffer_, *parser_, done); });
   }
 
   // Reads until `pred(body so far)` holds; false if the response ended or timed out first.
   template <class Pred>
   bool read_until(Pred pred) {
-    while (!pred(parser_.get().body())) {
-      if (!read_some()) return pred(parser_.get().body());
+    while (!pred(parser_->get().body())) {
+      if (!read_some()) return pred(parser_->get().body());
     }
     return true;
   }
 
   HttpReply read_all() {
     HttpReply r;
-    r.ok = run([&](auto done) { http::async_read(stream_, buffer_, parser_, done); });
-    r.status = static_cast<int>(parser_.get().result_int());
-    r.body = parser_.get().body();
-    r.content_type = std::string(parser_.get()[http::field::content_type]);
+    r.ok = run([&](auto done) { http::async_read(stream_, buffer_, *parser_, done); });
+    r.status = static_cast<int>(parser_->get().result_int());
+    r.body = parser_->get().body();
+    r.content_type = std::string(parser_->get()[http::field::content_type]);
     return r;
   }
 
-  int status() const { return static_cast<int>(parser_.get().result_int()); }
-  const std::string& body() const { return parser_.get().body(); }
+  int status() const { return static_cast<int>(parser_->get().result_int()); }
+  const std::string& body() const { return parser_->get().body(); }
   void close() {
     beast::error_code ec;
     stream_.socket().close(ec);
   }
   // A second request on the same connection needs a fresh parser.
   void reset_parser() {
-    parser_.~response_parser();
-    new (&parser_) http::response_parser<http::string_body>();
-    parser_.body_limit(64u << 20);
+    parser_.emplace();
+    parser_->body_limit(64u << 20);
   }
 
  private:
@@ -106,7 +106,7 @@ class Client {
   asio::io_context ioc_;
   beast::tcp_stream stream_;
   beast::flat_buffer buffer_;
-  http::response_parser<http::string_body> parser_;
+  std::optional<http::response_parser<http::string_body>> parser_;
   std::chrono::seconds timeout_;
   bool connected_ = false;
 };

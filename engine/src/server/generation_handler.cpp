@@ -177,8 +177,8 @@ Awaitable<bool> handle_generation(Connection& c, const Request& req, canon::Endp
   auto plan = plan_generation(req.body(), endpoint, ctx.model);
   if (!plan) {
     ctx.observed.request_errors_total->add();
-    co_return co_await write_response(c, error_response(req, plan.error(), keep_alive)) &&
-        keep_alive;
+    Response res = error_response(req, plan.error(), keep_alive);
+    co_return co_await write_response(c, std::move(res)) && keep_alive;
   }
   auto bridge = std::make_shared<RequestBridge>(c.stream.get_executor());
   const std::uint64_t id = ctx.engine->submit(plan->request, bridge->sink());
@@ -193,12 +193,11 @@ Awaitable<bool> handle_generation(Connection& c, const Request& req, canon::Endp
       ctx.engine->abort(id);
       co_return false;
     }
-    const std::string text = g.output().text();
-    co_return co_await write_response(
-        c, make_response(req, http::status::ok, "application/json",
-                         completion_body(endpoint, meta, text, g.finish_reason(), g.usage()),
-                         keep_alive)) &&
-        keep_alive;
+    Response res = make_response(
+        req, http::status::ok, "application/json",
+        completion_body(endpoint, meta, g.output().text(), g.finish_reason(), g.usage()),
+        keep_alive);
+    co_return co_await write_response(c, std::move(res)) && keep_alive;
   }
 
   http::response<http::empty_body> head{http::status::ok, req.version()};

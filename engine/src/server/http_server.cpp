@@ -90,10 +90,9 @@ Awaitable<bool> route(Connection& c, const Request& req) {
   if (path == "/v1/completions" || path == "/v1/chat/completions") {
     if (!allow(http::verb::post)) co_return co_await write_response(c, method_not_allowed("POST"));
     ctx.observed.requests_total->add();
-    co_return co_await handle_generation(c, req,
-                                         path == "/v1/completions"
-                                             ? canon::Endpoint::kCompletions
-                                             : canon::Endpoint::kChatCompletions);
+    const canon::Endpoint endpoint = path == "/v1/completions" ? canon::Endpoint::kCompletions
+                                                               : canon::Endpoint::kChatCompletions;
+    co_return co_await handle_generation(c, req, endpoint);
   }
   if (path == "/v1/kv_events") {
     if (!allow(http::verb::get)) co_return co_await write_response(c, method_not_allowed("GET"));
@@ -116,12 +115,10 @@ Awaitable<bool> route(Connection& c, const Request& req) {
     co_return co_await write_response(c, std::move(res)) && keep_alive;
   }
   ctx.observed.request_errors_total->add();
-  co_return co_await write_response(
-      c,
-      error_response(
-          req, canon::make_error(canon::ErrorCode::kNotFound, "no route for " + std::string(path)),
-          keep_alive)) &&
-      keep_alive;
+  const canon::Error not_found =
+      canon::make_error(canon::ErrorCode::kNotFound, "no route for " + std::string(path));
+  Response res = error_response(req, not_found, keep_alive);
+  co_return co_await write_response(c, std::move(res)) && keep_alive;
 }
 
 }  // namespace
@@ -250,19 +247,20 @@ Awaitable<void> Server::Impl::session(tcp::socket socket) {
       if (ec) {
         // Malformed HTTP or a body over the limit: answer, then close (the rest of the
         // request is still on the wire).
-        const bool too_large = ec == http::error::body_limit;
+        // (Built before the co_await: GCC 12 mishandles temporaries of a conditional
+        // expression inside a co_await full-expression.)
+        const canon::Error error =
+            ec == http::error::body_limit
+                ? canon::make_error(canon::ErrorCode::kTooLarge,
+                                    "request body is larger than " +
+                                        std::to_string(ctx.options.max_body_bytes) + " bytes")
+                : canon::make_error(canon::ErrorCode::kInvalidValue,
+                                    "malformed HTTP request: " + ec.message());
         Request bare;
         bare.version(11);
+        Response res = error_response(bare, error, false);
         ctx.observed.request_errors_total->add();
-        co_await write_response(
-            c, error_response(
-                   bare,
-                   canon::make_error(
-                       too_large ? canon::ErrorCode::kTooLarge : canon::ErrorCode::kInvalidValue,
-                       too_large ? "request body is larger than " +
-                                       std::to_string(ctx.options.max_body_bytes) + " bytes"
-                                 : "malformed HTTP request: " + ec.message()),
-                   false));
+        co_await write_response(c, std::move(res));
         break;
       }
       const Request req = parser.release();
