@@ -9,6 +9,10 @@
 // cached prefix locks the deepest matched node (pinning it and its ancestors against eviction)
 // and retains the pages it reads. Eviction removes least-recently-used unlocked leaves.
 //
+// Memory: node storage is one slot per pool page (a page is cached by at most one node), made
+// up front, so inserts allocate no nodes; that is some 100 bytes per page next to the page's
+// K/V of tens of kilobytes. The pool must outlive the cache.
+//
 //   engine::RadixCache cache(pool, 16, "builtin:tiny");
 //   auto m = cache.match_prefix(salt, prompt);        // m.tokens cached tokens, m.pages
 //   cache.lock(m.node);  ... cache.unlock(m.node);
@@ -18,11 +22,14 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "prefixgate/canonicalize/tokenizer.h"
@@ -70,31 +77,40 @@ class RadixCache {
   Match match_prefix(std::string_view salt, std::span<const TokenId> tokens);
 
   // Pins `node` and its ancestors against eviction (counted: lock twice, unlock twice).
+  // A null node (a match of nothing) is a no-op, so callers need not special-case it.
   void lock(Node* node);
   void unlock(Node* node);
 
-  // Adds the full pages of `tokens` (tokens.size() == pages.size() * page_tokens) under `salt`.
-  // For blocks not cached yet the cache takes one new reference on the caller's page; blocks
-  // already cached keep their existing page (the caller's page is left alone). Returns the node
-  // of the last block (nullptr for no pages) and, in `cached_pages`, the page the cache holds
-  // for each block, so the caller can switch to the shared copies.
+  // Adds the full blocks of `tokens` under `salt`; block i is tokens [i * page_tokens,
+  // (i + 1) * page_tokens) and its K/V is in pages[i]. A partial last block is not cached (its
+  // page, if passed, is left alone). For blocks not cached yet the cache takes one new
+  // reference on the caller's page; blocks already cached keep their existing page (the
+  // caller's page is left alone). Returns the node of the last cached block (nullptr when none)
+  // and replaces `cached_pages` with the page the cache holds for each block, so the caller can
+  // switch to the shared copies. Caching stops at a block whose hash is taken by different
+  // tokens (a 64-bit collision): `cached_pages` is then shorter than the block count and the
+  // remaining blocks stay the caller's alone.
   Node* insert(std::string_view salt, std::span<const TokenId> tokens,
                std::span<const PageId> pages, std::vector<PageId>* cached_pages = nullptr);
 
   // Evicts least-recently-used unlocked leaves until `pages` pages went back to the pool or
-  // nothing more can go. Returns how many pages were freed.
+  // nothing more can go. A leaf whose page someone else still holds is removed too (its parent
+  // may be freeable) but not counted. Returns how many pages were freed.
   std::size_t evict(std::size_t pages);
 
-  // Drops every unlocked node (kCleared when the whole cache emptied).
+  // Drops every unlocked node: one kCleared when that emptied the cache, else kRemoved each.
   void clear();
 
   std::size_t cached_pages() const { return node_count_; }
   // Pages eviction could free now: cached pages in no locked path and used by nobody else.
+  // O(pool capacity): the pool's refcounts change behind the cache's back (sequences retain
+  // and release directly), so there is no counter to keep.
   std::size_t evictable_pages() const;
 
   // Events since the last drain, oldest first.
   std::vector<CacheEvent> drain_events();
-  // Every cached block, parents before children (for a kv_events snapshot).
+  // Every cached block, parents before children (for a kv_events snapshot); salts in byte
+  // order, each salt's tree depth first.
   std::vector<CachedBlock> snapshot() const;
 
   // Checks every invariant (parent links, lock counts, page references, LRU membership);
@@ -103,16 +119,33 @@ class RadixCache {
 
  private:
   struct SaltRoot;
-  Node* find_child(Node* parent, std::uint64_t hash, std::span<const TokenId> block) const;
-  void touch(Node* node);
-  void remove_leaf(Node* leaf);
+  // Heterogeneous lookup, so that finding a salt's root does not build a std::string.
+  struct SaltHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+
+  SaltRoot* find_root(std::string_view salt) const;
+  Node* find_child(const Node* parent, std::uint64_t hash, std::span<const TokenId> block) const;
+  void touch(Node* node, std::uint64_t now);
+  void lru_add(Node* node);
+  void lru_remove(Node* node);
+  // Removes an unlocked leaf; returns whether its page went back to the pool.
+  bool remove_leaf(Node* leaf);
 
   PagePool& pool_;
   std::size_t page_tokens_;
   std::string model_id_;
-  std::unordered_map<std::string, std::unique_ptr<SaltRoot>> roots_;
+  std::vector<TokenId> slot_tokens_;  // [pool capacity, page_tokens]: each slot's block
+  std::vector<Node> slots_;           // slots_[page] is the node caching `page`, if any
+  // Every cached node by block hash. Chained hashes name a whole path, so one index serves all
+  // parents and salts; a hit counts only if its parent and tokens match too.
+  std::unordered_map<std::uint64_t, Node*> by_hash_;
+  // Unlocked leaves by (last use, page): the eviction order. Pages are unique, so are keys.
+  std::set<std::pair<std::uint64_t, PageId>> lru_;
+  std::unordered_map<std::string, std::unique_ptr<SaltRoot>, SaltHash, std::equal_to<>> roots_;
   std::size_t node_count_ = 0;
-  std::uint64_t clock_ = 0;  // LRU time
+  std::uint64_t clock_ = 0;  // LRU time: one tick per match or insert
   std::vector<CacheEvent> events_;
 };
 
