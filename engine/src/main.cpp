@@ -1,0 +1,167 @@
+// prefixgate-engine: one serving replica. Loads a model, starts a device and the engine thread,
+// and serves the OpenAI API until SIGINT/SIGTERM, then drains in-flight requests and exits 0.
+//
+//   prefixgate-engine --model builtin:tiny --device cpu --host 127.0.0.1 --port 9001
+//
+// Exit status: 0 after a clean shutdown, 1 when the model, device or socket cannot be set up,
+// 2 for invalid flags.
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
+#include <string>
+
+#include "prefixgate/engine/cpu_device.h"
+#include "prefixgate/engine/model.h"
+#include "prefixgate/engine/sim_device.h"
+#include "server/server.h"
+
+namespace engine = prefixgate::engine;
+namespace canon = prefixgate::canon;
+
+namespace {
+
+struct Flags {
+  std::string model = "builtin:tiny";
+  std::string device = "cpu";
+  std::string sim_profile;  // default: h100 with the model's shape
+  std::string sim_speedup = "1";
+  std::string host = "127.0.0.1";
+  int port = 9001;
+  std::size_t kv_cache_tokens = 65536;
+  std::size_t max_num_batched_tokens = 2048;
+  std::size_t max_num_seqs = 64;
+  std::size_t max_model_len = 0;  // 0: the model's max_position
+  std::size_t block_size = 16;
+  std::size_t threads = 4;
+  int compute_threads = 0;
+  std::string served_model_name;
+  std::string log_level = "info";
+  double drain_timeout_s = 30;
+};
+
+int fail(const std::string& message) {
+  spdlog::error("{}", message);
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags f;
+  CLI::App app{"prefixgate-engine: an OpenAI-compatible serving replica with a radix prefix cache"};
+  app.add_option("--model", f.model, "builtin:tiny, builtin:small, or a Hugging Face folder")
+      ->capture_default_str();
+  app.add_option("--device", f.device, "cpu (real forward pass) or sim (GPU cost model)")
+      ->check(CLI::IsMember({"cpu", "sim"}))
+      ->capture_default_str();
+  app.add_option("--sim-profile", f.sim_profile,
+                 "sim: GPU:MODEL[@bf16|@fp8], e.g. h100:llama3-8b (default h100:<model>)");
+  app.add_option("--sim-speedup", f.sim_speedup,
+                 "sim: N runs the modelled GPU N times faster than real time; inf never sleeps")
+      ->capture_default_str();
+  app.add_option("--host", f.host, "address to listen on")->capture_default_str();
+  app.add_option("--port", f.port, "port to listen on; 0 picks a free one")
+      ->check(CLI::Range(0, 65535))
+      ->capture_default_str();
+  app.add_option("--kv-cache-tokens", f.kv_cache_tokens, "KV cache capacity in tokens")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--max-num-batched-tokens", f.max_num_batched_tokens,
+                 "token budget of one engine step")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--max-num-seqs", f.max_num_seqs, "most sequences running at once")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--max-model-len", f.max_model_len,
+                 "prompt + generated tokens per request (default: the model's context)");
+  app.add_option("--block-size", f.block_size, "tokens per KV page and per prefix-hash block")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--threads", f.threads, "HTTP I/O threads")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--compute-threads", f.compute_threads,
+                 "cpu: BLAS threads (0: OpenBLAS's default)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--served-model-name", f.served_model_name,
+                 "the model name clients send and responses carry (default: --model)");
+  app.add_option("--log-level", f.log_level, "trace, debug, info, warn, error, critical, off")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}))
+      ->capture_default_str();
+  app.add_option("--drain-timeout", f.drain_timeout_s,
+                 "seconds in-flight requests may take to finish on SIGTERM/SIGINT")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return 2;
+  }
+  spdlog::set_level(spdlog::level::from_str(f.log_level));
+
+  auto model = engine::load_model(f.model);
+  if (!model) return fail("model " + f.model + ": " + model.error().message);
+
+  std::unique_ptr<engine::Device> device;
+  std::size_t num_pages = (f.kv_cache_tokens + f.block_size - 1) / f.block_size;
+  if (f.device == "cpu") {
+    device = engine::make_cpu_device(*model, f.compute_threads);
+  } else {
+    const std::string profile_name =
+        f.sim_profile.empty() ? "h100:" + model->spec.id : f.sim_profile;
+    auto profile = engine::parse_sim_profile(profile_name);
+    if (!profile) return fail("--sim-profile: " + profile.error().message);
+    auto speedup = engine::parse_sim_speedup(f.sim_speedup);
+    if (!speedup) return fail("--sim-speedup: " + speedup.error().message);
+    num_pages = std::min(num_pages, engine::kv_capacity_pages(*profile, f.block_size));
+    device = engine::make_sim_device(*profile, *speedup);
+  }
+  const engine::ModelSpec& spec = device->spec();
+  if (spec.vocab_size > model->tokenizer->vocab_size()) {
+    spdlog::warn(
+        "device vocabulary ({}) is larger than the tokenizer's ({}): some generated "
+        "ids have no text",
+        spec.vocab_size, model->tokenizer->vocab_size());
+  }
+
+  engine::EngineConfig config;
+  config.page_tokens = f.block_size;
+  config.num_pages = num_pages;
+  config.model_id = model->spec.id;
+  config.scheduler.max_num_batched_tokens = f.max_num_batched_tokens;
+  config.scheduler.max_num_seqs = f.max_num_seqs;
+  config.scheduler.max_model_len = f.max_model_len > 0 ? f.max_model_len : spec.max_position;
+  config.scheduler.eos_token = spec.eos_token;
+
+  engine::server::ServedModel served;
+  served.name = f.served_model_name.empty() ? f.model : f.served_model_name;
+  served.tokenizer = model->tokenizer;
+  served.chat_template = model->chat_template;
+  served.eos_token = spec.eos_token;
+  served.max_model_len = config.scheduler.max_model_len;
+  served.vocab_size = spec.vocab_size;
+
+  engine::server::ServerOptions options;
+  options.host = f.host;
+  options.port = static_cast<std::uint16_t>(f.port);
+  options.io_threads = f.threads;
+  options.drain_timeout = std::chrono::milliseconds(static_cast<long>(f.drain_timeout_s * 1000));
+  options.handle_signals = true;
+
+  spdlog::info("model {} on {}: {} KV pages of {} tokens, max_model_len {}", model->spec.id,
+               f.device, num_pages, f.block_size, config.scheduler.max_model_len);
+  engine::server::Server server(options, std::move(served), std::move(config), std::move(device));
+  auto port = server.start();
+  if (!port) return fail(port.error().message);
+  std::cout << "listening on http://" << f.host << ":" << *port << std::endl;
+  server.run();
+  spdlog::info("drained; bye");
+  return 0;
+}

@@ -1,0 +1,183 @@
+// GET /v1/kv_events[?since=SEQ]: the replica's cache contents for a gateway's prefix index, as
+// a chunked stream of newline-delimited JSON.
+//
+//   {"type":"snapshot","seq":N,"model":...,"block_size":16,"blocks":[{"hash","parent","salt"}]}
+//   {"type":"stored","seq":N,"hash":...,"parent":...,"salt":...}
+//   {"type":"removed","seq":N,"hash":...,"salt":...}
+//   {"type":"cleared","seq":N}
+//   {"type":"load","running":..,"waiting":..,"kv_pages_used":..,"kv_pages_total":..,
+//    "tokens_queued_for_prefill":..}   at least every load_report_interval
+//
+// A reader that reconnects with ?since=SEQ gets the deltas after SEQ when the log still holds
+// them, otherwise a fresh snapshot (and so does one that falls behind mid-stream).
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/http/chunk_encode.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/write.hpp>
+#include <charconv>
+#include <chrono>
+#include <optional>
+
+#include "prefixgate/canonicalize/block_hash.h"
+#include "prefixgate/canonicalize/json.h"
+#include "server/http_common.h"
+
+namespace prefixgate::engine::server {
+namespace {
+
+constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
+constexpr std::chrono::milliseconds kPollInterval{10};
+
+double num(std::uint64_t v) {
+  return static_cast<double>(v);
+}
+
+// `since` from the query string, if present and a number.
+std::optional<std::uint64_t> since_param(std::string_view target) {
+  const std::size_t q = target.find('?');
+  if (q == std::string_view::npos) return std::nullopt;
+  std::string_view query = target.substr(q + 1);
+  while (!query.empty()) {
+    const std::size_t amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    if (pair.starts_with("since=")) {
+      std::uint64_t v = 0;
+      const std::string_view digits = pair.substr(6);
+      const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+      if (ec == std::errc() && end == digits.data() + digits.size()) return v;
+      return std::nullopt;
+    }
+    if (amp == std::string_view::npos) break;
+    query.remove_prefix(amp + 1);
+  }
+  return std::nullopt;
+}
+
+std::string snapshot_line(const CacheSnapshot& snap, const ServerContext& ctx) {
+  json::Array blocks;
+  blocks.reserve(snap.blocks.size());
+  for (const CachedBlock& b : snap.blocks) {
+    blocks.push_back(json::Object{{"hash", canon::hash_hex(b.block_hash)},
+                                  {"parent", canon::hash_hex(b.parent_hash)},
+                                  {"salt", b.salt}});
+  }
+  return json::to_json(json::Object{{"type", "snapshot"},
+                                    {"seq", num(snap.seq)},
+                                    {"model", ctx.model.name},
+                                    {"block_size", num(ctx.engine->config().page_tokens)},
+                                    {"blocks", std::move(blocks)}}) +
+         "\n";
+}
+
+std::string event_line(const KvEventLog::Entry& entry) {
+  const CacheEvent& e = entry.event;
+  json::Object o{{"type", e.kind == CacheEvent::Kind::kStored    ? "stored"
+                          : e.kind == CacheEvent::Kind::kRemoved ? "removed"
+                                                                 : "cleared"},
+                 {"seq", num(entry.seq)}};
+  if (e.kind == CacheEvent::Kind::kStored) {
+    o.push_back({"hash", canon::hash_hex(e.block_hash)});
+    o.push_back({"parent", canon::hash_hex(e.parent_hash)});
+    o.push_back({"salt", e.salt});
+  } else if (e.kind == CacheEvent::Kind::kRemoved) {
+    o.push_back({"hash", canon::hash_hex(e.block_hash)});
+    o.push_back({"salt", e.salt});
+  }
+  return json::to_json(o) + "\n";
+}
+
+std::string load_line(const EngineStats& s) {
+  return json::to_json(json::Object{
+             {"type", "load"},
+             {"running", num(s.scheduler.running)},
+             {"waiting", num(s.scheduler.waiting)},
+             {"kv_pages_used", num(s.kv_pages_used)},
+             {"kv_pages_total", num(s.kv_pages_total)},
+             {"tokens_queued_for_prefill", num(s.scheduler.tokens_queued_for_prefill)}}) +
+         "\n";
+}
+
+Awaitable<bool> write_chunk(Connection& c, const std::string& payload) {
+  c.stream.expires_after(c.ctx.options.write_timeout);
+  auto [ec, n] =
+      co_await asio::async_write(c.stream, http::make_chunk(asio::buffer(payload)), kTuple);
+  (void)n;
+  co_return !ec;
+}
+
+// Takes a snapshot on the blocking pool: cache_snapshot() waits for the engine thread.
+Awaitable<CacheSnapshot> take_snapshot(ServerContext& ctx) {
+  EngineLoop* engine = ctx.engine;
+  co_return co_await asio::co_spawn(
+      *ctx.blocking, [engine]() -> Awaitable<CacheSnapshot> { co_return engine->cache_snapshot(); },
+      asio::use_awaitable);
+}
+
+}  // namespace
+
+Awaitable<bool> handle_kv_events(Connection& c, const Request& req) {
+  ServerContext& ctx = c.ctx;
+  KvEventLog& log = ctx.engine->kv_events();
+
+  http::response<http::empty_body> head{http::status::ok, req.version()};
+  head.set(http::field::server, "prefixgate-engine");
+  head.set(http::field::content_type, "application/x-ndjson");
+  head.set(http::field::cache_control, "no-cache");
+  head.keep_alive(false);
+  head.chunked(true);
+  http::response_serializer<http::empty_body> serializer{head};
+  c.stream.expires_after(ctx.options.write_timeout);
+  if (auto [ec, n] = co_await http::async_write_header(c.stream, serializer, kTuple); ec) {
+    co_return false;
+  }
+
+  // Where the reader is: the seq of the last event it has seen.
+  std::uint64_t last = 0;
+  bool need_snapshot = true;
+  if (const auto since = since_param(req.target()); since && *since <= log.last_seq()) {
+    if (auto missed = log.since(*since)) {
+      std::string out;
+      for (const KvEventLog::Entry& e : *missed) out += event_line(e);
+      last = missed->empty() ? *since : missed->back().seq;
+      need_snapshot = false;
+      if (!out.empty() && !co_await write_chunk(c, out)) co_return false;
+    }
+  }
+
+  asio::steady_timer timer(c.stream.get_executor());
+  auto next_load = std::chrono::steady_clock::now();
+  while (!ctx.draining.load()) {
+    std::string out;
+    if (need_snapshot) {
+      const CacheSnapshot snap = co_await take_snapshot(ctx);
+      out += snapshot_line(snap, ctx);
+      last = snap.seq;
+      need_snapshot = false;
+    }
+    if (auto deltas = log.since(last)) {
+      for (const KvEventLog::Entry& e : *deltas) out += event_line(e);
+      if (!deltas->empty()) last = deltas->back().seq;
+    } else {
+      need_snapshot = true;  // fell behind the log's history: start over
+      continue;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= next_load) {
+      out += load_line(ctx.engine->stats());
+      next_load = now + ctx.options.load_report_interval;
+    }
+    if (!out.empty() && !co_await write_chunk(c, out)) co_return false;
+    timer.expires_after(std::min<std::chrono::steady_clock::duration>(
+        kPollInterval, ctx.options.load_report_interval));
+    co_await timer.async_wait(kTuple);
+  }
+  c.stream.expires_after(ctx.options.write_timeout);
+  co_await asio::async_write(c.stream, http::make_chunk_last(), kTuple);
+  co_return false;
+}
+
+}  // namespace prefixgate::engine::server

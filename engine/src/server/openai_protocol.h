@@ -1,0 +1,76 @@
+// The OpenAI wire format of the engine: a `/v1/completions` or `/v1/chat/completions` body
+// turned into a GenerationRequest, and generated text turned into response bodies and SSE
+// chunks. Pure functions, no I/O: the HTTP layer calls these.
+//
+//   auto plan = plan_generation(body, Endpoint::kCompletions, model_info);
+//   if (!plan) return reply(canon::http_status(plan.error()),
+//   canon::openai_error_body(plan.error())); engine.submit(plan->request, sink); std::string body =
+//   completion_body(*plan, ids, text, "stop", usage);
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "prefixgate/canonicalize/render.h"
+#include "prefixgate/canonicalize/request.h"
+#include "prefixgate/canonicalize/status.h"
+#include "prefixgate/canonicalize/tokenizer.h"
+#include "prefixgate/engine/engine_loop.h"
+
+namespace prefixgate::engine::server {
+
+// What the server knows about the model it serves.
+struct ServedModel {
+  std::string name;  // the `model` clients send and responses carry
+  std::shared_ptr<const canon::Tokenizer> tokenizer;
+  canon::ChatTemplate chat_template = canon::ChatTemplate::kLlama3;
+  canon::TokenId eos_token = 0;
+  std::size_t max_model_len = 8192;
+  std::size_t vocab_size = 0;
+};
+
+struct GenerationPlan {
+  canon::Endpoint endpoint = canon::Endpoint::kCompletions;
+  GenerationRequest request;  // prompt tokens, sampling (stop strings included), salt
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+};
+
+// Validates the body and builds the request. Errors name the field (`param`).
+canon::Result<GenerationPlan> plan_generation(std::string_view body, canon::Endpoint endpoint,
+                                              const ServedModel& model);
+
+struct Usage {
+  std::size_t prompt_tokens = 0;
+  std::size_t completion_tokens = 0;
+  std::size_t cached_tokens = 0;
+};
+
+// Identity of one response: every chunk of a stream carries the same.
+struct ResponseMeta {
+  std::string id;  // "cmpl-..." or "chatcmpl-..."
+  std::int64_t created = 0;
+  std::string model;
+};
+ResponseMeta make_response_meta(canon::Endpoint endpoint, std::string model);
+
+// The non-streaming response body.
+std::string completion_body(canon::Endpoint endpoint, const ResponseMeta& meta,
+                            std::string_view text, std::string_view finish_reason,
+                            const Usage& usage);
+
+// One streaming chunk's JSON. For chat, `first` adds the assistant role to the delta. An empty
+// `finish_reason` is null. `usage_null` writes "usage":null (stream_options.include_usage).
+std::string stream_chunk(canon::Endpoint endpoint, const ResponseMeta& meta, std::string_view text,
+                         std::string_view finish_reason, bool first, bool usage_null);
+// The closing usage chunk: empty choices and the usage.
+std::string stream_usage_chunk(canon::Endpoint endpoint, const ResponseMeta& meta,
+                               const Usage& usage);
+
+// "stop", "length", or "abort" as OpenAI clients expect it.
+const char* finish_reason_text(FinishReason reason);
+
+}  // namespace prefixgate::engine::server

@@ -1,0 +1,79 @@
+#include "server/text_output.h"
+
+#include <gtest/gtest.h>
+
+namespace prefixgate::engine::server {
+namespace {
+
+std::vector<canon::TokenId> bytes(std::string_view s) {
+  return {reinterpret_cast<const unsigned char*>(s.data()),
+          reinterpret_cast<const unsigned char*>(s.data()) + s.size()};
+}
+
+TEST(TextOutputTest, SanitizeReplacesInvalidUtf8) {
+  EXPECT_EQ(sanitize_utf8("ok \xC3\xA9"), "ok \xC3\xA9");
+  EXPECT_EQ(sanitize_utf8("a\xFF"
+                          "b"),
+            "a\xEF\xBF\xBD"
+            "b");
+  EXPECT_EQ(sanitize_utf8("\xE2\x82"), "\xEF\xBF\xBD\xEF\xBF\xBD");
+  EXPECT_EQ(sanitize_utf8("\xED\xA0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // surrogate
+  EXPECT_EQ(incomplete_utf8_tail("ab\xE2\x82"), 2u);
+  EXPECT_EQ(incomplete_utf8_tail("ab\xE2\x82\xAC"), 0u);
+  EXPECT_EQ(incomplete_utf8_tail("ab"), 0u);
+}
+
+TEST(TextOutputTest, HoldsBackSplitCharacterUntilComplete) {
+  auto tok = canon::make_byte_tokenizer();
+  TextOutput out(*tok, {});
+  std::string streamed;
+  for (canon::TokenId t : bytes("a\xE2\x82\xAC"
+                                "b")) {
+    out.append(t);
+    const std::string d = out.take_delta(false);
+    EXPECT_EQ(sanitize_utf8(d), d);  // every delta is valid UTF-8 on its own
+    streamed += d;
+  }
+  streamed += out.take_delta(true);
+  EXPECT_EQ(streamed,
+            "a\xE2\x82\xAC"
+            "b");
+  EXPECT_EQ(out.token_count(), 5u);
+}
+
+TEST(TextOutputTest, StopStringCutsTextAndStreamNeverShowsIt) {
+  auto tok = canon::make_byte_tokenizer();
+  TextOutput out(*tok, TextOutputOptions{{"END", "zz"}});
+  std::string streamed;
+  for (canon::TokenId t : bytes("hello ENDworld")) {
+    out.append(t);
+    streamed += out.take_delta(false);
+  }
+  streamed += out.take_delta(true);
+  EXPECT_TRUE(out.stopped());
+  EXPECT_EQ(out.text(), "hello ");
+  EXPECT_EQ(streamed, "hello ");
+  EXPECT_EQ(out.token_count(), 9u);  // up to the token that completed "END"
+}
+
+TEST(TextOutputTest, PartialStopStringIsReleasedAtTheEnd) {
+  auto tok = canon::make_byte_tokenizer();
+  TextOutput out(*tok, TextOutputOptions{{"END"}});
+  for (canon::TokenId t : bytes("abEN")) out.append(t);
+  EXPECT_EQ(out.take_delta(false), "ab");  // "EN" might become "END"
+  EXPECT_EQ(out.take_delta(true), "EN");
+  EXPECT_FALSE(out.stopped());
+}
+
+TEST(TextOutputTest, SkipsEosToken) {
+  auto tok = canon::make_byte_tokenizer();
+  const canon::TokenId eos = *tok->special_token("<|eot_id|>");
+  TextOutput out(*tok, TextOutputOptions{{}, true, eos});
+  out.append('h');
+  out.append(eos);
+  EXPECT_EQ(out.text(), "h");
+  EXPECT_EQ(out.token_count(), 2u);
+}
+
+}  // namespace
+}  // namespace prefixgate::engine::server
