@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "prefixgate/engine/model.h"
 #include "prefixgate/engine/sim_device.h"
 
 namespace prefixgate::engine {
@@ -107,18 +108,9 @@ const std::array<ModelEntry, 5> kModels = {{
        return llama_spec("qwen2.5-7b", 28, 3584, 28, 4, 18944, 152064, 32768, 1000000.0, 1e-6,
                          151643, 151645);
      }},
-    // The built-in models' scale, for a sim that runs the same shapes as the cpu device's
-    // demo models: the byte tokenizer's 263 ids (256 bytes + 7 specials, bos
-    // <|begin_of_text|> 256, eos <|eot_id|> 260). These shapes are the sim's own and do not
-    // read builtin_spec(), so the sim links without the model loader.
-    {"builtin:tiny", WeightDtype::kBf16,
-     [] {
-       return llama_spec("builtin:tiny", 2, 64, 4, 2, 192, 263, 2048, 10000.0, 1e-5, 256, 260);
-     }},
-    {"builtin:small", WeightDtype::kBf16,
-     [] {
-       return llama_spec("builtin:small", 4, 256, 8, 4, 768, 263, 4096, 10000.0, 1e-5, 256, 260);
-     }},
+    // The built-in models, with the shapes the cpu device runs (one definition: builtin_spec).
+    {"builtin:tiny", WeightDtype::kBf16, [] { return *builtin_spec("builtin:tiny"); }},
+    {"builtin:small", WeightDtype::kBf16, [] { return *builtin_spec("builtin:small"); }},
 }};
 
 std::string join(const std::vector<std::string>& names) {
