@@ -28,7 +28,9 @@ BpeTokenizer::BpeTokenizer(BpeTokenizerSpec spec)
   for (const AddedToken& t : added_.tokens()) {
     decode_table_[t.id] = t.content;
     added_ids_[t.content] = t.id;
+    if (t.special) special_ids_.push_back(t.id);
   }
+  std::sort(special_ids_.begin(), special_ids_.end());
   name_ = "byte-level BPE (" + std::string(pattern_name(spec.pattern)) + " pre-tokenizer" +
           (spec.nfc ? ", NFC" : "") + ", " + std::to_string(ids) + " ids)";
 }
@@ -106,6 +108,10 @@ std::optional<TokenId> BpeTokenizer::special_token(std::string_view text) const 
   const auto it = added_ids_.find(std::string(text));
   if (it == added_ids_.end()) return std::nullopt;
   return it->second;
+}
+
+bool BpeTokenizer::is_special(TokenId id) const {
+  return std::binary_search(special_ids_.begin(), special_ids_.end(), id);
 }
 
 }  // namespace prefixgate::canon::internal

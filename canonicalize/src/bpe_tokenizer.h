@@ -36,6 +36,7 @@ class BpeTokenizer final : public Tokenizer {
               std::vector<std::size_t>* byte_offsets) const override;
   std::string decode(std::span<const TokenId> ids) const override;
   std::optional<TokenId> special_token(std::string_view text) const override;
+  bool is_special(TokenId id) const override;
 
  private:
   struct Scratch {
@@ -52,6 +53,7 @@ class BpeTokenizer final : public Tokenizer {
   std::optional<NfcNormalizer> nfc_;
   AddedTokenMatcher added_;
   std::unordered_map<std::string, TokenId> added_ids_;
+  std::vector<TokenId> special_ids_;            // sorted
   std::vector<std::string_view> decode_table_;  // by id: into model_ or added_
   std::string name_;
 };

@@ -59,6 +59,10 @@ class ByteTokenizer final : public Tokenizer {
     return text;
   }
 
+  bool is_special(TokenId id) const override {
+    return id >= kFirstSpecialId && id < kFirstSpecialId + kSpecials.size();
+  }
+
   std::optional<TokenId> special_token(std::string_view text) const override {
     for (std::size_t i = 0; i < kSpecials.size(); ++i) {
       if (kSpecials[i] == text) return static_cast<TokenId>(kFirstSpecialId + i);

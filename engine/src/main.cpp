@@ -121,15 +121,14 @@ int main(int argc, char** argv) {
     auto speedup = engine::parse_sim_speedup(f.sim_speedup);
     if (!speedup) return fail("--sim-speedup: " + speedup.error().message);
     num_pages = std::min(num_pages, engine::kv_capacity_pages(*profile, f.block_size));
-    device = engine::make_sim_device(*profile, *speedup);
+    auto sim = engine::make_sim_device(*profile, *speedup);
+    sim->set_output_vocabulary(model->spec);  // emit tokens the served tokenizer can decode
+    device = std::move(sim);
   }
+  // The device's shape sets costs and context; the loaded model's sets the token space (they
+  // differ for the sim of a large model served with a built-in model's tokenizer).
   const engine::ModelSpec& spec = device->spec();
-  if (spec.vocab_size > model->tokenizer->vocab_size()) {
-    spdlog::warn(
-        "device vocabulary ({}) is larger than the tokenizer's ({}): some generated "
-        "ids have no text",
-        spec.vocab_size, model->tokenizer->vocab_size());
-  }
+  const engine::ModelSpec& tokens = model->spec;
 
   engine::EngineConfig config;
   config.page_tokens = f.block_size;
@@ -138,15 +137,15 @@ int main(int argc, char** argv) {
   config.scheduler.max_num_batched_tokens = f.max_num_batched_tokens;
   config.scheduler.max_num_seqs = f.max_num_seqs;
   config.scheduler.max_model_len = f.max_model_len > 0 ? f.max_model_len : spec.max_position;
-  config.scheduler.eos_token = spec.eos_token;
+  config.scheduler.eos_token = tokens.eos_token;
 
   engine::server::ServedModel served;
   served.name = f.served_model_name.empty() ? f.model : f.served_model_name;
   served.tokenizer = model->tokenizer;
   served.chat_template = model->chat_template;
-  served.eos_token = spec.eos_token;
+  served.eos_token = tokens.eos_token;
   served.max_model_len = config.scheduler.max_model_len;
-  served.vocab_size = spec.vocab_size;
+  served.vocab_size = tokens.vocab_size;
 
   engine::server::ServerOptions options;
   options.host = f.host;

@@ -37,7 +37,7 @@ canon::TokenId sim_next_token(const ModelSpec& spec, canon::TokenId last_token,
 }
 
 SimDevice::SimDevice(SimProfile profile, double speedup)
-    : profile_(std::move(profile)), speedup_(speedup) {
+    : profile_(std::move(profile)), output_model_(profile_.model), speedup_(speedup) {
   assert(speedup_ > 0 && !std::isnan(speedup_));
 }
 
@@ -71,7 +71,7 @@ StepOutput SimDevice::execute(std::span<const SequenceStep> batch) {
     work_.push_back({step.start_position, step.tokens.size(), step.sample});
     if (step.sample) {
       assert(step.sampling != nullptr);
-      out.tokens[i] = sim_next_token(profile_.model, step.tokens.back(), end, step.sampling->seed);
+      out.tokens[i] = sim_next_token(output_model_, step.tokens.back(), end, step.sampling->seed);
     }
   }
   last_step_ = sim_step_cost(profile_, work_);

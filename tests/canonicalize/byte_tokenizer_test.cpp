@@ -51,6 +51,15 @@ TEST(ByteTokenizerTest, DescribesItself) {
   EXPECT_EQ(tok->special_token("a"), std::nullopt);
 }
 
+TEST(ByteTokenizerTest, SpecialIdsAreTheOnesAfterTheBytes) {
+  auto tok = make_byte_tokenizer();
+  EXPECT_FALSE(tok->is_special('a'));
+  EXPECT_FALSE(tok->is_special(255));
+  EXPECT_TRUE(tok->is_special(*tok->special_token("<|begin_of_text|>")));
+  EXPECT_TRUE(tok->is_special(*tok->special_token("<|im_end|>")));
+  EXPECT_FALSE(tok->is_special(static_cast<TokenId>(tok->vocab_size())));
+}
+
 TEST(ByteTokenizerTest, TokenIdIsTheByteValue) {
   EXPECT_EQ(encode("Hi\n"), (std::vector<TokenId>{72, 105, 10}));
   EXPECT_EQ(encode(std::string("\x00\xff\x80", 3)), (std::vector<TokenId>{0, 255, 128}));

@@ -77,3 +77,19 @@ TEST(TextOutputTest, SkipsEosToken) {
 
 }  // namespace
 }  // namespace prefixgate::engine::server
+
+namespace prefixgate::engine::server {
+namespace {
+
+TEST(TextOutputTest, SpecialTokensAreNotText) {
+  auto tok = canon::make_byte_tokenizer();
+  TextOutput out(*tok, {});
+  out.append('h');
+  out.append(*tok->special_token("<|im_start|>"));
+  out.append('i');
+  out.append(*tok->special_token("<|eot_id|>"));
+  EXPECT_EQ(out.take_delta(true), "hi");
+}
+
+}  // namespace
+}  // namespace prefixgate::engine::server

@@ -79,11 +79,13 @@ void TextOutput::append(canon::TokenId token) {
   if (stopped_) return;
   ++token_count_;
   if (options_.skip_token_enabled && token == options_.skip_token) return;
-  tokens_.push_back(token);
-  const std::string decoded = tokenizer_.decode(tokens_);
+  // Special tokens (turn markers, EOS) are not text, as with skip_special_tokens.
+  if (tokenizer_.is_special(token)) return;
   // A stop string can only newly appear in the part that changed, plus its own length back.
   const std::size_t from = raw_.size() > max_stop_bytes_ ? raw_.size() - max_stop_bytes_ : 0;
-  raw_ = decoded;
+  // Byte-level tokenizers decode token by token (a token's bytes do not depend on its
+  // neighbours), so appending keeps this linear in the output length.
+  raw_ += tokenizer_.decode(std::span<const canon::TokenId>(&token, 1));
   std::size_t cut = std::string::npos;
   for (const std::string& s : options_.stop) cut = std::min(cut, raw_.find(s, from));
   if (cut != std::string::npos) {

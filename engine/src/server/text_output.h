@@ -54,7 +54,6 @@ class TextOutput {
  private:
   const canon::Tokenizer& tokenizer_;
   TextOutputOptions options_;
-  std::vector<canon::TokenId> tokens_;
   std::string raw_;  // decoded bytes, cut at a stop string once one is found
   std::size_t taken_ = 0;
   std::size_t token_count_ = 0;

@@ -57,6 +57,10 @@ class Tokenizer {
 
   // The id of a special/added token by its text, if this tokenizer has it.
   virtual std::optional<TokenId> special_token(std::string_view text) const = 0;
+
+  // Whether `id` is a special token (marked special in tokenizer.json, or one of the byte
+  // tokenizer's). Servers leave these out of generated text, as skip_special_tokens does.
+  virtual bool is_special(TokenId id) const = 0;
 };
 
 // The byte tokenizer's special tokens, in id order from 256.

@@ -170,6 +170,11 @@ class SimDevice final : public Device {
   // waits sim_step_cost(batch) / speedup and samples with sim_next_token.
   StepOutput execute(std::span<const SequenceStep> batch) override;
 
+  // The vocabulary generated tokens come from, when the served tokenizer is not the profile
+  // model's (the sim of llama3-8b behind the byte tokenizer of builtin:*): its ordinary tokens.
+  // Costs still follow the profile's model.
+  void set_output_vocabulary(const ModelSpec& tokenizer_model) { output_model_ = tokenizer_model; }
+
   const SimProfile& profile() const { return profile_; }
   double speedup() const { return speedup_; }
   const SimStepCost& last_step() const { return last_step_; }
@@ -181,6 +186,7 @@ class SimDevice final : public Device {
   void wait(double simulated_seconds);
 
   SimProfile profile_;
+  ModelSpec output_model_;  // vocabulary of generated tokens; the profile's model by default
   double speedup_;
   std::size_t num_pages_ = 0;
   std::size_t page_tokens_ = 0;
