@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
+#include <limits>
 #include <string>
 
 #include "prefixgate/engine/cpu_device.h"
@@ -30,6 +31,7 @@ struct Flags {
   std::string host = "127.0.0.1";
   int port = 9001;
   std::size_t kv_cache_tokens = 65536;
+  double kv_cache_memory_mib = 0;  // when set, sizes the pool instead of kv_cache_tokens
   std::size_t max_num_batched_tokens = 2048;
   std::size_t max_num_seqs = 64;
   std::size_t max_model_len = 0;  // 0: the model's max_position
@@ -68,6 +70,9 @@ int main(int argc, char** argv) {
   app.add_option("--kv-cache-tokens", f.kv_cache_tokens, "KV cache capacity in tokens")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app.add_option("--kv-cache-memory-mib", f.kv_cache_memory_mib,
+                 "KV cache size as a memory budget in MiB (overrides --kv-cache-tokens)")
+      ->check(CLI::PositiveNumber);
   app.add_option("--max-num-batched-tokens", f.max_num_batched_tokens,
                  "token budget of one engine step")
       ->check(CLI::PositiveNumber)
@@ -111,6 +116,7 @@ int main(int argc, char** argv) {
 
   std::unique_ptr<engine::Device> device;
   std::size_t num_pages = (f.kv_cache_tokens + f.block_size - 1) / f.block_size;
+  std::size_t device_capacity_pages = std::numeric_limits<std::size_t>::max();
   if (f.device == "cpu") {
     device = engine::make_cpu_device(*model, f.compute_threads);
   } else {
@@ -120,13 +126,21 @@ int main(int argc, char** argv) {
     if (!profile) return fail("--sim-profile: " + profile.error().message);
     auto speedup = engine::parse_sim_speedup(f.sim_speedup);
     if (!speedup) return fail("--sim-speedup: " + speedup.error().message);
-    num_pages = std::min(num_pages, engine::kv_capacity_pages(*profile, f.block_size));
+    device_capacity_pages = engine::kv_capacity_pages(*profile, f.block_size);
+    num_pages = std::min(num_pages, device_capacity_pages);
     auto sim = engine::make_sim_device(*profile, *speedup);
     sim->set_output_vocabulary(model->spec);  // emit tokens the served tokenizer can decode
     device = std::move(sim);
   }
   // The device's shape sets costs and context; the loaded model's sets the token space (they
   // differ for the sim of a large model served with a built-in model's tokenizer).
+  if (f.kv_cache_memory_mib > 0) {
+    const double page_bytes = static_cast<double>(device->kv_page_bytes(f.block_size));
+    const double budget = f.kv_cache_memory_mib * 1024.0 * 1024.0;
+    const std::size_t by_memory = static_cast<std::size_t>(budget / page_bytes);
+    if (by_memory == 0) return fail("--kv-cache-memory-mib: smaller than one KV page");
+    num_pages = std::min(by_memory, device_capacity_pages);
+  }
   const engine::ModelSpec& spec = device->spec();
   const engine::ModelSpec& tokens = model->spec;
 
