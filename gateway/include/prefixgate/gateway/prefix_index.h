@@ -1,0 +1,82 @@
+// What each replica holds in its prefix cache, as chained block hashes (canonicalize/'s), and
+// the longest cached prefix of a prompt on every replica at once.
+//
+// Two sources per replica:
+//   - confirmed: the engine's /v1/kv_events (snapshot, stored, removed, cleared). Authoritative.
+//   - predicted: blocks the gateway just routed there, valid for `prediction_ttl` unless an event
+//     confirms them first. They make concurrent requests of a new prefix converge on one replica
+//     before any event can arrive. For `openai` upstreams (no events) predictions are the only
+//     source: they do not expire but live in an LRU bounded by the replica's KV capacity.
+//
+// Plain data structure, no threads or I/O; the gateway serializes access to it.
+//
+//   gateway::PrefixIndex index;
+//   auto r = index.add_replica({gateway::ReplicaKind::kPrefixgate, 0});
+//   index.apply_stored(r, hash);
+//   std::vector<std::size_t> blocks(index.replica_count());
+//   index.longest_match(prompt_hashes, now, blocks);   // blocks[r]: leading blocks cached on r
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+namespace prefixgate::gateway {
+
+using Clock = std::chrono::steady_clock;
+using ReplicaId = std::uint32_t;
+
+enum class ReplicaKind {
+  kPrefixgate,  // prefixgate-engine: kv_events and load reports
+  kOpenai,      // any OpenAI-compatible server: predictions only, LRU-bounded
+};
+
+struct ReplicaIndexConfig {
+  ReplicaKind kind = ReplicaKind::kPrefixgate;
+  // kOpenai: how many blocks the replica's KV cache holds (the LRU bound of its predictions).
+  std::size_t capacity_blocks = 0;
+};
+
+struct IndexConfig {
+  std::chrono::milliseconds prediction_ttl{2000};
+};
+
+class PrefixIndex {
+ public:
+  explicit PrefixIndex(IndexConfig config = {});
+  ~PrefixIndex();
+  PrefixIndex(PrefixIndex&&) noexcept;
+  PrefixIndex& operator=(PrefixIndex&&) noexcept;
+
+  ReplicaId add_replica(ReplicaIndexConfig config);
+  std::size_t replica_count() const;
+
+  // Authoritative updates from a replica's kv_events.
+  void apply_snapshot(ReplicaId replica, std::span<const std::uint64_t> hashes);  // replaces all
+  void apply_stored(ReplicaId replica, std::uint64_t hash);
+  void apply_removed(ReplicaId replica, std::uint64_t hash);
+  void apply_cleared(ReplicaId replica);
+  // Forgets everything about a replica (event stream lost, replica ejected).
+  void reset(ReplicaId replica);
+
+  // The gateway sent a request with these block hashes to `replica`.
+  void predict(ReplicaId replica, std::span<const std::uint64_t> hashes, Clock::time_point now);
+
+  // For every replica r, out[r] = how many leading blocks of `hashes` r holds (confirmed, or
+  // predicted and not expired). out.size() must equal replica_count().
+  void longest_match(std::span<const std::uint64_t> hashes, Clock::time_point now,
+                     std::span<std::size_t> out) const;
+
+  // Blocks known per replica (confirmed + live predictions), for metrics.
+  std::size_t blocks(ReplicaId replica) const;
+  std::size_t size() const;  // distinct hashes indexed
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace prefixgate::gateway
