@@ -1,0 +1,377 @@
+// YAML and flag parsing for GatewayConfig. yaml-cpp throws; every exception is caught here and
+// becomes an Error whose param names the key, so a bad file is refused with a useful message.
+#include "config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <charconv>
+#include <fstream>
+#include <sstream>
+
+#include "prefixgate/canonicalize/render.h"
+
+namespace prefixgate::gateway {
+namespace {
+
+using canon::ErrorCode;
+using canon::make_error;
+
+canon::Error bad(std::string param, std::string message) {
+  return make_error(ErrorCode::kInvalidValue, std::move(message), std::move(param));
+}
+
+// Reads a scalar of type T at `node`, or an Error naming `key`.
+template <class T>
+canon::Result<T> scalar(const YAML::Node& node, const std::string& key) {
+  if (!node.IsScalar()) return bad(key, key + ": expected a scalar");
+  try {
+    return node.as<T>();
+  } catch (const YAML::Exception&) {
+    return bad(key, key + ": cannot read '" + node.Scalar() + "'");
+  }
+}
+
+canon::Result<std::size_t> positive(const YAML::Node& node, const std::string& key) {
+  auto v = scalar<long long>(node, key);
+  if (!v) return v.error();
+  if (*v <= 0) return bad(key, key + ": must be a positive integer");
+  return static_cast<std::size_t>(*v);
+}
+
+canon::Result<RuleMode> rule_mode(const YAML::Node& node, const std::string& key) {
+  auto s = scalar<std::string>(node, key);
+  if (!s) return s.error();
+  if (*s == "off") return RuleMode::kOff;
+  if (*s == "observe") return RuleMode::kObserve;
+  if (*s == "rewrite") return RuleMode::kRewrite;
+  return bad(key, key + ": '" + *s + "' is not one of off, observe, rewrite");
+}
+
+canon::Status apply_timeouts(const YAML::Node& t, TimeoutConfig& out) {
+  const std::pair<const char*, std::chrono::milliseconds*> keys[] = {
+      {"connect_ms", &out.connect}, {"first_byte_ms", &out.first_byte},
+      {"idle_ms", &out.idle},       {"client_idle_ms", &out.client_idle},
+      {"write_ms", &out.write},     {"health_interval_ms", &out.health_interval},
+      {"drain_ms", &out.drain}};
+  for (const auto& kv : t) {
+    const std::string k = kv.first.as<std::string>();
+    bool known = false;
+    for (const auto& [name, field] : keys) {
+      if (k != name) continue;
+      auto v = positive(kv.second, "timeouts." + k);
+      if (!v) return v.error();
+      *field = std::chrono::milliseconds(*v);
+      known = true;
+    }
+    if (!known) return bad("timeouts." + k, "timeouts." + k + ": unknown key");
+  }
+  return {};
+}
+
+canon::Status apply_limits(const YAML::Node& t, LimitConfig& out) {
+  const std::pair<const char*, std::size_t*> keys[] = {
+      {"max_body_bytes", &out.max_body_bytes},
+      {"max_header_bytes", &out.max_header_bytes},
+      {"max_connections", &out.max_connections},
+      {"max_idle_upstream_connections", &out.max_idle_upstream_connections}};
+  for (const auto& kv : t) {
+    const std::string k = kv.first.as<std::string>();
+    bool known = false;
+    for (const auto& [name, field] : keys) {
+      if (k != name) continue;
+      auto v = positive(kv.second, "limits." + k);
+      if (!v) return v.error();
+      *field = *v;
+      known = true;
+    }
+    if (!known) return bad("limits." + k, "limits." + k + ": unknown key");
+  }
+  return {};
+}
+
+canon::Status apply_canonicalization(const YAML::Node& t, CanonicalizationConfig& out) {
+  for (const auto& kv : t) {
+    const std::string k = kv.first.as<std::string>();
+    const std::string key = "canonicalization." + k;
+    if (k == "timestamp_granularity_s") {
+      auto v = positive(kv.second, key);
+      if (!v) return v.error();
+      out.timestamp_granularity = std::chrono::seconds(*v);
+      continue;
+    }
+    RuleMode* field = k == "tool-json"         ? &out.tool_json
+                      : k == "tool-order"      ? &out.tool_order
+                      : k == "response-format" ? &out.response_format
+                      : k == "timestamp"       ? &out.timestamp
+                      : k == "whitespace"      ? &out.whitespace
+                                               : nullptr;
+    if (!field) {
+      return bad(key, key +
+                          ": unknown rule (tool-json, tool-order, response-format, timestamp, "
+                          "whitespace, timestamp_granularity_s)");
+    }
+    auto m = rule_mode(kv.second, key);
+    if (!m) return m.error();
+    *field = *m;
+  }
+  return {};
+}
+
+canon::Status apply_upstream(const YAML::Node& u, const std::string& key, GatewayConfig& cfg) {
+  if (u.IsScalar()) {
+    auto up = parse_upstream_url(u.Scalar(), key);
+    if (!up) return up.error();
+    cfg.upstreams.push_back(*up);
+    return {};
+  }
+  if (!u.IsMap() || !u["url"]) return bad(key + ".url", key + ": needs a url");
+  auto up = parse_upstream_url(u["url"].Scalar(), key + ".url");
+  if (!up) return up.error();
+  for (const auto& kv : u) {
+    const std::string k = kv.first.as<std::string>();
+    if (k == "url") continue;
+    if (k == "kind") {
+      auto s = scalar<std::string>(kv.second, key + ".kind");
+      if (!s) return s.error();
+      if (*s == "prefixgate") {
+        up->kind = ReplicaKind::kPrefixgate;
+      } else if (*s == "openai") {
+        up->kind = ReplicaKind::kOpenai;
+      } else {
+        return bad(key + ".kind", key + ".kind: '" + *s + "' is not prefixgate or openai");
+      }
+    } else if (k == "capacity_blocks") {
+      auto v = positive(kv.second, key + "." + k);
+      if (!v) return v.error();
+      up->capacity_blocks = *v;
+    } else {
+      return bad(key + "." + k, key + "." + k + ": unknown key");
+    }
+  }
+  cfg.upstreams.push_back(*up);
+  return {};
+}
+
+canon::Status apply_model(const std::string& name, const YAML::Node& m, const std::string& key,
+                          GatewayConfig& cfg) {
+  ModelConfig mc;
+  mc.name = name == "default" ? "" : name;
+  if (!m.IsMap()) return bad(key, key + ": expected a mapping");
+  for (const auto& kv : m) {
+    const std::string k = kv.first.as<std::string>();
+    const std::string sub = key + "." + k;
+    if (k == "tokenizer") {
+      auto s = scalar<std::string>(kv.second, sub);
+      if (!s) return s.error();
+      mc.tokenizer_path = *s == "byte" || *s == "builtin" ? "" : *s;
+    } else if (k == "chat_template") {
+      auto s = scalar<std::string>(kv.second, sub);
+      if (!s) return s.error();
+      if (auto t = canon::chat_template_from_name(*s); !t) return bad(sub, t.error().message);
+      mc.chat_template = *s;
+    } else if (k == "block_size") {
+      auto v = positive(kv.second, sub);
+      if (!v) return v.error();
+      mc.block_size = *v;
+    } else if (k == "model_id") {
+      auto s = scalar<std::string>(kv.second, sub);
+      if (!s) return s.error();
+      mc.model_id = *s;
+    } else {
+      return bad(sub, sub + ": unknown key (tokenizer, chat_template, block_size, model_id)");
+    }
+  }
+  cfg.models.push_back(std::move(mc));
+  return {};
+}
+
+canon::Status apply_tenants(const YAML::Node& root, GatewayConfig& cfg) {
+  if (const YAML::Node keys = root["api_keys"]) {
+    if (!keys.IsSequence()) return bad("api_keys", "api_keys: expected a list");
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      const std::string key = "api_keys[" + std::to_string(i) + "]";
+      ApiKey k;
+      if (keys[i].IsScalar()) {
+        k.key = keys[i].Scalar();
+      } else if (keys[i].IsMap() && keys[i]["key"]) {
+        k.key = keys[i]["key"].as<std::string>();
+        if (keys[i]["tenant"]) k.tenant = keys[i]["tenant"].as<std::string>();
+        if (keys[i]["isolate"]) {
+          auto b = scalar<bool>(keys[i]["isolate"], key + ".isolate");
+          if (!b) return b.error();
+          k.isolate = *b;
+        }
+      } else {
+        return bad(key, key + ": expected a key string or {key, tenant, isolate}");
+      }
+      if (k.key.empty()) return bad(key, key + ": empty key");
+      cfg.tenants.api_keys.push_back(std::move(k));
+    }
+  }
+  if (const YAML::Node h = root["tenant_header"]) {
+    auto s = scalar<std::string>(h, "tenant_header");
+    if (!s) return s.error();
+    cfg.tenants.tenant_header = *s;
+  }
+  if (const YAML::Node h = root["isolate_header_tenants"]) {
+    auto b = scalar<bool>(h, "isolate_header_tenants");
+    if (!b) return b.error();
+    cfg.tenants.isolate_header_tenants = *b;
+  }
+  return {};
+}
+
+canon::Status apply_root(const YAML::Node& root, GatewayConfig& cfg) {
+  for (const auto& kv : root) {
+    const std::string k = kv.first.as<std::string>();
+    const YAML::Node& v = kv.second;
+    canon::Status st;
+    if (k == "listen") {
+      auto s = scalar<std::string>(v, k);
+      if (!s) return s.error();
+      st = parse_listen(*s, cfg);
+    } else if (k == "threads") {
+      auto n = scalar<long long>(v, k);
+      if (!n || *n < 0) return bad(k, "threads: must be 0 (one per core) or more");
+      cfg.threads = static_cast<std::size_t>(*n);
+    } else if (k == "policy") {
+      auto s = scalar<std::string>(v, k);
+      if (!s) return s.error();
+      cfg.policy = *s;
+    } else if (k == "upstreams") {
+      if (!v.IsSequence()) return bad(k, "upstreams: expected a list");
+      cfg.upstreams.clear();
+      for (std::size_t i = 0; i < v.size() && st; ++i) {
+        st = apply_upstream(v[i], "upstreams[" + std::to_string(i) + "]", cfg);
+      }
+    } else if (k == "models") {
+      if (!v.IsMap()) return bad(k, "models: expected a mapping of model name to settings");
+      for (const auto& m : v) {
+        if (!st) break;
+        const std::string name = m.first.as<std::string>();
+        st = apply_model(name, m.second, "models." + name, cfg);
+      }
+    } else if (k == "canonicalization") {
+      st = v.IsMap() ? apply_canonicalization(v, cfg.canonicalization)
+                     : canon::Status(bad(k, "canonicalization: expected a mapping"));
+    } else if (k == "timeouts") {
+      st = v.IsMap() ? apply_timeouts(v, cfg.timeouts)
+                     : canon::Status(bad(k, "timeouts: expected a mapping"));
+    } else if (k == "limits") {
+      st = v.IsMap() ? apply_limits(v, cfg.limits)
+                     : canon::Status(bad(k, "limits: expected a mapping"));
+    } else if (k == "eject_after_failures" || k == "max_attempts") {
+      auto n = positive(v, k);
+      if (!n) return n.error();
+      (k == "max_attempts" ? cfg.max_attempts : cfg.eject_after_failures) = *n;
+    } else if (k == "log_level") {
+      auto s = scalar<std::string>(v, k);
+      if (!s) return s.error();
+      cfg.log_level = *s;
+    } else if (k == "api_keys" || k == "tenant_header" || k == "isolate_header_tenants") {
+      continue;  // apply_tenants
+    } else {
+      return bad(k, k + ": unknown key");
+    }
+    if (!st) return st;
+  }
+  return apply_tenants(root, cfg);
+}
+
+}  // namespace
+
+const char* rule_mode_name(RuleMode mode) {
+  switch (mode) {
+    case RuleMode::kOff: return "off";
+    case RuleMode::kObserve: return "observe";
+    case RuleMode::kRewrite: return "rewrite";
+  }
+  return "off";
+}
+
+canon::Result<UpstreamConfig> parse_upstream_url(std::string_view url, std::string param) {
+  constexpr std::string_view kScheme = "http://";
+  if (!url.starts_with(kScheme)) {
+    return bad(param, param + ": '" + std::string(url) + "' must start with http://");
+  }
+  std::string_view rest = url.substr(kScheme.size());
+  if (rest.ends_with('/')) rest.remove_suffix(1);
+  const std::size_t colon = rest.rfind(':');
+  if (colon == std::string_view::npos || colon == 0 || rest.find('/') != std::string_view::npos) {
+    return bad(param, param + ": '" + std::string(url) + "' is not http://HOST:PORT");
+  }
+  UpstreamConfig up;
+  up.url = std::string(url);
+  up.host = std::string(rest.substr(0, colon));
+  const std::string_view digits = rest.substr(colon + 1);
+  unsigned port = 0;
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), port);
+  if (ec != std::errc() || end != digits.data() + digits.size() || port == 0 || port > 65535) {
+    return bad(param, param + ": bad port in '" + std::string(url) + "'");
+  }
+  up.port = static_cast<std::uint16_t>(port);
+  return up;
+}
+
+canon::Status parse_listen(std::string_view listen, GatewayConfig& config) {
+  const std::size_t colon = listen.rfind(':');
+  if (colon == std::string_view::npos || colon == 0) {
+    return bad("listen", "listen: '" + std::string(listen) + "' is not HOST:PORT");
+  }
+  const std::string_view digits = listen.substr(colon + 1);
+  unsigned port = 0;
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), port);
+  if (ec != std::errc() || end != digits.data() + digits.size() || port > 65535) {
+    return bad("listen", "listen: bad port in '" + std::string(listen) + "'");
+  }
+  config.host = std::string(listen.substr(0, colon));
+  config.port = static_cast<std::uint16_t>(port);
+  return {};
+}
+
+canon::Status apply_config_yaml(std::string_view yaml, GatewayConfig& config) {
+  try {
+    const YAML::Node root = YAML::Load(std::string(yaml));
+    if (root.IsNull()) return {};
+    if (!root.IsMap()) return bad("", "configuration: expected a mapping at the top level");
+    return apply_root(root, config);
+  } catch (const YAML::Exception& e) {
+    return bad("", std::string("configuration: ") + e.what());
+  }
+}
+
+canon::Result<GatewayConfig> load_config_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return make_error(ErrorCode::kNotFound, "cannot read config file " + path, "config");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  GatewayConfig cfg;
+  if (auto st = apply_config_yaml(ss.str(), cfg); !st) return st.error();
+  return cfg;
+}
+
+canon::Status validate(const GatewayConfig& config) {
+  if (config.upstreams.empty()) {
+    return bad("upstreams", "upstreams: at least one upstream is required (--upstream URL)");
+  }
+  static constexpr std::string_view kPolicies[] = {
+      "round_robin", "random", "least_load", "power_of_two", "consistent_hash", "cache_aware"};
+  bool known = false;
+  for (std::string_view p : kPolicies) known = known || p == config.policy;
+  if (!known) {
+    return bad("policy", "policy: '" + config.policy +
+                             "' is not one of round_robin, random, least_load, power_of_two, "
+                             "consistent_hash, cache_aware");
+  }
+  for (std::size_t i = 0; i < config.models.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      if (config.models[i].name == config.models[j].name) {
+        return bad("models." + config.models[i].name,
+                   "models: '" + config.models[i].name + "' is configured twice");
+      }
+    }
+  }
+  return {};
+}
+
+}  // namespace prefixgate::gateway

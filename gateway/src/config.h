@@ -1,0 +1,109 @@
+// The gateway's configuration: what a YAML file and the command line can set, with defaults
+// that put the gateway in front of prefixgate-engine replicas serving their embedded model.
+//
+//   auto cfg = gateway::load_config_file("prefixgate.yaml");   // or GatewayConfig{} + flags
+//   if (!cfg) { print(cfg.error().param, cfg.error().message); exit(2); }
+//   cfg->upstreams.push_back(*gateway::parse_upstream_url("http://127.0.0.1:9001"));
+//   if (auto ok = gateway::validate(*cfg); !ok) ...
+//
+// Every error names the offending key in Error::param ("upstreams[1].kind").
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "prefixgate/canonicalize/status.h"
+#include "prefixgate/gateway/prefix_index.h"
+
+namespace prefixgate::gateway {
+
+struct UpstreamConfig {
+  std::string url;  // http://HOST:PORT as given
+  std::string host;
+  std::uint16_t port = 0;
+  ReplicaKind kind = ReplicaKind::kPrefixgate;
+  std::size_t capacity_blocks = 65536 / 16;  // openai upstreams: LRU bound of predictions
+};
+
+// How requests for one model become tokens; the defaults are the engine's builtin models.
+struct ModelConfig {
+  std::string name;            // request `model` this applies to; "" = the default for all
+  std::string tokenizer_path;  // tokenizer.json; "" = the builtin byte tokenizer
+  std::string chat_template = "llama-3";
+  std::size_t block_size = 16;
+  std::string model_id = "builtin:tiny";  // seeds the block-hash root, as the engine's model_id
+};
+
+enum class RuleMode { kOff, kObserve, kRewrite };
+const char* rule_mode_name(RuleMode mode);
+
+struct CanonicalizationConfig {
+  RuleMode tool_json = RuleMode::kRewrite;
+  RuleMode tool_order = RuleMode::kRewrite;
+  RuleMode response_format = RuleMode::kOff;
+  RuleMode timestamp = RuleMode::kObserve;
+  RuleMode whitespace = RuleMode::kOff;
+  std::chrono::seconds timestamp_granularity{3600};
+};
+
+struct TimeoutConfig {
+  std::chrono::milliseconds connect{2000};       // TCP connect to an upstream
+  std::chrono::milliseconds first_byte{60000};   // request sent -> response header
+  std::chrono::milliseconds idle{60000};         // between two reads of an upstream body
+  std::chrono::milliseconds client_idle{60000};  // keep-alive wait for a client's next request
+  std::chrono::milliseconds write{30000};        // one write to a client
+  std::chrono::milliseconds health_interval{1000};
+  std::chrono::milliseconds drain{30000};  // SIGTERM: in-flight requests get this long
+};
+
+struct LimitConfig {
+  std::size_t max_body_bytes = 16u << 20;
+  std::size_t max_header_bytes = 64u << 10;
+  std::size_t max_connections = 10000;
+  std::size_t max_idle_upstream_connections = 64;  // per replica
+};
+
+struct ApiKey {
+  std::string key;
+  std::string tenant;    // "" = the key itself names no tenant
+  bool isolate = false;  // salt this tenant's prefix hashes and pass cache_salt upstream
+};
+
+struct TenantConfig {
+  std::vector<ApiKey> api_keys;  // none: no authentication
+  std::string tenant_header;     // e.g. "x-tenant"; "" = tenants come from keys only
+  bool isolate_header_tenants = false;
+};
+
+struct GatewayConfig {
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 8080;
+  std::size_t threads = 0;  // 0: one per core
+  std::string policy = "cache_aware";
+  std::vector<UpstreamConfig> upstreams;
+  std::vector<ModelConfig> models;  // empty: one default ModelConfig{}
+  CanonicalizationConfig canonicalization;
+  TimeoutConfig timeouts;
+  LimitConfig limits;
+  TenantConfig tenants;
+  std::size_t eject_after_failures = 3;  // consecutive request failures that eject a replica
+  std::size_t max_attempts = 3;          // replicas tried per request before the first byte
+  std::string log_level = "info";
+};
+
+// "http://HOST:PORT[/]" -> an UpstreamConfig of kind prefixgate. `param` names the key in errors.
+canon::Result<UpstreamConfig> parse_upstream_url(std::string_view url,
+                                                 std::string param = "upstream");
+// "HOST:PORT" -> host, port.
+canon::Status parse_listen(std::string_view listen, GatewayConfig& config);
+// Parses YAML text over `config` (keys absent keep their value).
+canon::Status apply_config_yaml(std::string_view yaml, GatewayConfig& config);
+canon::Result<GatewayConfig> load_config_file(const std::string& path);
+// Checks what only the whole can tell: at least one upstream, a known policy, positive sizes.
+canon::Status validate(const GatewayConfig& config);
+
+}  // namespace prefixgate::gateway

@@ -1,0 +1,117 @@
+// prefixgate: the OpenAI-compatible proxy with cache-aware routing.
+//
+//   prefixgate --listen 127.0.0.1:8080 --upstream http://127.0.0.1:9001
+//              --upstream http://127.0.0.1:9002 --policy cache_aware
+//   prefixgate --config prefixgate.yaml          # everything else; flags override the file
+//
+// Exit status: 0 after a clean shutdown (SIGTERM/SIGINT drain in-flight requests), 1 when the
+// socket or a model cannot be set up, 2 for invalid flags or configuration.
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "config.h"
+#include "server/gateway.h"
+
+namespace gw = prefixgate::gateway;
+
+namespace {
+
+int invalid(const prefixgate::canon::Error& e) {
+  std::cerr << "prefixgate: invalid configuration"
+            << (e.param.empty() ? std::string() : " (" + e.param + ")") << ": " << e.message
+            << std::endl;
+  return 2;
+}
+
+// PREFIXGATE_API_KEYS: comma-separated keys, each "KEY" or "KEY:TENANT" (an isolated tenant).
+void add_env_keys(gw::GatewayConfig& cfg) {
+  const char* env = std::getenv("PREFIXGATE_API_KEYS");
+  if (!env) return;
+  std::string_view rest(env);
+  while (!rest.empty()) {
+    const std::size_t comma = rest.find(',');
+    std::string_view item = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    if (item.empty()) continue;
+    gw::ApiKey key;
+    const std::size_t colon = item.find(':');
+    key.key = std::string(item.substr(0, colon));
+    if (colon != std::string_view::npos) {
+      key.tenant = std::string(item.substr(colon + 1));
+      key.isolate = true;
+    }
+    cfg.tenants.api_keys.push_back(std::move(key));
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string config_path, listen, policy, log_level;
+  std::vector<std::string> upstreams;
+  std::size_t threads = 0;
+  CLI::App app{"prefixgate: an OpenAI-compatible proxy that routes by cached prefix and load"};
+  app.add_option("--config", config_path, "YAML configuration file");
+  app.add_option("--listen", listen, "HOST:PORT to listen on (port 0 picks a free one)");
+  app.add_option("--upstream", upstreams, "upstream replica http://HOST:PORT (repeatable)");
+  app.add_option("--policy", policy,
+                 "round_robin, random, least_load, power_of_two, consistent_hash, cache_aware");
+  app.add_option("--threads", threads, "I/O threads (0: one per core)");
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+
+  gw::GatewayConfig cfg;
+  if (!config_path.empty()) {
+    auto loaded = gw::load_config_file(config_path);
+    if (!loaded) return invalid(loaded.error());
+    cfg = std::move(*loaded);
+  }
+  if (!listen.empty()) {
+    if (auto st = gw::parse_listen(listen, cfg); !st) return invalid(st.error());
+  }
+  if (!upstreams.empty()) {
+    cfg.upstreams.clear();
+    for (const std::string& u : upstreams) {
+      auto up = gw::parse_upstream_url(u, "--upstream");
+      if (!up) return invalid(up.error());
+      cfg.upstreams.push_back(*up);
+    }
+  }
+  if (!policy.empty()) cfg.policy = policy;
+  if (threads > 0) cfg.threads = threads;
+  if (!log_level.empty()) cfg.log_level = log_level;
+  add_env_keys(cfg);
+  if (auto st = gw::validate(cfg); !st) return invalid(st.error());
+  const auto level = spdlog::level::from_str(cfg.log_level);
+  if (level == spdlog::level::off && cfg.log_level != "off") {
+    return invalid(prefixgate::canon::make_error(prefixgate::canon::ErrorCode::kInvalidValue,
+                                                 "unknown log level '" + cfg.log_level + "'",
+                                                 "log_level"));
+  }
+  spdlog::set_level(level);
+
+  const std::string host = cfg.host;
+  gw::server::Gateway gateway(std::move(cfg), {.handle_signals = true});
+  auto port = gateway.start();
+  if (!port) {
+    const auto& e = port.error();
+    if (e.param.starts_with("listen")) {
+      spdlog::error("{}", e.message);
+      return 1;
+    }
+    return invalid(e);
+  }
+  std::cout << "listening on http://" << host << ":" << *port << std::endl;
+  gateway.run();
+  spdlog::info("drained; bye");
+  return 0;
+}

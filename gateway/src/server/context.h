@@ -1,0 +1,118 @@
+// What the Beast translation units of the gateway share: stream and message types, the
+// gateway-wide context every connection sees, and the metric families the proxy records.
+#pragma once
+
+#include <atomic>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config.h"
+#include "prefixgate/canonicalize/status.h"
+#include "server/canonicalize_stage.h"
+#include "server/metrics.h"
+#include "server/model_registry.h"
+#include "server/replica_set.h"
+#include "server/request_prep.h"
+
+namespace prefixgate::gateway::server {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+template <class T>
+using Awaitable = asio::awaitable<T>;
+using Request = http::request<http::string_body>;
+using Response = http::response<http::string_body>;
+using SteadyClock = std::chrono::steady_clock;
+
+class UpstreamPool;
+
+struct ProxyMetrics {
+  CounterFamily* requests = nullptr;                 // route, status, replica, tenant
+  HistogramFamily* ttft = nullptr;                   // replica
+  HistogramFamily* e2e = nullptr;                    // route
+  HistogramFamily* overhead = nullptr;               // route
+  CounterFamily* prompt_tokens = nullptr;            // replica, tenant
+  CounterFamily* cached_tokens = nullptr;            // replica, tenant
+  CounterFamily* predicted_cached_tokens = nullptr;  // replica
+  HistogramFamily* prediction_error = nullptr;       // |actual - predicted| tokens
+  CounterFamily* decisions = nullptr;                // policy, reason
+  CounterFamily* retries = nullptr;                  // reason
+  CounterFamily* upstream_failures = nullptr;        // replica, kind
+  CounterFamily* canonicalization = nullptr;         // rule, mode
+  CounterFamily* findings = nullptr;                 // rule
+  CounterFamily* kv_events = nullptr;                // replica, type
+};
+
+// Shared by every connection; outlives them all.
+struct GatewayContext {
+  GatewayConfig config;
+  std::unique_ptr<ReplicaSet> replicas;
+  std::unique_ptr<ModelRegistry> models;
+  std::unique_ptr<CanonicalizeStage> stage;
+  std::unique_ptr<UpstreamPool> pool;
+  std::vector<tcp::endpoint> endpoints;  // per replica, resolved at start
+  Metrics metrics;
+  ProxyMetrics m;
+  PrepOptions prep;
+  std::atomic<bool> draining{false};
+  std::atomic<std::uint64_t> next_request_id{1};
+};
+
+struct Connection {
+  beast::tcp_stream stream;
+  beast::flat_buffer buffer;
+  GatewayContext& ctx;
+};
+
+// What the router learned about a request before handing it to a handler.
+struct RequestInfo {
+  std::string request_id;
+  std::string route;  // "/v1/chat/completions", ...
+  Tenant tenant;
+  std::string session_key;
+  SteadyClock::time_point received;
+  bool keep_alive = true;
+};
+
+Response make_response(const Request& req, http::status status, std::string content_type,
+                       std::string body, bool keep_alive);
+Response error_response(const Request& req, http::status status, std::string_view message,
+                        std::string_view code, bool keep_alive);
+// Adds x-request-id, x-prefixgate-replica (when known) and x-prefixgate-overhead-us.
+template <class Message>
+void add_gateway_headers(Message& res, const RequestInfo& info, std::string_view replica,
+                         std::chrono::microseconds overhead) {
+  res.set("x-request-id", info.request_id);
+  res.set("x-prefixgate-replica", replica.empty() ? std::string_view("none") : replica);
+  res.set("x-prefixgate-overhead-us", std::to_string(overhead.count()));
+}
+// Writes `res` under the write deadline; counts it. False when the client is gone.
+Awaitable<bool> write_response(Connection& c, const RequestInfo& info, Response res,
+                               std::string_view replica = {});
+
+// POST /v1/chat/completions and /v1/completions. Returns whether to keep the connection.
+Awaitable<bool> handle_completion(Connection& c, const Request& req, RequestInfo& info,
+                                  canon::Endpoint endpoint);
+// GET /v1/models from the upstreams, and any other /v1/* passed through to a healthy upstream.
+Awaitable<bool> handle_models(Connection& c, const Request& req, RequestInfo& info);
+Awaitable<bool> handle_passthrough(Connection& c, const Request& req, RequestInfo& info);
+// POST /prefixgate/explain/{chat/completions,completions}: the routing the gateway would do.
+Awaitable<bool> handle_explain(Connection& c, const Request& req, RequestInfo& info,
+                               canon::Endpoint endpoint);
+
+// Background loops, one per replica.
+Awaitable<void> run_kv_events(GatewayContext& ctx, ReplicaId replica);
+Awaitable<void> run_health_checks(GatewayContext& ctx, ReplicaId replica);
+
+}  // namespace prefixgate::gateway::server

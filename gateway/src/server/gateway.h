@@ -1,0 +1,44 @@
+// prefixgate's HTTP server: the OpenAI API in front of a set of upstream replicas, with
+// cache-aware routing, /health and /metrics. Beast and Asio stay behind this header, so main()
+// and tests compile fast.
+//
+//   server::Gateway gw(config);
+//   auto port = gw.start();             // binds (port 0 picks one), loads models, starts checks
+//   if (!port) return fail(port.error());
+//   std::thread t([&] { gw.run(); });   // serves until request_shutdown(), then drains
+//   gw.request_shutdown();
+//   t.join();
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "config.h"
+#include "prefixgate/canonicalize/status.h"
+
+namespace prefixgate::gateway::server {
+
+struct GatewayOptions {
+  bool handle_signals = false;  // SIGINT/SIGTERM start a graceful drain
+};
+
+class Gateway {
+ public:
+  explicit Gateway(GatewayConfig config, GatewayOptions options = {});
+  ~Gateway();
+  Gateway(const Gateway&) = delete;
+  Gateway& operator=(const Gateway&) = delete;
+
+  // Loads models and the policy, resolves upstreams, binds and listens. Returns the port.
+  canon::Result<std::uint16_t> start();
+  // Serves on the configured threads until a shutdown request, then drains and returns.
+  void run();
+  // Any thread: stop accepting, let in-flight requests finish up to timeouts.drain, stop.
+  void request_shutdown();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace prefixgate::gateway::server

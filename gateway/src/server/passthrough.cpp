@@ -1,0 +1,141 @@
+// Requests without a prompt to route: GET /v1/models merged from the healthy upstreams, any
+// other /v1/* forwarded to one healthy upstream, and POST /prefixgate/explain/*, which shows
+// the routing decision a completion request would get, without sending it.
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/http/write.hpp>
+#include <set>
+
+#include "prefixgate/canonicalize/block_hash.h"
+#include "prefixgate/canonicalize/json.h"
+#include "server/context.h"
+#include "server/upstream_exchange.h"
+
+namespace prefixgate::gateway::server {
+namespace {
+
+Response no_upstream(const Request& req, const RequestInfo& info) {
+  return error_response(req, http::status::service_unavailable,
+                        "no healthy upstream replica is available", "no_healthy_upstream",
+                        info.keep_alive);
+}
+
+std::string list_body(json::Array data) {
+  return json::to_json(json::Object{{"object", "list"}, {"data", std::move(data)}});
+}
+
+}  // namespace
+
+Awaitable<bool> handle_models(Connection& c, const Request& req, RequestInfo& info) {
+  GatewayContext& ctx = c.ctx;
+  json::Array data;
+  std::set<std::string> seen;
+  std::size_t answered = 0;
+  for (const ReplicaId r : ctx.replicas->healthy_replicas()) {
+    Exchange ex(ctx, r);
+    Request up{http::verb::get, "/v1/models", 11};
+    up.set("x-request-id", info.request_id);
+    std::string body;
+    // (No co_await inside || or ?: : GCC 12 miscompiles them.)
+    const UpstreamFailure f = co_await ex.open(up);
+    if (f != UpstreamFailure::kNone) continue;
+    const bool read = co_await ex.read_all(body, 1 << 22);
+    if (!read) continue;
+    if (ex.parser().get().result() != http::status::ok) continue;
+    ex.finish();
+    auto doc = json::parse(body);
+    const json::Value* list = doc && doc->is_object() ? doc->find("data") : nullptr;
+    if (!list || !list->is_array()) continue;
+    ++answered;
+    for (const json::Value& m : list->as_array()) {
+      const json::Value* id = m.is_object() ? m.find("id") : nullptr;
+      if (id && id->is_string() && seen.insert(id->as_string()).second) data.push_back(m);
+    }
+  }
+  if (answered == 0) co_return co_await write_response(c, info, no_upstream(req, info));
+  // (Built before the co_await: GCC 12 mishandles some temporaries inside co_await.)
+  std::string body = list_body(std::move(data));
+  co_return co_await write_response(
+      c, info,
+      make_response(req, http::status::ok, "application/json", std::move(body), info.keep_alive));
+}
+
+Awaitable<bool> handle_passthrough(Connection& c, const Request& req, RequestInfo& info) {
+  GatewayContext& ctx = c.ctx;
+  std::vector<ReplicaId> tried;
+  for (std::size_t attempt = 0; attempt < ctx.config.max_attempts; ++attempt) {
+    const auto r = ctx.replicas->any_healthy(tried);
+    if (!r) break;
+    tried.push_back(*r);
+    Exchange ex(ctx, *r);
+    Request up{req.method(), req.target(), 11};
+    for (const auto& field : req) {
+      if (field.name() == http::field::host || field.name() == http::field::connection ||
+          field.name() == http::field::authorization) {
+        continue;
+      }
+      up.set(field.name_string(), field.value());
+    }
+    up.set("x-request-id", info.request_id);
+    up.body() = req.body();
+    const UpstreamFailure f = co_await ex.open(up);
+    if (f != UpstreamFailure::kNone) {
+      ctx.replicas->record_failure(*r);
+      continue;
+    }
+    std::string body;
+    const bool read = co_await ex.read_all(body, ctx.config.limits.max_body_bytes * 4);
+    if (!read) break;
+    ex.finish();
+    const auto& head = ex.parser().get();
+    Response res = make_response(req, head.result(), std::string(head[http::field::content_type]),
+                                 std::move(body), info.keep_alive);
+    co_return co_await write_response(c, info, std::move(res), ctx.replicas->upstream(*r).url);
+  }
+  co_return co_await write_response(
+      c, info,
+      tried.empty() ? no_upstream(req, info)
+                    : error_response(req, http::status::bad_gateway, "upstream replicas failed",
+                                     "upstream_unavailable", info.keep_alive));
+}
+
+Awaitable<bool> handle_explain(Connection& c, const Request& req, RequestInfo& info,
+                               canon::Endpoint endpoint) {
+  GatewayContext& ctx = c.ctx;
+  auto prep = prepare_request(req.body(), endpoint, info.tenant, ctx.prep);
+  if (!prep) {
+    const canon::Error& e = prep.error();
+    co_return co_await write_response(
+        c, info,
+        error_response(req, static_cast<http::status>(canon::http_status(e)), e.message,
+                       canon::error_code_name(e.code), info.keep_alive));
+  }
+  const RouteRequest route_req{prep->block_hashes, prep->prompt_tokens, prep->block_size,
+                               info.session_key};
+  const RouteDecision d = ctx.replicas->route(route_req, {}, SteadyClock::now(), true);
+  json::Array hashes;
+  for (std::uint64_t h : prep->block_hashes) hashes.push_back(canon::hash_hex(h));
+  json::Array changes;
+  for (const StageChange& ch : prep->changes) {
+    changes.push_back(json::Object{{"rule", ch.rule},
+                                   {"mode", rule_mode_name(ch.mode)},
+                                   {"path", ch.path},
+                                   {"detail", ch.detail}});
+  }
+  const bool routed = d.reason != RouteReason::kNoHealthyReplica;
+  json::Object out{
+      {"prompt_tokens", static_cast<double>(prep->prompt_tokens)},
+      {"block_size", static_cast<double>(prep->block_size)},
+      {"block_hashes", std::move(hashes)},
+      {"cache_salt", prep->parsed.cache_salt},
+      {"canonicalization", std::move(changes)},
+      {"replica", routed ? json::Value(ctx.replicas->upstream(d.replica).url) : json::Value()},
+      {"reason", route_reason_name(d.reason)},
+      {"predicted_cached_tokens", static_cast<double>(d.predicted_cached_tokens)},
+      {"upstream_body", prep->upstream_body}};
+  co_return co_await write_response(c, info,
+                                    make_response(req, http::status::ok, "application/json",
+                                                  json::to_json(out), info.keep_alive));
+}
+
+}  // namespace prefixgate::gateway::server

@@ -1,0 +1,140 @@
+// POST /v1/chat/completions and /v1/completions: prepare (parse, canonicalize, hash), route,
+// forward with retries on another replica until the first response byte, relay the answer.
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "server/proxy_internal.h"
+
+namespace prefixgate::gateway::server {
+namespace {
+
+std::size_t number_at(const json::Value& v, std::string_view key) {
+  const json::Value* n = v.find(key);
+  return n && n->is_number() && n->as_number().value > 0
+             ? static_cast<std::size_t>(n->as_number().value)
+             : 0;
+}
+
+void record_prep(GatewayContext& ctx, const PreparedRequest& prep) {
+  for (const StageChange& ch : prep.changes) {
+    ctx.m.canonicalization->add({ch.rule, rule_mode_name(ch.mode)});
+  }
+  for (const std::string& rule : prep.finding_rules) ctx.m.findings->add({rule});
+}
+
+Request upstream_request(const Request& req, const RequestInfo& info, std::string body) {
+  Request up{http::verb::post, req.target(), 11};
+  up.set(http::field::content_type, "application/json");
+  const auto accept = req[http::field::accept];
+  up.set(http::field::accept, accept.empty() ? std::string("*/*") : std::string(accept));
+  up.set("x-request-id", info.request_id);
+  up.set(http::field::user_agent, "prefixgate");
+  up.body() = std::move(body);
+  return up;
+}
+
+}  // namespace
+
+void record_usage(GatewayContext& ctx, const ProxiedRequest& p, const json::Value& usage) {
+  if (!usage.is_object()) return;
+  const std::size_t prompt = number_at(usage, "prompt_tokens");
+  std::size_t cached = 0;
+  if (const json::Value* d = usage.find("prompt_tokens_details"); d && d->is_object()) {
+    cached = number_at(*d, "cached_tokens");
+  }
+  const std::string& tenant = p.info.tenant.name;
+  ctx.m.prompt_tokens->add({p.replica_name, tenant}, static_cast<double>(prompt));
+  ctx.m.cached_tokens->add({p.replica_name, tenant}, static_cast<double>(cached));
+  const double predicted = static_cast<double>(p.decision.predicted_cached_tokens);
+  ctx.m.prediction_error->observe({}, std::fabs(static_cast<double>(cached) - predicted));
+  spdlog::debug("request {} replica {} reason {} predicted_cached {} cached {} prompt {}",
+                p.info.request_id, p.replica_name, route_reason_name(p.decision.reason),
+                p.decision.predicted_cached_tokens, cached, prompt);
+}
+
+void record_done(GatewayContext& ctx, const ProxiedRequest& p) {
+  const double e2e = std::chrono::duration<double>(SteadyClock::now() - p.info.received).count();
+  ctx.m.e2e->observe({p.info.route}, e2e);
+  ctx.m.overhead->observe({p.info.route}, static_cast<double>(p.overhead.count()) * 1e-6);
+  ctx.m.requests->add({p.info.route, std::to_string(p.status), p.replica_name, p.info.tenant.name});
+}
+
+Awaitable<bool> handle_completion(Connection& c, const Request& req, RequestInfo& info,
+                                  canon::Endpoint endpoint) {
+  GatewayContext& ctx = c.ctx;
+  auto prep = prepare_request(req.body(), endpoint, info.tenant, ctx.prep);
+  if (!prep) {
+    const canon::Error& e = prep.error();
+    co_return co_await write_response(
+        c, info,
+        error_response(req, static_cast<http::status>(canon::http_status(e)), e.message,
+                       canon::error_code_name(e.code), info.keep_alive));
+  }
+  record_prep(ctx, *prep);
+  Request up = upstream_request(req, info, std::move(prep->upstream_body));
+  const RouteRequest route_req{prep->block_hashes, prep->prompt_tokens, prep->block_size,
+                               info.session_key};
+
+  std::vector<ReplicaId> tried;
+  UpstreamFailure last_failure = UpstreamFailure::kNone;
+  for (std::size_t attempt = 0; attempt < ctx.config.max_attempts; ++attempt) {
+    const auto now = SteadyClock::now();
+    const RouteDecision d = ctx.replicas->route(route_req, tried, now);
+    if (d.reason == RouteReason::kNoHealthyReplica) break;
+    tried.push_back(d.replica);
+    ctx.m.decisions->add({std::string(ctx.replicas->policy_name()), route_reason_name(d.reason)});
+    ProxiedRequest p{*prep, info, d, ctx.replicas->upstream(d.replica).url,
+                     std::chrono::duration_cast<std::chrono::microseconds>(now - info.received)};
+    ctx.m.predicted_cached_tokens->add({p.replica_name},
+                                       static_cast<double>(d.predicted_cached_tokens));
+
+    Exchange ex(ctx, d.replica);
+    const UpstreamFailure f = co_await ex.open(up);
+    const bool draining_upstream =
+        f == UpstreamFailure::kNone &&
+        ex.parser().get().result() == http::status::service_unavailable &&
+        attempt + 1 < ctx.config.max_attempts;
+    if (f != UpstreamFailure::kNone || draining_upstream) {
+      ctx.replicas->finish(d.replica, prep->prompt_tokens);
+      if (f != UpstreamFailure::kNone) {
+        ctx.replicas->record_failure(d.replica);
+        ctx.m.upstream_failures->add({p.replica_name, upstream_failure_name(f)});
+        last_failure = f;
+      }
+      ctx.m.retries->add({draining_upstream ? "upstream_503" : upstream_failure_name(f)});
+      spdlog::warn("request {}: replica {} failed before the first byte ({}); retrying",
+                   info.request_id, p.replica_name,
+                   draining_upstream ? "503" : upstream_failure_name(f));
+      continue;
+    }
+    ctx.replicas->record_success(d.replica);
+    p.status = static_cast<int>(ex.parser().get().result_int());
+    const bool is_sse =
+        ex.parser().get()[http::field::content_type].starts_with("text/event-stream");
+    if (prep->stream && is_sse) co_return co_await relay_stream(c, req, p, ex);
+    co_return co_await relay_body(c, req, p, ex);
+  }
+
+  ProxiedRequest failed{*prep, info, RouteDecision{}, "", std::chrono::microseconds(0)};
+  Response res;
+  if (tried.empty()) {
+    res = error_response(req, http::status::service_unavailable,
+                         "no healthy upstream replica is available", "no_healthy_upstream",
+                         info.keep_alive);
+  } else if (last_failure == UpstreamFailure::kTimeout) {
+    res = error_response(
+        req, http::status::gateway_timeout,
+        "upstream replicas did not answer in time (" + std::to_string(tried.size()) + " tried)",
+        "upstream_timeout", info.keep_alive);
+  } else {
+    res = error_response(req, http::status::bad_gateway,
+                         "upstream replicas failed (" + std::to_string(tried.size()) +
+                             " tried, last: " + upstream_failure_name(last_failure) + ")",
+                         "upstream_unavailable", info.keep_alive);
+  }
+  co_return co_await write_response(c, info, std::move(res));
+}
+
+}  // namespace prefixgate::gateway::server

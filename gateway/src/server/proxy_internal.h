@@ -1,0 +1,34 @@
+// Shared by the completion handler and its two relays (whole body, event stream).
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "prefixgate/canonicalize/json.h"
+#include "server/context.h"
+#include "server/upstream_exchange.h"
+
+namespace prefixgate::gateway::server {
+
+// One request on its way through a chosen replica.
+struct ProxiedRequest {
+  const PreparedRequest& prep;
+  RequestInfo& info;
+  RouteDecision decision;
+  std::string replica_name;  // the upstream URL, for headers and metric labels
+  std::chrono::microseconds overhead{0};
+  int status = 0;
+};
+
+// Forwards a complete (non-streaming) response. Returns whether to keep the client connection.
+Awaitable<bool> relay_body(Connection& c, const Request& req, ProxiedRequest& p, Exchange& ex);
+// Forwards a server-sent event stream as it arrives, stripping the usage chunk the gateway
+// asked for when the client did not. Returns whether to keep the client connection.
+Awaitable<bool> relay_stream(Connection& c, const Request& req, ProxiedRequest& p, Exchange& ex);
+
+// Records the engine-reported usage ({"prompt_tokens", "prompt_tokens_details":{...}}).
+void record_usage(GatewayContext& ctx, const ProxiedRequest& p, const json::Value& usage);
+// Records the request's end: status counter, latency, audit log line.
+void record_done(GatewayContext& ctx, const ProxiedRequest& p);
+
+}  // namespace prefixgate::gateway::server

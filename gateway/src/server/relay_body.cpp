@@ -1,0 +1,55 @@
+// A complete upstream response, forwarded as-is with the gateway's headers added; its usage is
+// read for the audit and the metrics.
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/http/write.hpp>
+
+#include "server/proxy_internal.h"
+
+namespace prefixgate::gateway::server {
+namespace {
+constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
+}  // namespace
+
+Awaitable<bool> relay_body(Connection& c, const Request& req, ProxiedRequest& p, Exchange& ex) {
+  GatewayContext& ctx = c.ctx;
+  std::string body;
+  const bool read = co_await ex.read_all(body, 256u << 20);
+  if (!read) {
+    ctx.replicas->finish(p.decision.replica, p.prep.prompt_tokens);
+    ctx.m.upstream_failures->add({p.replica_name, "body"});
+    p.status = 502;
+    record_done(ctx, p);
+    Response res = error_response(req, http::status::bad_gateway,
+                                  "the upstream replica failed while sending its response",
+                                  "upstream_unavailable", false);
+    add_gateway_headers(res, p.info, p.replica_name, p.overhead);
+    c.stream.expires_after(ctx.config.timeouts.write);
+    co_await http::async_write(c.stream, res, kTuple);
+    co_return false;
+  }
+  ctx.replicas->finish(p.decision.replica, p.prep.prompt_tokens);
+  const auto& up = ex.parser().get();
+  Response res{up.result(), req.version()};
+  res.set(http::field::content_type, up[http::field::content_type]);
+  res.set(http::field::server, "prefixgate");
+  res.keep_alive(p.info.keep_alive);
+  res.set("x-prefixgate-route-reason", route_reason_name(p.decision.reason));
+  res.set("x-prefixgate-predicted-cached-tokens",
+          std::to_string(p.decision.predicted_cached_tokens));
+  add_gateway_headers(res, p.info, p.replica_name, p.overhead);
+  ex.finish();
+  if (p.status == 200 && body.find("\"usage\"") != std::string::npos) {
+    if (auto doc = json::parse(body); doc && doc->is_object()) {
+      if (const json::Value* usage = doc->find("usage")) record_usage(ctx, p, *usage);
+    }
+  }
+  res.body() = std::move(body);
+  res.prepare_payload();
+  c.stream.expires_after(ctx.config.timeouts.write);
+  auto [ec, n] = co_await http::async_write(c.stream, res, kTuple);
+  record_done(ctx, p);
+  co_return !ec && p.info.keep_alive;
+}
+
+}  // namespace prefixgate::gateway::server

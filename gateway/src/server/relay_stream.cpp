@@ -1,0 +1,136 @@
+// A server-sent event stream, forwarded event by event as the upstream produces it. The next
+// upstream read starts only once the client has taken the previous events (backpressure). The
+// usage chunk the gateway asked for is read, and dropped when the client did not ask for it.
+// A failure after the header has gone out ends the client's stream with an SSE error event.
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/http/chunk_encode.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/write.hpp>
+
+#include "server/proxy_internal.h"
+
+namespace prefixgate::gateway::server {
+namespace {
+
+constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
+
+// Moves the complete events at the front of `pending` to `out`, keeping those the client
+// should see; reads the usage chunk. Returns the number of events that carried content.
+std::size_t take_events(std::string& pending, std::string& out, GatewayContext& ctx,
+                        const ProxiedRequest& p) {
+  std::size_t forwarded = 0;
+  std::size_t pos = 0;
+  for (;;) {
+    const std::size_t end = pending.find("\n\n", pos);
+    if (end == std::string::npos) break;
+    const std::string_view event(pending.data() + pos, end + 2 - pos);
+    pos = end + 2;
+    bool keep = true;
+    if (event.find("\"usage\":{") != std::string_view::npos && event.starts_with("data: ")) {
+      if (auto doc = json::parse(event.substr(6, event.size() - 8)); doc && doc->is_object()) {
+        const json::Value* usage = doc->find("usage");
+        const json::Value* choices = doc->find("choices");
+        if (usage && usage->is_object()) {
+          record_usage(ctx, p, *usage);
+          const bool usage_only = choices && choices->is_array() && choices->as_array().empty();
+          keep = p.prep.client_wants_usage || !usage_only;
+          if (keep && !p.prep.client_wants_usage) {
+            doc->set("usage", json::Null{});  // a content chunk that also carried usage
+            out += "data: " + json::to_json(*doc) + "\n\n";
+            ++forwarded;
+            continue;
+          }
+        }
+      }
+    }
+    if (keep) {
+      out.append(event);
+      ++forwarded;
+    }
+  }
+  pending.erase(0, pos);
+  return forwarded;
+}
+
+Awaitable<bool> write_chunk(Connection& c, const std::string& payload) {
+  c.stream.expires_after(c.ctx.config.timeouts.write);
+  auto [ec, n] =
+      co_await asio::async_write(c.stream, http::make_chunk(asio::buffer(payload)), kTuple);
+  co_return !ec;
+}
+
+}  // namespace
+
+Awaitable<bool> relay_stream(Connection& c, const Request& req, ProxiedRequest& p, Exchange& ex) {
+  GatewayContext& ctx = c.ctx;
+  const auto& up = ex.parser().get();
+  http::response<http::empty_body> head{up.result(), req.version()};
+  head.set(http::field::content_type, up[http::field::content_type]);
+  head.set(http::field::cache_control, "no-cache");
+  head.set(http::field::server, "prefixgate");
+  head.set("x-prefixgate-route-reason", route_reason_name(p.decision.reason));
+  head.set("x-prefixgate-predicted-cached-tokens",
+           std::to_string(p.decision.predicted_cached_tokens));
+  add_gateway_headers(head, p.info, p.replica_name, p.overhead);
+  head.keep_alive(p.info.keep_alive);
+  head.chunked(true);
+  http::response_serializer<http::empty_body> serializer{head};
+  c.stream.expires_after(ctx.config.timeouts.write);
+  auto [hec, hn] = co_await http::async_write_header(c.stream, serializer, kTuple);
+  (void)hn;
+  bool client_ok = !hec;
+
+  bool prefilled = false;
+  bool upstream_ok = true;
+  std::string pending, out;
+  while (client_ok && !ex.done()) {
+    const bool read = co_await ex.read_some(pending);
+    if (!read) {
+      upstream_ok = false;
+      break;
+    }
+    out.clear();
+    if (take_events(pending, out, ctx, p) > 0 && !prefilled) {
+      prefilled = true;
+      ctx.replicas->prefilled(p.decision.replica, p.prep.prompt_tokens);
+      ctx.m.ttft->observe(
+          {p.replica_name},
+          std::chrono::duration<double>(SteadyClock::now() - p.info.received).count());
+    }
+    if (!out.empty()) client_ok = co_await write_chunk(c, out);
+  }
+  ctx.replicas->finish(p.decision.replica, prefilled ? 0 : p.prep.prompt_tokens);
+  if (!client_ok) {
+    // The client left: closing the upstream connection (Exchange's destructor) makes the
+    // engine abort the sequence and free its pages.
+    p.status = 499;
+    record_done(ctx, p);
+    co_return false;
+  }
+  if (!upstream_ok) {
+    ctx.m.upstream_failures->add({p.replica_name, "mid_stream"});
+    ctx.replicas->record_failure(p.decision.replica);
+    const std::string error =
+        "data: " +
+        json::to_json(json::Object{
+            {"error", json::Object{{"message", "the upstream replica failed mid-stream"},
+                                   {"type", "server_error"},
+                                   {"param", json::Null{}},
+                                   {"code", "upstream_stream_error"}}}}) +
+        "\n\n";
+    const std::string tail = pending.empty() ? error : pending + "\n\n" + error;
+    co_await write_chunk(c, tail);
+    p.status = 502;
+  } else {
+    ex.finish();
+    if (!pending.empty()) client_ok = co_await write_chunk(c, pending);
+  }
+  c.stream.expires_after(ctx.config.timeouts.write);
+  auto [ec, n] = co_await asio::async_write(c.stream, http::make_chunk_last(), kTuple);
+  record_done(ctx, p);
+  co_return upstream_ok&& client_ok && !ec && p.info.keep_alive;
+}
+
+}  // namespace prefixgate::gateway::server

@@ -1,0 +1,173 @@
+#include "server/replica_set.h"
+
+#include <algorithm>
+#include <cassert>
+
+namespace prefixgate::gateway::server {
+
+ReplicaSet::ReplicaSet(std::vector<UpstreamConfig> upstreams, std::unique_ptr<RoutingPolicy> policy,
+                       IndexConfig index_config, std::size_t eject_after_failures)
+    : upstreams_(std::move(upstreams)),
+      eject_after_failures_(std::max<std::size_t>(1, eject_after_failures)),
+      policy_(std::move(policy)),
+      index_(index_config) {
+  for (const UpstreamConfig& u : upstreams_) {
+    const ReplicaId id = index_.add_replica({u.kind, u.capacity_blocks});
+    State s;
+    s.view.id = id;
+    s.view.healthy = false;  // until the first health check answers
+    state_.push_back(s);
+  }
+  assert(state_.size() == index_.replica_count());
+}
+
+RouteDecision ReplicaSet::route(const RouteRequest& request, std::span<const ReplicaId> exclude,
+                                Clock::time_point now, bool dry_run) {
+  std::lock_guard lock(mu_);
+  scratch_.clear();
+  for (const State& s : state_) {
+    scratch_.push_back(s.view);
+    if (std::find(exclude.begin(), exclude.end(), s.view.id) != exclude.end()) {
+      scratch_.back().healthy = false;
+    }
+  }
+  if (std::none_of(scratch_.begin(), scratch_.end(),
+                   [](const ReplicaView& v) { return v.healthy; })) {
+    return RouteDecision{};
+  }
+  RouteDecision d = policy_->route(request, scratch_, index_, now);
+  if (d.reason == RouteReason::kNoHealthyReplica || d.replica >= state_.size()) {
+    return RouteDecision{};
+  }
+  if (!dry_run) {
+    index_.predict(d.replica, request.block_hashes, now);
+    ReplicaView& v = state_[d.replica].view;
+    ++v.inflight_requests;
+    v.inflight_prompt_tokens += request.prompt_tokens;
+  }
+  return d;
+}
+
+void ReplicaSet::prefilled(ReplicaId id, std::size_t prompt_tokens) {
+  std::lock_guard lock(mu_);
+  ReplicaView& v = state_[id].view;
+  v.inflight_prompt_tokens -= std::min(v.inflight_prompt_tokens, prompt_tokens);
+}
+
+void ReplicaSet::finish(ReplicaId id, std::size_t prompt_tokens_if_not_prefilled) {
+  std::lock_guard lock(mu_);
+  ReplicaView& v = state_[id].view;
+  if (v.inflight_requests > 0) --v.inflight_requests;
+  v.inflight_prompt_tokens -= std::min(v.inflight_prompt_tokens, prompt_tokens_if_not_prefilled);
+}
+
+std::optional<ReplicaId> ReplicaSet::any_healthy(std::span<const ReplicaId> exclude) {
+  std::lock_guard lock(mu_);
+  for (std::size_t k = 0; k < state_.size(); ++k) {
+    const ReplicaId id = static_cast<ReplicaId>((next_any_ + k) % state_.size());
+    if (!state_[id].view.healthy) continue;
+    if (std::find(exclude.begin(), exclude.end(), id) != exclude.end()) continue;
+    next_any_ = id + 1;
+    return id;
+  }
+  return std::nullopt;
+}
+
+std::vector<ReplicaId> ReplicaSet::healthy_replicas() const {
+  std::lock_guard lock(mu_);
+  std::vector<ReplicaId> out;
+  for (const State& s : state_) {
+    if (s.view.healthy) out.push_back(s.view.id);
+  }
+  return out;
+}
+
+void ReplicaSet::record_success(ReplicaId id) {
+  std::lock_guard lock(mu_);
+  state_[id].consecutive_failures = 0;
+}
+
+void ReplicaSet::record_failure(ReplicaId id) {
+  std::lock_guard lock(mu_);
+  State& s = state_[id];
+  if (++s.consecutive_failures >= eject_after_failures_ && s.view.healthy) {
+    s.view.healthy = false;
+    index_.reset(id);  // its cache may be gone; relearn it from a fresh snapshot
+  }
+}
+
+void ReplicaSet::health_check_result(ReplicaId id, bool ok) {
+  std::lock_guard lock(mu_);
+  State& s = state_[id];
+  s.ever_checked = true;
+  if (ok) {
+    if (!s.view.healthy) s.consecutive_failures = 0;
+    s.view.healthy = true;
+  } else if (s.view.healthy) {
+    s.view.healthy = false;
+    index_.reset(id);
+  }
+}
+
+void ReplicaSet::touch_locked(ReplicaId id) {
+  state_[id].last_event = Clock::now();
+}
+
+void ReplicaSet::apply_snapshot(ReplicaId id, std::span<const std::uint64_t> hashes) {
+  std::lock_guard lock(mu_);
+  index_.apply_snapshot(id, hashes);
+  touch_locked(id);
+}
+void ReplicaSet::apply_stored(ReplicaId id, std::uint64_t hash) {
+  std::lock_guard lock(mu_);
+  index_.apply_stored(id, hash);
+  touch_locked(id);
+}
+void ReplicaSet::apply_removed(ReplicaId id, std::uint64_t hash) {
+  std::lock_guard lock(mu_);
+  index_.apply_removed(id, hash);
+  touch_locked(id);
+}
+void ReplicaSet::apply_cleared(ReplicaId id) {
+  std::lock_guard lock(mu_);
+  index_.apply_cleared(id);
+  touch_locked(id);
+}
+void ReplicaSet::apply_load(ReplicaId id, const LoadReport& load) {
+  std::lock_guard lock(mu_);
+  ReplicaView& v = state_[id].view;
+  v.running = load.running;
+  v.waiting = load.waiting;
+  v.kv_pages_used = load.kv_pages_used;
+  v.kv_pages_total = load.kv_pages_total;
+  v.tokens_queued_for_prefill = load.tokens_queued_for_prefill;
+  touch_locked(id);
+}
+void ReplicaSet::reset_index(ReplicaId id) {
+  std::lock_guard lock(mu_);
+  index_.reset(id);
+}
+
+std::vector<ReplicaStatus> ReplicaSet::status() const {
+  std::lock_guard lock(mu_);
+  std::vector<ReplicaStatus> out;
+  const auto now = Clock::now();
+  for (const State& s : state_) {
+    ReplicaStatus r;
+    r.name = upstreams_[s.view.id].url;
+    r.view = s.view;
+    r.index_blocks = index_.blocks(s.view.id);
+    if (s.last_event != Clock::time_point{}) {
+      r.seconds_since_event = std::chrono::duration<double>(now - s.last_event).count();
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::size_t ReplicaSet::index_size() const {
+  std::lock_guard lock(mu_);
+  return index_.size();
+}
+
+}  // namespace prefixgate::gateway::server

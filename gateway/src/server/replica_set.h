@@ -1,0 +1,99 @@
+// The replicas behind the gateway and everything shared about them: their load and health
+// (ReplicaView), the PrefixIndex, and the RoutingPolicy. One mutex serializes it all: the index
+// and the policies are plain data structures, not thread-safe, and every operation here is
+// short (a route over 64 replicas is microseconds), so a lock beats hopping to a strand.
+//
+//   ReplicaSet replicas(config.upstreams, std::move(policy), index_config, eject_after);
+//   auto d = replicas.route(req, exclude, now);     // also predicts and counts it in flight
+//   ...
+//   replicas.finish(d.replica, prompt_tokens);
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "config.h"
+#include "prefixgate/gateway/prefix_index.h"
+#include "prefixgate/gateway/routing.h"
+
+namespace prefixgate::gateway::server {
+
+struct LoadReport {
+  std::size_t running = 0;
+  std::size_t waiting = 0;
+  std::size_t kv_pages_used = 0;
+  std::size_t kv_pages_total = 0;
+  std::size_t tokens_queued_for_prefill = 0;
+};
+
+// A replica's state for metrics and /health.
+struct ReplicaStatus {
+  std::string name;  // the upstream URL
+  ReplicaView view;
+  std::size_t index_blocks = 0;
+  double seconds_since_event = -1;  // -1: no kv_events line yet
+};
+
+class ReplicaSet {
+ public:
+  ReplicaSet(std::vector<UpstreamConfig> upstreams, std::unique_ptr<RoutingPolicy> policy,
+             IndexConfig index_config, std::size_t eject_after_failures);
+
+  std::size_t size() const { return upstreams_.size(); }
+  const UpstreamConfig& upstream(ReplicaId id) const { return upstreams_[id]; }
+  std::string_view policy_name() const { return policy_->name(); }
+
+  // Routes among healthy replicas not in `exclude`; on success predicts the prompt's blocks on
+  // the chosen replica and counts the request in flight there. `dry_run` does neither.
+  RouteDecision route(const RouteRequest& request, std::span<const ReplicaId> exclude,
+                      Clock::time_point now, bool dry_run = false);
+  // The prompt's tokens have been prefilled (first byte) / the request has ended.
+  void prefilled(ReplicaId id, std::size_t prompt_tokens);
+  void finish(ReplicaId id, std::size_t prompt_tokens_if_not_prefilled);
+  // A healthy replica for requests that carry no prompt (round robin), if any.
+  std::optional<ReplicaId> any_healthy(std::span<const ReplicaId> exclude);
+  std::vector<ReplicaId> healthy_replicas() const;
+
+  // Health: a successful exchange or health check re-admits; a request failure counts towards
+  // ejection; a failed health check ejects at once.
+  void record_success(ReplicaId id);
+  void record_failure(ReplicaId id);
+  void health_check_result(ReplicaId id, bool ok);
+
+  // kv_events.
+  void apply_snapshot(ReplicaId id, std::span<const std::uint64_t> hashes);
+  void apply_stored(ReplicaId id, std::uint64_t hash);
+  void apply_removed(ReplicaId id, std::uint64_t hash);
+  void apply_cleared(ReplicaId id);
+  void apply_load(ReplicaId id, const LoadReport& load);
+  void reset_index(ReplicaId id);
+
+  std::vector<ReplicaStatus> status() const;
+  std::size_t index_size() const;
+
+ private:
+  struct State {
+    ReplicaView view;
+    std::size_t consecutive_failures = 0;
+    bool ever_checked = false;
+    Clock::time_point last_event{};
+  };
+  void touch_locked(ReplicaId id);
+
+  std::vector<UpstreamConfig> upstreams_;
+  std::size_t eject_after_failures_;
+  mutable std::mutex mu_;
+  std::unique_ptr<RoutingPolicy> policy_;
+  PrefixIndex index_;
+  std::vector<State> state_;
+  std::vector<ReplicaView> scratch_;  // views handed to the policy
+  std::size_t next_any_ = 0;
+};
+
+}  // namespace prefixgate::gateway::server

@@ -1,0 +1,71 @@
+#include "server/request_prep.h"
+
+#include "prefixgate/canonicalize/lint.h"
+#include "prefixgate/canonicalize/prompt.h"
+
+namespace prefixgate::gateway::server {
+
+std::string tenant_salt(const Tenant& tenant, std::string_view client_salt) {
+  if (!tenant.isolate || tenant.name.empty()) return std::string(client_salt);
+  std::string salt = "prefixgate-tenant:" + tenant.name;
+  if (!client_salt.empty()) {
+    salt += '/';
+    salt += client_salt;
+  }
+  return salt;
+}
+
+canon::Result<PreparedRequest> prepare_request(std::string_view body, canon::Endpoint endpoint,
+                                               const Tenant& tenant, const PrepOptions& options) {
+  auto parsed = canon::parse_request(body, endpoint, options.limits);
+  if (!parsed) return parsed.error();
+  PreparedRequest out;
+  bool modified = false;
+
+  StageResult staged = options.stage->apply(*parsed);
+  out.changes = std::move(staged.changes);
+  if (staged.body) {
+    auto reparsed = canon::parse_request_value(std::move(*staged.body), endpoint, options.limits);
+    if (!reparsed) return reparsed.error();
+    parsed = std::move(reparsed);
+    modified = true;
+  }
+  out.parsed = std::move(*parsed);
+  canon::ParsedRequest& req = out.parsed;
+
+  if (const std::string salt = tenant_salt(tenant, req.cache_salt); salt != req.cache_salt) {
+    req.cache_salt = salt;
+    req.body.set("cache_salt", salt);
+    modified = true;
+  }
+
+  out.stream = req.stream;
+  if (req.stream) {
+    json::Value* opts = req.body.find("stream_options");
+    const json::Value* inc = opts && opts->is_object() ? opts->find("include_usage") : nullptr;
+    out.client_wants_usage = inc && inc->is_bool() && inc->as_bool();
+    if (!out.client_wants_usage) {
+      if (opts && opts->is_object()) {
+        opts->set("include_usage", true);
+      } else {
+        req.body.set("stream_options", json::Object{{"include_usage", true}});
+      }
+      modified = true;
+    }
+  }
+  out.upstream_body = modified ? json::to_json(req.body) : std::string(body);
+
+  const canon::PromptModel& model = options.models->for_model(req.model);
+  canon::AnalyzedPrompt prompt = canon::analyze_prompt(req, model);
+  out.block_hashes = std::move(prompt.block_hashes);
+  out.prompt_tokens = prompt.tokens.tokens.size();
+  out.block_size = model.block_size;
+  if (options.lint) {
+    for (const canon::Finding& f : canon::lint_prompt(prompt).findings) {
+      out.finding_rules.emplace_back(canon::rule_id(f.rule));
+    }
+  }
+  return out;
+}
+
+}  // namespace prefixgate::gateway::server

@@ -1,0 +1,51 @@
+// A client's completion request made ready to route and forward: parsed and validated, through
+// the canonicalization stage, salted for an isolated tenant, with usage asked for on streams,
+// and analyzed into the block hashes the upstream engine will cache it under.
+//
+//   auto prep = prepare_request(body, canon::Endpoint::kChatCompletions, tenant, ctx);
+//   if (!prep) return reply_error(prep.error());           // 400 / 413, OpenAI-shaped
+//   route(prep->block_hashes, prep->prompt_tokens); forward(prep->upstream_body);
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "prefixgate/canonicalize/request.h"
+#include "server/canonicalize_stage.h"
+#include "server/model_registry.h"
+
+namespace prefixgate::gateway::server {
+
+struct Tenant {
+  std::string name;  // "" = no tenant
+  bool isolate = false;
+};
+
+struct PrepOptions {
+  const CanonicalizeStage* stage = nullptr;
+  const ModelRegistry* models = nullptr;
+  canon::RequestLimits limits;
+  bool lint = false;  // collect volatile-content findings (for rules in observe mode)
+};
+
+struct PreparedRequest {
+  canon::ParsedRequest parsed;  // after canonicalization and salting
+  std::string upstream_body;    // what the upstream receives
+  bool stream = false;
+  bool client_wants_usage = false;  // stream: the client asked for the usage chunk itself
+  std::vector<std::uint64_t> block_hashes;
+  std::size_t prompt_tokens = 0;
+  std::size_t block_size = 16;
+  std::vector<StageChange> changes;
+  std::vector<std::string> finding_rules;  // one entry per lint finding, its rule id
+};
+
+// The cache_salt an isolated tenant's requests carry ("" when not isolated).
+std::string tenant_salt(const Tenant& tenant, std::string_view client_salt);
+
+canon::Result<PreparedRequest> prepare_request(std::string_view body, canon::Endpoint endpoint,
+                                               const Tenant& tenant, const PrepOptions& options);
+
+}  // namespace prefixgate::gateway::server

@@ -1,0 +1,114 @@
+#include "server/upstream_exchange.h"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/write.hpp>
+
+#include "server/upstream_pool.h"
+
+namespace prefixgate::gateway::server {
+namespace {
+constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
+}  // namespace
+
+const char* upstream_failure_name(UpstreamFailure f) {
+  switch (f) {
+    case UpstreamFailure::kNone: return "none";
+    case UpstreamFailure::kConnect: return "connect";
+    case UpstreamFailure::kSend: return "send";
+    case UpstreamFailure::kTimeout: return "timeout";
+    case UpstreamFailure::kReceive: return "receive";
+  }
+  return "unknown";
+}
+
+Exchange::~Exchange() {
+  if (stream_) {
+    beast::error_code ec;
+    stream_->socket().close(ec);
+  }
+}
+
+Awaitable<UpstreamFailure> Exchange::open(Request& req) {
+  const UpstreamConfig& up = ctx_.replicas->upstream(replica_);
+  req.set(http::field::host, up.host + ":" + std::to_string(up.port));
+  req.keep_alive(true);
+  req.prepare_payload();
+  bool was_pooled = false;
+  UpstreamFailure f = UpstreamFailure::kNone;
+  f = co_await attempt(req, true, was_pooled);
+  // A pooled connection the replica closed while we were writing is not the replica's fault.
+  if ((f == UpstreamFailure::kSend || f == UpstreamFailure::kReceive) && was_pooled) {
+    f = co_await attempt(req, false, was_pooled);
+  }
+  co_return f;
+}
+
+Awaitable<UpstreamFailure> Exchange::attempt(Request& req, bool allow_pooled, bool& was_pooled) {
+  // (Plain statements around each co_await: GCC 12 miscompiles co_await inside conditions.)
+  const auto executor = co_await asio::this_coro::executor;
+  stream_.reset();
+  buffer_.clear();
+  parser_.emplace();
+  parser_->body_limit(boost::none);  // streamed through, never held whole
+  was_pooled = false;
+  if (allow_pooled) {
+    auto socket = ctx_.pool->take_idle(replica_, executor);
+    if (socket) {
+      stream_.emplace(std::move(*socket));
+      was_pooled = true;
+    }
+  }
+  if (!stream_) {
+    stream_.emplace(executor);
+    stream_->expires_after(ctx_.config.timeouts.connect);
+    auto [ec] = co_await stream_->async_connect(ctx_.endpoints[replica_], kTuple);
+    if (ec == beast::error::timeout) co_return UpstreamFailure::kTimeout;
+    if (ec) co_return UpstreamFailure::kConnect;
+    stream_->socket().set_option(tcp::no_delay(true), ec);
+  }
+  stream_->expires_after(first_byte_);
+  auto [wec, wn] = co_await http::async_write(*stream_, req, kTuple);
+  (void)wn;
+  if (wec == beast::error::timeout) co_return UpstreamFailure::kTimeout;
+  if (wec) co_return UpstreamFailure::kSend;
+  auto [rec, rn] = co_await http::async_read_header(*stream_, buffer_, *parser_, kTuple);
+  (void)rn;
+  if (rec == beast::error::timeout) co_return UpstreamFailure::kTimeout;
+  if (rec) co_return UpstreamFailure::kReceive;
+  co_return UpstreamFailure::kNone;
+}
+
+Awaitable<bool> Exchange::read_some(std::string& out) {
+  if (parser_->is_done()) co_return true;
+  parser_->get().body().data = chunk_.data();
+  parser_->get().body().size = chunk_.size();
+  stream_->expires_after(ctx_.config.timeouts.idle);
+  auto [ec, n] = co_await http::async_read_some(*stream_, buffer_, *parser_, kTuple);
+  (void)n;
+  if (ec && ec != http::error::need_buffer) co_return false;
+  out.append(chunk_.data(), chunk_.size() - parser_->get().body().size);
+  co_return true;
+}
+
+Awaitable<bool> Exchange::read_all(std::string& out, std::size_t max_bytes) {
+  bool ok = true;
+  while (ok && !parser_->is_done()) {
+    ok = co_await read_some(out);
+    ok = ok && out.size() <= max_bytes;
+  }
+  co_return ok;
+}
+
+void Exchange::finish() {
+  if (!stream_) return;
+  if (parser_ && parser_->is_done() && parser_->get().keep_alive() && buffer_.size() == 0) {
+    stream_->expires_never();
+    ctx_.pool->give_back(replica_, stream_->release_socket());
+  }
+  stream_.reset();
+}
+
+}  // namespace prefixgate::gateway::server

@@ -1,0 +1,60 @@
+// One request/response exchange with an upstream replica over a pooled or fresh connection:
+// send, wait for the response header under the first-byte deadline, then read the body piece
+// by piece under the idle deadline (the caller forwards each piece before reading the next,
+// which is the backpressure).
+//
+//   Exchange ex(ctx, replica);
+//   if (auto f = co_await ex.open(upstream_request); f != UpstreamFailure::kNone) retry();
+//   for (std::string piece; co_await ex.read_some(piece) && !piece.empty(); ) forward(piece);
+//   ex.finish();   // a complete keep-alive response returns the connection to the pool
+#pragma once
+
+#include <boost/beast/http/buffer_body.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "server/context.h"
+
+namespace prefixgate::gateway::server {
+
+enum class UpstreamFailure { kNone, kConnect, kSend, kTimeout, kReceive };
+const char* upstream_failure_name(UpstreamFailure f);
+
+class Exchange {
+ public:
+  Exchange(GatewayContext& ctx, ReplicaId replica)
+      : ctx_(ctx), replica_(replica), first_byte_(ctx.config.timeouts.first_byte) {}
+  ~Exchange();
+
+  // Sends `req` (Host and keep-alive are set here) and reads the response header.
+  Awaitable<UpstreamFailure> open(Request& req);
+  const http::response_parser<http::buffer_body>& parser() const { return *parser_; }
+  http::response_parser<http::buffer_body>& parser() { return *parser_; }
+
+  // Appends the next piece of the body to `out`. False on an error or a timeout; at the end of
+  // the body it returns true with nothing appended and done() holds.
+  Awaitable<bool> read_some(std::string& out);
+  bool done() const { return parser_->is_done(); }
+  // Reads the rest of the body into `out` (bounded by max_bytes).
+  Awaitable<bool> read_all(std::string& out, std::size_t max_bytes);
+  // Returns the connection to the pool when the response was complete and keep-alive.
+  void finish();
+  ReplicaId replica() const { return replica_; }
+  // Overrides timeouts.first_byte (health checks answer at once or not at all).
+  void set_first_byte_timeout(std::chrono::milliseconds t) { first_byte_ = t; }
+
+ private:
+  Awaitable<UpstreamFailure> attempt(Request& req, bool allow_pooled, bool& was_pooled);
+
+  GatewayContext& ctx_;
+  ReplicaId replica_;
+  std::chrono::milliseconds first_byte_;
+  std::optional<beast::tcp_stream> stream_;
+  beast::flat_buffer buffer_;
+  std::optional<http::response_parser<http::buffer_body>> parser_;
+  std::vector<char> chunk_ = std::vector<char>(16 * 1024);
+};
+
+}  // namespace prefixgate::gateway::server

@@ -1,0 +1,161 @@
+// Background loops per replica: the active health check, and for prefixgate upstreams the
+// /v1/kv_events subscription that keeps the prefix index and the load view current.
+//
+// kv_events: a snapshot replaces what the index knows of the replica; stored/removed/cleared
+// are applied in sequence order; a reconnect resumes with ?since=SEQ (the engine replays the
+// missed deltas or sends a fresh snapshot); a gap in sequence numbers drops the connection and
+// starts over from a fresh snapshot.
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <charconv>
+
+#include "prefixgate/canonicalize/json.h"
+#include "server/upstream_exchange.h"
+#include "server/upstream_pool.h"
+
+namespace prefixgate::gateway::server {
+namespace {
+
+constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
+
+Awaitable<void> sleep_for(std::chrono::milliseconds d) {
+  asio::steady_timer timer(co_await asio::this_coro::executor, d);
+  co_await timer.async_wait(kTuple);
+}
+
+bool parse_hash(const json::Value* v, std::uint64_t& out) {
+  if (!v || !v->is_string()) return false;
+  const std::string& s = v->as_string();
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out, 16);
+  return ec == std::errc() && end == s.data() + s.size();
+}
+
+std::size_t count(const json::Value& o, std::string_view key) {
+  const json::Value* v = o.find(key);
+  return v && v->is_number() && v->as_number().value > 0
+             ? static_cast<std::size_t>(v->as_number().value)
+             : 0;
+}
+
+// Applies one line. Returns false on a sequence gap (start over from a fresh snapshot).
+bool apply_line(GatewayContext& ctx, ReplicaId r, std::string_view line, std::uint64_t& last_seq,
+                bool& have_seq) {
+  auto doc = json::parse(line);
+  if (!doc || !doc->is_object()) return true;  // not ours to judge: skip it
+  const json::Value* type = doc->find("type");
+  if (!type || !type->is_string()) return true;
+  const std::string& t = type->as_string();
+  const std::string& name = ctx.replicas->upstream(r).url;
+  if (t == "load") {
+    ctx.replicas->apply_load(
+        r, LoadReport{count(*doc, "running"), count(*doc, "waiting"), count(*doc, "kv_pages_used"),
+                      count(*doc, "kv_pages_total"), count(*doc, "tokens_queued_for_prefill")});
+    return true;
+  }
+  const std::uint64_t seq = count(*doc, "seq");
+  ctx.m.kv_events->add({name, t});
+  if (t == "snapshot") {
+    std::vector<std::uint64_t> hashes;
+    if (const json::Value* blocks = doc->find("blocks"); blocks && blocks->is_array()) {
+      for (const json::Value& b : blocks->as_array()) {
+        std::uint64_t h = 0;
+        if (b.is_object() && parse_hash(b.find("hash"), h)) hashes.push_back(h);
+      }
+    }
+    ctx.replicas->apply_snapshot(r, hashes);
+    last_seq = seq;
+    have_seq = true;
+    return true;
+  }
+  if (!have_seq || seq != last_seq + 1) {
+    spdlog::warn("kv_events {}: sequence gap ({} after {}); resyncing", name, seq, last_seq);
+    have_seq = false;
+    return false;
+  }
+  last_seq = seq;
+  std::uint64_t h = 0;
+  if (t == "stored" && parse_hash(doc->find("hash"), h)) {
+    ctx.replicas->apply_stored(r, h);
+  } else if (t == "removed" && parse_hash(doc->find("hash"), h)) {
+    ctx.replicas->apply_removed(r, h);
+  } else if (t == "cleared") {
+    ctx.replicas->apply_cleared(r);
+  }
+  return true;
+}
+
+}  // namespace
+
+Awaitable<void> run_kv_events(GatewayContext& ctx, ReplicaId r) {
+  std::uint64_t last_seq = 0;
+  bool have_seq = false;
+  const std::string& name = ctx.replicas->upstream(r).url;
+  while (!ctx.draining.load()) {
+    {
+      Exchange ex(ctx, r);
+      Request req{http::verb::get,
+                  have_seq ? "/v1/kv_events?since=" + std::to_string(last_seq) : "/v1/kv_events",
+                  11};
+      req.set(http::field::user_agent, "prefixgate");
+      const UpstreamFailure f = co_await ex.open(req);
+      if (f == UpstreamFailure::kNone && ex.parser().get().result() == http::status::ok) {
+        spdlog::debug("kv_events {}: subscribed", name);
+        std::string pending;
+        bool ok = true;
+        while (ok && !ctx.draining.load() && !ex.done()) {
+          const bool read = co_await ex.read_some(pending);
+          if (!read) break;
+          std::size_t pos = 0;
+          for (std::size_t nl; ok && (nl = pending.find('\n', pos)) != std::string::npos;
+               pos = nl + 1) {
+            ok = apply_line(ctx, r, std::string_view(pending).substr(pos, nl - pos), last_seq,
+                            have_seq);
+          }
+          pending.erase(0, pos);
+        }
+      }
+    }
+    if (ctx.draining.load()) break;
+    co_await sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
+Awaitable<void> run_health_checks(GatewayContext& ctx, ReplicaId r) {
+  const std::string& name = ctx.replicas->upstream(r).url;
+  bool was_healthy = false;
+  while (!ctx.draining.load()) {
+    bool ok = false;
+    {
+      Exchange ex(ctx, r);
+      ex.set_first_byte_timeout(
+          std::max(ctx.config.timeouts.health_interval, std::chrono::milliseconds(1000)));
+      Request req{http::verb::get, "/health", 11};
+      req.set(http::field::user_agent, "prefixgate");
+      const UpstreamFailure f = co_await ex.open(req);
+      if (f == UpstreamFailure::kNone) {
+        std::string body;
+        // (No co_await inside && or ?: : GCC 12 miscompiles them.)
+        const bool read = co_await ex.read_all(body, 1 << 16);
+        ok = read && ex.parser().get().result() == http::status::ok;
+        ex.finish();
+      }
+    }
+    ctx.replicas->health_check_result(r, ok);
+    if (ok != was_healthy) {
+      if (ok) {
+        spdlog::info("upstream {} is healthy", name);
+      } else {
+        spdlog::warn("upstream {} failed its health check: ejected", name);
+        ctx.pool->clear(r);
+      }
+      was_healthy = ok;
+    }
+    co_await sleep_for(ctx.config.timeouts.health_interval);
+  }
+}
+
+}  // namespace prefixgate::gateway::server
