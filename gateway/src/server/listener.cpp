@@ -365,6 +365,16 @@ Awaitable<void> Gateway::Impl::session(tcp::socket socket) {
         co_await write_response(
             c, info,
             error_response(bare, status, message, too_large ? "too_large" : "bad_request", false));
+        // Lingering close: read and discard what the client is still sending for a moment, so
+        // it sees the answer rather than a reset (RFC 9112 section 9.6).
+        c.stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+        std::vector<char> sink(64 * 1024);
+        c.stream.expires_after(std::chrono::seconds(2));
+        for (std::size_t drained = 0; drained < (256u << 20);) {
+          auto [rec, got] = co_await c.stream.async_read_some(asio::buffer(sink), kTuple);
+          if (rec) break;
+          drained += got;
+        }
         break;
       }
       const Request req = parser.release();
