@@ -216,8 +216,8 @@ TEST(RoutingTest, ConsistentHashWithoutAKeyGoesToTheLeastLoaded) {
   views[0].running = 3;
   views[2].running = 1;
   views[1].running = 9;
-  const RouteDecision d = policy("consistent_hash")->route(request_for(prompt_hashes(1, 2)), views,
-                                                          index, {});
+  const RouteDecision d =
+      policy("consistent_hash")->route(request_for(prompt_hashes(1, 2)), views, index, {});
   EXPECT_EQ(d.replica, 2U);
   EXPECT_EQ(d.reason, RouteReason::kLeastLoad);
 }
@@ -226,7 +226,7 @@ TEST(RoutingTest, ConsistentHashWithoutAKeyGoesToTheLeastLoaded) {
 TEST(CacheAwareTest, AHitIsWorthExactlyThePrefillItSaves) {
   PrefixIndex index = index_with(2);
   auto views = fleet(2);
-  const auto h = prompt_hashes(1, 64);  // 1024 tokens
+  const auto h = prompt_hashes(1, 64);                               // 1024 tokens
   for (std::size_t i = 0; i < 32; ++i) index.apply_stored(0, h[i]);  // 512 cached on 0
   auto p = policy("cache_aware");
   views[0].tokens_queued_for_prefill = 500;  // cost 0: 512 + 500 < cost 1: 1024
