@@ -69,7 +69,8 @@ TEST(RoutingTest, NoPolicyChoosesAnUnhealthyReplica) {
     auto p = policy(name);
     for (int i = 0; i < 50; ++i) {
       const auto key = std::to_string(i);
-      RouteRequest req = request_for(i % 2 ? h : prompt_hashes(i, 8));
+      const auto hashes = i % 2 ? h : prompt_hashes(i, 8);  // outlives the request's span
+      RouteRequest req = request_for(hashes);
       req.session_key = key;
       const RouteDecision d = p->route(req, views, index, {});
       ASSERT_NE(d.reason, RouteReason::kNoHealthyReplica) << name;
