@@ -247,6 +247,10 @@ std::size_t TokenizedPrompt::token_at_byte(std::size_t offset) const {
 
 TokenizedPrompt tokenize_prompt(const RenderedPrompt& prompt, const Tokenizer& tokenizer) {
   TokenizedPrompt out;
+  // At most one token per byte: one allocation each instead of a doubling series, which for
+  // large prompts means fresh pages (and page faults) on every growth.
+  out.tokens.reserve(prompt.text.size());
+  out.byte_offsets.reserve(prompt.text.size());
   tokenizer.encode(prompt.text, out.tokens, EncodeOptions{.parse_special = true},
                    &out.byte_offsets);
   return out;

@@ -34,9 +34,15 @@ enum class ReplicaKind {
   kOpenai,      // any OpenAI-compatible server: predictions only, LRU-bounded
 };
 
+// kOpenai replicas configured without a capacity: 64k blocks, 1M tokens at block size 16, about
+// what one 80 GB GPU caches for an 8B model; a bound, so an unconfigured replica cannot grow the
+// index without limit.
+inline constexpr std::size_t kDefaultOpenaiCapacityBlocks = 65536;
+
 struct ReplicaIndexConfig {
   ReplicaKind kind = ReplicaKind::kPrefixgate;
-  // kOpenai: how many blocks the replica's KV cache holds (the LRU bound of its predictions).
+  // kOpenai: how many blocks the replica's KV cache holds (the LRU bound of its predictions);
+  // 0 means kDefaultOpenaiCapacityBlocks. Ignored for kPrefixgate.
   std::size_t capacity_blocks = 0;
 };
 
@@ -54,7 +60,10 @@ class PrefixIndex {
   ReplicaId add_replica(ReplicaIndexConfig config);
   std::size_t replica_count() const;
 
-  // Authoritative updates from a replica's kv_events.
+  // Authoritative updates from a replica's kv_events. Order between blocks does not matter (a
+  // child stored before its parent is fine): the index is a set per replica, and chained hashes
+  // make prefix order implicit. Removing a block the replica does not hold is a no-op.
+  // Predictions are untouched, except that a confirmed block drops its prediction.
   void apply_snapshot(ReplicaId replica, std::span<const std::uint64_t> hashes);  // replaces all
   void apply_stored(ReplicaId replica, std::uint64_t hash);
   void apply_removed(ReplicaId replica, std::uint64_t hash);
@@ -62,15 +71,20 @@ class PrefixIndex {
   // Forgets everything about a replica (event stream lost, replica ejected).
   void reset(ReplicaId replica);
 
-  // The gateway sent a request with these block hashes to `replica`.
+  // The gateway sent a request with these block hashes to `replica`. Also drops that replica's
+  // expired predictions. Blocks the replica holds confirmed are not predicted again.
   void predict(ReplicaId replica, std::span<const std::uint64_t> hashes, Clock::time_point now);
+  // Drops every replica's expired predictions (they already stop matching once expired; this
+  // frees their memory and keeps blocks() exact). Optional: call it from a periodic timer.
+  void expire_predictions(Clock::time_point now);
 
   // For every replica r, out[r] = how many leading blocks of `hashes` r holds (confirmed, or
   // predicted and not expired). out.size() must equal replica_count().
   void longest_match(std::span<const std::uint64_t> hashes, Clock::time_point now,
                      std::span<std::size_t> out) const;
 
-  // Blocks known per replica (confirmed + live predictions), for metrics.
+  // Blocks known per replica (confirmed + predictions not yet dropped), for metrics. Predictions
+  // expired but not yet dropped by predict()/expire_predictions() still count here.
   std::size_t blocks(ReplicaId replica) const;
   std::size_t size() const;  // distinct hashes indexed
 

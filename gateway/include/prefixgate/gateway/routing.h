@@ -44,8 +44,11 @@ struct ReplicaView {
   std::size_t tokens_queued_for_prefill = 0;
   std::size_t kv_pages_used = 0;
   std::size_t kv_pages_total = 0;
-  // Tracked by the gateway itself: requests sent and not finished, and their prompt tokens not
-  // yet confirmed by a load report (covers the gap between reports).
+  // Tracked by the gateway itself: requests sent and not finished, and the prompt tokens of
+  // those not yet past prefill (first token not yet seen). Covers the gap between reports: the
+  // load model takes max(tokens_queued_for_prefill, inflight_prompt_tokens) and
+  // max(running + waiting, inflight_requests), never the sum, which would count twice what a
+  // report already includes (see gateway/ROUTING.md).
   std::size_t inflight_requests = 0;
   std::size_t inflight_prompt_tokens = 0;
 };
@@ -58,10 +61,10 @@ struct RouteRequest {
 };
 
 enum class RouteReason {
-  kCacheHit,        // cache_aware: the cheapest replica holds part of the prefix
-  kColdAffinity,    // cache_aware: cold prefix, consistent hash of its first blocks
-  kLoadSpill,       // cache_aware: the affine replica was overloaded; cheaper elsewhere
-  kLeastCost,       // cache_aware: no usable match; least expected cost
+  kCacheHit,      // cache_aware: the cheapest replica holds part of the prefix
+  kColdAffinity,  // cache_aware: cold prefix, consistent hash of its first blocks
+  kLoadSpill,     // cache_aware: the affine replica was overloaded; cheaper elsewhere
+  kLeastCost,     // cache_aware: no usable match; least expected cost
   kRoundRobin,
   kRandom,
   kLeastLoad,
@@ -98,6 +101,8 @@ struct PolicyConfig {
   std::uint64_t seed = 0;  // random, power_of_two
 };
 
+// Not thread-safe (policies keep counters, RNGs and scratch buffers): the gateway serializes
+// calls, as it does for the PrefixIndex.
 class RoutingPolicy {
  public:
   virtual ~RoutingPolicy() = default;
@@ -108,6 +113,7 @@ class RoutingPolicy {
 };
 
 // "round_robin", "random", "least_load", "power_of_two", "consistent_hash", "cache_aware".
+// kInvalidValue for an unknown name or an out-of-range CacheAwareConfig field (param names it).
 canon::Result<std::unique_ptr<RoutingPolicy>> make_policy(std::string_view name,
                                                           const PolicyConfig& config = {});
 

@@ -1,0 +1,336 @@
+// PrefixIndex: one flat hash map from block hash to a slot; per slot a bitmask of the replicas
+// that hold the block confirmed (ceil(replicas / 64) words, stored contiguously in `masks_`) and a
+// short list of predictions. longest_match walks the prompt's hashes once, keeping the mask of
+// replicas whose match is still unbroken, and stops as soon as that mask is empty.
+#include "prefixgate/gateway/prefix_index.h"
+
+#include <algorithm>
+#include <bit>
+#include <boost/unordered/unordered_flat_map.hpp>
+#include <boost/unordered/unordered_flat_set.hpp>
+#include <cassert>
+#include <deque>
+#include <list>
+#include <utility>
+
+namespace prefixgate::gateway {
+namespace {
+
+constexpr std::size_t kBitsPerWord = 64;
+constexpr Clock::time_point kNever = Clock::time_point::max();
+
+std::size_t words_for(std::size_t replicas) {
+  return (replicas + kBitsPerWord - 1) / kBitsPerWord;
+}
+
+struct Prediction {
+  ReplicaId replica;
+  Clock::time_point expiry;  // kNever for kOpenai replicas (their LRU bounds them instead)
+};
+
+// Prediction lists are short (a prefix is routed to one or two replicas), so a vector scanned
+// linearly beats any map.
+using Predictions = std::vector<Prediction>;
+
+struct ReplicaState {
+  ReplicaIndexConfig config;
+  // Confirmed blocks, kept per replica too so cleared/reset/snapshot cost O(replica's blocks)
+  // instead of a scan of the whole index.
+  boost::unordered_flat_set<std::uint64_t> confirmed;
+  std::size_t predicted = 0;  // live prediction records on this replica
+  // kPrefixgate: predictions in the order they were made. Expiries are monotonic in that order
+  // (one TTL, steady clock), so expired ones are popped from the front. An entry whose prediction
+  // was refreshed, confirmed or dropped meanwhile is skipped when popped.
+  std::deque<std::pair<std::uint64_t, Clock::time_point>> expiry_queue;
+  // kOpenai: predictions in recency order, front = most recent; evicted from the back.
+  std::list<std::uint64_t> lru;
+  boost::unordered_flat_map<std::uint64_t, std::list<std::uint64_t>::iterator> lru_pos;
+};
+
+}  // namespace
+
+struct PrefixIndex::Impl {
+  IndexConfig config;
+  std::vector<ReplicaState> replicas;
+  std::size_t words = 0;  // mask words per slot
+
+  boost::unordered_flat_map<std::uint64_t, std::uint32_t> slot_of;
+  std::vector<std::uint64_t> masks;      // slot s: masks[s * words, (s + 1) * words)
+  std::vector<Predictions> predictions;  // by slot
+  std::vector<std::uint32_t> free_slots;
+
+  std::uint64_t* mask(std::uint32_t slot) { return masks.data() + std::size_t{slot} * words; }
+  const std::uint64_t* mask(std::uint32_t slot) const {
+    return masks.data() + std::size_t{slot} * words;
+  }
+
+  static bool test(const std::uint64_t* m, ReplicaId r) {
+    return (m[r / kBitsPerWord] >> (r % kBitsPerWord)) & 1U;
+  }
+
+  // Grows the mask of every slot when a replica needs another word (rare: at replica 65, 129...).
+  void widen(std::size_t new_words) {
+    const std::size_t slots = predictions.size();
+    std::vector<std::uint64_t> wider(slots * new_words, 0);
+    for (std::size_t s = 0; s < slots; ++s) {
+      std::copy_n(masks.begin() + static_cast<std::ptrdiff_t>(s * words), words,
+                  wider.begin() + static_cast<std::ptrdiff_t>(s * new_words));
+    }
+    masks = std::move(wider);
+    words = new_words;
+  }
+
+  std::uint32_t find_or_insert(std::uint64_t hash) {
+    auto [it, inserted] = slot_of.try_emplace(hash, 0);
+    if (!inserted) return it->second;
+    std::uint32_t slot;
+    if (!free_slots.empty()) {
+      slot = free_slots.back();
+      free_slots.pop_back();
+    } else {
+      slot = static_cast<std::uint32_t>(predictions.size());
+      predictions.emplace_back();
+      masks.resize(masks.size() + words, 0);
+    }
+    it->second = slot;
+    return slot;
+  }
+
+  // An entry that no replica holds any more is erased, so memory follows what is cached.
+  void release_if_empty(std::uint64_t hash, std::uint32_t slot) {
+    const std::uint64_t* m = mask(slot);
+    if (!predictions[slot].empty()) return;
+    if (std::any_of(m, m + words, [](std::uint64_t w) { return w != 0; })) return;
+    slot_of.erase(hash);
+    predictions[slot].shrink_to_fit();
+    free_slots.push_back(slot);
+  }
+
+  const std::uint32_t* find(std::uint64_t hash) const {
+    auto it = slot_of.find(hash);
+    return it == slot_of.end() ? nullptr : &it->second;
+  }
+
+  // Drops r's prediction record of `hash`, if any, and frees the entry if nothing else holds it.
+  // `only_if_expired_by`: drop only when the record expired by then (a refreshed one stays).
+  void drop_prediction(ReplicaId r, std::uint64_t hash, Clock::time_point only_if_expired_by) {
+    const std::uint32_t* slot = find(hash);
+    if (slot == nullptr) return;
+    Predictions& preds = predictions[*slot];
+    auto it = std::find_if(preds.begin(), preds.end(),
+                           [r](const Prediction& p) { return p.replica == r; });
+    if (it == preds.end() || it->expiry > only_if_expired_by) return;
+    *it = preds.back();
+    preds.pop_back();
+    --replicas[r].predicted;
+    release_if_empty(hash, *slot);
+  }
+
+  void store(ReplicaId r, std::uint64_t hash) {
+    ReplicaState& rs = replicas[r];
+    if (!rs.confirmed.insert(hash).second) return;
+    const std::uint32_t slot = find_or_insert(hash);
+    mask(slot)[r / kBitsPerWord] |= std::uint64_t{1} << (r % kBitsPerWord);
+    // A confirmed block needs no prediction: confirmation outlives the TTL, and for an openai
+    // replica (which sends no events) this only happens if it is reconfigured.
+    if (rs.config.kind == ReplicaKind::kOpenai) forget_lru(r, hash);
+    drop_prediction(r, hash, kNever);
+  }
+
+  void unstore(ReplicaId r, std::uint64_t hash) {
+    const std::uint32_t* slot = find(hash);
+    if (slot == nullptr) return;
+    mask(*slot)[r / kBitsPerWord] &= ~(std::uint64_t{1} << (r % kBitsPerWord));
+    release_if_empty(hash, *slot);
+  }
+
+  void clear_confirmed(ReplicaId r) {
+    ReplicaState& rs = replicas[r];
+    for (std::uint64_t hash : rs.confirmed) unstore(r, hash);
+    rs.confirmed.clear();
+  }
+
+  void forget_lru(ReplicaId r, std::uint64_t hash) {
+    ReplicaState& rs = replicas[r];
+    auto it = rs.lru_pos.find(hash);
+    if (it == rs.lru_pos.end()) return;
+    rs.lru.erase(it->second);
+    rs.lru_pos.erase(it);
+  }
+
+  void clear_predictions(ReplicaId r) {
+    ReplicaState& rs = replicas[r];
+    for (const auto& [hash, expiry] : rs.expiry_queue) drop_prediction(r, hash, kNever);
+    for (std::uint64_t hash : rs.lru) drop_prediction(r, hash, kNever);
+    rs.expiry_queue.clear();
+    rs.lru.clear();
+    rs.lru_pos.clear();
+    assert(rs.predicted == 0);
+  }
+
+  void expire(ReplicaId r, Clock::time_point now) {
+    auto& queue = replicas[r].expiry_queue;
+    while (!queue.empty() && queue.front().second <= now) {
+      drop_prediction(r, queue.front().first, now);
+      queue.pop_front();
+    }
+  }
+
+  // Adds or refreshes r's prediction of `hash`. Returns false if r already holds it confirmed.
+  bool upsert_prediction(ReplicaId r, std::uint64_t hash, Clock::time_point expiry) {
+    if (replicas[r].confirmed.contains(hash)) return false;
+    const std::uint32_t slot = find_or_insert(hash);
+    Predictions& preds = predictions[slot];
+    auto it = std::find_if(preds.begin(), preds.end(),
+                           [r](const Prediction& p) { return p.replica == r; });
+    if (it != preds.end()) {
+      it->expiry = expiry;
+    } else {
+      preds.push_back({r, expiry});
+      ++replicas[r].predicted;
+    }
+    return true;
+  }
+};
+
+PrefixIndex::PrefixIndex(IndexConfig config) : impl_(std::make_unique<Impl>()) {
+  impl_->config = config;
+}
+PrefixIndex::~PrefixIndex() = default;
+PrefixIndex::PrefixIndex(PrefixIndex&&) noexcept = default;
+PrefixIndex& PrefixIndex::operator=(PrefixIndex&&) noexcept = default;
+
+ReplicaId PrefixIndex::add_replica(ReplicaIndexConfig config) {
+  if (config.kind == ReplicaKind::kOpenai && config.capacity_blocks == 0) {
+    config.capacity_blocks = kDefaultOpenaiCapacityBlocks;
+  }
+  const auto id = static_cast<ReplicaId>(impl_->replicas.size());
+  impl_->replicas.push_back(ReplicaState{config, {}, 0, {}, {}, {}});
+  const std::size_t needed = words_for(impl_->replicas.size());
+  if (needed > impl_->words) impl_->widen(needed);
+  return id;
+}
+
+std::size_t PrefixIndex::replica_count() const {
+  return impl_->replicas.size();
+}
+
+void PrefixIndex::apply_snapshot(ReplicaId replica, std::span<const std::uint64_t> hashes) {
+  assert(replica < impl_->replicas.size());
+  impl_->clear_confirmed(replica);
+  for (std::uint64_t hash : hashes) impl_->store(replica, hash);
+}
+
+void PrefixIndex::apply_stored(ReplicaId replica, std::uint64_t hash) {
+  assert(replica < impl_->replicas.size());
+  impl_->store(replica, hash);
+}
+
+void PrefixIndex::apply_removed(ReplicaId replica, std::uint64_t hash) {
+  assert(replica < impl_->replicas.size());
+  if (impl_->replicas[replica].confirmed.erase(hash) == 0) return;
+  impl_->unstore(replica, hash);
+}
+
+void PrefixIndex::apply_cleared(ReplicaId replica) {
+  assert(replica < impl_->replicas.size());
+  impl_->clear_confirmed(replica);
+}
+
+void PrefixIndex::reset(ReplicaId replica) {
+  assert(replica < impl_->replicas.size());
+  impl_->clear_confirmed(replica);
+  impl_->clear_predictions(replica);
+}
+
+void PrefixIndex::predict(ReplicaId replica, std::span<const std::uint64_t> hashes,
+                          Clock::time_point now) {
+  assert(replica < impl_->replicas.size());
+  Impl& im = *impl_;
+  ReplicaState& rs = im.replicas[replica];
+  if (rs.config.kind == ReplicaKind::kPrefixgate) {
+    im.expire(replica, now);
+    const Clock::time_point expiry = now + im.config.prediction_ttl;
+    for (std::uint64_t hash : hashes) {
+      if (im.upsert_prediction(replica, hash, expiry)) rs.expiry_queue.emplace_back(hash, expiry);
+    }
+    return;
+  }
+  // kOpenai: touched from the last block to the first, so the first blocks end up most recent
+  // and eviction takes a prompt's tail before its prefix (as an engine's LRU frees a sequence's
+  // blocks tail first); evicting a prefix block would orphan every block after it.
+  for (auto it = hashes.rbegin(); it != hashes.rend(); ++it) {
+    const std::uint64_t hash = *it;
+    if (!im.upsert_prediction(replica, hash, kNever)) continue;
+    auto pos = rs.lru_pos.find(hash);
+    if (pos != rs.lru_pos.end()) {
+      rs.lru.splice(rs.lru.begin(), rs.lru, pos->second);
+    } else {
+      rs.lru.push_front(hash);
+      rs.lru_pos.emplace(hash, rs.lru.begin());
+    }
+  }
+  while (rs.lru.size() > rs.config.capacity_blocks) {
+    const std::uint64_t victim = rs.lru.back();
+    rs.lru.pop_back();
+    rs.lru_pos.erase(victim);
+    im.drop_prediction(replica, victim, kNever);
+  }
+}
+
+void PrefixIndex::expire_predictions(Clock::time_point now) {
+  for (ReplicaId r = 0; r < impl_->replicas.size(); ++r) impl_->expire(r, now);
+}
+
+void PrefixIndex::longest_match(std::span<const std::uint64_t> hashes, Clock::time_point now,
+                                std::span<std::size_t> out) const {
+  const Impl& im = *impl_;
+  const std::size_t n_replicas = im.replicas.size();
+  assert(out.size() == n_replicas);
+  const std::size_t words = im.words;
+  std::fill(out.begin(), out.end(), hashes.size());
+  if (n_replicas == 0) return;
+
+  // alive: replicas whose match covers every block so far. When a replica drops out at block i,
+  // its match is i blocks.
+  std::vector<std::uint64_t> alive(words, ~std::uint64_t{0});
+  if (n_replicas % kBitsPerWord != 0) alive.back() = (std::uint64_t{1} << (n_replicas % 64)) - 1;
+  std::vector<std::uint64_t> held(words);
+  std::size_t alive_words = words;  // words of `alive` that are non-zero
+
+  for (std::size_t i = 0; i < hashes.size() && alive_words > 0; ++i) {
+    const std::uint32_t* slot = im.find(hashes[i]);
+    if (slot == nullptr) {
+      std::fill(held.begin(), held.end(), 0);
+    } else {
+      const std::uint64_t* m = im.mask(*slot);
+      std::copy_n(m, words, held.begin());
+      for (const Prediction& p : im.predictions[*slot]) {
+        if (p.expiry > now) held[p.replica / kBitsPerWord] |= std::uint64_t{1} << (p.replica % 64);
+      }
+    }
+    alive_words = 0;
+    for (std::size_t w = 0; w < words; ++w) {
+      std::uint64_t dropped = alive[w] & ~held[w];
+      while (dropped != 0) {
+        const int bit = std::countr_zero(dropped);
+        out[w * kBitsPerWord + static_cast<std::size_t>(bit)] = i;
+        dropped &= dropped - 1;
+      }
+      alive[w] &= held[w];
+      if (alive[w] != 0) ++alive_words;
+    }
+  }
+}
+
+std::size_t PrefixIndex::blocks(ReplicaId replica) const {
+  assert(replica < impl_->replicas.size());
+  const ReplicaState& rs = impl_->replicas[replica];
+  return rs.confirmed.size() + rs.predicted;
+}
+
+std::size_t PrefixIndex::size() const {
+  return impl_->slot_of.size();
+}
+
+}  // namespace prefixgate::gateway

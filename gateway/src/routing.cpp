@@ -1,0 +1,74 @@
+// make_policy, reason names, and the cache match every policy reports for auditing.
+#include "prefixgate/gateway/routing.h"
+
+#include <algorithm>
+#include <string>
+
+#include "routing_common.h"
+
+namespace prefixgate::gateway {
+
+const char* route_reason_name(RouteReason reason) {
+  switch (reason) {
+    case RouteReason::kCacheHit: return "cache_hit";
+    case RouteReason::kColdAffinity: return "cold_affinity";
+    case RouteReason::kLoadSpill: return "load_spill";
+    case RouteReason::kLeastCost: return "least_cost";
+    case RouteReason::kRoundRobin: return "round_robin";
+    case RouteReason::kRandom: return "random";
+    case RouteReason::kLeastLoad: return "least_load";
+    case RouteReason::kPowerOfTwo: return "power_of_two";
+    case RouteReason::kSessionAffinity: return "session_affinity";
+    case RouteReason::kNoHealthyReplica: return "no_healthy_replica";
+  }
+  return "unknown";
+}
+
+namespace routing {
+
+void match_blocks(const RouteRequest& request, std::span<const ReplicaView> replicas,
+                  const PrefixIndex& index, Clock::time_point now,
+                  std::vector<std::size_t>& blocks) {
+  blocks.assign(index.replica_count(), 0);
+  index.longest_match(request.block_hashes, now, blocks);
+  blocks.resize(replicas.size(), 0);
+}
+
+}  // namespace routing
+
+namespace {
+
+canon::Status validate(const CacheAwareConfig& c) {
+  auto bad = [](const char* key, const char* why) {
+    return canon::make_error(canon::ErrorCode::kInvalidValue,
+                             std::string("routing.cache_aware.") + key + " " + why,
+                             std::string("routing.cache_aware.") + key);
+  };
+  if (!(c.decode_weight >= 0)) return bad("decode_weight", "must be >= 0");
+  if (!(c.overload_factor >= 1)) return bad("overload_factor", "must be >= 1");
+  if (!(c.overload_floor_tokens >= 0)) return bad("overload_floor_tokens", "must be >= 0");
+  if (c.affinity_blocks < 1) return bad("affinity_blocks", "must be >= 1");
+  if (!(c.bounded_load_factor >= 1)) return bad("bounded_load_factor", "must be >= 1");
+  return {};
+}
+
+}  // namespace
+
+canon::Result<std::unique_ptr<RoutingPolicy>> make_policy(std::string_view name,
+                                                          const PolicyConfig& config) {
+  if (canon::Status s = validate(config.cache_aware); !s) return s.error();
+  const double w = config.cache_aware.decode_weight;
+  if (name == "round_robin") return routing::make_round_robin();
+  if (name == "random") return routing::make_random(config.seed);
+  if (name == "least_load") return routing::make_least_load(w);
+  if (name == "power_of_two") return routing::make_power_of_two(config.seed, w);
+  if (name == "consistent_hash") return routing::make_consistent_hash(w);
+  if (name == "cache_aware") return routing::make_cache_aware(config.cache_aware);
+  return canon::make_error(canon::ErrorCode::kInvalidValue,
+                           "unknown routing policy '" + std::string(name) +
+                               "'; expected one of round_robin, random, least_load, "
+                               "power_of_two, consistent_hash, cache_aware",
+                           "policy");
+}
+
+}  // namespace prefixgate::gateway

@@ -1,0 +1,124 @@
+// cache_aware: the replica with the lowest expected cost (see routing.h and gateway/ROUTING.md).
+//
+//   cost(r) = (prompt_tokens - cached_tokens(r)) + load(r)
+//   load(r) = max(tokens_queued_for_prefill, inflight_prompt_tokens)
+//             + decode_weight * max(running + waiting, inflight_requests)
+//
+// Order of the rules: unhealthy replicas are out; a cold prefix goes to the bounded-load
+// rendezvous hash of its first blocks; otherwise the least cost among replicas that are not
+// overloaded (an overloaded replica keeps no affinity, which is what spreads a hot prefix).
+#include <algorithm>
+#include <optional>
+#include <vector>
+
+#include "routing_common.h"
+
+namespace prefixgate::gateway::routing {
+namespace {
+
+class CacheAware final : public RoutingPolicy {
+ public:
+  explicit CacheAware(const CacheAwareConfig& config) : config_(config) {}
+  std::string_view name() const override { return "cache_aware"; }
+
+  RouteDecision route(const RouteRequest& request, std::span<const ReplicaView> replicas,
+                      const PrefixIndex& index, Clock::time_point now) override {
+    const std::size_t n = replicas.size();
+    match_blocks(request, replicas, index, now, blocks_);
+    load_.assign(n, 0);
+    double total_load = 0;
+    std::size_t healthy = 0;
+    std::size_t best_match = 0;  // longest match on any healthy replica, in blocks
+    for (std::size_t r = 0; r < n; ++r) {
+      if (!replicas[r].healthy) continue;
+      load_[r] = load_tokens(replicas[r], config_.decode_weight);
+      total_load += load_[r];
+      ++healthy;
+      best_match = std::max(best_match, blocks_[r]);
+    }
+    if (healthy == 0) return {};
+    const double mean = total_load / static_cast<double>(healthy);
+    const std::span<const std::uint64_t> hashes = request.block_hashes;
+
+    if (best_match == 0 && !hashes.empty()) {
+      // Cold prefix. Rendezvous hashing of the first affinity_blocks blocks (the chained hash of
+      // block k-1 names blocks [0, k)), so concurrent siblings agree before any prediction or
+      // event exists; bounded load keeps a busy replica from taking new prefixes.
+      const std::uint64_t key = hashes[std::min(config_.affinity_blocks, hashes.size()) - 1];
+      const double bound = config_.bounded_load_factor * mean;
+      if (auto r = highest_score(replicas, key, [&](std::size_t i) { return load_[i] <= bound; })) {
+        return decision(request, *r, RouteReason::kColdAffinity);
+      }
+    }
+
+    // Least cost among replicas that are not overloaded. Ties (an idle fleet, a prefix cached
+    // everywhere) go to the rendezvous winner for the blocks just past the longest match, so
+    // siblings that diverge there still converge.
+    const double overload_bound = config_.overload_factor * mean + config_.overload_floor_tokens;
+    const std::uint64_t tie_key =
+        hashes.empty() ? 0
+                       : hashes[std::min(best_match + config_.affinity_blocks, hashes.size()) - 1];
+    auto cheapest = [&](bool skip_overloaded) {
+      std::size_t best = n;
+      double best_cost = 0;
+      std::uint64_t best_score = 0;
+      for (std::size_t r = 0; r < n; ++r) {
+        if (!replicas[r].healthy) continue;
+        if (skip_overloaded && load_[r] > overload_bound) continue;
+        const double uncached = static_cast<double>(request.prompt_tokens) -
+                                static_cast<double>(cached_tokens(request, blocks_[r]));
+        const double cost = uncached + load_[r];
+        const std::uint64_t score = rendezvous_score(tie_key, static_cast<ReplicaId>(r));
+        if (best == n || cost < best_cost || (cost == best_cost && score > best_score)) {
+          best = r;
+          best_cost = cost;
+          best_score = score;
+        }
+      }
+      return best;
+    };
+    std::size_t chosen = cheapest(/*skip_overloaded=*/true);
+    // Every healthy replica over the bound cannot happen with overload_factor >= 1 (the least
+    // loaded is at most the mean); kept so a future config cannot make route() fail.
+    if (chosen == n) chosen = cheapest(/*skip_overloaded=*/false);
+
+    RouteReason reason = RouteReason::kLeastCost;
+    if (best_match > 0) {
+      reason = blocks_[chosen] == best_match ? RouteReason::kCacheHit : RouteReason::kLoadSpill;
+    }
+    return decision(request, chosen, reason);
+  }
+
+ private:
+  template <class Eligible>
+  std::optional<std::size_t> highest_score(std::span<const ReplicaView> replicas, std::uint64_t key,
+                                           Eligible eligible) const {
+    std::optional<std::size_t> best;
+    std::uint64_t best_score = 0;
+    for (std::size_t r = 0; r < replicas.size(); ++r) {
+      if (!replicas[r].healthy || !eligible(r)) continue;
+      const std::uint64_t score = rendezvous_score(key, static_cast<ReplicaId>(r));
+      if (!best || score > best_score) {
+        best = r;
+        best_score = score;
+      }
+    }
+    return best;
+  }
+
+  RouteDecision decision(const RouteRequest& request, std::size_t r, RouteReason reason) const {
+    return {static_cast<ReplicaId>(r), reason, cached_tokens(request, blocks_[r])};
+  }
+
+  CacheAwareConfig config_;
+  std::vector<std::size_t> blocks_;  // scratch, reused between calls
+  std::vector<double> load_;         // scratch
+};
+
+}  // namespace
+
+std::unique_ptr<RoutingPolicy> make_cache_aware(const CacheAwareConfig& config) {
+  return std::make_unique<CacheAware>(config);
+}
+
+}  // namespace prefixgate::gateway::routing

@@ -1,0 +1,296 @@
+#include "prefixgate/gateway/prefix_index.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+#include <set>
+#include <vector>
+
+#include "gateway/fleet_sim.h"
+
+namespace prefixgate::gateway {
+namespace {
+
+using std::chrono::milliseconds;
+using testing::prompt_hashes;
+
+std::vector<std::size_t> match(const PrefixIndex& index, const std::vector<std::uint64_t>& hashes,
+                               Clock::time_point now = {}) {
+  std::vector<std::size_t> out(index.replica_count());
+  index.longest_match(hashes, now, out);
+  return out;
+}
+
+void store(PrefixIndex& index, ReplicaId r, const std::vector<std::uint64_t>& hashes,
+           std::size_t first, std::size_t last) {
+  for (std::size_t i = first; i < last; ++i) index.apply_stored(r, hashes[i]);
+}
+
+TEST(PrefixIndexTest, ConfirmedBlocksGiveTheLeadingRunPerReplica) {
+  PrefixIndex index;
+  for (int i = 0; i < 3; ++i) index.add_replica({});
+  const auto h = prompt_hashes(1, 8);
+  store(index, 0, h, 0, 8);
+  store(index, 1, h, 0, 3);
+  EXPECT_EQ(match(index, h), (std::vector<std::size_t>{8, 3, 0}));
+  EXPECT_EQ(index.blocks(0), 8U);
+  EXPECT_EQ(index.blocks(1), 3U);
+  EXPECT_EQ(index.size(), 8U);
+}
+
+TEST(PrefixIndexTest, MatchStopsAtTheFirstGapPerReplica) {
+  PrefixIndex index;
+  for (int i = 0; i < 2; ++i) index.add_replica({});
+  const auto h = prompt_hashes(1, 6);
+  for (std::size_t i : {0, 1, 3, 4, 5}) index.apply_stored(0, h[i]);  // no block 2
+  for (std::size_t i : {1, 2}) index.apply_stored(1, h[i]);           // no block 0
+  EXPECT_EQ(match(index, h), (std::vector<std::size_t>{2, 0}));
+}
+
+TEST(PrefixIndexTest, EventsOutOfOrderStillMatch) {
+  PrefixIndex index;
+  index.add_replica({});
+  const auto h = prompt_hashes(1, 5);
+  for (std::size_t i = 5; i-- > 0;) index.apply_stored(0, h[i]);  // children before parents
+  EXPECT_EQ(match(index, h), (std::vector<std::size_t>{5}));
+}
+
+TEST(PrefixIndexTest, PredictionMatchesUntilItsTtl) {
+  PrefixIndex index({milliseconds(2000)});
+  index.add_replica({});
+  index.add_replica({});
+  const auto h = prompt_hashes(1, 4);
+  const Clock::time_point t0{};
+  index.predict(1, h, t0);
+  EXPECT_EQ(match(index, h, t0 + milliseconds(1999)), (std::vector<std::size_t>{0, 4}));
+  EXPECT_EQ(match(index, h, t0 + milliseconds(2000)), (std::vector<std::size_t>{0, 0}));
+  EXPECT_EQ(index.blocks(1), 4U);  // expired but not yet dropped
+  index.expire_predictions(t0 + milliseconds(2000));
+  EXPECT_EQ(index.blocks(1), 0U);
+  EXPECT_EQ(index.size(), 0U);
+}
+
+TEST(PrefixIndexTest, PredictAgainRefreshesTheTtl) {
+  PrefixIndex index({milliseconds(1000)});
+  index.add_replica({});
+  const auto h = prompt_hashes(1, 4);
+  const Clock::time_point t0{};
+  index.predict(0, h, t0);
+  index.predict(0, h, t0 + milliseconds(900));
+  // The first prediction's queue entry expires at 1000 ms; the refreshed record must survive it.
+  index.expire_predictions(t0 + milliseconds(1500));
+  EXPECT_EQ(match(index, h, t0 + milliseconds(1500)), (std::vector<std::size_t>{4}));
+  EXPECT_EQ(match(index, h, t0 + milliseconds(1900)), (std::vector<std::size_t>{0}));
+}
+
+TEST(PrefixIndexTest, ConfirmationKeepsAPredictedBlockPastTheTtl) {
+  PrefixIndex index({milliseconds(1000)});
+  index.add_replica({});
+  const auto h = prompt_hashes(1, 6);
+  const Clock::time_point t0{};
+  index.predict(0, h, t0);
+  store(index, 0, h, 0, 4);  // the engine confirmed the first 4 blocks only
+  const Clock::time_point later = t0 + milliseconds(5000);
+  index.expire_predictions(later);
+  EXPECT_EQ(match(index, h, later), (std::vector<std::size_t>{4}));
+  EXPECT_EQ(index.blocks(0), 4U);
+  EXPECT_EQ(index.size(), 4U);
+}
+
+TEST(PrefixIndexTest, ConfirmedBlocksAreNotPredictedAgain) {
+  PrefixIndex index({milliseconds(1000)});
+  index.add_replica({});
+  const auto h = prompt_hashes(1, 4);
+  store(index, 0, h, 0, 4);
+  index.predict(0, h, {});
+  EXPECT_EQ(index.blocks(0), 4U);  // not 8: a confirmed block carries no prediction
+  index.apply_cleared(0);
+  EXPECT_EQ(match(index, h, {}), (std::vector<std::size_t>{0}));
+}
+
+TEST(PrefixIndexTest, SnapshotReplacesTheConfirmedSet) {
+  PrefixIndex index;
+  index.add_replica({});
+  index.add_replica({});
+  const auto a = prompt_hashes(1, 4);
+  const auto b = prompt_hashes(2, 4);
+  store(index, 0, a, 0, 4);
+  store(index, 1, a, 0, 4);
+  index.apply_snapshot(0, b);
+  EXPECT_EQ(match(index, a), (std::vector<std::size_t>{0, 4}));
+  EXPECT_EQ(match(index, b), (std::vector<std::size_t>{4, 0}));
+  EXPECT_EQ(index.blocks(0), 4U);
+  EXPECT_EQ(index.size(), 8U);
+}
+
+TEST(PrefixIndexTest, RemovedBreaksTheChainAndClearedForgetsConfirmed) {
+  PrefixIndex index;
+  index.add_replica({});
+  const auto h = prompt_hashes(1, 6);
+  store(index, 0, h, 0, 6);
+  index.apply_removed(0, h[3]);
+  index.apply_removed(0, prompt_hashes(9, 1)[0]);  // not held: a no-op
+  EXPECT_EQ(match(index, h), (std::vector<std::size_t>{3}));
+  EXPECT_EQ(index.size(), 5U);
+  index.apply_cleared(0);
+  EXPECT_EQ(match(index, h), (std::vector<std::size_t>{0}));
+  EXPECT_EQ(index.blocks(0), 0U);
+  EXPECT_EQ(index.size(), 0U);  // entries nobody holds are erased
+}
+
+TEST(PrefixIndexTest, ResetForgetsOneReplicaOnly) {
+  PrefixIndex index;
+  index.add_replica({});
+  index.add_replica({});
+  const auto h = prompt_hashes(1, 4);
+  store(index, 0, h, 0, 4);
+  store(index, 1, h, 0, 2);
+  index.predict(0, prompt_hashes(2, 3), {});
+  index.reset(0);
+  EXPECT_EQ(match(index, h), (std::vector<std::size_t>{0, 2}));
+  EXPECT_EQ(match(index, prompt_hashes(2, 3)), (std::vector<std::size_t>{0, 0}));
+  EXPECT_EQ(index.blocks(0), 0U);
+  EXPECT_EQ(index.size(), 2U);
+}
+
+TEST(PrefixIndexTest, OpenaiPredictionsNeverExpire) {
+  PrefixIndex index({milliseconds(10)});
+  index.add_replica({ReplicaKind::kOpenai, 100});
+  const auto h = prompt_hashes(1, 4);
+  index.predict(0, h, {});
+  const Clock::time_point much_later = Clock::time_point{} + std::chrono::hours(24);
+  index.expire_predictions(much_later);
+  EXPECT_EQ(match(index, h, much_later), (std::vector<std::size_t>{4}));
+}
+
+TEST(PrefixIndexTest, OpenaiLruKeepsCapacityAndEvictsTailsFirst) {
+  PrefixIndex index;
+  index.add_replica({ReplicaKind::kOpenai, 8});
+  const auto a = prompt_hashes(1, 6);
+  const auto b = prompt_hashes(2, 6);
+  index.predict(0, a, {});
+  index.predict(0, b, {});
+  EXPECT_EQ(index.blocks(0), 8U);
+  EXPECT_EQ(index.size(), 8U);
+  EXPECT_EQ(match(index, b), (std::vector<std::size_t>{6}));
+  EXPECT_EQ(match(index, a), (std::vector<std::size_t>{2}));  // a's tail went, its prefix stayed
+  index.predict(0, a, {});  // a is the most recent now: b loses its tail
+  EXPECT_EQ(match(index, a), (std::vector<std::size_t>{6}));
+  EXPECT_EQ(match(index, b), (std::vector<std::size_t>{2}));
+  EXPECT_EQ(index.blocks(0), 8U);
+}
+
+TEST(PrefixIndexTest, SupportsMoreThan64Replicas) {
+  PrefixIndex index;
+  const auto h = prompt_hashes(1, 40);
+  // Blocks stored before the index grows past 64 and 128 replicas must survive the widening.
+  for (ReplicaId r = 0; r < 150; ++r) {
+    index.add_replica({});
+    store(index, r, h, 0, r % 37);
+  }
+  index.predict(149, h, {});  // predictions on a high replica id
+  const auto out = match(index, h);
+  ASSERT_EQ(out.size(), 150U);
+  for (ReplicaId r = 0; r < 149; ++r) EXPECT_EQ(out[r], r % 37) << "replica " << r;
+  EXPECT_EQ(out[149], 40U);
+  index.reset(149);
+  index.reset(100);
+  EXPECT_EQ(match(index, h)[100], 0U);
+  EXPECT_EQ(match(index, h)[101], 101U % 37);
+}
+
+TEST(PrefixIndexTest, EmptyPromptAndNoReplicas) {
+  PrefixIndex empty;
+  std::vector<std::size_t> none;
+  empty.longest_match(prompt_hashes(1, 3), {}, none);  // no replica: nothing to write
+  PrefixIndex index;
+  index.add_replica({});
+  EXPECT_EQ(match(index, {}), (std::vector<std::size_t>{0}));
+}
+
+// Random operation sequences against a plain model: per replica a set of confirmed hashes and a
+// map of predictions to their expiry. Checks matches, blocks() and size() (after expiry).
+TEST(PrefixIndexTest, RandomOperationsAgreeWithAPlainModel) {
+  constexpr std::size_t kReplicas = 70;  // two mask words
+  const milliseconds ttl(500);
+  PrefixIndex index({ttl});
+  std::vector<std::set<std::uint64_t>> confirmed(kReplicas);
+  std::vector<std::map<std::uint64_t, Clock::time_point>> predicted(kReplicas);
+  for (std::size_t r = 0; r < kReplicas; ++r) index.add_replica({});
+
+  std::vector<std::vector<std::uint64_t>> prompts;
+  for (std::uint64_t p = 0; p < 12; ++p) prompts.push_back(prompt_hashes(p % 4, 6, p, 4));
+  std::mt19937_64 rng(7);
+  auto pick = [&](std::size_t n) { return static_cast<std::size_t>(rng() % n); };
+  Clock::time_point now{};
+
+  for (int op = 0; op < 4000; ++op) {
+    const auto r = static_cast<ReplicaId>(pick(kReplicas));
+    const auto& prompt = prompts[pick(prompts.size())];
+    const std::uint64_t hash = prompt[pick(prompt.size())];
+    switch (pick(8)) {
+      case 0:
+      case 1:
+        index.apply_stored(r, hash);
+        confirmed[r].insert(hash);
+        predicted[r].erase(hash);
+        break;
+      case 2:
+        index.apply_removed(r, hash);
+        confirmed[r].erase(hash);
+        break;
+      case 3:
+        if (pick(10) == 0) {
+          index.apply_cleared(r);
+          confirmed[r].clear();
+        } else if (pick(10) == 0) {
+          index.reset(r);
+          confirmed[r].clear();
+          predicted[r].clear();
+        }
+        break;
+      case 4: {
+        std::vector<std::uint64_t> snapshot(prompt.begin(), prompt.begin() + 3);
+        index.apply_snapshot(r, snapshot);
+        confirmed[r] = {snapshot.begin(), snapshot.end()};
+        for (std::uint64_t h : snapshot) predicted[r].erase(h);
+        break;
+      }
+      default:
+        index.predict(r, prompt, now);
+        for (std::uint64_t h : prompt) {
+          if (!confirmed[r].contains(h)) predicted[r][h] = now + ttl;
+        }
+        break;
+    }
+    now += milliseconds(pick(40));
+
+    const auto& q = prompts[pick(prompts.size())];
+    const auto out = match(index, q, now);
+    for (std::size_t i = 0; i < kReplicas; ++i) {
+      std::size_t expect = 0;
+      while (expect < q.size() &&
+             (confirmed[i].contains(q[expect]) ||
+              (predicted[i].contains(q[expect]) && predicted[i][q[expect]] > now))) {
+        ++expect;
+      }
+      ASSERT_EQ(out[i], expect) << "op " << op << " replica " << i;
+    }
+    if (op % 50 == 0) {
+      index.expire_predictions(now);
+      std::set<std::uint64_t> all;
+      for (std::size_t i = 0; i < kReplicas; ++i) {
+        std::erase_if(predicted[i], [&](const auto& kv) { return kv.second <= now; });
+        all.insert(confirmed[i].begin(), confirmed[i].end());
+        for (const auto& [h, expiry] : predicted[i]) all.insert(h);
+        ASSERT_EQ(index.blocks(static_cast<ReplicaId>(i)),
+                  confirmed[i].size() + predicted[i].size());
+      }
+      ASSERT_EQ(index.size(), all.size()) << "op " << op;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace prefixgate::gateway

@@ -1,0 +1,294 @@
+#include "prefixgate/gateway/routing.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "gateway/fleet_sim.h"
+
+namespace prefixgate::gateway {
+namespace {
+
+using testing::prompt_hashes;
+using testing::request_for;
+
+const std::vector<std::string> kPolicies = {"round_robin",  "random",          "least_load",
+                                            "power_of_two", "consistent_hash", "cache_aware"};
+
+std::unique_ptr<RoutingPolicy> policy(std::string_view name, PolicyConfig config = {}) {
+  auto p = make_policy(name, config);
+  EXPECT_TRUE(p.ok()) << name;
+  return std::move(*p);
+}
+
+PrefixIndex index_with(std::size_t replicas) {
+  PrefixIndex index;
+  for (std::size_t r = 0; r < replicas; ++r) index.add_replica({});
+  return index;
+}
+
+std::vector<ReplicaView> fleet(std::size_t n) {
+  std::vector<ReplicaView> views(n);
+  for (std::size_t r = 0; r < n; ++r) views[r].id = static_cast<ReplicaId>(r);
+  return views;
+}
+
+TEST(RoutingTest, MakePolicyRefusesUnknownNamesAndBadConfig) {
+  for (const auto& name : kPolicies) {
+    auto p = make_policy(name);
+    ASSERT_TRUE(p.ok()) << name;
+    EXPECT_EQ((*p)->name(), name);
+  }
+  auto unknown = make_policy("fastest");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.error().code, canon::ErrorCode::kInvalidValue);
+  PolicyConfig bad;
+  bad.cache_aware.overload_factor = 0.5;
+  auto refused = make_policy("cache_aware", bad);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().param, "routing.cache_aware.overload_factor");
+}
+
+TEST(RoutingTest, ReasonNames) {
+  EXPECT_STREQ(route_reason_name(RouteReason::kCacheHit), "cache_hit");
+  EXPECT_STREQ(route_reason_name(RouteReason::kNoHealthyReplica), "no_healthy_replica");
+}
+
+TEST(RoutingTest, NoPolicyChoosesAnUnhealthyReplica) {
+  PrefixIndex index = index_with(5);
+  auto views = fleet(5);
+  views[0].healthy = views[2].healthy = views[3].healthy = false;
+  // Make the unhealthy ones the most attractive: idle and holding the prefix.
+  const auto h = prompt_hashes(1, 8);
+  for (std::uint64_t hash : h) index.apply_stored(0, hash);
+  views[1].tokens_queued_for_prefill = views[4].tokens_queued_for_prefill = 50000;
+  for (const auto& name : kPolicies) {
+    auto p = policy(name);
+    for (int i = 0; i < 50; ++i) {
+      const auto key = std::to_string(i);
+      const auto hashes = i % 2 ? h : prompt_hashes(i, 8);  // outlives the request's span
+      RouteRequest req = request_for(hashes);
+      req.session_key = key;
+      const RouteDecision d = p->route(req, views, index, {});
+      ASSERT_NE(d.reason, RouteReason::kNoHealthyReplica) << name;
+      EXPECT_TRUE(d.replica == 1 || d.replica == 4) << name << " chose " << d.replica;
+    }
+  }
+}
+
+TEST(RoutingTest, EveryPolicySaysNoHealthyReplicaWhenNoneIs) {
+  PrefixIndex index = index_with(3);
+  auto views = fleet(3);
+  for (auto& v : views) v.healthy = false;
+  const auto h = prompt_hashes(1, 4);
+  for (const auto& name : kPolicies) {
+    EXPECT_EQ(policy(name)->route(request_for(h), views, index, {}).reason,
+              RouteReason::kNoHealthyReplica)
+        << name;
+    EXPECT_EQ(policy(name)->route(request_for(h), {}, index_with(0), {}).reason,
+              RouteReason::kNoHealthyReplica)
+        << name << " with no replicas";
+  }
+}
+
+TEST(RoutingTest, EveryPolicyReportsThePredictedCachedTokensOfItsChoice) {
+  PrefixIndex index = index_with(3);
+  auto views = fleet(3);
+  const auto h = prompt_hashes(1, 10);
+  for (ReplicaId r = 0; r < 3; ++r) {
+    for (std::size_t i = 0; i < 2 + 3 * r; ++i) index.apply_stored(r, h[i]);  // 2, 5, 8 blocks
+  }
+  for (const auto& name : kPolicies) {
+    auto p = policy(name);
+    for (int i = 0; i < 10; ++i) {
+      const RouteDecision d = p->route(request_for(h), views, index, {});
+      EXPECT_EQ(d.predicted_cached_tokens, (2 + 3 * d.replica) * 16) << name;
+    }
+  }
+}
+
+TEST(RoutingTest, RoundRobinCyclesOverHealthyReplicas) {
+  PrefixIndex index = index_with(4);
+  auto views = fleet(4);
+  auto p = policy("round_robin");
+  const auto h = prompt_hashes(1, 2);
+  std::vector<ReplicaId> got;
+  for (int i = 0; i < 8; ++i) got.push_back(p->route(request_for(h), views, index, {}).replica);
+  EXPECT_EQ(got, (std::vector<ReplicaId>{0, 1, 2, 3, 0, 1, 2, 3}));
+  views[2].healthy = false;
+  got.clear();
+  for (int i = 0; i < 6; ++i) got.push_back(p->route(request_for(h), views, index, {}).replica);
+  EXPECT_EQ(got, (std::vector<ReplicaId>{0, 1, 3, 0, 1, 3}));
+}
+
+TEST(RoutingTest, RandomIsReproducibleFromItsSeedAndUsesEveryReplica) {
+  PrefixIndex index = index_with(4);
+  auto views = fleet(4);
+  PolicyConfig config;
+  config.seed = 42;
+  auto a = policy("random", config);
+  auto b = policy("random", config);
+  std::set<ReplicaId> seen;
+  const auto h = prompt_hashes(1, 2);
+  for (int i = 0; i < 200; ++i) {
+    const ReplicaId ra = a->route(request_for(h), views, index, {}).replica;
+    EXPECT_EQ(ra, b->route(request_for(h), views, index, {}).replica);
+    seen.insert(ra);
+  }
+  EXPECT_EQ(seen.size(), 4U);
+}
+
+TEST(RoutingTest, LeastLoadPicksTheLeastLoadedAndCountsInflightWork) {
+  PrefixIndex index = index_with(4);
+  auto views = fleet(4);
+  views[0].tokens_queued_for_prefill = 900;
+  views[1].running = 20;  // 20 x decode_weight 8 = 160
+  views[2].tokens_queued_for_prefill = 100;
+  views[2].inflight_prompt_tokens = 5000;  // sent since the last report: the report is stale
+  views[3].tokens_queued_for_prefill = 300;
+  auto p = policy("least_load");
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(p->route(request_for(prompt_hashes(i, 2)), views, index, {}).replica, 1U);
+  }
+}
+
+TEST(RoutingTest, PowerOfTwoPicksTheLessLoadedOfItsPair) {
+  PrefixIndex index = index_with(3);
+  auto views = fleet(3);
+  views[0].tokens_queued_for_prefill = 10;
+  views[1].tokens_queued_for_prefill = 20;
+  views[2].tokens_queued_for_prefill = 30;
+  auto p = policy("power_of_two");
+  std::map<ReplicaId, int> count;
+  const auto h = prompt_hashes(1, 2);
+  for (int i = 0; i < 3000; ++i) ++count[p->route(request_for(h), views, index, {}).replica];
+  // Pairs {0,1}, {0,2}, {1,2} equally likely: 0 wins 2/3, 1 wins 1/3, 2 never.
+  EXPECT_EQ(count[2], 0);
+  EXPECT_NEAR(count[0], 2000, 150);
+  EXPECT_NEAR(count[1], 1000, 150);
+  // With two replicas the pair is always both: the less loaded always wins.
+  auto two = fleet(2);
+  two[0].running = 5;
+  PrefixIndex index2 = index_with(2);
+  for (int i = 0; i < 50; ++i) EXPECT_EQ(p->route(request_for(h), two, index2, {}).replica, 1U);
+}
+
+TEST(RoutingTest, ConsistentHashIsStickyAndMovesFewKeysWhenAReplicaJoins) {
+  constexpr int kKeys = 4000;
+  auto p = policy("consistent_hash");
+  auto route_all = [&](std::size_t n) {
+    PrefixIndex index = index_with(n);
+    auto views = fleet(n);
+    views[0].tokens_queued_for_prefill = 100000;  // load must not matter with a key
+    std::vector<ReplicaId> out;
+    const auto h = prompt_hashes(1, 2);
+    for (int k = 0; k < kKeys; ++k) {
+      RouteRequest req = request_for(h);
+      const std::string key = "user-" + std::to_string(k);
+      req.session_key = key;
+      const RouteDecision d = p->route(req, views, index, {});
+      EXPECT_EQ(d.reason, RouteReason::kSessionAffinity);
+      out.push_back(d.replica);
+    }
+    return out;
+  };
+  const auto before = route_all(8);
+  EXPECT_EQ(before, route_all(8));
+  std::map<ReplicaId, int> per_replica;
+  for (ReplicaId r : before) ++per_replica[r];
+  for (ReplicaId r = 0; r < 8; ++r) EXPECT_GT(per_replica[r], kKeys / 8 / 2) << r;
+  const auto after = route_all(9);
+  int moved = 0;
+  for (int k = 0; k < kKeys; ++k) {
+    if (before[k] != after[k]) {
+      ++moved;
+      EXPECT_EQ(after[k], 8U) << "a key moved between old replicas";
+    }
+  }
+  EXPECT_NEAR(moved, kKeys / 9, kKeys / 30);  // ~1/9 of the keys, to the new replica only
+}
+
+TEST(RoutingTest, ConsistentHashWithoutAKeyGoesToTheLeastLoaded) {
+  PrefixIndex index = index_with(3);
+  auto views = fleet(3);
+  views[0].running = 3;
+  views[2].running = 1;
+  views[1].running = 9;
+  const RouteDecision d =
+      policy("consistent_hash")->route(request_for(prompt_hashes(1, 2)), views, index, {});
+  EXPECT_EQ(d.replica, 2U);
+  EXPECT_EQ(d.reason, RouteReason::kLeastLoad);
+}
+
+// cache_aware's cost: a hit is worth exactly the prefill it saves.
+TEST(CacheAwareTest, AHitIsWorthExactlyThePrefillItSaves) {
+  PrefixIndex index = index_with(2);
+  auto views = fleet(2);
+  const auto h = prompt_hashes(1, 64);                               // 1024 tokens
+  for (std::size_t i = 0; i < 32; ++i) index.apply_stored(0, h[i]);  // 512 cached on 0
+  auto p = policy("cache_aware");
+  views[0].tokens_queued_for_prefill = 500;  // cost 0: 512 + 500 < cost 1: 1024
+  RouteDecision d = p->route(request_for(h), views, index, {});
+  EXPECT_EQ(d.replica, 0U);
+  EXPECT_EQ(d.reason, RouteReason::kCacheHit);
+  EXPECT_EQ(d.predicted_cached_tokens, 512U);
+  views[0].tokens_queued_for_prefill = 530;  // 512 + 530 > 1024: the idle replica is cheaper
+  d = p->route(request_for(h), views, index, {});
+  EXPECT_EQ(d.replica, 1U);
+  EXPECT_EQ(d.reason, RouteReason::kLoadSpill);
+  EXPECT_EQ(d.predicted_cached_tokens, 0U);
+  // Decodes count decode_weight (8) tokens each; the gateway's in-flight count covers a stale
+  // report.
+  views[0].tokens_queued_for_prefill = 0;
+  views[0].running = 60;  // 480
+  EXPECT_EQ(p->route(request_for(h), views, index, {}).replica, 0U);
+  views[0].running = 0;
+  views[0].inflight_requests = 66;  // 528
+  EXPECT_EQ(p->route(request_for(h), views, index, {}).replica, 1U);
+  views[0].inflight_requests = 0;
+  views[0].inflight_prompt_tokens = 600;
+  EXPECT_EQ(p->route(request_for(h), views, index, {}).replica, 1U);
+}
+
+TEST(CacheAwareTest, ColdPrefixFollowsTheHashOfItsFirstBlocksWithinTheLoadBound) {
+  constexpr std::size_t kReplicas = 6;
+  PrefixIndex index = index_with(kReplicas);
+  auto views = fleet(kReplicas);
+  auto p = policy("cache_aware");
+  std::set<ReplicaId> used;
+  for (std::uint64_t prefix = 0; prefix < 60; ++prefix) {
+    // Siblings: same first 4 blocks (affinity_blocks), different after.
+    const RouteDecision a = p->route(request_for(prompt_hashes(prefix, 4, 1, 8)), views, index, {});
+    const RouteDecision b = p->route(request_for(prompt_hashes(prefix, 4, 2, 3)), views, index, {});
+    EXPECT_EQ(a.reason, RouteReason::kColdAffinity);
+    EXPECT_EQ(a.replica, b.replica);
+    used.insert(a.replica);
+  }
+  EXPECT_EQ(used.size(), kReplicas);  // the hash spreads distinct prefixes over the fleet
+  // Above bounded_load_factor x mean a replica takes no cold prefix; the others keep theirs.
+  const auto probe = prompt_hashes(777, 6);
+  const ReplicaId favourite = p->route(request_for(probe), views, index, {}).replica;
+  views[favourite].tokens_queued_for_prefill = 2000;  // mean 333, bound 417
+  const RouteDecision moved = p->route(request_for(probe), views, index, {});
+  EXPECT_NE(moved.replica, favourite);
+  EXPECT_EQ(moved.reason, RouteReason::kColdAffinity);
+}
+
+TEST(CacheAwareTest, PromptShorterThanABlockGoesToTheLeastCost) {
+  PrefixIndex index = index_with(3);
+  auto views = fleet(3);
+  views[0].running = 4;
+  views[1].running = 2;
+  views[2].running = 3;
+  RouteRequest req;
+  req.prompt_tokens = 10;
+  const RouteDecision d = policy("cache_aware")->route(req, views, index, {});
+  EXPECT_EQ(d.replica, 1U);
+  EXPECT_EQ(d.reason, RouteReason::kLeastCost);
+}
+
+}  // namespace
+}  // namespace prefixgate::gateway
