@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# The main job on embedded defaults: three prefixgate-engine replicas (two on the cpu device
-# with builtin:small, one on the sim device modelling Llama-3-8B on an H100), a demo of their
-# prefix cache, and prefixlint on the bundled examples. The replicas keep serving until Ctrl-C.
-# When the gateway lands, it starts in front of these replicas.
+# The main job on embedded defaults: the prefixgate gateway on 127.0.0.1:8080 in front of three
+# prefixgate-engine replicas (two on the cpu device with builtin:small, one on the sim device
+# modelling Llama-3-8B on an H100), a demo of cache-aware routing, and prefixlint on the bundled
+# examples. Everything keeps serving until Ctrl-C.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/install-deps.sh
 cmake --preset release >/dev/null
-cmake --build --preset release -j "$(nproc)" --target prefixlint prefixgate-engine
+cmake --build --preset release -j "$(nproc)" --target prefixlint prefixgate-engine prefixgate
 lint=build/release/tools/prefixlint/prefixlint
 engine=build/release/engine/prefixgate-engine
 host=127.0.0.1
@@ -42,28 +42,44 @@ for port in "${ports[@]}"; do
   curl -sf "http://$host:$port/health" >/dev/null || { cat build/run/engine-$port.log; exit 1; }
 done
 
-# A 2,000-token system prompt sent twice with different questions: the second request's usage
-# shows the prefix served from the cache, and its time to answer drops accordingly.
-system=$(printf 'You are the support assistant of Acme Cloud. Answer in two sentences. %.0s' $(seq 28))
-ask() {
-  curl -s -o /dev/stderr -w '%{time_total}' "http://$host:$1/v1/chat/completions" \
-    -H 'content-type: application/json' \
-    -d "{\"messages\":[{\"role\":\"system\",\"content\":\"$system\"},{\"role\":\"user\",\"content\":\"$2\"}],\"max_tokens\":1}" \
-    2> >(grep -o '"usage":{.*}}' >&2)
-}
-for port in "${ports[@]}"; do
-  say "replica :$port, the same system prompt twice"
-  t1=$(ask "$port" "How do I reset my password?")
-  echo "  first request:  ${t1}s"
-  t2=$(ask "$port" "Can I change my plan?")
-  echo "  second request: ${t2}s"
+say "starting the gateway on $host:8080 in front of them (cache_aware routing)"
+gateway=build/release/gateway/prefixgate
+"$gateway" --listen $host:8080 --policy cache_aware \
+  --upstream "http://$host:${ports[0]}" --upstream "http://$host:${ports[1]}" \
+  --upstream "http://$host:${ports[2]}" >build/run/gateway.log 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do
+  curl -sf "http://$host:8080/health" >/dev/null && break
+  sleep 0.1
 done
+curl -sf "http://$host:8080/health" >/dev/null || { cat build/run/gateway.log; exit 1; }
+
+# Three apps, each with its own ~2,000-token system prompt, ask two questions each through the
+# gateway: an app's requests land on the replica that already holds its prompt, and the second
+# request's usage shows the prefix served from that replica's cache.
+ask() {  # app-number question
+  local system
+  system=$(printf "You are assistant number $1 of Acme Cloud. Answer in two sentences. %.0s" $(seq 28))
+  curl -s -D build/run/headers -o build/run/body "http://$host:8080/v1/chat/completions" \
+    -H 'content-type: application/json' \
+    -d "{\"messages\":[{\"role\":\"system\",\"content\":\"$system\"},{\"role\":\"user\",\"content\":\"$2\"}],\"max_tokens\":1}"
+  printf '  app %s -> %-22s %-32s %s\n' "$1" \
+    "$(grep -i '^x-prefixgate-replica' build/run/headers | cut -d' ' -f2 | tr -d '\r')" \
+    "$(grep -io '^x-prefixgate-route-reason: .*' build/run/headers | cut -d' ' -f2 | tr -d '\r')" \
+    "$(grep -o '"cached_tokens":[0-9]*' build/run/body)"
+}
+say "three apps, two questions each, through the gateway"
+for app in 1 2 3; do ask $app "How do I reset my password?"; done
+for app in 1 2 3; do ask $app "Can I change my plan?"; done
+say "hit rate as the gateway's /metrics reports it"
+curl -s "http://$host:8080/metrics" | grep -E '^prefixgate_(prompt|cached)_tokens_total' || true
 
 say "serving (Ctrl-C to stop). Try:"
 cat <<HELP
-  curl -s http://$host:9001/v1/chat/completions -d '{"messages":[{"role":"user","content":"Hi"}]}'
-  curl -sN http://$host:9001/v1/kv_events        # the cache, as a gateway follows it
-  curl -s http://$host:9001/metrics | grep prefix  # prefix-cache hit counters
-  logs: build/run/engine-*.log
+  curl -s http://$host:8080/v1/chat/completions -d '{"messages":[{"role":"user","content":"Hi"}]}'
+  OpenAI SDK: base URL http://$host:8080/v1 (any api key)
+  curl -s http://$host:8080/metrics | grep -E 'cached|route'   # hit rate and routing decisions
+  curl -sN http://$host:9001/v1/kv_events                       # a replica's cache, as the gateway follows it
+  logs: build/run/gateway.log, build/run/engine-*.log
 HELP
 wait
