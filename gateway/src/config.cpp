@@ -99,6 +99,12 @@ canon::Status apply_canonicalization(const YAML::Node& t, CanonicalizationConfig
       out.timestamp_granularity = std::chrono::seconds(*v);
       continue;
     }
+    if (k == "log_samples_per_s") {
+      auto v = scalar<std::size_t>(kv.second, key);
+      if (!v) return v.error();
+      out.log_samples_per_s = *v;
+      continue;
+    }
     RuleMode* field = k == "tool-json"         ? &out.tool_json
                       : k == "tool-order"      ? &out.tool_order
                       : k == "response-format" ? &out.response_format
@@ -108,7 +114,7 @@ canon::Status apply_canonicalization(const YAML::Node& t, CanonicalizationConfig
     if (!field) {
       return bad(key, key +
                           ": unknown rule (tool-json, tool-order, response-format, timestamp, "
-                          "whitespace, timestamp_granularity_s)");
+                          "whitespace, timestamp_granularity_s, log_samples_per_s)");
     }
     auto m = rule_mode(kv.second, key);
     if (!m) return m.error();

@@ -48,6 +48,7 @@ struct CanonicalizationConfig {
   RuleMode timestamp = RuleMode::kObserve;
   RuleMode whitespace = RuleMode::kOff;
   std::chrono::seconds timestamp_granularity{3600};
+  std::size_t log_samples_per_s = 5;  // observe-mode findings logged (info) per second, at most
 };
 
 struct TimeoutConfig {

@@ -3,6 +3,7 @@
 // HTTP client with headers and a deadline.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -84,6 +85,23 @@ class Process {
     if (pid_ <= 0 || exited_) return status_;
     int status = 0;
     waitpid(pid_, &status, 0);
+    return reap(status);
+  }
+  // Waits up to `timeout` for the process to exit by itself; -1 while it is still running.
+  int wait_for(std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (pid_ > 0 && !exited_) {
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) return reap(status);
+      if (std::chrono::steady_clock::now() >= deadline) return -1;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return status_;
+  }
+  const std::string& output() const { return output_; }
+
+ private:
+  int reap(int status) {
     exited_ = true;
     if (out_ >= 0) {
       char buf[4096];
@@ -96,9 +114,7 @@ class Process {
     status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     return status_;
   }
-  const std::string& output() const { return output_; }
 
- private:
   pid_t pid_ = -1;
   int out_ = -1;
   std::string output_;
@@ -116,11 +132,20 @@ inline std::unique_ptr<Process> start_engine(std::uint16_t& port,
   return p;
 }
 
-inline std::unique_ptr<Process> start_gateway(std::uint16_t& port, std::vector<std::string> args) {
-  args.insert(args.begin(), {"--listen", "127.0.0.1:0", "--log-level", "warn"});
+inline std::unique_ptr<Process> start_gateway(std::uint16_t& port, std::vector<std::string> args,
+                                              const std::string& log_level = "warn") {
+  args.insert(args.begin(), {"--listen", "127.0.0.1:0", "--log-level", log_level});
   auto p = std::make_unique<Process>(PREFIXGATE_GATEWAY_BIN, std::move(args));
   port = p->wait_listening();
   return p;
+}
+
+// Writes a gateway YAML config under the test temp dir; returns its path.
+inline std::string write_config(const std::string& name, const std::string& yaml) {
+  const std::string path =
+      ::testing::TempDir() + "prefixgate-" + std::to_string(getpid()) + "-" + name + ".yaml";
+  std::ofstream(path) << yaml;
+  return path;
 }
 
 inline std::string upstream(std::uint16_t port) {

@@ -11,6 +11,7 @@
 #include <boost/beast/http/string_body.hpp>
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,30 @@ struct ProxyMetrics {
   CounterFamily* kv_events = nullptr;                // replica, type
 };
 
+// Lets through at most `per_second` events per second (a fixed one-second window); for log
+// sampling, where a burst at a window's edge is harmless.
+class RateLimiter {
+ public:
+  explicit RateLimiter(std::size_t per_second = 0) : per_second_(per_second) {}
+  void set_rate(std::size_t per_second) { per_second_ = per_second; }
+  bool allow(std::chrono::steady_clock::time_point now) {
+    std::lock_guard lock(mu_);
+    if (now - window_start_ >= std::chrono::seconds(1)) {
+      window_start_ = now;
+      used_ = 0;
+    }
+    if (used_ >= per_second_) return false;
+    ++used_;
+    return true;
+  }
+
+ private:
+  std::mutex mu_;
+  std::size_t per_second_;
+  std::chrono::steady_clock::time_point window_start_{};
+  std::size_t used_ = 0;
+};
+
 // Shared by every connection; outlives them all.
 struct GatewayContext {
   GatewayConfig config;
@@ -67,6 +92,7 @@ struct GatewayContext {
   PrepOptions prep;
   std::atomic<bool> draining{false};
   std::atomic<std::uint64_t> next_request_id{1};
+  RateLimiter finding_log;  // canonicalization findings sampled to the log
 };
 
 struct Connection {
@@ -80,7 +106,8 @@ struct RequestInfo {
   std::string request_id;
   std::string route;  // "/v1/chat/completions", ...
   Tenant tenant;
-  std::string session_key;
+  std::string session_key;  // x-prefixgate-session; see session_key_for()
+  std::string api_key;      // the bearer token, "" when none was sent
   SteadyClock::time_point received;
   bool keep_alive = true;
 };

@@ -62,8 +62,9 @@ bool identify(const GatewayContext& ctx, const Request& req, RequestInfo& info,
     const std::string_view h = req[t.tenant_header];
     if (!h.empty()) info.tenant = Tenant{std::string(h), t.isolate_header_tenants};
   }
-  const std::string_view session = req["x-prefixgate-session"];
-  info.session_key = std::string(session.empty() ? key : session);
+  // The header wins; without it the handler falls back to the body's `user`, then the key.
+  info.session_key = std::string(req["x-prefixgate-session"]);
+  info.api_key = std::string(key);
   return true;
 }
 
@@ -413,6 +414,7 @@ canon::Result<std::uint16_t> Gateway::start() {
   ctx.prep.models = ctx.models.get();
   ctx.prep.limits.max_body_bytes = ctx.config.limits.max_body_bytes;
   ctx.prep.lint = ctx.stage->mode(canon::kRuleTimestamp) == RuleMode::kObserve;
+  ctx.finding_log.set_rate(ctx.config.canonicalization.log_samples_per_s);
   ctx.replicas = std::make_unique<ReplicaSet>(ctx.config.upstreams, std::move(*policy),
                                               IndexConfig{}, ctx.config.eject_after_failures);
   ctx.pool = std::make_unique<UpstreamPool>(ctx.config.upstreams.size(),

@@ -110,6 +110,7 @@ Awaitable<bool> handle_explain(Connection& c, const Request& req, RequestInfo& i
         error_response(req, static_cast<http::status>(canon::http_status(e)), e.message,
                        canon::error_code_name(e.code), info.keep_alive));
   }
+  info.session_key = session_key_for(info.session_key, prep->parsed.body, info.api_key);
   const RouteRequest route_req{prep->block_hashes, prep->prompt_tokens, prep->block_size,
                                info.session_key};
   const RouteDecision d = ctx.replicas->route(route_req, {}, SteadyClock::now(), true);

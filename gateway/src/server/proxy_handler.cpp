@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 
 #include "server/proxy_internal.h"
@@ -17,11 +18,43 @@ std::size_t number_at(const json::Value& v, std::string_view key) {
              : 0;
 }
 
-void record_prep(GatewayContext& ctx, const PreparedRequest& prep) {
+// Letters become 'x' and digits '9' (the shape of a timestamp or an id, not its value), at most
+// 32 bytes: enough to recognize what a rule found without copying prompts into the log.
+std::string redacted_excerpt(std::string_view text) {
+  constexpr std::size_t kMaxBytes = 32;
+  std::string out;
+  for (char ch : text.substr(0, kMaxBytes)) {
+    const auto u = static_cast<unsigned char>(ch);
+    if (std::isdigit(u)) {
+      out += '9';
+    } else if (std::isalpha(u) || u >= 0x80) {
+      out += 'x';
+    } else {
+      out += std::isspace(u) ? ' ' : ch;
+    }
+  }
+  if (text.size() > kMaxBytes) out += "...";
+  return out;
+}
+
+// Counts what the canonicalization stage found; samples observe-mode changes and prompt
+// findings to the log (at most canonicalization.log_samples_per_s lines per second).
+void record_prep(GatewayContext& ctx, const RequestInfo& info, const PreparedRequest& prep) {
   for (const StageChange& ch : prep.changes) {
     ctx.m.canonicalization->add({ch.rule, rule_mode_name(ch.mode)});
+    if (ch.mode == RuleMode::kObserve && ctx.finding_log.allow(SteadyClock::now())) {
+      // The detail is the stage's own wording ("2 timestamps rounded to 1h"), no prompt text.
+      spdlog::info("canonicalization finding (observe): request {} rule {} path {} detail \"{}\"",
+                   info.request_id, ch.rule, ch.path, ch.detail);
+    }
   }
-  for (const std::string& rule : prep.finding_rules) ctx.m.findings->add({rule});
+  for (const PromptFinding& f : prep.findings) {
+    ctx.m.findings->add({f.rule});
+    if (ctx.finding_log.allow(SteadyClock::now())) {
+      spdlog::info("prompt finding: request {} rule {} path {} excerpt \"{}\"", info.request_id,
+                   f.rule, f.field, redacted_excerpt(f.excerpt));
+    }
+  }
 }
 
 Request upstream_request(const Request& req, const RequestInfo& info, std::string body) {
@@ -72,7 +105,8 @@ Awaitable<bool> handle_completion(Connection& c, const Request& req, RequestInfo
         error_response(req, static_cast<http::status>(canon::http_status(e)), e.message,
                        canon::error_code_name(e.code), info.keep_alive));
   }
-  record_prep(ctx, *prep);
+  record_prep(ctx, info, *prep);
+  info.session_key = session_key_for(info.session_key, prep->parsed.body, info.api_key);
   Request up = upstream_request(req, info, std::move(prep->upstream_body));
   const RouteRequest route_req{prep->block_hashes, prep->prompt_tokens, prep->block_size,
                                info.session_key};

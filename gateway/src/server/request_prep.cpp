@@ -15,6 +15,15 @@ std::string tenant_salt(const Tenant& tenant, std::string_view client_salt) {
   return salt;
 }
 
+std::string session_key_for(std::string_view header, const json::Value& body,
+                            std::string_view api_key) {
+  if (!header.empty()) return std::string(header);
+  if (const json::Value* user = body.find("user"); user && user->is_string()) {
+    if (!user->as_string().empty()) return "user:" + user->as_string();
+  }
+  return std::string(api_key);
+}
+
 canon::Result<PreparedRequest> prepare_request(std::string_view body, canon::Endpoint endpoint,
                                                const Tenant& tenant, const PrepOptions& options) {
   auto parsed = canon::parse_request(body, endpoint, options.limits);
@@ -62,7 +71,7 @@ canon::Result<PreparedRequest> prepare_request(std::string_view body, canon::End
   out.block_size = model.block_size;
   if (options.lint) {
     for (const canon::Finding& f : canon::lint_prompt(prompt).findings) {
-      out.finding_rules.emplace_back(canon::rule_id(f.rule));
+      out.findings.push_back({std::string(canon::rule_id(f.rule)), f.field, f.excerpt});
     }
   }
   return out;

@@ -30,6 +30,12 @@ struct PrepOptions {
   bool lint = false;  // collect volatile-content findings (for rules in observe mode)
 };
 
+struct PromptFinding {
+  std::string rule;     // lint rule id
+  std::string field;    // "messages[0].content"
+  std::string excerpt;  // the matched text, as sent: redact before logging it
+};
+
 struct PreparedRequest {
   canon::ParsedRequest parsed;  // after canonicalization and salting
   std::string upstream_body;    // what the upstream receives
@@ -39,11 +45,16 @@ struct PreparedRequest {
   std::size_t prompt_tokens = 0;
   std::size_t block_size = 16;
   std::vector<StageChange> changes;
-  std::vector<std::string> finding_rules;  // one entry per lint finding, its rule id
+  std::vector<PromptFinding> findings;  // lint findings (volatile content in the prompt)
 };
 
 // The cache_salt an isolated tenant's requests carry ("" when not isolated).
 std::string tenant_salt(const Tenant& tenant, std::string_view client_salt);
+
+// The consistent_hash session key: the x-prefixgate-session header, else the body's `user`
+// field, else the API key ("" when none: the policy falls back to least_load).
+std::string session_key_for(std::string_view header, const json::Value& body,
+                            std::string_view api_key);
 
 canon::Result<PreparedRequest> prepare_request(std::string_view body, canon::Endpoint endpoint,
                                                const Tenant& tenant, const PrepOptions& options);

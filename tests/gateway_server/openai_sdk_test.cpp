@@ -1,0 +1,55 @@
+// The official OpenAI SDK (npm `openai`, tests/js/openai_sdk_client.mjs) pointed at the gateway
+// with only the base URL changed: chat, streaming, tools, completions, models, a 400.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "gateway_server/processes.h"
+
+namespace prefixgate::gateway::testing {
+namespace {
+
+// Runs `command` (stderr folded in); returns its exit status and output.
+int run_command(const std::string& command, std::string& output) {
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (!pipe) return -1;
+  char buf[4096];
+  for (std::size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) output.append(buf, n);
+  const int status = pclose(pipe);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+TEST(OpenAiSdkTest, OfficialClientWorksWithOnlyTheBaseUrlChanged) {
+  const std::filesystem::path js = std::filesystem::path(PREFIXGATE_SOURCE_DIR) / "tests" / "js";
+  std::string version;
+  ASSERT_EQ(run_command("node --version", version), 0)
+      << "node is not installed (needed for the OpenAI SDK test): " << version;
+  ASSERT_TRUE(std::filesystem::exists(js / "node_modules" / "openai" / "package.json"))
+      << "tests/js/node_modules/openai is missing: run scripts/install-js-deps.sh";
+
+  std::uint16_t pa = 0, pb = 0, port = 0;
+  auto a = start_engine(pa);
+  auto b = start_engine(pb);
+  ASSERT_NE(pa, 0);
+  ASSERT_NE(pb, 0);
+  auto gw = start_gateway(port, {"--upstream", upstream(pa), "--upstream", upstream(pb)});
+  ASSERT_NE(port, 0) << gw->output();
+  ASSERT_TRUE(wait_healthy(port, 2));
+
+  std::string output;
+  const int rc = run_command("timeout 120 node " + (js / "openai_sdk_client.mjs").string() +
+                                 " http://127.0.0.1:" + std::to_string(port) + "/v1",
+                             output);
+  EXPECT_EQ(rc, 0) << output;
+  // The summary names every step; a step that threw is listed under failures instead.
+  for (const char* step : {"\"chat\":", "\"chat_stream\":", "\"chat_stream_usage\":", "\"tools\":",
+                           "\"completion\":", "\"models\":", "\"bad_request\":"}) {
+    EXPECT_NE(output.find(step), std::string::npos) << step << " missing in " << output;
+  }
+  EXPECT_NE(output.find("\"failures\":[]"), std::string::npos) << output;
+}
+
+}  // namespace
+}  // namespace prefixgate::gateway::testing
