@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The whole test suite, as CI runs it: dependencies, a release build with all tests, the unit
-# tests again under AddressSanitizer + UndefinedBehaviorSanitizer, and the formatting check.
+# The whole test suite, as CI runs it: dependencies, the formatting check, a release build with
+# all tests, every test again under AddressSanitizer + UndefinedBehaviorSanitizer, and the
+# concurrent parts (the engine thread, the engine and gateway servers) under ThreadSanitizer.
 # Usage: scripts/test.sh            (from anywhere; builds under build/)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,3 +23,12 @@ echo "== asan+ubsan build and tests"
 cmake --preset asan >/dev/null
 cmake --build --preset asan -j "$jobs"
 ctest --preset asan -j "$jobs"
+
+echo "== tsan build and the concurrent tests (engine loop, engine and gateway servers)"
+cmake --preset tsan >/dev/null
+cmake --build --preset tsan -j "$jobs" --target engine_tests engine_server_tests \
+  gateway_server_tests prefixgate prefixgate-engine
+export TSAN_OPTIONS="halt_on_error=1 report_signal_unsafe=0"
+ctest --test-dir build/tsan -j "$jobs" --output-on-failure --no-tests=error -L server
+ctest --test-dir build/tsan -j "$jobs" --output-on-failure --no-tests=error \
+  -R '^(EngineLoopTest|KvEventLogTest)\.'
