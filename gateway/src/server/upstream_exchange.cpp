@@ -11,6 +11,7 @@
 namespace prefixgate::gateway::server {
 namespace {
 constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
+constexpr std::size_t kReadBufferBytes = 16 * 1024;
 }  // namespace
 
 const char* upstream_failure_name(UpstreamFailure f) {
@@ -51,11 +52,14 @@ Awaitable<UpstreamFailure> Exchange::attempt(Request& req, bool allow_pooled, bo
   const auto executor = co_await asio::this_coro::executor;
   stream_.reset();
   buffer_.clear();
+  // Room for a whole typical response header and body in one read (a flat_buffer's reads are
+  // sized by its free capacity, 512 bytes when empty).
+  buffer_.reserve(kReadBufferBytes);
   parser_.emplace();
   parser_->body_limit(boost::none);  // streamed through, never held whole
   was_pooled = false;
   if (allow_pooled) {
-    auto socket = ctx_.pool->take_idle(replica_, executor);
+    auto socket = ctx_.pool->take_idle(replica_);
     if (socket) {
       stream_.emplace(std::move(*socket));
       was_pooled = true;
@@ -83,13 +87,14 @@ Awaitable<UpstreamFailure> Exchange::attempt(Request& req, bool allow_pooled, bo
 
 Awaitable<bool> Exchange::read_some(std::string& out) {
   if (parser_->is_done()) co_return true;
-  parser_->get().body().data = chunk_.data();
-  parser_->get().body().size = chunk_.size();
+  if (!chunk_) chunk_ = std::make_unique_for_overwrite<char[]>(kChunkBytes);
+  parser_->get().body().data = chunk_.get();
+  parser_->get().body().size = kChunkBytes;
   stream_->expires_after(ctx_.config.timeouts.idle);
   auto [ec, n] = co_await http::async_read_some(*stream_, buffer_, *parser_, kTuple);
   (void)n;
   if (ec && ec != http::error::need_buffer) co_return false;
-  out.append(chunk_.data(), chunk_.size() - parser_->get().body().size);
+  out.append(chunk_.get(), kChunkBytes - parser_->get().body().size);
   co_return true;
 }
 

@@ -11,6 +11,7 @@
 
 #include <boost/beast/http/buffer_body.hpp>
 #include <boost/beast/http/parser.hpp>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -54,7 +55,8 @@ class Exchange {
   std::optional<beast::tcp_stream> stream_;
   beast::flat_buffer buffer_;
   std::optional<http::response_parser<http::buffer_body>> parser_;
-  std::vector<char> chunk_ = std::vector<char>(16 * 1024);
+  static constexpr std::size_t kChunkBytes = 16 * 1024;
+  std::unique_ptr<char[]> chunk_;  // allocated, uninitialized, on the first read_some
 };
 
 }  // namespace prefixgate::gateway::server
