@@ -123,7 +123,8 @@ wait_http() {  # URL: until it answers at all
 start_server "$ENGINE" --device sim --sim-speedup inf --model builtin:tiny --host 127.0.0.1 \
   --port 0 --threads "$ENGINE_THREADS" --log-level warn >"$TMP/engine.log" 2>&1 &
 pids+=($!)
-ENGINE_PORT="$(listening_port "$TMP/engine.log" "${pids[-1]}")"
+ENGINE_PID="${pids[-1]}"
+ENGINE_PORT="$(listening_port "$TMP/engine.log" "$ENGINE_PID")"
 
 NGINX_PORT="$(free_port)"
 mkdir -p "$TMP/nginx"
@@ -162,6 +163,7 @@ EOF
 start_server nginx -p "$TMP/nginx" -e "$TMP/nginx/error.log" -c "$TMP/nginx/nginx.conf" \
   >"$TMP/nginx/stdout.log" 2>&1 &
 pids+=($!)
+NGINX_PID="${pids[-1]}"
 
 start_server "$GATEWAY" --listen 127.0.0.1:0 --upstream "http://127.0.0.1:$ENGINE_PORT" \
   --policy cache_aware --threads "$PROXY_THREADS" --log-level warn ${GATEWAY_ARGS:-} \
@@ -179,7 +181,26 @@ done
 
 # --- load --------------------------------------------------------------------------------------
 mkdir -p "$OUT_DIR"
-declare -A RPS P50 P99 REQS
+declare -A RPS P50 P99 REQS PROXY_CPU ENGINE_CPU
+CLK_TCK="$(getconf CLK_TCK)"
+# CPU time (user + system, all threads) of the given processes, in clock ticks.
+cpu_ticks() {
+  local total=0 pid stat
+  for pid in "$@"; do
+    stat="$(cat "/proc/$pid/stat" 2>/dev/null)" || continue
+    stat="${stat##*) }"  # fields after "(comm) ", so a comm with spaces cannot shift them
+    read -r -a f <<<"$stat"
+    total=$((total + f[11] + f[12]))  # utime, stime: fields 14 and 15 of proc(5)
+  done
+  echo "$total"
+}
+# The processes that make up each target's proxy (none for direct; nginx's master and workers).
+proxy_pids() {
+  case "$1" in
+    nginx) echo "$NGINX_PID" $(pgrep -P "$NGINX_PID") ;;
+    prefixgate) echo "$GATEWAY_PID" ;;
+  esac
+}
 run_wrk() {  # NAME URL
   local name="$1" url="$2" out line
   on_wrk wrk -t"$WRK_THREADS" -c"$CONNECTIONS" -d"$WARMUP" -s "$LUA" "$url" >"$TMP/$name.warmup" 2>&1
@@ -194,7 +215,12 @@ run_wrk() {  # NAME URL
     perf_pid=$!
     sleep 0.3
   fi
+  local proxy_before engine_before proxy_after engine_after
+  proxy_before="$(cpu_ticks $(proxy_pids "$name"))"
+  engine_before="$(cpu_ticks "$ENGINE_PID")"
   out="$(on_wrk wrk -t"$WRK_THREADS" -c"$CONNECTIONS" -d"$DURATION" --latency -s "$LUA" "$url" 2>&1)"
+  proxy_after="$(cpu_ticks $(proxy_pids "$name"))"
+  engine_after="$(cpu_ticks "$ENGINE_PID")"
   if [[ -n $perf_pid ]]; then kill -INT "$perf_pid"; wait "$perf_pid" || true; fi
   echo "$out" >"$OUT_DIR/wrk-$name.txt"
   line="$(grep '^PGBENCH' <<<"$out")"
@@ -210,6 +236,11 @@ run_wrk() {  # NAME URL
       requests=*) REQS[$name]="${kv#requests=}" ;;
     esac
   done
+  # CPU per request: robust to a busy machine, where requests/s mostly measure the neighbours.
+  PROXY_CPU[$name]="$(awk -v t=$((proxy_after - proxy_before)) -v hz="$CLK_TCK" -v n="${REQS[$name]}" \
+    'BEGIN { printf "%.1f", t / hz * 1e6 / n }')"
+  ENGINE_CPU[$name]="$(awk -v t=$((engine_after - engine_before)) -v hz="$CLK_TCK" -v n="${REQS[$name]}" \
+    'BEGIN { printf "%.1f", t / hz * 1e6 / n }')"
   log "$name: ${RPS[$name]} req/s, p50 ${P50[$name]} us, p99 ${P99[$name]} us"
 }
 
@@ -235,12 +266,13 @@ fi
 
 # --- report ------------------------------------------------------------------------------------
 targets=(direct nginx prefixgate)
-printf '\n%-11s %12s %10s %10s %14s %16s\n' target "requests/s" "p50 (us)" "p99 (us)" \
-  "req/s vs nginx" "added p50 (us)"
+printf '\n%-11s %12s %10s %10s %14s %16s %18s %19s\n' target "requests/s" "p50 (us)" "p99 (us)" \
+  "req/s vs nginx" "added p50 (us)" "proxy CPU us/req" "engine CPU us/req"
 for t in "${targets[@]}"; do
   awk -v t="$t" -v r="${RPS[$t]}" -v p50="${P50[$t]}" -v p99="${P99[$t]}" \
-    -v rn="${RPS[nginx]}" -v d50="${P50[direct]}" \
-    'BEGIN { printf "%-11s %12.0f %10d %10d %14.2f %16d\n", t, r, p50, p99, r / rn, p50 - d50 }'
+    -v rn="${RPS[nginx]}" -v d50="${P50[direct]}" -v pc="${PROXY_CPU[$t]}" -v ec="${ENGINE_CPU[$t]}" \
+    'BEGIN { printf "%-11s %12.0f %10d %10d %14.2f %16d %18.1f %19.1f\n", t, r, p50, p99, r / rn,
+             p50 - d50, pc, ec }'
 done
 echo
 
@@ -258,7 +290,8 @@ echo
     printf '%s    "%s": {"requests": %d, "requests_per_s": %s, "p50_us": %d, "p99_us": %d,' \
       "$sep" "$t" "${REQS[$t]}" "${RPS[$t]}" "${P50[$t]}" "${P99[$t]}"
     awk -v r="${RPS[$t]}" -v rn="${RPS[nginx]}" -v p="${P50[$t]}" -v d="${P50[direct]}" \
-      'BEGIN { printf " \"rps_vs_nginx\": %.3f, \"added_p50_us\": %d}", r / rn, p - d }'
+      -v pc="${PROXY_CPU[$t]}" -v ec="${ENGINE_CPU[$t]}" \
+      'BEGIN { printf " \"rps_vs_nginx\": %.3f, \"added_p50_us\": %d, \"proxy_cpu_us_per_request\": %s, \"engine_cpu_us_per_request\": %s}", r / rn, p - d, pc, ec }'
     sep=$',\n'
   done
   printf '\n  }\n}\n'

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -202,6 +203,19 @@ bool write_canonical(const Value& value, std::string& out, Error& error) {
   return true;
 }
 
+// Whether any of the 8 bytes at `p` is a control character, '"' or '\\' (SWAR: a byte below
+// 0x20 or equal to a given value sets its high bit in the masks below; borrows can only flag
+// bytes after a true hit, so a false result is exact).
+bool word_needs_escape(const char* p) {
+  std::uint64_t v;
+  std::memcpy(&v, p, sizeof v);
+  constexpr std::uint64_t kOnes = 0x0101010101010101ull;
+  constexpr std::uint64_t kHigh = 0x8080808080808080ull;
+  const auto has_zero = [](std::uint64_t x) { return (x - kOnes) & ~x & kHigh; };
+  const std::uint64_t below_space = (v - kOnes * 0x20) & ~v & kHigh;
+  return (below_space | has_zero(v ^ (kOnes * '"')) | has_zero(v ^ (kOnes * '\\'))) != 0;
+}
+
 }  // namespace
 
 void append_quoted(std::string_view s, std::string& out) {
@@ -213,6 +227,9 @@ void append_quoted(std::string_view s, std::string& out) {
   out += '"';
   std::size_t run_start = 0;
   for (std::size_t i = 0; i < s.size(); ++i) {
+    // Eight bytes at a time while none needs escaping (prompts are long runs of plain text).
+    while (i + 8 <= s.size() && !word_needs_escape(s.data() + i)) i += 8;
+    if (i >= s.size()) break;
     const auto c = static_cast<unsigned char>(s[i]);
     if (c >= 0x20 && c != '"' && c != '\\') continue;
     out.append(s.data() + run_start, i - run_start);
@@ -385,6 +402,49 @@ Value canonicalized(const Value& value) {
       return Value(std::move(members));
     }
     default: return value;
+  }
+}
+
+void canonicalize_in_place(Value& value) {
+  switch (value.type()) {
+    case Type::kNumber: {
+      if (!value.as_number().source.empty()) value = Value(Number{value.as_number().value, {}});
+      return;
+    }
+    case Type::kArray:
+      for (Value& item : value.as_array()) canonicalize_in_place(item);
+      return;
+    case Type::kObject: {
+      Object& members = value.as_object();
+      for (Member& m : members) canonicalize_in_place(m.value);
+      std::stable_sort(members.begin(), members.end(),
+                       [](const Member& a, const Member& b) { return utf16_less(a.key, b.key); });
+      return;
+    }
+    default: return;
+  }
+}
+
+bool is_canonical(const Value& value) {
+  switch (value.type()) {
+    case Type::kNumber: {
+      const Number& n = value.as_number();
+      return n.source.empty() || n.source == format_number(n.value);
+    }
+    case Type::kArray:
+      for (const Value& item : value.as_array()) {
+        if (!is_canonical(item)) return false;
+      }
+      return true;
+    case Type::kObject: {
+      const Object& members = value.as_object();
+      for (std::size_t i = 0; i < members.size(); ++i) {
+        if (i > 0 && !utf16_less(members[i - 1].key, members[i].key)) return false;
+        if (!is_canonical(members[i].value)) return false;
+      }
+      return true;
+    }
+    default: return true;
   }
 }
 

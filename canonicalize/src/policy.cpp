@@ -38,24 +38,51 @@ void for_each_text(Value& message, Fn&& fn) {
   }
 }
 
-// Rounds timestamps in every "description" string of a tool definition, however deep (JSON
-// schemas put descriptions on each parameter).
-std::size_t round_descriptions(Value& v, std::chrono::seconds granularity) {
+// What each rule does in one pass: nothing, report, or rewrite.
+enum class Mode { kOff, kObserve, kRewrite };
+
+struct Modes {
+  Mode tool_json, tool_order, response_format, timestamp, whitespace;
+  std::chrono::seconds timestamp_granularity;
+};
+
+Mode mode_of(bool rewrite, bool observe) {
+  return rewrite ? Mode::kRewrite : observe ? Mode::kObserve : Mode::kOff;
+}
+
+Modes modes_of(const CanonicalizationPolicy& rewrite, const CanonicalizationPolicy& observe) {
+  return Modes{mode_of(rewrite.tool_json, observe.tool_json),
+               mode_of(rewrite.tool_order, observe.tool_order),
+               mode_of(rewrite.response_format, observe.response_format),
+               mode_of(rewrite.timestamp, observe.timestamp),
+               mode_of(rewrite.whitespace, observe.whitespace),
+               rewrite.timestamp ? rewrite.timestamp_granularity : observe.timestamp_granularity};
+}
+
+void report(std::vector<Change>& changes, Mode mode, std::string_view rule, std::string path,
+            std::string detail) {
+  changes.push_back(
+      Change{std::string(rule), std::move(path), std::move(detail), mode == Mode::kRewrite});
+}
+
+// Rounds (or, observing, counts) timestamps in every "description" string of a tool
+// definition, however deep (JSON schemas put descriptions on each parameter).
+std::size_t round_descriptions(Value& v, std::chrono::seconds granularity, Mode mode) {
   std::size_t n = 0;
   if (v.is_object()) {
     for (json::Member& m : v.as_object()) {
       if (m.key == "description" && m.value.is_string()) {
         TimestampRounding r = round_timestamps(m.value.as_string(), granularity);
         if (r.rewritten > 0) {
-          m.value.as_string() = std::move(r.text);
+          if (mode == Mode::kRewrite) m.value.as_string() = std::move(r.text);
           n += r.rewritten;
         }
       } else {
-        n += round_descriptions(m.value, granularity);
+        n += round_descriptions(m.value, granularity, mode);
       }
     }
   } else if (v.is_array()) {
-    for (Value& item : v.as_array()) n += round_descriptions(item, granularity);
+    for (Value& item : v.as_array()) n += round_descriptions(item, granularity, mode);
   }
   return n;
 }
@@ -82,27 +109,25 @@ const std::string* tool_name(const Value& tool) {
   return name != nullptr && name->is_string() ? &name->as_string() : nullptr;
 }
 
-void canonicalize_tool_list(Value& body, std::string_view key, const CanonicalizationPolicy& policy,
+void canonicalize_tool_list(Value& body, std::string_view key, const Modes& modes,
                             std::vector<Change>& changes) {
   Value* list = body.find(key);
   if (list == nullptr || !list->is_array()) return;
   json::Array& tools = list->as_array();
-  if (policy.tool_json) {
+  if (modes.tool_json != Mode::kOff) {
     std::size_t rewritten = 0;
     for (Value& tool : tools) {
-      Value canonical = json::canonicalized(tool);
-      if (json::to_json(canonical) != json::to_json(tool)) {
-        tool = std::move(canonical);
-        ++rewritten;
-      }
+      if (json::is_canonical(tool)) continue;
+      if (modes.tool_json == Mode::kRewrite) json::canonicalize_in_place(tool);
+      ++rewritten;
     }
     if (rewritten > 0) {
-      changes.push_back(Change{std::string(kRuleToolJson), std::string(key),
-                               std::to_string(rewritten) + " of " + std::to_string(tools.size()) +
-                                   " definitions re-serialized in RFC 8785 form"});
+      report(changes, modes.tool_json, kRuleToolJson, std::string(key),
+             std::to_string(rewritten) + " of " + std::to_string(tools.size()) +
+                 " definitions re-serialized in RFC 8785 form");
     }
   }
-  if (policy.tool_order && tools.size() > 1) {
+  if (modes.tool_order != Mode::kOff && tools.size() > 1) {
     // Stable: tools without a name (custom tool types) keep their relative order, last.
     const auto less = [](const Value& a, const Value& b) {
       const std::string* na = tool_name(a);
@@ -111,20 +136,71 @@ void canonicalize_tool_list(Value& body, std::string_view key, const Canonicaliz
       return *na < *nb;
     };
     if (!std::is_sorted(tools.begin(), tools.end(), less)) {
-      std::stable_sort(tools.begin(), tools.end(), less);
-      changes.push_back(Change{std::string(kRuleToolOrder), std::string(key),
-                               std::to_string(tools.size()) + " tools sorted by name"});
+      if (modes.tool_order == Mode::kRewrite) {
+        std::stable_sort(tools.begin(), tools.end(), less);
+      }
+      report(changes, modes.tool_order, kRuleToolOrder, std::string(key),
+             std::to_string(tools.size()) + " tools sorted by name");
     }
   }
-  if (policy.timestamp) {
+  if (modes.timestamp != Mode::kOff) {
     std::size_t rounded = 0;
-    for (Value& tool : tools) rounded += round_descriptions(tool, policy.timestamp_granularity);
+    for (Value& tool : tools) {
+      rounded += round_descriptions(tool, modes.timestamp_granularity, modes.timestamp);
+    }
     if (rounded > 0) {
-      changes.push_back(Change{std::string(kRuleTimestamp), std::string(key),
-                               std::to_string(rounded) + " timestamps in descriptions rounded to " +
-                                   granularity_text(policy.timestamp_granularity)});
+      report(changes, modes.timestamp, kRuleTimestamp, std::string(key),
+             std::to_string(rounded) + " timestamps in descriptions rounded to " +
+                 granularity_text(modes.timestamp_granularity));
     }
   }
+}
+
+std::vector<Change> canonicalize_body(Value& body, const std::vector<Message>& parsed,
+                                      const Modes& modes) {
+  std::vector<Change> changes;
+  canonicalize_tool_list(body, "tools", modes, changes);
+  canonicalize_tool_list(body, "functions", modes, changes);
+
+  if (modes.response_format != Mode::kOff) {
+    if (Value* rf = body.find("response_format"); rf != nullptr && rf->is_object()) {
+      if (Value* schema = rf->find("json_schema");
+          schema != nullptr && !json::is_canonical(*schema)) {
+        if (modes.response_format == Mode::kRewrite) json::canonicalize_in_place(*schema);
+        report(changes, modes.response_format, kRuleResponseFormat, "response_format.json_schema",
+               "schema re-serialized in RFC 8785 form");
+      }
+    }
+  }
+
+  Value* messages = body.find("messages");
+  if (messages == nullptr || !messages->is_array()) return changes;
+  json::Array& list = messages->as_array();
+  for (std::size_t i = 0; i < list.size() && i < parsed.size(); ++i) {
+    const std::string base = "messages[" + std::to_string(i) + "].";
+    const Role role = parsed[i].role;
+    if (modes.timestamp != Mode::kOff && (role == Role::kSystem || role == Role::kDeveloper)) {
+      for_each_text(list[i], [&](std::string& text, const std::string& field) {
+        TimestampRounding r = round_timestamps(text, modes.timestamp_granularity);
+        if (r.rewritten == 0) return;
+        if (modes.timestamp == Mode::kRewrite) text = std::move(r.text);
+        report(changes, modes.timestamp, kRuleTimestamp, base + field,
+               std::to_string(r.rewritten) + " timestamps rounded to " +
+                   granularity_text(modes.timestamp_granularity));
+      });
+    }
+    if (modes.whitespace != Mode::kOff) {
+      for_each_text(list[i], [&](std::string& text, const std::string& field) {
+        bool changed = false;
+        std::string normalized = normalize_whitespace(text, changed);
+        if (!changed) return;
+        if (modes.whitespace == Mode::kRewrite) text = std::move(normalized);
+        report(changes, modes.whitespace, kRuleWhitespace, base + field,
+               "line endings and trailing whitespace normalized");
+      });
+    }
+  }
+  return changes;
 }
 
 }  // namespace
@@ -138,54 +214,15 @@ CanonicalizationPolicy CanonicalizationPolicy::none() {
 CanonicalizeOutcome canonicalize(const ParsedRequest& request,
                                  const CanonicalizationPolicy& policy) {
   CanonicalizeOutcome out{request.body, {}};
-  Value& body = out.body;
-
-  canonicalize_tool_list(body, "tools", policy, out.changes);
-  canonicalize_tool_list(body, "functions", policy, out.changes);
-
-  if (policy.response_format) {
-    if (Value* rf = body.find("response_format"); rf != nullptr && rf->is_object()) {
-      if (Value* schema = rf->find("json_schema"); schema != nullptr) {
-        Value canonical = json::canonicalized(*schema);
-        if (json::to_json(canonical) != json::to_json(*schema)) {
-          *schema = std::move(canonical);
-          out.changes.push_back(Change{std::string(kRuleResponseFormat),
-                                       "response_format.json_schema",
-                                       "schema re-serialized in RFC 8785 form"});
-        }
-      }
-    }
-  }
-
-  Value* messages = body.find("messages");
-  if (messages != nullptr && messages->is_array()) {
-    json::Array& list = messages->as_array();
-    for (std::size_t i = 0; i < list.size() && i < request.messages.size(); ++i) {
-      const std::string base = "messages[" + std::to_string(i) + "].";
-      const Role role = request.messages[i].role;
-      if (policy.timestamp && (role == Role::kSystem || role == Role::kDeveloper)) {
-        for_each_text(list[i], [&](std::string& text, const std::string& field) {
-          TimestampRounding r = round_timestamps(text, policy.timestamp_granularity);
-          if (r.rewritten == 0) return;
-          text = std::move(r.text);
-          out.changes.push_back(Change{std::string(kRuleTimestamp), base + field,
-                                       std::to_string(r.rewritten) + " timestamps rounded to " +
-                                           granularity_text(policy.timestamp_granularity)});
-        });
-      }
-      if (policy.whitespace) {
-        for_each_text(list[i], [&](std::string& text, const std::string& field) {
-          bool changed = false;
-          std::string normalized = normalize_whitespace(text, changed);
-          if (!changed) return;
-          text = std::move(normalized);
-          out.changes.push_back(Change{std::string(kRuleWhitespace), base + field,
-                                       "line endings and trailing whitespace normalized"});
-        });
-      }
-    }
-  }
+  out.changes = canonicalize_body(out.body, request.messages,
+                                  modes_of(policy, CanonicalizationPolicy::none()));
   return out;
+}
+
+std::vector<Change> canonicalize_in_place(ParsedRequest& request,
+                                          const CanonicalizationPolicy& rewrite,
+                                          const CanonicalizationPolicy& observe) {
+  return canonicalize_body(request.body, request.messages, modes_of(rewrite, observe));
 }
 
 }  // namespace prefixgate::canon

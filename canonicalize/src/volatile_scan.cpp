@@ -1,6 +1,8 @@
 // find_volatile: one pass over the text, cutting it into tokens and running at each token only
 // the detectors whose formats can start with it; then overlapping finds are resolved, the
-// longest winning.
+// longest winning. Results for long texts are memoized per thread (see ScanMemo).
+#include <xxhash.h>
+
 #include <algorithm>
 #include <array>
 #include <iterator>
@@ -70,9 +72,49 @@ std::vector<Candidate> resolve_overlaps(std::vector<Candidate> found) {
   return result;
 }
 
+std::vector<Candidate> scan_uncached(std::string_view text);
+
+// The same text is scanned again and again: a system prompt or a tool schema repeats verbatim
+// across requests (the premise of prefix caching), and the gateway scans it twice per request
+// (timestamp rule, then prompt lint). A small direct-mapped memo per thread, keyed by the
+// text's XXH3-128 and length, returns the earlier result. Bounded: a few entries, texts of at
+// least kMinBytes (below that, hashing costs about what scanning does) and results of at most
+// kMaxCandidates spans, so an adversarial text cannot pin memory.
+class ScanMemo {
+ public:
+  static constexpr std::size_t kMinBytes = 256;
+  static constexpr std::size_t kMaxCandidates = 64;
+
+  std::vector<Candidate> scan(std::string_view text) {
+    if (text.size() < kMinBytes) return scan_uncached(text);
+    const XXH128_hash_t hash = XXH3_128bits(text.data(), text.size());
+    Entry& e = entries_[hash.low64 % entries_.size()];
+    if (e.valid && e.size == text.size() && XXH128_isEqual(e.hash, hash)) return e.found;
+    std::vector<Candidate> found = scan_uncached(text);
+    if (found.size() <= kMaxCandidates) e = Entry{true, hash, text.size(), found};
+    return found;
+  }
+
+ private:
+  struct Entry {
+    bool valid = false;
+    XXH128_hash_t hash{};
+    std::size_t size = 0;
+    std::vector<Candidate> found;
+  };
+  std::array<Entry, 16> entries_;
+};
+
 }  // namespace
 
 std::vector<Candidate> scan(std::string_view text) {
+  thread_local ScanMemo memo;
+  return memo.scan(text);
+}
+
+namespace {
+
+std::vector<Candidate> scan_uncached(std::string_view text) {
   std::vector<Candidate> found;
   std::size_t base64_checked_until = 0;  // end of the last base64 run looked at
   const std::size_t n = text.size();
@@ -103,6 +145,7 @@ std::vector<Candidate> scan(std::string_view text) {
   return resolve_overlaps(std::move(found));
 }
 
+}  // namespace
 }  // namespace volatile_detail
 
 const char* rule_id(Rule rule) {

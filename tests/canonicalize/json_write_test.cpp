@@ -1,8 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <random>
 #include <string>
@@ -258,6 +260,97 @@ TEST(JsonWriteTest, PathHelpersBuildOpenAiStyleParams) {
   prepend_path_key("0", digits);
   prepend_path_index(0, digits);
   EXPECT_EQ(digits, R"([0]["0"])");
+}
+
+// is_canonical() and canonicalize_in_place() are the allocation-free forms of "serialize the
+// canonical copy and compare": they must agree with it on every value, whatever its key order,
+// nesting and number spellings.
+TEST(JsonWriteTest, IsCanonicalAndInPlaceAgreeWithSerializingTheCanonicalCopy) {
+  std::mt19937_64 rng(20261130);
+  const std::vector<std::string> keys = {
+      "a", "b", "type", "name", "Z", "\xc3\xa9", "\xf0\x9f\x98\x80", "\xee\x80\x80", "aa", ""};
+  const std::vector<std::string> numbers = {"1", "1.0", "1e2", "100", "-0", "0.5", "5E-1", "2"};
+  std::function<Value(int)> random_value = [&](int depth) -> Value {
+    const int kind = static_cast<int>(rng() % (depth > 3 ? 3 : 5));
+    switch (kind) {
+      case 0: return Value(std::string("s") + std::to_string(rng() % 10));
+      case 1: {
+        const std::string& src = numbers[rng() % numbers.size()];
+        const bool keep_source = rng() % 2 == 0;
+        return Value(Number{std::stod(src), keep_source ? src : std::string()});
+      }
+      case 2: return Value(rng() % 2 == 0);
+      case 3: {
+        Array items;
+        for (std::size_t i = 0, n = rng() % 4; i < n; ++i) items.push_back(random_value(depth + 1));
+        return Value(std::move(items));
+      }
+      default: {
+        std::vector<std::string> pool = keys;
+        std::shuffle(pool.begin(), pool.end(), rng);
+        Object members;
+        for (std::size_t i = 0, n = rng() % 5; i < n; ++i) {
+          members.push_back(Member{pool[i], random_value(depth + 1)});
+        }
+        return Value(std::move(members));
+      }
+    }
+  };
+  int canonical = 0;
+  for (int round = 0; round < 3000; ++round) {
+    const Value v = random_value(0);
+    const std::string expected = to_json(canonicalized(v));
+    EXPECT_EQ(is_canonical(v), to_json(v) == expected) << to_json(v);
+    canonical += is_canonical(v) ? 1 : 0;
+    Value in_place = v;
+    canonicalize_in_place(in_place);
+    EXPECT_EQ(to_json(in_place), expected);
+    EXPECT_TRUE(is_canonical(in_place));
+  }
+  // Both outcomes were exercised.
+  EXPECT_GT(canonical, 100);
+  EXPECT_LT(canonical, 2900);
+}
+
+// append_quoted skips eight bytes at a time; a byte-at-a-time reference must agree on strings
+// with an escape at every offset, next to multi-byte UTF-8 and high bytes.
+TEST(JsonWriteTest, WordAtATimeQuotingMatchesAByteLoop) {
+  const auto reference = [](std::string_view s) {
+    std::string out = "\"";
+    for (const char ch : s) {
+      const auto c = static_cast<unsigned char>(ch);
+      static constexpr char kHex[] = "0123456789abcdef";
+      switch (c) {
+        case '"': out += "\\\""; break;
+        case '\\': out += "\\\\"; break;
+        case '\b': out += "\\b"; break;
+        case '\f': out += "\\f"; break;
+        case '\n': out += "\\n"; break;
+        case '\r': out += "\\r"; break;
+        case '\t': out += "\\t"; break;
+        default:
+          if (c < 0x20) {
+            out += "\\u00";
+            out += kHex[c >> 4];
+            out += kHex[c & 0xF];
+          } else {
+            out += ch;
+          }
+      }
+    }
+    return out + "\"";
+  };
+  std::mt19937 rng(8785);
+  const std::string alphabet =
+      std::string("abc XYZ 019\xc3\xa9\x7f\xff\"\\\n\t") + '\0' + "\x01\x1f";
+  for (int round = 0; round < 5000; ++round) {
+    std::string s(rng() % 40, 'a');
+    for (char& c : s) {
+      // Mostly plain, so whole safe words occur; sometimes anything from the alphabet.
+      if (rng() % 6 == 0) c = alphabet[rng() % alphabet.size()];
+    }
+    EXPECT_EQ(Quoted(s), reference(s)) << round;
+  }
 }
 
 }  // namespace

@@ -122,5 +122,40 @@ TEST(PolicyTest, CanonicalizationRestoresTheSharedTokenPrefix) {
             tokens_of(canonicalize(chat(kToolsB), {}).body));
 }
 
+// The gateway's path: one pass over a request it owns, rewrite rules applied to the body,
+// observe rules only reported, with the same changes canonicalize() finds.
+TEST(PolicyTest, InPlaceAppliesRewriteRulesAndOnlyReportsObservedOnes) {
+  CanonicalizationPolicy rewrite = CanonicalizationPolicy::none();
+  rewrite.tool_json = rewrite.tool_order = true;
+  CanonicalizationPolicy observe = CanonicalizationPolicy::none();
+  observe.timestamp = true;
+  const std::string body = R"({"messages":[
+      {"role":"system","content":"Now: 2026-08-20T14:33:07Z."},{"role":"user","content":"hi"}],)" +
+                           std::string(kToolsA.substr(kToolsA.find("\"tools\"")));
+  ParsedRequest req = chat(body);
+  const std::vector<Change> changes = canonicalize_in_place(req, rewrite, observe);
+  ASSERT_EQ(changes.size(), 3u);
+  EXPECT_EQ(changes[0].rule, "tool-json");
+  EXPECT_TRUE(changes[0].applied);
+  EXPECT_EQ(changes[1].rule, "tool-order");
+  EXPECT_TRUE(changes[1].applied);
+  EXPECT_EQ(changes[2].rule, "timestamp");
+  EXPECT_EQ(changes[2].path, "messages[0].content");
+  EXPECT_FALSE(changes[2].applied);
+  // Tools rewritten exactly as canonicalize() rewrites them; the system prompt left as sent.
+  EXPECT_EQ(json::to_json(*req.body.find("tools")),
+            json::to_json(*canonicalize(chat(kToolsB), {}).body.find("tools")));
+  EXPECT_EQ(req.body.find("messages")->as_array()[0].find("content")->as_string(),
+            "Now: 2026-08-20T14:33:07Z.");
+  // A rule in both policies is rewritten.
+  ParsedRequest again = chat(body);
+  const auto both =
+      canonicalize_in_place(again, CanonicalizationPolicy{}, CanonicalizationPolicy{});
+  ASSERT_EQ(both.size(), 3u);
+  EXPECT_TRUE(both[2].applied);
+  EXPECT_EQ(again.body.find("messages")->as_array()[0].find("content")->as_string(),
+            "Now: 2026-08-20T14:00:00Z.");
+}
+
 }  // namespace
 }  // namespace prefixgate::canon

@@ -207,3 +207,39 @@ TEST(VolatileTest, SurvivesArbitraryBytes) {
 
 }  // namespace
 }  // namespace prefixgate::canon
+
+namespace prefixgate::canon {
+namespace {
+
+// Long texts are memoized per thread by content hash: a repeated text must give exactly the
+// spans of a fresh scan, a one-byte change must be seen, and texts evicted and scanned again
+// must come back right.
+TEST(VolatileTest, RepeatedLongTextsGiveTheSpansOfAFreshScan) {
+  std::string filler;
+  while (filler.size() < 600) filler += "Answer politely and cite the policy section you used. ";
+  const auto text_at = [&](int minute) {
+    return filler + "Current time: 2026-08-20 14:" + (minute < 10 ? "0" : "") +
+           std::to_string(minute) + " UTC. " + filler;
+  };
+  const std::string a = text_at(33);
+  ASSERT_FALSE(find_volatile(a).empty());
+  const std::string first = describe(a, find_volatile(a));
+  EXPECT_EQ(describe(a, find_volatile(a)), first);
+  // Same length, one digit different: a different, still correct, answer.
+  const std::string b = text_at(0);
+  ASSERT_EQ(a.size(), b.size());
+  EXPECT_NE(describe(b, find_volatile(b)), first);
+  // Many distinct texts cycle the memo; every answer equals the first one for that text.
+  std::vector<std::string> expected;
+  for (int m = 0; m < 60; ++m) expected.push_back(describe(text_at(m), find_volatile(text_at(m))));
+  for (int round = 0; round < 2; ++round) {
+    for (int m = 59; m >= 0; --m) {
+      const std::string t = text_at(m);
+      EXPECT_EQ(describe(t, find_volatile(t)), expected[static_cast<std::size_t>(m)]) << m;
+    }
+  }
+  EXPECT_EQ(describe(a, find_volatile(a)), first);
+}
+
+}  // namespace
+}  // namespace prefixgate::canon

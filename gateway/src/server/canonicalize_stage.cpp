@@ -25,11 +25,11 @@ CanonicalizeStage::CanonicalizeStage(const CanonicalizationConfig& config)
     switch (mode(rule)) {
       case RuleMode::kRewrite:
         enable(rewrite_, rule);
-        any_rewrite_ = true;
+        any_rule_ = true;
         break;
       case RuleMode::kObserve:
         enable(observe_, rule);
-        any_observe_ = true;
+        any_rule_ = true;
         break;
       case RuleMode::kOff: break;
     }
@@ -45,20 +45,14 @@ RuleMode CanonicalizeStage::mode(std::string_view rule) const {
   return RuleMode::kOff;
 }
 
-StageResult CanonicalizeStage::apply(const canon::ParsedRequest& request) const {
+StageResult CanonicalizeStage::apply(canon::ParsedRequest& request) const {
   StageResult out;
-  const auto record = [&](const std::vector<canon::Change>& changes) {
-    for (const canon::Change& c : changes) {
-      out.changes.push_back({c.rule, mode(c.rule), c.path, c.detail});
-    }
-  };
-  if (any_observe_) record(canon::canonicalize(request, observe_).changes);
-  if (any_rewrite_) {
-    canon::CanonicalizeOutcome rewritten = canon::canonicalize(request, rewrite_);
-    if (!rewritten.changes.empty()) {
-      record(rewritten.changes);
-      out.body = std::move(rewritten.body);
-    }
+  if (!any_rule_) return out;
+  for (canon::Change& c : canon::canonicalize_in_place(request, rewrite_, observe_)) {
+    out.body_changed = out.body_changed || c.applied;
+    out.changes.push_back(
+        {std::move(c.rule), c.applied ? RuleMode::kRewrite : RuleMode::kObserve,
+         std::move(c.path), std::move(c.detail)});
   }
   return out;
 }

@@ -2,12 +2,11 @@
 // sent) or rewritten (the upstream receives the canonical body).
 //
 //   CanonicalizeStage stage(config.canonicalization);
-//   StageResult r = stage.apply(parsed);
-//   if (r.rewritten) forward(json::to_json(*r.body)); else forward(original bytes);
-//   for (const canon::Change& c : r.changes) metrics.add({c.rule, mode_of(c.rule)});
+//   StageResult r = stage.apply(parsed);          // rewrites parsed.body in place
+//   if (r.body_changed) forward(json::to_json(parsed.body)); else forward(original bytes);
+//   for (const StageChange& c : r.changes) metrics.add({c.rule, rule_mode_name(c.mode)});
 #pragma once
 
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,22 +24,23 @@ struct StageChange {
 };
 
 struct StageResult {
-  std::optional<json::Value> body;   // set when a rewrite rule changed the body
+  bool body_changed = false;         // a rewrite rule changed the request's body
   std::vector<StageChange> changes;  // observed and rewritten
 };
 
 class CanonicalizeStage {
  public:
   explicit CanonicalizeStage(const CanonicalizationConfig& config);
-  StageResult apply(const canon::ParsedRequest& request) const;
+  // One pass: rules in rewrite mode change `request.body` in place (re-derive the rest of the
+  // request when body_changed), rules in observe mode are reported only.
+  StageResult apply(canon::ParsedRequest& request) const;
   RuleMode mode(std::string_view rule) const;
 
  private:
   CanonicalizationConfig config_;
   canon::CanonicalizationPolicy rewrite_;  // the rules in rewrite mode
   canon::CanonicalizationPolicy observe_;  // the rules in observe mode
-  bool any_rewrite_ = false;
-  bool any_observe_ = false;
+  bool any_rule_ = false;
 };
 
 }  // namespace prefixgate::gateway::server

@@ -33,8 +33,8 @@ canon::Result<PreparedRequest> prepare_request(std::string_view body, canon::End
 
   StageResult staged = options.stage->apply(*parsed);
   out.changes = std::move(staged.changes);
-  if (staged.body) {
-    auto reparsed = canon::parse_request_value(std::move(*staged.body), endpoint, options.limits);
+  if (staged.body_changed) {
+    auto reparsed = canon::parse_request_value(std::move(parsed->body), endpoint, options.limits);
     if (!reparsed) return reparsed.error();
     parsed = std::move(reparsed);
     modified = true;

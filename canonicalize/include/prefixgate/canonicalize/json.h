@@ -134,6 +134,12 @@ Result<std::string> to_canonical_json(const Value& value);
 // Returns a copy with every object's members in RFC 8785 order and every number's source text
 // dropped, so that to_json() of the result equals to_canonical_json() of the input.
 Value canonicalized(const Value& value);
+// canonicalized() without the copy: members re-ordered and number sources dropped in place.
+void canonicalize_in_place(Value& value);
+// Whether to_json(value) already equals to_json(canonicalized(value)): every object's members in
+// RFC 8785 order and every number's source text (if any) in ECMAScript form. Allocation-free,
+// so a gateway can check a request's tool schemas without serializing them.
+bool is_canonical(const Value& value);
 
 // Appends `s` as a JSON string literal with RFC 8785's minimal escaping.
 // `s` should be UTF-8: bytes >= 0x80 are copied as they are.
