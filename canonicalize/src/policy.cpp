@@ -17,13 +17,14 @@ std::string granularity_text(std::chrono::seconds g) {
   return std::to_string(s) + "s";
 }
 
-// Applies `fn` to every string of a message's text: the content string or each text part.
+// Applies `fn(text, field, part)` to every string of a message's text: the content string
+// (part 0) or each text part (its index in `content`, which is its index in Message::parts).
 template <class Fn>
 void for_each_text(Value& message, Fn&& fn) {
   Value* content = message.find("content");
   if (content == nullptr) return;
   if (content->is_string()) {
-    fn(content->as_string(), std::string("content"));
+    fn(content->as_string(), std::string("content"), std::size_t{0});
     return;
   }
   if (!content->is_array()) return;
@@ -33,8 +34,27 @@ void for_each_text(Value& message, Fn&& fn) {
     Value* text = parts[i].find("text");
     if (type != nullptr && type->is_string() && type->as_string() == "text" && text != nullptr &&
         text->is_string()) {
-      fn(text->as_string(), "content[" + std::to_string(i) + "].text");
+      fn(text->as_string(), "content[" + std::to_string(i) + "].text", i);
     }
+  }
+}
+
+// The parsed fields an in-place pass keeps consistent with the body it rewrites.
+struct Derived {
+  std::vector<Message>* messages = nullptr;
+  std::vector<ToolDef>* tools = nullptr;
+};
+
+// Message::parts[part] after its text was rewritten in `message` (the body's JSON).
+void refresh_part(Message& parsed, const Value& message, std::size_t part,
+                  const std::string& text) {
+  if (part >= parsed.parts.size()) return;
+  ContentPart& p = parsed.parts[part];
+  p.text = text;
+  if (parsed.content_is_string) return;  // value stays null, see ContentPart
+  const Value* content = message.find("content");
+  if (content != nullptr && content->is_array() && part < content->as_array().size()) {
+    p.value = content->as_array()[part];
   }
 }
 
@@ -109,11 +129,13 @@ const std::string* tool_name(const Value& tool) {
   return name != nullptr && name->is_string() ? &name->as_string() : nullptr;
 }
 
-void canonicalize_tool_list(Value& body, std::string_view key, const Modes& modes,
+// Returns whether the list's order was rewritten.
+bool canonicalize_tool_list(Value& body, std::string_view key, const Modes& modes,
                             std::vector<Change>& changes) {
   Value* list = body.find(key);
-  if (list == nullptr || !list->is_array()) return;
+  if (list == nullptr || !list->is_array()) return false;
   json::Array& tools = list->as_array();
+  bool reordered = false;
   if (modes.tool_json != Mode::kOff) {
     std::size_t rewritten = 0;
     for (Value& tool : tools) {
@@ -138,6 +160,7 @@ void canonicalize_tool_list(Value& body, std::string_view key, const Modes& mode
     if (!std::is_sorted(tools.begin(), tools.end(), less)) {
       if (modes.tool_order == Mode::kRewrite) {
         std::stable_sort(tools.begin(), tools.end(), less);
+        reordered = true;
       }
       report(changes, modes.tool_order, kRuleToolOrder, std::string(key),
              std::to_string(tools.size()) + " tools sorted by name");
@@ -154,13 +177,30 @@ void canonicalize_tool_list(Value& body, std::string_view key, const Modes& mode
                  granularity_text(modes.timestamp_granularity));
     }
   }
+  return reordered;
+}
+
+// ParsedRequest::tools for a body whose tool lists were re-ordered (names as parse_request
+// takes them: function.name, or a custom tool's own name).
+void rebuild_tool_defs(const Value& body, std::vector<ToolDef>& defs) {
+  defs.clear();
+  for (std::string_view key : {"tools", "functions"}) {
+    const Value* list = body.find(key);
+    if (list == nullptr || !list->is_array()) continue;
+    for (std::size_t i = 0; i < list->as_array().size(); ++i) {
+      const std::string* name = tool_name(list->as_array()[i]);
+      defs.push_back(ToolDef{name != nullptr ? *name : std::string(),
+                             std::string(key) + "[" + std::to_string(i) + "]"});
+    }
+  }
 }
 
 std::vector<Change> canonicalize_body(Value& body, const std::vector<Message>& parsed,
-                                      const Modes& modes) {
+                                      const Modes& modes, const Derived& derived) {
   std::vector<Change> changes;
-  canonicalize_tool_list(body, "tools", modes, changes);
-  canonicalize_tool_list(body, "functions", modes, changes);
+  bool reordered = canonicalize_tool_list(body, "tools", modes, changes);
+  reordered = canonicalize_tool_list(body, "functions", modes, changes) || reordered;
+  if (reordered && derived.tools != nullptr) rebuild_tool_defs(body, *derived.tools);
 
   if (modes.response_format != Mode::kOff) {
     if (Value* rf = body.find("response_format"); rf != nullptr && rf->is_object()) {
@@ -180,21 +220,29 @@ std::vector<Change> canonicalize_body(Value& body, const std::vector<Message>& p
     const std::string base = "messages[" + std::to_string(i) + "].";
     const Role role = parsed[i].role;
     if (modes.timestamp != Mode::kOff && (role == Role::kSystem || role == Role::kDeveloper)) {
-      for_each_text(list[i], [&](std::string& text, const std::string& field) {
+      for_each_text(list[i], [&](std::string& text, const std::string& field, std::size_t part) {
         TimestampRounding r = round_timestamps(text, modes.timestamp_granularity);
         if (r.rewritten == 0) return;
-        if (modes.timestamp == Mode::kRewrite) text = std::move(r.text);
+        if (modes.timestamp == Mode::kRewrite) {
+          text = std::move(r.text);
+          if (derived.messages != nullptr)
+            refresh_part((*derived.messages)[i], list[i], part, text);
+        }
         report(changes, modes.timestamp, kRuleTimestamp, base + field,
                std::to_string(r.rewritten) + " timestamps rounded to " +
                    granularity_text(modes.timestamp_granularity));
       });
     }
     if (modes.whitespace != Mode::kOff) {
-      for_each_text(list[i], [&](std::string& text, const std::string& field) {
+      for_each_text(list[i], [&](std::string& text, const std::string& field, std::size_t part) {
         bool changed = false;
         std::string normalized = normalize_whitespace(text, changed);
         if (!changed) return;
-        if (modes.whitespace == Mode::kRewrite) text = std::move(normalized);
+        if (modes.whitespace == Mode::kRewrite) {
+          text = std::move(normalized);
+          if (derived.messages != nullptr)
+            refresh_part((*derived.messages)[i], list[i], part, text);
+        }
         report(changes, modes.whitespace, kRuleWhitespace, base + field,
                "line endings and trailing whitespace normalized");
       });
@@ -215,14 +263,15 @@ CanonicalizeOutcome canonicalize(const ParsedRequest& request,
                                  const CanonicalizationPolicy& policy) {
   CanonicalizeOutcome out{request.body, {}};
   out.changes = canonicalize_body(out.body, request.messages,
-                                  modes_of(policy, CanonicalizationPolicy::none()));
+                                  modes_of(policy, CanonicalizationPolicy::none()), Derived{});
   return out;
 }
 
 std::vector<Change> canonicalize_in_place(ParsedRequest& request,
                                           const CanonicalizationPolicy& rewrite,
                                           const CanonicalizationPolicy& observe) {
-  return canonicalize_body(request.body, request.messages, modes_of(rewrite, observe));
+  return canonicalize_body(request.body, request.messages, modes_of(rewrite, observe),
+                           Derived{&request.messages, &request.tools});
 }
 
 }  // namespace prefixgate::canon

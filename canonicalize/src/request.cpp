@@ -121,7 +121,8 @@ Result<Role> parse_role(const Value& v, const std::string& path) {
 Status parse_content(const Value& content, const std::string& path, Message& msg) {
   if (content.is_string()) {
     msg.content_is_string = true;
-    msg.parts.push_back(ContentPart{"text", content.as_string(), content});
+    // No copy of the whole value: a plain string's text is all there is to render.
+    msg.parts.push_back(ContentPart{"text", content.as_string(), {}});
     return {};
   }
   if (content.is_null()) return {};

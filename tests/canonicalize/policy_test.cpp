@@ -157,5 +157,40 @@ TEST(PolicyTest, InPlaceAppliesRewriteRulesAndOnlyReportsObservedOnes) {
             "Now: 2026-08-20T14:00:00Z.");
 }
 
+// After an in-place pass the parsed fields equal what parsing the new body gives, so the
+// gateway renders and hashes the canonical request without parsing it again.
+TEST(PolicyTest, InPlaceKeepsParsedFieldsInStepWithTheBody) {
+  CanonicalizationPolicy all;
+  all.whitespace = true;
+  ParsedRequest req = chat(R"({"messages":[
+      {"role":"system","content":"Now: 2026-08-20T14:33:07Z.  \r\nBe brief."},
+      {"role":"developer","content":[{"type":"text","text":"x"},{"type":"image_url","image_url":{"url":"u"}},
+                                     {"type":"text","text":"At 2026-08-20 09:15:00 UTC.\t"}]},
+      {"role":"user","content":"hi"}],
+    "tools":[{"type":"function","function":{"name":"zeta","parameters":{"type":"object"}}},
+             {"type":"custom","name":"alpha"},
+             {"type":"function","function":{"name":"beta"}}],
+    "functions":[{"name":"g2"},{"name":"g1"}]})");
+  const auto changes = canonicalize_in_place(req, all, CanonicalizationPolicy::none());
+  EXPECT_GE(changes.size(), 5u);
+  auto fresh = parse_request_value(req.body, Endpoint::kChatCompletions);
+  ASSERT_TRUE(fresh) << fresh.error().message;
+  ASSERT_EQ(req.tools.size(), fresh->tools.size());
+  for (std::size_t i = 0; i < req.tools.size(); ++i) {
+    EXPECT_EQ(req.tools[i].name, fresh->tools[i].name) << i;
+    EXPECT_EQ(req.tools[i].path, fresh->tools[i].path) << i;
+  }
+  EXPECT_EQ(req.tools[0].name, "alpha");
+  ASSERT_EQ(req.messages.size(), fresh->messages.size());
+  for (std::size_t m = 0; m < req.messages.size(); ++m) {
+    ASSERT_EQ(req.messages[m].parts.size(), fresh->messages[m].parts.size());
+    for (std::size_t p = 0; p < req.messages[m].parts.size(); ++p) {
+      EXPECT_EQ(req.messages[m].parts[p].text, fresh->messages[m].parts[p].text) << m << "/" << p;
+      EXPECT_EQ(req.messages[m].parts[p].value, fresh->messages[m].parts[p].value) << m << "/" << p;
+    }
+  }
+  EXPECT_EQ(req.messages[0].text(), "Now: 2026-08-20T14:00:00Z.\nBe brief.");
+}
+
 }  // namespace
 }  // namespace prefixgate::canon

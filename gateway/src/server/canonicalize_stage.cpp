@@ -50,9 +50,8 @@ StageResult CanonicalizeStage::apply(canon::ParsedRequest& request) const {
   if (!any_rule_) return out;
   for (canon::Change& c : canon::canonicalize_in_place(request, rewrite_, observe_)) {
     out.body_changed = out.body_changed || c.applied;
-    out.changes.push_back(
-        {std::move(c.rule), c.applied ? RuleMode::kRewrite : RuleMode::kObserve,
-         std::move(c.path), std::move(c.detail)});
+    out.changes.push_back({std::move(c.rule), c.applied ? RuleMode::kRewrite : RuleMode::kObserve,
+                           std::move(c.path), std::move(c.detail)});
   }
   return out;
 }

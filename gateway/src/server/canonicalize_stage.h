@@ -31,8 +31,8 @@ struct StageResult {
 class CanonicalizeStage {
  public:
   explicit CanonicalizeStage(const CanonicalizationConfig& config);
-  // One pass: rules in rewrite mode change `request.body` in place (re-derive the rest of the
-  // request when body_changed), rules in observe mode are reported only.
+  // One pass: rules in rewrite mode change `request.body` in place (its parsed fields follow),
+  // rules in observe mode are reported only.
   StageResult apply(canon::ParsedRequest& request) const;
   RuleMode mode(std::string_view rule) const;
 

@@ -31,14 +31,9 @@ canon::Result<PreparedRequest> prepare_request(std::string_view body, canon::End
   PreparedRequest out;
   bool modified = false;
 
-  StageResult staged = options.stage->apply(*parsed);
+  StageResult staged = options.stage->apply(*parsed);  // keeps the parsed fields in step
   out.changes = std::move(staged.changes);
-  if (staged.body_changed) {
-    auto reparsed = canon::parse_request_value(std::move(parsed->body), endpoint, options.limits);
-    if (!reparsed) return reparsed.error();
-    parsed = std::move(reparsed);
-    modified = true;
-  }
+  modified = staged.body_changed;
   out.parsed = std::move(*parsed);
   canon::ParsedRequest& req = out.parsed;
 

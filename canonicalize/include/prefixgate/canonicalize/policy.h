@@ -46,9 +46,9 @@ inline constexpr std::string_view kRuleTimestamp = "timestamp";
 inline constexpr std::string_view kRuleWhitespace = "whitespace";
 
 struct Change {
-  std::string rule;    // one of the kRule* names
-  std::string path;    // JSON path of what changed: "tools", "messages[0].content"
-  std::string detail;  // for a person: "3 timestamps rounded to 1h", "tools sorted by name"
+  std::string rule;     // one of the kRule* names
+  std::string path;     // JSON path of what changed: "tools", "messages[0].content"
+  std::string detail;   // for a person: "3 timestamps rounded to 1h", "tools sorted by name"
   bool applied = true;  // false: an observed rule's change, reported but not made
 };
 
@@ -63,10 +63,11 @@ CanonicalizeOutcome canonicalize(const ParsedRequest& request,
 
 // One pass over a request the caller owns: the rules of `rewrite` change `request.body` in
 // place, the rules of `observe` (not also in `rewrite`) only report what they would change
-// (Change::applied false). Returns every change, applied or not, in body order. Only the body
-// changes: when any change was applied, re-derive the rest with parse_request_value().
-// A gateway's per-request path: no copy of the body, and a schema already in canonical form
-// is recognized without being serialized.
+// (Change::applied false). Returns every change, applied or not, in body order. The parsed
+// fields follow the body (messages' text, tools' order), so the request stays as
+// parse_request_value() of its new body would make it. A gateway's per-request path: no copy
+// of the body, no second parse, and a schema already in canonical form is recognized without
+// being serialized.
 std::vector<Change> canonicalize_in_place(ParsedRequest& request,
                                           const CanonicalizationPolicy& rewrite,
                                           const CanonicalizationPolicy& observe);

@@ -35,7 +35,7 @@ const char* role_name(Role role);
 struct ContentPart {
   std::string type;   // "text", "image_url", ...
   std::string text;   // for text-like parts ("text", "refusal")
-  json::Value value;  // the whole part as sent
+  json::Value value;  // the whole part as sent; null for content sent as a plain string
   bool is_text() const { return type == "text" || type == "refusal"; }
 };
 
