@@ -167,7 +167,8 @@ std::string causes_chart(const LogReport& r, const std::vector<Bucket>& buckets,
     for (const auto& [c, k] : b.causes) sum += k;
     max_count = std::max(max_count, sum);
   }
-  const double y_max = static_cast<double>(max_count);
+  // Whole-request ticks: the four steps of the axis are integers.
+  const double y_max = 4 * std::ceil(static_cast<double>(max_count) / 4);
   std::string s =
       "<svg viewBox=\"0 0 900 220\" role=\"img\" aria-label=\"divergence causes over "
       "the log\">";
