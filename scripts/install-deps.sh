@@ -17,6 +17,7 @@ packages=(
   libgtest-dev libgmock-dev # unit tests
   libbenchmark-dev          # micro-benchmarks
   nodejs                    # test oracles (JSON.stringify, reference tokenizers); bundles npm
+  chromium                  # the browser test of the gateway's /dashboard (playwright-core)
 )
 
 missing=()

@@ -44,7 +44,9 @@ done
 
 say "starting the gateway on $host:8080 in front of them (cache_aware routing)"
 gateway=build/release/gateway/prefixgate
-"$gateway" --listen $host:8080 --policy cache_aware \
+# Tenants from the x-tenant header, so the dashboard can show each app's hit rate.
+printf 'tenant_header: x-tenant\n' >build/run/gateway.yaml
+"$gateway" --config build/run/gateway.yaml --listen $host:8080 --policy cache_aware \
   --upstream "http://$host:${ports[0]}" --upstream "http://$host:${ports[1]}" \
   --upstream "http://$host:${ports[2]}" >build/run/gateway.log 2>&1 &
 pids+=($!)
@@ -61,7 +63,7 @@ ask() {  # app-number question
   local system
   system=$(printf "You are assistant number $1 of Acme Cloud. Answer in two sentences. %.0s" $(seq 28))
   curl -s -D build/run/headers -o build/run/body "http://$host:8080/v1/chat/completions" \
-    -H 'content-type: application/json' \
+    -H 'content-type: application/json' -H "x-tenant: app-$1" \
     -d "{\"messages\":[{\"role\":\"system\",\"content\":\"$system\"},{\"role\":\"user\",\"content\":\"$2\"}],\"max_tokens\":1}"
   printf '  app %s -> %-22s %-32s %s\n' "$1" \
     "$(grep -i '^x-prefixgate-replica' build/run/headers | cut -d' ' -f2 | tr -d '\r')" \
@@ -74,11 +76,15 @@ for app in 1 2 3; do ask $app "Can I change my plan?"; done
 say "hit rate as the gateway's /metrics reports it"
 curl -s "http://$host:8080/metrics" | grep -E '^prefixgate_(prompt|cached)_tokens_total' || true
 
-say "serving (Ctrl-C to stop). Try:"
+say "serving (Ctrl-C to stop). Live dashboard: http://$host:8080/dashboard"
 cat <<HELP
+  open http://$host:8080/dashboard in a browser, then send some traffic and watch the hit rate:
+    for i in \$(seq 20); do curl -s http://$host:8080/v1/chat/completions -H 'x-tenant: demo' \\
+      -d '{"messages":[{"role":"system","content":"You are a helpful assistant for Acme. Be brief."},{"role":"user","content":"Question '\$i'"}],"max_tokens":4,"stream":true}' >/dev/null; done
   curl -s http://$host:8080/v1/chat/completions -d '{"messages":[{"role":"user","content":"Hi"}]}'
   OpenAI SDK: base URL http://$host:8080/v1 (any api key)
   curl -s http://$host:8080/metrics | grep -E 'cached|route'   # hit rate and routing decisions
+  curl -s http://$host:8080/stats                               # the dashboard's data (gateway/STATS.md)
   curl -sN http://$host:9001/v1/kv_events                       # a replica's cache, as the gateway follows it
   logs: build/run/gateway.log, build/run/engine-*.log
 HELP

@@ -65,6 +65,7 @@ TEST(KvEventsTest, SnapshotThenStoredDeltasThenLoad) {
   EXPECT_EQ(num(load, "kv_pages_total"), 256);
   EXPECT_GE(num(load, "running"), 0);
   EXPECT_GE(num(load, "tokens_queued_for_prefill"), 0);
+  EXPECT_NE(load.find("preemptions_total"), nullptr);  // for the gateway's dashboard
 }
 
 TEST(KvEventsTest, ReconnectWithSinceGetsMissedDeltasWithoutSnapshot) {

@@ -208,6 +208,70 @@ TEST(PrefixlintCliTest, LogReportsCeilingsCausesAndTenants) {
   EXPECT_NE(text.out.find("per tenant:"), std::string::npos);
 }
 
+// Occurrences of `needle` in `haystack`.
+std::size_t occurrences(const std::string& haystack, const std::string& needle) {
+  std::size_t n = 0;
+  for (std::size_t at = haystack.find(needle); at != std::string::npos;
+       at = haystack.find(needle, at + needle.size())) {
+    ++n;
+  }
+  return n;
+}
+
+std::string percent_of(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", 100.0 * x);
+  return buf;
+}
+
+TEST(PrefixlintCliTest, LogHtmlIsASelfContainedPageWithTheSameCeilings) {
+  for (const char* file : {"examples/logs/small.jsonl", "examples/logs/traffic.jsonl"}) {
+    SCOPED_TRACE(file);
+    RunResult json = prefixlint(std::string("log --format json ") + file);
+    RunResult html = prefixlint(std::string("log --format html ") + file);
+    ASSERT_EQ(html.exit_code, 0) << html.err;
+    const std::string& h = html.out;
+    EXPECT_EQ(h.rfind("<!doctype html>", 0), 0u);
+    EXPECT_NE(h.find("</html>"), std::string::npos);
+    // Well-formed enough for any browser: every element we open is closed.
+    for (const char* tag : {"html", "head", "body", "main", "section", "table", "svg", "style",
+                            "tr", "td", "title"}) {
+      EXPECT_EQ(occurrences(h, std::string("<") + tag + ">") +
+                    occurrences(h, std::string("<") + tag + " "),
+                occurrences(h, std::string("</") + tag + ">"))
+          << tag;
+    }
+    // Self-contained: nothing for a browser to fetch.
+    for (const char* external : {"<script", "<link", "src=", "url(", "@import"}) {
+      EXPECT_EQ(h.find(external), std::string::npos) << external;
+    }
+    // The ceilings, rounded as the text format rounds them, equal the JSON report's.
+    const json::Value doc = parse_json(json.out);
+    const json::Value* total = doc.find("total");
+    ASSERT_NE(total, nullptr);
+    const std::string as_sent = percent_of(total->find("hit_rate")->as_number().value);
+    const std::string canonical = percent_of(total->find("canonical_hit_rate")->as_number().value);
+    EXPECT_NE(h.find("id=\"ceiling-as-sent\">" + as_sent + "<"), std::string::npos) << as_sent;
+    EXPECT_NE(h.find("id=\"ceiling-canonical\">" + canonical + "<"), std::string::npos)
+        << canonical;
+    // Every cause of the JSON report is among the top offenders.
+    for (const json::Value& c : doc.find("causes")->as_array()) {
+      EXPECT_NE(h.find("<td><b>" + c.find("cause")->as_string() + "</b></td>"), std::string::npos)
+          << c.find("cause")->as_string();
+    }
+  }
+  // Report text from the log is escaped, never markup.
+  const fs::path log =
+      fs::temp_directory_path() / ("prefixlint-html-" + std::to_string(::getpid()) + ".jsonl");
+  std::ofstream(log) << R"({"tenant":"<script>alert(1)</script>","request":{"prompt":"hi <b>"}})"
+                     << "\n";
+  RunResult injected = prefixlint("log --format html '" + log.string() + "'");
+  fs::remove(log);
+  EXPECT_EQ(injected.exit_code, 0) << injected.err;
+  EXPECT_EQ(injected.out.find("<script>"), std::string::npos);
+  EXPECT_NE(injected.out.find("&lt;script&gt;"), std::string::npos);
+}
+
 TEST(PrefixlintCliTest, CanonReproducesTheRfcVectors) {
   const fs::path jcs = fs::path(PREFIXGATE_SHARED_DIR) / "data" / "jcs";
   for (const char* name : {"arrays.json", "structures.json", "values.json", "weird.json"}) {

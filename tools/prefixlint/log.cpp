@@ -12,6 +12,7 @@
 
 #include "commands.h"
 #include "documents.h"
+#include "log_report.h"
 #include "model_flags.h"
 #include "prefixgate/canonicalize/divergence.h"
 
@@ -44,32 +45,6 @@ class CeilingCache {
  private:
   std::unordered_map<std::uint64_t, std::size_t> blocks_;
 };
-
-struct Totals {
-  std::size_t requests = 0;
-  std::size_t prompt_tokens = 0;
-  std::size_t hit_tokens = 0;  // as sent
-  std::size_t canonical_hit_tokens = 0;
-};
-
-struct CauseStats {
-  std::size_t requests = 0;
-  std::size_t tokens_lost = 0;
-  std::size_t fixed_by_canonicalization = 0;
-  std::string example;  // "line 17, messages[0].content: "old..." -> "new...""
-};
-
-struct LogReport {
-  std::string file;
-  std::size_t block_size = 0;
-  Totals all;
-  std::map<std::string, Totals> tenants;
-  std::map<std::string, CauseStats> causes;  // by cause name
-};
-
-double ratio(std::size_t a, std::size_t b) {
-  return b == 0 ? 0.0 : static_cast<double>(a) / b;
-}
 
 std::string percent(double x) {
   char buf[32];
@@ -138,6 +113,13 @@ LogReport analyze_log(const std::string& file, const std::vector<Document>& docs
       t->hit_tokens += hit_blocks * block;
       t->canonical_hit_tokens += canon_hit_blocks * block;
     }
+    RequestOutcome& outcome = report.requests.emplace_back();
+    outcome.line = doc.line;
+    outcome.timestamp = doc.timestamp;
+    outcome.tenant = doc.tenant;
+    outcome.prompt_tokens = tokens;
+    outcome.hit_tokens = hit_blocks * block;
+    outcome.canonical_hit_tokens = canon_hit_blocks * block;
 
     // A request that missed part of its own stable prefix: explain against the most similar
     // earlier request (the holder of its deepest cached block, or its tenant's previous one).
@@ -171,9 +153,11 @@ LogReport analyze_log(const std::string& file, const std::vector<Document>& docs
       CauseStats& stats = report.causes[cause];
       ++stats.requests;
       stats.tokens_lost += (stable_blocks - hit_blocks) * block;
-      if (canon_hit_blocks >= canon_prompt.stable_prefix_tokens() / block) {
-        ++stats.fixed_by_canonicalization;
-      }
+      const bool fixed = canon_hit_blocks >= canon_prompt.stable_prefix_tokens() / block;
+      if (fixed) ++stats.fixed_by_canonicalization;
+      outcome.cause = cause;
+      outcome.tokens_lost = (stable_blocks - hit_blocks) * block;
+      outcome.fixed_by_canonicalization = fixed;
       if (stats.example.empty() && cause != kNewPrefix) {
         stats.example = "line " + std::to_string(doc.line) + ", " + best.field + ": " +
                         json_quoted(best.old_excerpt) + " -> " + json_quoted(best.new_excerpt);
@@ -200,14 +184,6 @@ json::Value totals_json(const Totals& t) {
   o.push_back({"canonical_hit_tokens", number(static_cast<double>(t.canonical_hit_tokens))});
   o.push_back({"canonical_hit_rate", number(ratio(t.canonical_hit_tokens, t.prompt_tokens))});
   return json::Value(std::move(o));
-}
-
-std::vector<std::pair<std::string, CauseStats>> causes_by_count(const LogReport& r) {
-  std::vector<std::pair<std::string, CauseStats>> v(r.causes.begin(), r.causes.end());
-  std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& b) {
-    return a.second.requests > b.second.requests;
-  });
-  return v;
 }
 
 std::string log_json(const LogReport& r) {
@@ -287,6 +263,14 @@ std::string log_text(const LogReport& r) {
 
 }  // namespace
 
+std::vector<std::pair<std::string, CauseStats>> causes_by_count(const LogReport& r) {
+  std::vector<std::pair<std::string, CauseStats>> v(r.causes.begin(), r.causes.end());
+  std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& b) {
+    return a.second.requests > b.second.requests;
+  });
+  return v;
+}
+
 void add_log_command(CLI::App& app, std::function<int()>& run) {
   struct Options {
     ModelFlags model;
@@ -297,9 +281,10 @@ void add_log_command(CLI::App& app, std::function<int()>& run) {
   auto opts = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
       "log", "hit-rate ceiling of a request log, as sent and canonicalized, and what breaks it");
-  cmd->add_option("--format", opts->format, "text or json")
+  cmd->add_option("--format", opts->format,
+                  "text, json, or html (a self-contained report page with charts)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"text", "json"}));
+      ->check(CLI::IsMember({"text", "json", "html"}));
   cmd->add_option("--history", opts->history,
                   "earlier requests kept to explain misses (memory grows with it)")
       ->capture_default_str()
@@ -315,7 +300,9 @@ void add_log_command(CLI::App& app, std::function<int()>& run) {
       auto docs = read_documents(opts->file);
       if (!docs) return fail(docs.error());
       const LogReport report = analyze_log(opts->file, *docs, *loaded, opts->history);
-      std::cout << (opts->format == "json" ? log_json(report) : log_text(report));
+      std::cout << (opts->format == "json"   ? log_json(report)
+                    : opts->format == "html" ? log_html(report)
+                                             : log_text(report));
       return 0;
     };
   });

@@ -230,6 +230,11 @@ Awaitable<void> Server::Impl::session(tcp::socket socket) {
     id = next_connection++;
     live[id] = Live{c.stream.get_executor(), &c.stream, &idle};
   }
+  // A stream is written as small chunks, one per event: without TCP_NODELAY, Nagle holds each
+  // one back until the previous is acknowledged, and a client that delays its ACKs (as Linux
+  // does on a reused keep-alive connection) stalls every event by ~40 ms.
+  beast::error_code nodelay_ec;
+  c.stream.socket().set_option(tcp::no_delay(true), nodelay_ec);
   try {
     for (;;) {
       if (ctx.draining.load()) break;

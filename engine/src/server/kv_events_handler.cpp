@@ -6,7 +6,7 @@
 //   {"type":"removed","seq":N,"hash":...,"salt":...}
 //   {"type":"cleared","seq":N}
 //   {"type":"load","running":..,"waiting":..,"kv_pages_used":..,"kv_pages_total":..,
-//    "tokens_queued_for_prefill":..}   at least every load_report_interval
+//    "tokens_queued_for_prefill":..,"preemptions_total":..}   at least every load_report_interval
 //
 // A reader that reconnects with ?since=SEQ gets the deltas after SEQ when the log still holds
 // them, otherwise a fresh snapshot (and so does one that falls behind mid-stream).
@@ -91,13 +91,14 @@ std::string event_line(const KvEventLog::Entry& entry) {
 }
 
 std::string load_line(const EngineStats& s) {
-  return json::to_json(json::Object{
-             {"type", "load"},
-             {"running", num(s.scheduler.running)},
-             {"waiting", num(s.scheduler.waiting)},
-             {"kv_pages_used", num(s.kv_pages_used)},
-             {"kv_pages_total", num(s.kv_pages_total)},
-             {"tokens_queued_for_prefill", num(s.scheduler.tokens_queued_for_prefill)}}) +
+  return json::to_json(
+             json::Object{{"type", "load"},
+                          {"running", num(s.scheduler.running)},
+                          {"waiting", num(s.scheduler.waiting)},
+                          {"kv_pages_used", num(s.kv_pages_used)},
+                          {"kv_pages_total", num(s.kv_pages_total)},
+                          {"tokens_queued_for_prefill", num(s.scheduler.tokens_queued_for_prefill)},
+                          {"preemptions_total", num(s.scheduler.preemptions_total)}}) +
          "\n";
 }
 

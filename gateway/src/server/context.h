@@ -18,6 +18,7 @@
 #include "config.h"
 #include "prefixgate/canonicalize/status.h"
 #include "server/canonicalize_stage.h"
+#include "server/live_stats.h"
 #include "server/metrics.h"
 #include "server/model_registry.h"
 #include "server/replica_set.h"
@@ -41,6 +42,7 @@ class UpstreamPool;
 struct ProxyMetrics {
   CounterFamily* requests = nullptr;                 // route, status, replica, tenant
   HistogramFamily* ttft = nullptr;                   // replica
+  HistogramFamily* ttft_by_cache = nullptr;          // cache (hit|miss), streamed requests
   HistogramFamily* e2e = nullptr;                    // route
   HistogramFamily* overhead = nullptr;               // route
   CounterFamily* prompt_tokens = nullptr;            // replica, tenant
@@ -89,6 +91,7 @@ struct GatewayContext {
   std::vector<tcp::endpoint> endpoints;  // per replica, resolved at start
   Metrics metrics;
   ProxyMetrics m;
+  std::unique_ptr<LiveStats> stats;  // GET /stats and /dashboard
   PrepOptions prep;
   std::atomic<bool> draining{false};
   std::atomic<std::uint64_t> next_request_id{1};
@@ -137,6 +140,13 @@ Awaitable<bool> handle_passthrough(Connection& c, const Request& req, RequestInf
 // POST /prefixgate/explain/{chat/completions,completions}: the routing the gateway would do.
 Awaitable<bool> handle_explain(Connection& c, const Request& req, RequestInfo& info,
                                canon::Endpoint endpoint);
+
+// GET /stats (the live stats as JSON; ?since=UNIX_MS for the samples after it) and
+// GET /dashboard (the page that reads it, compiled into the binary). Nothing goes upstream.
+Response dashboard_response(GatewayContext& ctx, const Request& req, std::string_view path,
+                            bool keep_alive);
+// Closes a live-stats interval every LiveStatsOptions::interval_ms until the drain.
+Awaitable<void> run_stats_sampler(GatewayContext& ctx);
 
 // Background loops, one per replica.
 Awaitable<void> run_kv_events(GatewayContext& ctx, ReplicaId replica);

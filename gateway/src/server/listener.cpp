@@ -121,6 +121,12 @@ Awaitable<bool> route(Connection& c, const Request& req) {
         make_response(req, http::status::ok, "text/plain; version=0.0.4", ctx.metrics.render(),
                       info.keep_alive));
   }
+  if (path == "/stats" || path == "/dashboard" || path == "/") {
+    if (req.method() != http::verb::get) {
+      co_return co_await write_response(c, info, method_not_allowed("GET"));
+    }
+    co_return co_await write_response(c, info, dashboard_response(ctx, req, path, info.keep_alive));
+  }
   if (!path.starts_with("/v1/") && !path.starts_with("/prefixgate/")) {
     co_return co_await write_response(
         c, info,
@@ -234,6 +240,11 @@ void Gateway::Impl::register_metrics() {
   ctx.m.ttft =
       &m.histogram(p + "time_to_first_token_seconds", "Arrival to the first streamed event.",
                    {"replica"}, latency_buckets_seconds());
+  ctx.m.ttft_by_cache = &m.histogram(
+      p + "time_to_first_token_by_cache_seconds",
+      "Arrival to the first streamed event, by whether the engine served at least half the "
+      "prompt from cache (hit) or not (miss).",
+      {"cache"}, latency_buckets_seconds());
   ctx.m.e2e = &m.histogram(p + "request_duration_seconds", "Arrival to the last byte.", {"route"},
                            latency_buckets_seconds());
   ctx.m.overhead = &m.histogram(p + "gateway_overhead_seconds",
@@ -281,6 +292,24 @@ void Gateway::Impl::register_metrics() {
                    {"replica"}, per_replica([](const ReplicaStatus& s) {
                      return static_cast<double>(s.view.tokens_queued_for_prefill);
                    }));
+  m.gauge_callback(
+      p + "upstream_running_sequences", "From the replica's load reports.", {"replica"},
+      per_replica([](const ReplicaStatus& s) { return static_cast<double>(s.view.running); }));
+  m.gauge_callback(
+      p + "upstream_waiting_sequences", "From the replica's load reports.", {"replica"},
+      per_replica([](const ReplicaStatus& s) { return static_cast<double>(s.view.waiting); }));
+  m.gauge_callback(p + "upstream_kv_usage_ratio",
+                   "KV pages in use over KV pages, from the replica's load reports.", {"replica"},
+                   per_replica([](const ReplicaStatus& s) {
+                     return s.view.kv_pages_total == 0
+                                ? 0.0
+                                : static_cast<double>(s.view.kv_pages_used) /
+                                      static_cast<double>(s.view.kv_pages_total);
+                   }));
+  m.gauge_callback(
+      p + "upstream_preemptions",
+      "Sequences the replica has preempted since it started (its load reports).", {"replica"},
+      per_replica([](const ReplicaStatus& s) { return static_cast<double>(s.preemptions_total); }));
   m.gauge_callback(
       p + "index_blocks", "Blocks the prefix index holds per replica.", {"replica"},
       per_replica([](const ReplicaStatus& s) { return static_cast<double>(s.index_blocks); }));
@@ -436,6 +465,10 @@ canon::Result<std::uint16_t> Gateway::start() {
     ctx.endpoints.push_back(results.begin()->endpoint());
   }
   s.register_metrics();
+  std::vector<std::string> replica_names;
+  for (const UpstreamConfig& up : ctx.config.upstreams) replica_names.push_back(up.url);
+  ctx.stats = std::make_unique<LiveStats>(LiveStatsOptions{}, std::move(replica_names),
+                                          std::string(ctx.replicas->policy_name()), unix_now_ms());
 
   beast::error_code ec;
   const auto address = asio::ip::make_address(ctx.config.host, ec);
@@ -459,6 +492,7 @@ canon::Result<std::uint16_t> Gateway::start() {
     return canon::make_error(canon::ErrorCode::kInvalidValue, "listen: " + ec.message(), "listen");
   }
   asio::co_spawn(s.accept_strand, s.accept_loop(), asio::detached);
+  asio::co_spawn(asio::make_strand(s.ioc), run_stats_sampler(ctx), asio::detached);
   for (ReplicaId r = 0; r < ctx.config.upstreams.size(); ++r) {
     asio::co_spawn(asio::make_strand(s.ioc), run_health_checks(ctx, r), asio::detached);
     if (ctx.config.upstreams[r].kind == ReplicaKind::kPrefixgate) {

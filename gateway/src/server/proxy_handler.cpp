@@ -40,6 +40,7 @@ std::string redacted_excerpt(std::string_view text) {
 // Counts what the canonicalization stage found; samples observe-mode changes and prompt
 // findings to the log (at most canonicalization.log_samples_per_s lines per second).
 void record_prep(GatewayContext& ctx, const RequestInfo& info, const PreparedRequest& prep) {
+  record_live_prep(ctx, prep);
   for (const StageChange& ch : prep.changes) {
     ctx.m.canonicalization->add({ch.rule, rule_mode_name(ch.mode)});
     if (ch.mode == RuleMode::kObserve && ctx.finding_log.allow(SteadyClock::now())) {
@@ -70,7 +71,7 @@ Request upstream_request(const Request& req, const RequestInfo& info, std::strin
 
 }  // namespace
 
-void record_usage(GatewayContext& ctx, const ProxiedRequest& p, const json::Value& usage) {
+void record_usage(GatewayContext& ctx, ProxiedRequest& p, const json::Value& usage) {
   if (!usage.is_object()) return;
   const std::size_t prompt = number_at(usage, "prompt_tokens");
   std::size_t cached = 0;
@@ -80,6 +81,9 @@ void record_usage(GatewayContext& ctx, const ProxiedRequest& p, const json::Valu
   const std::string& tenant = p.info.tenant.name;
   ctx.m.prompt_tokens->add({p.replica_name, tenant}, static_cast<double>(prompt));
   ctx.m.cached_tokens->add({p.replica_name, tenant}, static_cast<double>(cached));
+  p.usage_seen = true;
+  p.usage_prompt_tokens = prompt;
+  p.usage_cached_tokens = cached;
   const double predicted = static_cast<double>(p.decision.predicted_cached_tokens);
   ctx.m.prediction_error->observe({}, std::fabs(static_cast<double>(cached) - predicted));
   spdlog::debug("request {} replica {} reason {} predicted_cached {} cached {} prompt {}",
@@ -92,6 +96,7 @@ void record_done(GatewayContext& ctx, const ProxiedRequest& p) {
   ctx.m.e2e->observe({p.info.route}, e2e);
   ctx.m.overhead->observe({p.info.route}, static_cast<double>(p.overhead.count()) * 1e-6);
   ctx.m.requests->add({p.info.route, std::to_string(p.status), p.replica_name, p.info.tenant.name});
+  record_live_request(ctx, p);
 }
 
 Awaitable<bool> handle_completion(Connection& c, const Request& req, RequestInfo& info,
@@ -119,6 +124,7 @@ Awaitable<bool> handle_completion(Connection& c, const Request& req, RequestInfo
     if (d.reason == RouteReason::kNoHealthyReplica) break;
     tried.push_back(d.replica);
     ctx.m.decisions->add({std::string(ctx.replicas->policy_name()), route_reason_name(d.reason)});
+    ctx.stats->record_decision(d.reason);
     ProxiedRequest p{*prep, info, d, ctx.replicas->upstream(d.replica).url,
                      std::chrono::duration_cast<std::chrono::microseconds>(now - info.received)};
     ctx.m.predicted_cached_tokens->add({p.replica_name},

@@ -18,6 +18,11 @@ struct ProxiedRequest {
   std::string replica_name;  // the upstream URL, for headers and metric labels
   std::chrono::microseconds overhead{0};
   int status = 0;
+  // Filled as the response passes, for the live stats at the end.
+  double ttft_seconds = -1;  // streamed: arrival to the first event
+  bool usage_seen = false;
+  std::size_t usage_prompt_tokens = 0;
+  std::size_t usage_cached_tokens = 0;
 };
 
 // Forwards a complete (non-streaming) response. Returns whether to keep the client connection.
@@ -27,8 +32,13 @@ Awaitable<bool> relay_body(Connection& c, const Request& req, ProxiedRequest& p,
 Awaitable<bool> relay_stream(Connection& c, const Request& req, ProxiedRequest& p, Exchange& ex);
 
 // Records the engine-reported usage ({"prompt_tokens", "prompt_tokens_details":{...}}).
-void record_usage(GatewayContext& ctx, const ProxiedRequest& p, const json::Value& usage);
+void record_usage(GatewayContext& ctx, ProxiedRequest& p, const json::Value& usage);
 // Records the request's end: status counter, latency, audit log line.
 void record_done(GatewayContext& ctx, const ProxiedRequest& p);
+
+// The live stats behind /stats and /dashboard (dashboard.cpp): a finished request; what the
+// canonicalization stage and the prompt linter found in a prepared one.
+void record_live_request(GatewayContext& ctx, const ProxiedRequest& p);
+void record_live_prep(GatewayContext& ctx, const PreparedRequest& prep);
 
 }  // namespace prefixgate::gateway::server

@@ -19,7 +19,7 @@ constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
 // Moves the complete events at the front of `pending` to `out`, keeping those the client
 // should see; reads the usage chunk. Returns the number of events that carried content.
 std::size_t take_events(std::string& pending, std::string& out, GatewayContext& ctx,
-                        const ProxiedRequest& p) {
+                        ProxiedRequest& p) {
   std::size_t forwarded = 0;
   std::size_t pos = 0;
   for (;;) {
@@ -95,9 +95,8 @@ Awaitable<bool> relay_stream(Connection& c, const Request& req, ProxiedRequest& 
     if (take_events(pending, out, ctx, p) > 0 && !prefilled) {
       prefilled = true;
       ctx.replicas->prefilled(p.decision.replica, p.prep.prompt_tokens);
-      ctx.m.ttft->observe(
-          {p.replica_name},
-          std::chrono::duration<double>(SteadyClock::now() - p.info.received).count());
+      p.ttft_seconds = std::chrono::duration<double>(SteadyClock::now() - p.info.received).count();
+      ctx.m.ttft->observe({p.replica_name}, p.ttft_seconds);
     }
     if (!out.empty()) client_ok = co_await write_chunk(c, out);
   }

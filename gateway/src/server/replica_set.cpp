@@ -141,6 +141,7 @@ void ReplicaSet::apply_load(ReplicaId id, const LoadReport& load) {
   v.kv_pages_used = load.kv_pages_used;
   v.kv_pages_total = load.kv_pages_total;
   v.tokens_queued_for_prefill = load.tokens_queued_for_prefill;
+  state_[id].preemptions_total = load.preemptions_total;
   touch_locked(id);
 }
 void ReplicaSet::reset_index(ReplicaId id) {
@@ -157,6 +158,7 @@ std::vector<ReplicaStatus> ReplicaSet::status() const {
     r.name = upstreams_[s.view.id].url;
     r.view = s.view;
     r.index_blocks = index_.blocks(s.view.id);
+    r.preemptions_total = s.preemptions_total;
     if (s.last_event != Clock::time_point{}) {
       r.seconds_since_event = std::chrono::duration<double>(now - s.last_event).count();
     }

@@ -30,6 +30,7 @@ struct LoadReport {
   std::size_t kv_pages_used = 0;
   std::size_t kv_pages_total = 0;
   std::size_t tokens_queued_for_prefill = 0;
+  std::size_t preemptions_total = 0;  // since the engine started (for the dashboard)
 };
 
 // A replica's state for metrics and /health.
@@ -37,7 +38,8 @@ struct ReplicaStatus {
   std::string name;  // the upstream URL
   ReplicaView view;
   std::size_t index_blocks = 0;
-  double seconds_since_event = -1;  // -1: no kv_events line yet
+  double seconds_since_event = -1;    // -1: no kv_events line yet
+  std::size_t preemptions_total = 0;  // from the last load report
 };
 
 class ReplicaSet {
@@ -83,6 +85,7 @@ class ReplicaSet {
     std::size_t consecutive_failures = 0;
     bool ever_checked = false;
     Clock::time_point last_event{};
+    std::size_t preemptions_total = 0;
   };
   void touch_locked(ReplicaId id);
 

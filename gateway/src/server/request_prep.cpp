@@ -66,7 +66,8 @@ canon::Result<PreparedRequest> prepare_request(std::string_view body, canon::End
   out.block_size = model.block_size;
   if (options.lint) {
     for (const canon::Finding& f : canon::lint_prompt(prompt).findings) {
-      out.findings.push_back({std::string(canon::rule_id(f.rule)), f.field, f.excerpt});
+      out.findings.push_back({std::string(canon::rule_id(f.rule)), f.field, f.excerpt,
+                              f.token_offset, f.prompt_begin});
     }
   }
   return out;

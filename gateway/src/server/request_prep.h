@@ -31,9 +31,11 @@ struct PrepOptions {
 };
 
 struct PromptFinding {
-  std::string rule;     // lint rule id
-  std::string field;    // "messages[0].content"
-  std::string excerpt;  // the matched text, as sent: redact before logging it
+  std::string rule;              // lint rule id
+  std::string field;             // "messages[0].content"
+  std::string excerpt;           // the matched text, as sent: redact before logging it
+  std::size_t token_offset = 0;  // first token of the match in the rendered prompt
+  std::size_t byte_offset = 0;   // first byte of the match in the rendered prompt
 };
 
 struct PreparedRequest {

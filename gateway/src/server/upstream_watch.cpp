@@ -53,7 +53,8 @@ bool apply_line(GatewayContext& ctx, ReplicaId r, std::string_view line, std::ui
   if (t == "load") {
     ctx.replicas->apply_load(
         r, LoadReport{count(*doc, "running"), count(*doc, "waiting"), count(*doc, "kv_pages_used"),
-                      count(*doc, "kv_pages_total"), count(*doc, "tokens_queued_for_prefill")});
+                      count(*doc, "kv_pages_total"), count(*doc, "tokens_queued_for_prefill"),
+                      count(*doc, "preemptions_total")});
     return true;
   }
   const std::uint64_t seq = count(*doc, "seq");
