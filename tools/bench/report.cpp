@@ -56,7 +56,7 @@ std::string format_table(const Report& report) {
     const double of_ceiling =
         report.ceiling_hit_rate > 0 ? r.hit_rate / report.ceiling_hit_rate : 0;
     std::snprintf(line, sizeof line,
-                  "| %-15s | %7.1f%% | %9.1f%% | %8.3fs | %8.3fs | %7.1fms | %8.3fs | %8.2f | "
+                  "| %-15s | %7.1f%% | %9.1f%% | %8.3fs | %8.3fs | %7.2fms | %8.3fs | %8.2f | "
                   "%9.0f | %9.2f | %6zu |\n",
                   r.policy.c_str(), r.hit_rate * 100, of_ceiling * 100, r.ttft_s.p50, r.ttft_s.p99,
                   r.itl_s.p50 * 1000, r.e2e_s.p50, r.throughput_rps, r.output_tps, r.imbalance,
