@@ -1,6 +1,8 @@
 // Shared by the completion handler and its two relays (whole body, event stream).
 #pragma once
 
+#include <algorithm>
+
 #include <chrono>
 #include <string>
 
@@ -19,6 +21,12 @@ struct ProxiedRequest {
   std::chrono::microseconds overhead{0};
   int status = 0;
 };
+
+// The prefill work the request adds to its replica's in-flight count (ReplicaSet::route added
+// exactly this): the prompt less the tokens the replica is predicted to hold.
+inline std::size_t uncached_prompt_tokens(const ProxiedRequest& p) {
+  return p.prep.prompt_tokens - std::min(p.prep.prompt_tokens, p.decision.predicted_cached_tokens);
+}
 
 // Forwards a complete (non-streaming) response. Returns whether to keep the client connection.
 Awaitable<bool> relay_body(Connection& c, const Request& req, ProxiedRequest& p, Exchange& ex);
