@@ -109,25 +109,26 @@ canon::Result<LoadOptions> build_load(const LoadFlags& f, const Workload& w) {
     o.concurrency = f.concurrency;
     return o;
   }
-  if (w.name == "trace" && f.rate == "trace") {
+  const std::string rate = f.rate.empty() ? (w.name == "trace" ? "trace" : "inf") : f.rate;
+  if (w.name == "trace" && rate == "trace") {
     o.mode = LoadMode::kTrace;
     return o;
   }
-  if (f.rate == "trace") {
+  if (rate == "trace") {
     return canon::make_error(canon::ErrorCode::kInvalidValue,
                              "--rate trace: only the trace workload has timestamps");
   }
   o.mode = LoadMode::kPoisson;
-  if (f.rate == "inf") {
+  if (rate == "inf") {
     o.rate = INFINITY;
     return o;
   }
   char* end = nullptr;
-  o.rate = std::strtod(f.rate.c_str(), &end);
-  if (end == f.rate.c_str() || *end != '\0' || !(o.rate > 0)) {
+  o.rate = std::strtod(rate.c_str(), &end);
+  if (end == rate.c_str() || *end != '\0' || !(o.rate > 0)) {
     return canon::make_error(
         canon::ErrorCode::kInvalidValue,
-        "--rate: expected a positive number, inf or trace, got '" + f.rate + "'");
+        "--rate: expected a positive number, inf or trace, got '" + rate + "'");
   }
   return o;
 }

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -30,6 +31,8 @@ Process::Process(std::string binary, std::vector<std::string> args, ProcessOptio
   argv.push_back(nullptr);
   pid_ = fork();
   if (pid_ == 0) {
+    // Children die with us: a benchmark or test killed by a signal leaves no servers behind.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
     const int target = file >= 0 ? file : fds[1];
     dup2(target, 1);
     dup2(target, 2);
