@@ -39,7 +39,7 @@ struct CeilingFlags {
 };
 
 struct LoadFlags {
-  std::string rate = "inf";     // Poisson sessions/s, or inf
+  std::string rate;  // Poisson sessions/s, inf, or trace; "": trace for a trace, else inf
   std::size_t concurrency = 0;  // > 0: closed loop
   double duration_s = 0;
   std::size_t num_requests = 0;
