@@ -130,6 +130,22 @@ RadixCache::Match RadixCache::match_prefix(std::string_view salt, std::span<cons
   return match;
 }
 
+std::size_t RadixCache::cached_prefix_tokens(std::string_view salt,
+                                             std::span<const TokenId> tokens) const {
+  const SaltRoot* root = find_root(salt);
+  if (root == nullptr) return 0;
+  const std::size_t blocks = tokens.size() / page_tokens_;
+  const Node* node = &root->node;
+  std::size_t i = 0;
+  for (; i < blocks; ++i) {
+    const auto block = tokens.subspan(i * page_tokens_, page_tokens_);
+    const Node* child = find_child(node, canon::chain_block_hash(node->hash, block), block);
+    if (child == nullptr) break;
+    node = child;
+  }
+  return i * page_tokens_;
+}
+
 void RadixCache::lock(Node* node) {
   if (node == nullptr) return;
   assert(node->cached);

@@ -289,8 +289,16 @@ SchedulerStats Scheduler::stats() const {
   s.prompt_tokens_total = prompt_tokens_total_;
   s.cached_prompt_tokens_total = cached_prompt_tokens_total_;
   for (const auto& [id, seq] : sequences_) {
-    if (seq->computed < seq->prompt_len)
-      s.tokens_queued_for_prefill += seq->prompt_len - seq->computed;
+    if (seq->computed >= seq->prompt_len) continue;
+    // A waiting sequence has not matched the cache yet (computed is 0): count what it will
+    // really prefill, the prompt less its cached prefix, as admit() will find it. Reporting the
+    // whole prompt would make a replica holding a hot prefix look loaded by work it never does.
+    std::size_t done = seq->computed;
+    if (done == 0 && !seq->tokens.empty()) {
+      done = cache_.cached_prefix_tokens(
+          seq->salt, std::span<const canon::TokenId>(seq->tokens).first(seq->tokens.size() - 1));
+    }
+    s.tokens_queued_for_prefill += seq->prompt_len - std::min(seq->prompt_len, done);
   }
   return s;
 }

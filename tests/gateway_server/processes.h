@@ -4,9 +4,6 @@
 #pragma once
 
 #include <gtest/gtest.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <boost/asio/io_context.hpp>
@@ -21,6 +18,8 @@
 #include <thread>
 #include <vector>
 
+#include "prefixgate/process/process.h"
+
 namespace prefixgate::gateway::testing {
 
 namespace asio = boost::asio;
@@ -28,99 +27,7 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 
 // A child process whose stdout+stderr we read. Killed (SIGKILL) when destroyed.
-class Process {
- public:
-  Process(std::string binary, std::vector<std::string> args) {
-    args.insert(args.begin(), std::move(binary));
-    int fds[2];
-    if (pipe(fds) != 0) return;
-    pid_ = fork();
-    if (pid_ == 0) {
-      dup2(fds[1], 1);
-      dup2(fds[1], 2);
-      close(fds[0]);
-      close(fds[1]);
-      std::vector<char*> argv;
-      for (std::string& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
-    close(fds[1]);
-    out_ = fds[0];
-  }
-  ~Process() {
-    kill(SIGKILL);
-    wait();
-  }
-  Process(const Process&) = delete;
-  Process& operator=(const Process&) = delete;
-
-  // Reads output until "listening on http://HOST:PORT"; returns the port, 0 on timeout/exit.
-  std::uint16_t wait_listening(std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
-    static const std::regex re(R"(listening on http://[^:\s]+:(\d+))");
-    std::smatch m;
-    if (!read_until(re, m, timeout)) return 0;
-    return static_cast<std::uint16_t>(std::stoi(m[1].str()));
-  }
-  bool read_until(const std::regex& re, std::smatch& m, std::chrono::milliseconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    for (;;) {
-      if (std::regex_search(output_, m, re)) return true;
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          deadline - std::chrono::steady_clock::now());
-      if (left.count() <= 0 || out_ < 0) return false;
-      pollfd pfd{out_, POLLIN, 0};
-      if (poll(&pfd, 1, static_cast<int>(left.count())) <= 0) return false;
-      char buf[4096];
-      const ssize_t n = read(out_, buf, sizeof buf);
-      if (n <= 0) return false;
-      output_.append(buf, static_cast<std::size_t>(n));
-    }
-  }
-  void kill(int signal) {
-    if (pid_ > 0 && !exited_) ::kill(pid_, signal);
-  }
-  int wait() {
-    if (pid_ <= 0 || exited_) return status_;
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    return reap(status);
-  }
-  // Waits up to `timeout` for the process to exit by itself; -1 while it is still running.
-  int wait_for(std::chrono::milliseconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (pid_ > 0 && !exited_) {
-      int status = 0;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) return reap(status);
-      if (std::chrono::steady_clock::now() >= deadline) return -1;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return status_;
-  }
-  const std::string& output() const { return output_; }
-
- private:
-  int reap(int status) {
-    exited_ = true;
-    if (out_ >= 0) {
-      char buf[4096];
-      for (ssize_t n; (n = read(out_, buf, sizeof buf)) > 0;) {
-        output_.append(buf, static_cast<std::size_t>(n));
-      }
-      close(out_);
-      out_ = -1;
-    }
-    status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    return status_;
-  }
-
-  pid_t pid_ = -1;
-  int out_ = -1;
-  std::string output_;
-  bool exited_ = false;
-  int status_ = -1;
-};
+using Process = proc::Process;
 
 inline std::unique_ptr<Process> start_engine(std::uint16_t& port,
                                              const std::string& speedup = "inf") {

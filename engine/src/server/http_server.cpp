@@ -217,6 +217,11 @@ Awaitable<void> Server::Impl::accept_loop() {
       spdlog::warn("accept: {}", ec.message());
       continue;
     }
+    // Streams are many small writes (one SSE event per token): with Nagle on, each write after
+    // the first waits for the peer's delayed ACK (up to 40 ms on Linux), which a client sees as
+    // inter-token latency. The gateway sets the same on its sockets.
+    beast::error_code nodelay_ec;
+    socket.set_option(tcp::no_delay(true), nodelay_ec);
     asio::co_spawn(socket.get_executor(), session(std::move(socket)), asio::detached);
   }
 }

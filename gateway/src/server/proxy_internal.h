@@ -1,6 +1,7 @@
 // Shared by the completion handler and its two relays (whole body, event stream).
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 
@@ -24,6 +25,12 @@ struct ProxiedRequest {
   std::size_t usage_prompt_tokens = 0;
   std::size_t usage_cached_tokens = 0;
 };
+
+// The prefill work the request adds to its replica's in-flight count (ReplicaSet::route added
+// exactly this): the prompt less the tokens the replica is predicted to hold.
+inline std::size_t uncached_prompt_tokens(const ProxiedRequest& p) {
+  return p.prep.prompt_tokens - std::min(p.prep.prompt_tokens, p.decision.predicted_cached_tokens);
+}
 
 // Forwards a complete (non-streaming) response. Returns whether to keep the client connection.
 Awaitable<bool> relay_body(Connection& c, const Request& req, ProxiedRequest& p, Exchange& ex);

@@ -43,7 +43,11 @@ RouteDecision ReplicaSet::route(const RouteRequest& request, std::span<const Rep
     index_.predict(d.replica, request.block_hashes, now);
     ReplicaView& v = state_[d.replica].view;
     ++v.inflight_requests;
-    v.inflight_prompt_tokens += request.prompt_tokens;
+    // Queued prefill work is what the replica must compute: the prompt less what it is
+    // predicted to hold. Counting the whole prompt made a replica with a hot prefix look
+    // loaded by tokens it will never prefill, and spilled its siblings elsewhere.
+    v.inflight_prompt_tokens +=
+        request.prompt_tokens - std::min(request.prompt_tokens, d.predicted_cached_tokens);
   }
   return d;
 }

@@ -75,6 +75,8 @@ class RadixCache {
   // The longest cached prefix of `tokens` (full pages only) under `salt`. Marks the matched
   // nodes as recently used. Does not lock or retain anything.
   Match match_prefix(std::string_view salt, std::span<const TokenId> tokens);
+  // The tokens match_prefix would return, without touching anything (for load reports).
+  std::size_t cached_prefix_tokens(std::string_view salt, std::span<const TokenId> tokens) const;
 
   // Pins `node` and its ancestors against eviction (counted: lock twice, unlock twice).
   // A null node (a match of nothing) is a no-op, so callers need not special-case it.

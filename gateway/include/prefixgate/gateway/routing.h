@@ -44,11 +44,11 @@ struct ReplicaView {
   std::size_t tokens_queued_for_prefill = 0;
   std::size_t kv_pages_used = 0;
   std::size_t kv_pages_total = 0;
-  // Tracked by the gateway itself: requests sent and not finished, and the prompt tokens of
-  // those not yet past prefill (first token not yet seen). Covers the gap between reports: the
-  // load model takes max(tokens_queued_for_prefill, inflight_prompt_tokens) and
-  // max(running + waiting, inflight_requests), never the sum, which would count twice what a
-  // report already includes (see gateway/ROUTING.md).
+  // Tracked by the gateway itself: requests sent and not finished, and the uncached prompt
+  // tokens (prompt less predicted cached) of those not yet past prefill (first token not seen).
+  // Covers the gap between reports: the load model takes max(tokens_queued_for_prefill,
+  // inflight_prompt_tokens) and max(running + waiting, inflight_requests), never the sum, which
+  // would count twice what a report already includes (see gateway/ROUTING.md).
   std::size_t inflight_requests = 0;
   std::size_t inflight_prompt_tokens = 0;
 };

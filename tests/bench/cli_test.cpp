@@ -1,0 +1,132 @@
+// prefixgate-bench end to end: bad usage exits 2 with a message, and a small `compare` starts
+// real sim replicas and gateways and writes the documented JSON.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "prefixgate/canonicalize/json.h"
+#include "prefixgate/process/process.h"
+
+namespace prefixgate::bench {
+namespace {
+
+struct Outcome {
+  int status = -1;
+  std::string output;
+};
+
+Outcome run_bench(std::vector<std::string> args,
+                  std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
+  proc::Process p(PREFIXGATE_BENCH_BIN, std::move(args));
+  std::smatch m;
+  static const std::regex never("\\x01never\\x01");
+  p.read_until(never, m, timeout);  // until the process closes its output, or the timeout
+  Outcome o;
+  o.status = p.wait_for(std::chrono::seconds(1));
+  if (o.status < 0) o.status = p.stop(std::chrono::seconds(1));
+  o.output = p.output();
+  return o;
+}
+
+class BenchCliBadUsageTest : public ::testing::TestWithParam<std::vector<std::string>> {};
+
+TEST_P(BenchCliBadUsageTest, ExitsTwoWithAMessage) {
+  const Outcome o = run_bench(GetParam());
+  EXPECT_EQ(o.status, 2) << o.output;
+  EXPECT_FALSE(o.output.empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Args, BenchCliBadUsageTest,
+    ::testing::Values(std::vector<std::string>{}, std::vector<std::string>{"frobnicate"},
+                      std::vector<std::string>{"compare", "--workload", "nope"},
+                      std::vector<std::string>{"compare", "--groups", "many"},
+                      std::vector<std::string>{"compare", "--policies", "round_robin,fastest"},
+                      std::vector<std::string>{"compare", "--workload", "trace"},
+                      std::vector<std::string>{"compare", "--workload", "trace", "--trace",
+                                               "/nonexistent/trace.jsonl"},
+                      std::vector<std::string>{"compare", "--rate", "-3"},
+                      std::vector<std::string>{"compare", "--rate", "trace"},
+                      std::vector<std::string>{"compare", "--replicas", "0"},
+                      std::vector<std::string>{"compare", "--device", "tpu"},
+                      std::vector<std::string>{"compare", "--target", "ftp://x"},
+                      std::vector<std::string>{"run"},
+                      std::vector<std::string>{"run", "--url", "http://127.0.0.1:bad"}));
+
+TEST(BenchCliTest, CompareWritesTheResultsAndCacheAwareHitsMoreThanRoundRobin) {
+  const std::string json_path =
+      ::testing::TempDir() + "prefixgate-bench-" + std::to_string(getpid()) + ".json";
+  // Closed loop of one session at a time: deterministic routing, no sibling racing its
+  // prefix's prefill. Round-robin spreads each group over both replicas (every group misses
+  // once per replica); cache_aware keeps a group on one (one miss per group).
+  const Outcome o = run_bench({"compare",
+                               "--replicas",
+                               "2",
+                               "--device",
+                               "sim",
+                               "--sim-profile",
+                               "h100:builtin:tiny",
+                               "--sim-speedup",
+                               "inf",
+                               "--policies",
+                               "round_robin,cache_aware",
+                               "--workload",
+                               "shared-prefix",
+                               "--groups",
+                               "4",
+                               "--prompts-per-group",
+                               "4",
+                               "--system-len",
+                               "256",
+                               "--question-len",
+                               "32",
+                               "--output-len",
+                               "4",
+                               "--concurrency",
+                               "1",
+                               "--json",
+                               json_path,
+                               "--engine-bin",
+                               PREFIXGATE_ENGINE_BIN,
+                               "--gateway-bin",
+                               PREFIXGATE_GATEWAY_BIN,
+                               "--log-dir",
+                               ::testing::TempDir() + "prefixgate-bench-logs",
+                               "--no-progress"});
+  ASSERT_EQ(o.status, 0) << o.output;
+  EXPECT_NE(o.output.find("cache_aware"), std::string::npos) << o.output;
+  std::ifstream in(json_path);
+  std::stringstream text;
+  text << in.rdbuf();
+  auto doc = json::parse(text.str());
+  ASSERT_TRUE(doc.ok()) << text.str();
+  const json::Value* ceiling = doc->find("ceiling_hit_rate");
+  ASSERT_TRUE(ceiling != nullptr && ceiling->is_number());
+  // 4 groups x 4 prompts of ~290 tokens sharing 256: 12 of 16 hit 256 tokens (16 blocks).
+  EXPECT_GT(ceiling->as_number().value, 0.6);
+  const json::Value* results = doc->find("results");
+  ASSERT_TRUE(results != nullptr && results->is_array());
+  ASSERT_EQ(results->as_array().size(), 2u);
+  std::map<std::string, double> hit;
+  for (const json::Value& r : results->as_array()) {
+    for (const char* key : {"policy", "hit_rate", "ttft_p50", "ttft_p99", "itl_p50",
+                            "throughput_rps", "output_tps", "imbalance", "errors"}) {
+      EXPECT_NE(r.find(key), nullptr) << key;
+    }
+    ASSERT_TRUE(r.find("policy")->is_string());
+    EXPECT_EQ(r.find("errors")->as_number().value, 0) << text.str();
+    EXPECT_EQ(r.find("requests")->as_number().value, 16);
+    hit[r.find("policy")->as_string()] = r.find("hit_rate")->as_number().value;
+  }
+  EXPECT_GT(hit["cache_aware"], hit["round_robin"]) << text.str();
+  EXPECT_LE(hit["cache_aware"], ceiling->as_number().value + 1e-9);
+  std::ifstream svg(json_path.substr(0, json_path.size() - 5) + ".svg");
+  std::string first_line;
+  std::getline(svg, first_line);
+  EXPECT_EQ(first_line.rfind("<svg", 0), 0u);
+}
+
+}  // namespace
+}  // namespace prefixgate::bench

@@ -1,0 +1,82 @@
+// prefixgate-bench's subcommands, each given its parsed flags. They return the exit status
+// (0 done, 1 a run could not be carried out, 2 bad usage) and print errors on stderr.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fleet.h"
+#include "load_generator.h"
+#include "workloads/trace.h"
+#include "workloads/workloads.h"
+
+namespace prefixgate::bench {
+
+struct WorkloadFlags {
+  std::string workload = "shared-prefix";  // shared-prefix multi-turn agent volatile trace
+  std::uint64_t seed = 1;
+  std::string model = "builtin:tiny";  // the `model` field of every request
+  SharedPrefixOptions shared_prefix;
+  MultiTurnOptions multi_turn;
+  AgentOptions agent;
+  VolatileOptions volatile_app;
+  std::string trace_file;
+  TraceOptions trace;
+  // Given on the command line, these override the chosen workload's own default (0: not given).
+  std::size_t system_len = 0;
+  std::size_t question_len = 0;
+  std::size_t output_len = 0;
+  std::size_t tools = 0;
+};
+
+struct CeilingFlags {
+  std::string tokenizer = "byte";  // byte, or the path of a tokenizer.json
+  std::string chat_template = "llama-3";
+  std::size_t block_size = 16;
+  std::string model_id;  // "": the workload's model
+};
+
+struct LoadFlags {
+  std::string rate;  // Poisson sessions/s, inf, or trace; "": trace for a trace, else inf
+  std::size_t concurrency = 0;  // > 0: closed loop
+  double duration_s = 0;
+  std::size_t num_requests = 0;
+  std::size_t warmup = 0;
+  double timeout_s = 600;
+  bool no_progress = false;
+};
+
+struct CompareFlags {
+  WorkloadFlags workload;
+  CeilingFlags ceiling;
+  LoadFlags load;
+  FleetOptions fleet;
+  std::vector<std::string> policies{"round_robin", "least_load", "cache_aware"};
+  std::vector<std::string> targets;  // NAME=URL: existing endpoints instead of a fleet
+  std::string json_out;
+  std::string svg_out;
+};
+
+int run_compare(CompareFlags flags);
+
+struct OverheadFlags {
+  std::string duration = "10s";
+  std::string warmup = "3s";
+  std::size_t connections = 16;
+  std::size_t wrk_threads = 1;
+  std::size_t proxy_threads = 1;
+  std::size_t engine_threads = 1;
+  bool pin = true;
+  bool profile = false;
+  std::vector<std::string> gateway_args;
+  std::string out_dir = "build/bench";
+  std::string lua;
+  std::string engine_bin;
+  std::string gateway_bin;
+};
+
+int run_overhead(const OverheadFlags& flags);
+
+}  // namespace prefixgate::bench

@@ -1,0 +1,350 @@
+// prefixgate-bench compare (and run): one workload, the same load, each routing policy (or each
+// target) in turn on fresh replicas, side by side, read against the workload's ceiling.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "ceiling.h"
+#include "commands.h"
+#include "report.h"
+
+namespace prefixgate::bench {
+
+namespace {
+
+int usage_error(const std::string& message) {
+  std::cerr << "prefixgate-bench: " << message << "\n";
+  return 2;
+}
+
+canon::Result<std::string> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return canon::make_error(canon::ErrorCode::kInvalidValue, "cannot read '" + path + "'");
+  }
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+bool write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  return static_cast<bool>(out);
+}
+
+canon::Result<Workload> build_workload(const WorkloadFlags& f) {
+  auto set = [](std::size_t given, std::size_t& field) {
+    if (given > 0) field = given;
+  };
+  if (f.workload == "shared-prefix") {
+    SharedPrefixOptions o = f.shared_prefix;
+    o.model = f.model;
+    set(f.system_len, o.system_len);
+    set(f.question_len, o.question_len);
+    set(f.output_len, o.output_len);
+    return make_shared_prefix(o, f.seed);
+  }
+  if (f.workload == "multi-turn") {
+    MultiTurnOptions o = f.multi_turn;
+    o.model = f.model;
+    set(f.system_len, o.system_len);
+    set(f.question_len, o.user_len);
+    set(f.output_len, o.output_len);
+    return make_multi_turn(o, f.seed);
+  }
+  if (f.workload == "agent") {
+    AgentOptions o = f.agent;
+    o.model = f.model;
+    set(f.system_len, o.system_len);
+    set(f.question_len, o.task_len);
+    set(f.output_len, o.output_len);
+    set(f.tools, o.tools);
+    return make_agent(o, f.seed);
+  }
+  if (f.workload == "volatile") {
+    VolatileOptions o = f.volatile_app;
+    o.model = f.model;
+    set(f.system_len, o.system_len);
+    set(f.question_len, o.question_len);
+    set(f.output_len, o.output_len);
+    set(f.tools, o.tools);
+    return make_volatile(o, f.seed);
+  }
+  if (f.workload == "trace") {
+    if (f.trace_file.empty()) {
+      return canon::make_error(canon::ErrorCode::kInvalidValue,
+                               "--workload trace needs --trace FILE");
+    }
+    auto text = read_file(f.trace_file);
+    if (!text) return text.error();
+    auto records = parse_trace(*text);
+    if (!records) {
+      return canon::make_error(canon::ErrorCode::kInvalidValue,
+                               f.trace_file + ": " + records.error().message);
+    }
+    TraceOptions o = f.trace;
+    o.model = f.model;
+    return make_trace_workload(*records, o, f.seed);
+  }
+  return canon::make_error(canon::ErrorCode::kInvalidValue,
+                           "--workload: unknown '" + f.workload +
+                               "' (shared-prefix, multi-turn, agent, volatile, trace)");
+}
+
+canon::Result<LoadOptions> build_load(const LoadFlags& f, const Workload& w) {
+  LoadOptions o;
+  o.duration_s = f.duration_s;
+  o.max_requests = f.num_requests;
+  o.warmup = f.warmup;
+  o.timeout_s = f.timeout_s;
+  o.progress = !f.no_progress;
+  if (f.concurrency > 0) {
+    o.mode = LoadMode::kClosed;
+    o.concurrency = f.concurrency;
+    return o;
+  }
+  const std::string rate = f.rate.empty() ? (w.name == "trace" ? "trace" : "inf") : f.rate;
+  if (w.name == "trace" && rate == "trace") {
+    o.mode = LoadMode::kTrace;
+    return o;
+  }
+  if (rate == "trace") {
+    return canon::make_error(canon::ErrorCode::kInvalidValue,
+                             "--rate trace: only the trace workload has timestamps");
+  }
+  o.mode = LoadMode::kPoisson;
+  if (rate == "inf") {
+    o.rate = INFINITY;
+    return o;
+  }
+  char* end = nullptr;
+  o.rate = std::strtod(rate.c_str(), &end);
+  if (end == rate.c_str() || *end != '\0' || !(o.rate > 0)) {
+    return canon::make_error(
+        canon::ErrorCode::kInvalidValue,
+        "--rate: expected a positive number, inf or trace, got '" + rate + "'");
+  }
+  return o;
+}
+
+struct Ceilings {
+  double engine = 0, as_sent = 0, canonical = 0;
+};
+
+canon::Result<Ceilings> compute_ceilings(const Workload& w, const CeilingFlags& f,
+                                         const std::string& model, const LoadOptions& load) {
+  std::unique_ptr<canon::Tokenizer> tokenizer;
+  if (f.tokenizer == "byte") {
+    tokenizer = canon::make_byte_tokenizer();
+  } else {
+    auto text = read_file(f.tokenizer);
+    if (!text) return text.error();
+    auto t = canon::load_tokenizer_json(*text);
+    if (!t) return t.error();
+    tokenizer = std::move(*t);
+  }
+  CeilingModel m;
+  m.tokenizer = tokenizer.get();
+  if (f.chat_template == "llama-3") {
+    m.chat_template = canon::ChatTemplate::kLlama3;
+  } else if (f.chat_template == "chatml") {
+    m.chat_template = canon::ChatTemplate::kChatml;
+  } else if (f.chat_template == "plain") {
+    m.chat_template = canon::ChatTemplate::kPlain;
+  } else {
+    return canon::make_error(canon::ErrorCode::kInvalidValue,
+                             "--template: unknown '" + f.chat_template + "'");
+  }
+  m.block_size = f.block_size;
+  m.model_id = f.model_id.empty() ? model : f.model_id;
+  Ceilings c;
+  // What reaches the engines behind a gateway on its default rules: tool-json and tool-order
+  // rewritten; timestamps observed, not rewritten.
+  m.policy = canon::CanonicalizationPolicy::none();
+  m.policy.tool_json = true;
+  m.policy.tool_order = true;
+  auto engine = compute_ceiling(w, m, load.warmup, load.max_requests);
+  if (!engine) return engine.error();
+  c.engine = engine->hit_rate;
+  m.policy = canon::CanonicalizationPolicy::none();
+  auto sent = compute_ceiling(w, m, load.warmup, load.max_requests);
+  if (!sent) return sent.error();
+  c.as_sent = sent->hit_rate;
+  m.policy = canon::CanonicalizationPolicy{};
+  auto all = compute_ceiling(w, m, load.warmup, load.max_requests);
+  if (!all) return all.error();
+  c.canonical = all->hit_rate;
+  return c;
+}
+
+json::Object setup_json(const CompareFlags& f, const Workload& w, const LoadOptions& load) {
+  json::Object workload{{"name", w.name},
+                        {"seed", static_cast<double>(f.workload.seed)},
+                        {"sessions", static_cast<double>(w.sessions.size())},
+                        {"requests", static_cast<double>(w.requests())}};
+  if (w.name == "shared-prefix") {
+    const SharedPrefixOptions& o = f.workload.shared_prefix;
+    workload.push_back({"groups", static_cast<double>(o.groups)});
+    workload.push_back({"prompts_per_group", static_cast<double>(o.prompts_per_group)});
+  }
+  if (w.name == "trace") {
+    workload.push_back({"trace", f.workload.trace_file});
+    workload.push_back({"time_scale", f.workload.trace.time_scale});
+    workload.push_back({"length_scale", f.workload.trace.length_scale});
+  }
+  json::Object s{{"workload", std::move(workload)},
+                 {"load", json::Object{{"mode", load.mode == LoadMode::kClosed  ? "closed"
+                                                : load.mode == LoadMode::kTrace ? "trace"
+                                                                                : "poisson"},
+                                       {"rate", f.load.rate},
+                                       {"concurrency", static_cast<double>(f.load.concurrency)},
+                                       {"warmup", static_cast<double>(load.warmup)},
+                                       {"duration_s", load.duration_s},
+                                       {"num_requests", static_cast<double>(load.max_requests)}}}};
+  if (f.targets.empty()) {
+    s.push_back({"fleet", json::Object{{"replicas", static_cast<double>(f.fleet.replicas)},
+                                       {"device", f.fleet.device},
+                                       {"sim_profile", f.fleet.sim_profile},
+                                       {"sim_speedup", f.fleet.sim_speedup},
+                                       {"model", f.fleet.model}}});
+  } else {
+    json::Array targets;
+    for (const std::string& t : f.targets) targets.push_back(t);
+    s.push_back({"targets", std::move(targets)});
+  }
+  return s;
+}
+
+}  // namespace
+
+int run_compare(CompareFlags flags) {
+  auto workload = build_workload(flags.workload);
+  if (!workload) return usage_error(workload.error().message);
+  if (workload->requests() == 0) return usage_error("the workload has no requests");
+  auto load = build_load(flags.load, *workload);
+  if (!load) return usage_error(load.error().message);
+  if (flags.ceiling.block_size == 0) return usage_error("--block-size must be positive");
+
+  // Targets: NAME=URL (or a bare URL, named by its position).
+  std::vector<std::pair<std::string, HttpTarget>> targets;
+  for (std::size_t i = 0; i < flags.targets.size(); ++i) {
+    std::string name = "target" + std::to_string(i + 1), url = flags.targets[i];
+    if (const std::size_t eq = url.find('='); eq != std::string::npos) {
+      name = url.substr(0, eq);
+      url = url.substr(eq + 1);
+    }
+    auto t = parse_url(url);
+    if (!t) return usage_error("--target: " + t.error().message);
+    targets.emplace_back(name, *t);
+  }
+  if (targets.empty()) {
+    if (flags.policies.empty()) return usage_error("--policies: none given");
+    for (const std::string& p : flags.policies) {
+      static const std::vector<std::string> kKnown{
+          "round_robin", "random", "least_load", "power_of_two", "consistent_hash", "cache_aware"};
+      if (std::find(kKnown.begin(), kKnown.end(), p) == kKnown.end()) {
+        return usage_error("--policies: unknown policy '" + p +
+                           "' (round_robin, random, least_load, power_of_two, consistent_hash, "
+                           "cache_aware)");
+      }
+    }
+    if (flags.fleet.replicas == 0) return usage_error("--replicas must be at least 1");
+    if (flags.fleet.device != "sim" && flags.fleet.device != "cpu") {
+      return usage_error("--device: sim or cpu, got '" + flags.fleet.device + "'");
+    }
+    const std::string dir = executable_dir();
+    if (flags.fleet.engine_bin.empty()) {
+      flags.fleet.engine_bin = dir + "/../../engine/prefixgate-engine";
+    }
+    if (flags.fleet.gateway_bin.empty())
+      flags.fleet.gateway_bin = dir + "/../../gateway/prefixgate";
+    for (const std::string* bin : {&flags.fleet.engine_bin, &flags.fleet.gateway_bin}) {
+      if (access(bin->c_str(), X_OK) != 0) {
+        return usage_error("cannot run '" + *bin +
+                           "' (build it, or pass --engine-bin/--gateway-bin)");
+      }
+    }
+    if (flags.fleet.log_dir.empty()) flags.fleet.log_dir = "build/bench/compare-logs";
+  }
+
+  std::cerr << "workload " << workload->name << ": " << workload->requests() << " requests in "
+            << workload->sessions.size() << " sessions; computing the ceiling...\n";
+  auto ceilings = compute_ceilings(*workload, flags.ceiling, flags.workload.model, *load);
+  if (!ceilings) return usage_error("ceiling: " + ceilings.error().message);
+
+  Report report;
+  report.ceiling_hit_rate = ceilings->engine;
+  report.ceiling_hit_rate_as_sent = ceilings->as_sent;
+  report.ceiling_hit_rate_canonical = ceilings->canonical;
+  report.setup = setup_json(flags, *workload, *load);
+  if (targets.empty()) {
+    report.title =
+        workload->name + ", " + std::to_string(flags.fleet.replicas) + " x " + flags.fleet.device +
+        (flags.fleet.device == "sim"
+             ? " " + flags.fleet.sim_profile + " (speedup " + flags.fleet.sim_speedup + ")"
+             : " " + flags.fleet.model);
+  } else {
+    report.title = workload->name + " against " + std::to_string(targets.size()) + " target(s)";
+  }
+
+  int status = 0;
+  auto run_one = [&](const std::string& name, const HttpTarget& target, std::size_t replicas) {
+    LoadOptions o = *load;
+    o.label = name;
+    o.seed = flags.workload.seed;
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<RequestRecord> records = run_load(*workload, target, o);
+    RunResult r = summarize_run(name, records, replicas);
+    std::cerr << name << ": " << r.requests << " measured requests, hit rate " << r.hit_rate * 100
+              << "%, " << r.errors << " errors, "
+              << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()
+              << " s\n";
+    report.results.push_back(std::move(r));
+  };
+
+  if (!targets.empty()) {
+    for (const auto& [name, target] : targets) run_one(name, target, 0);
+  } else {
+    for (const std::string& policy : flags.policies) {
+      Fleet fleet(flags.fleet);  // fresh replicas, so every policy starts from empty caches
+      if (auto s = fleet.start_engines(); !s) {
+        std::cerr << "prefixgate-bench: " << s.error().message << "\n";
+        return 1;
+      }
+      auto gateway = fleet.start_gateway(policy, policy);
+      if (!gateway) {
+        std::cerr << "prefixgate-bench: " << policy << ": " << gateway.error().message << "\n";
+        return 1;
+      }
+      run_one(policy, *gateway, flags.fleet.replicas);
+      fleet.stop();
+    }
+  }
+
+  std::cout << "\n" << format_table(report) << std::flush;
+  if (!flags.json_out.empty()) {
+    if (!write_file(flags.json_out, to_json(report))) {
+      std::cerr << "prefixgate-bench: cannot write " << flags.json_out << "\n";
+      status = 1;
+    }
+  }
+  std::string svg = flags.svg_out;
+  if (svg.empty() && !flags.json_out.empty()) {
+    svg = flags.json_out;
+    if (svg.size() > 5 && svg.ends_with(".json")) svg.resize(svg.size() - 5);
+    svg += ".svg";
+  }
+  if (!svg.empty() && !write_file(svg, to_svg(report))) {
+    std::cerr << "prefixgate-bench: cannot write " << svg << "\n";
+    status = 1;
+  }
+  return status;
+}
+
+}  // namespace prefixgate::bench

@@ -1,0 +1,103 @@
+#include "fleet.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <thread>
+
+namespace prefixgate::bench {
+
+namespace {
+
+canon::Error failure(std::string message) {
+  return canon::make_error(canon::ErrorCode::kInvalidValue, std::move(message));
+}
+
+std::string tail(const std::string& s, std::size_t n = 2000) {
+  return s.size() <= n ? s : "..." + s.substr(s.size() - n);
+}
+
+}  // namespace
+
+std::string executable_dir() {
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string(".") : exe.parent_path().string();
+}
+
+Fleet::Fleet(FleetOptions options) : options_(std::move(options)) {}
+
+Fleet::~Fleet() {
+  stop();
+}
+
+canon::Status Fleet::start_engines() {
+  ++generation_;
+  std::filesystem::create_directories(options_.log_dir);
+  for (std::size_t i = 0; i < options_.replicas; ++i) {
+    std::vector<std::string> args{"--device",  options_.device, "--model", options_.model, "--host",
+                                  "127.0.0.1", "--port",        "0",       "--log-level",  "warn"};
+    if (options_.device == "sim") {
+      args.insert(args.end(),
+                  {"--sim-profile", options_.sim_profile, "--sim-speedup", options_.sim_speedup});
+    }
+    if (options_.kv_cache_tokens > 0) {
+      args.insert(args.end(), {"--kv-cache-tokens", std::to_string(options_.kv_cache_tokens)});
+    }
+    if (options_.max_model_len > 0) {
+      args.insert(args.end(), {"--max-model-len", std::to_string(options_.max_model_len)});
+    }
+    args.insert(args.end(), options_.engine_args.begin(), options_.engine_args.end());
+    const std::string log = options_.log_dir + "/engine-" + std::to_string(generation_) + "-" +
+                            std::to_string(i) + ".log";
+    std::filesystem::remove(log);
+    auto p = std::make_unique<proc::Process>(options_.engine_bin, args, proc::ProcessOptions{log});
+    const std::uint16_t port = p->wait_listening();
+    if (port == 0) {
+      return failure("engine " + std::to_string(i) + " (" + options_.engine_bin +
+                     ") did not start:\n" + tail(p->output()));
+    }
+    upstreams_.push_back("http://127.0.0.1:" + std::to_string(port));
+    engines_.push_back(std::move(p));
+  }
+  return {};
+}
+
+canon::Result<HttpTarget> Fleet::start_gateway(const std::string& policy, const std::string& tag) {
+  std::vector<std::string> args{"--listen", "127.0.0.1:0", "--policy",
+                                policy,     "--log-level", "warn"};
+  if (!options_.gateway_config.empty()) {
+    args.insert(args.begin(), {"--config", options_.gateway_config});
+  }
+  for (const std::string& u : upstreams_) args.insert(args.end(), {"--upstream", u});
+  const std::string log = options_.log_dir + "/gateway-" + tag + ".log";
+  std::filesystem::remove(log);
+  gateway_ = std::make_unique<proc::Process>(options_.gateway_bin, args, proc::ProcessOptions{log});
+  const std::uint16_t port = gateway_->wait_listening();
+  if (port == 0) {
+    return failure("gateway (" + options_.gateway_bin + ") did not start:\n" +
+                   tail(gateway_->output()));
+  }
+  auto target = parse_url("http://127.0.0.1:" + std::to_string(port));
+  if (!target) return target.error();
+  const std::string needle = "\"healthy_upstreams\":" + std::to_string(upstreams_.size());
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < deadline) {
+    const SimpleReply r = http_get(*target, "/health");
+    if (r.status == 200 && r.body.find(needle) != std::string::npos) return target;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // polling, not synchronizing
+  }
+  return failure("gateway never saw all " + std::to_string(upstreams_.size()) +
+                 " replicas healthy:\n" + tail(gateway_->output()));
+}
+
+void Fleet::stop() {
+  if (gateway_) gateway_->stop(std::chrono::seconds(5));
+  gateway_.reset();
+  for (auto& e : engines_) e->kill(SIGTERM);
+  for (auto& e : engines_) e->stop(std::chrono::seconds(5));
+  engines_.clear();
+  upstreams_.clear();
+}
+
+}  // namespace prefixgate::bench

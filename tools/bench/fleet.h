@@ -1,0 +1,63 @@
+// The replicas and gateways `compare` starts for itself: N prefixgate-engine processes (sim or
+// cpu device) on OS-picked loopback ports, and a prefixgate gateway in front of them with one
+// routing policy. Logs go to files under `log_dir`. Everything is stopped (SIGTERM, then
+// SIGKILL) when the Fleet is destroyed.
+//
+//   bench::Fleet fleet(options);
+//   if (auto s = fleet.start_engines(); !s) fail(s.error().message);
+//   auto gateway = fleet.start_gateway("cache_aware");   // Result<HttpTarget>
+//   ... run the workload against *gateway ...
+//   fleet.stop();                                        // fresh caches for the next policy
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "http_client.h"
+#include "prefixgate/canonicalize/status.h"
+#include "prefixgate/process/process.h"
+
+namespace prefixgate::bench {
+
+struct FleetOptions {
+  std::size_t replicas = 2;
+  std::string device = "sim";  // sim | cpu
+  std::string sim_profile = "h100:llama3-8b";
+  std::string sim_speedup = "1";
+  std::string model = "builtin:tiny";
+  std::size_t kv_cache_tokens = 0;       // 0: the engine's default
+  std::size_t max_model_len = 0;         // 0: the engine's default
+  std::vector<std::string> engine_args;  // extra flags for every engine
+  std::string gateway_config;            // a YAML file for every gateway ("": none)
+  std::string engine_bin;
+  std::string gateway_bin;
+  std::string log_dir;
+};
+
+class Fleet {
+ public:
+  explicit Fleet(FleetOptions options);
+  ~Fleet();
+  Fleet(const Fleet&) = delete;
+  Fleet& operator=(const Fleet&) = delete;
+
+  canon::Status start_engines();
+  // Starts a gateway over the running engines and waits until it sees all of them healthy.
+  canon::Result<HttpTarget> start_gateway(const std::string& policy, const std::string& tag);
+  void stop();
+
+  std::size_t replicas() const { return options_.replicas; }
+
+ private:
+  FleetOptions options_;
+  std::vector<std::unique_ptr<proc::Process>> engines_;
+  std::vector<std::string> upstreams_;
+  std::unique_ptr<proc::Process> gateway_;
+  std::size_t generation_ = 0;
+};
+
+// The directory holding this executable (for the sibling prefixgate binaries).
+std::string executable_dir();
+
+}  // namespace prefixgate::bench

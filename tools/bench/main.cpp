@@ -1,0 +1,197 @@
+// prefixgate-bench: workloads, trace replay and routing policies side by side.
+//
+//   prefixgate-bench compare --replicas 8 --device sim --sim-profile h100:llama3-8b
+//     --policies round_robin,least_load,cache_aware --workload shared-prefix --groups 64
+//     --prompts-per-group 16 --system-len 2048 --question-len 128 --output-len 256 --json out.json
+//   prefixgate-bench compare --workload trace --trace FILE --time-scale 0.1 ...
+//   prefixgate-bench compare --target a=http://10.0.0.1:8080 --target b=http://10.0.0.2:8080 ...
+//   prefixgate-bench run --url http://127.0.0.1:8080 --workload multi-turn
+//   prefixgate-bench overhead
+//
+// Exit status: 0 done, 1 a run could not be carried out (a process did not start, a file could
+// not be written), 2 bad usage, with a message on stderr.
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "commands.h"
+
+namespace bench = prefixgate::bench;
+
+namespace {
+
+void add_workload_flags(CLI::App& app, bench::WorkloadFlags& w, bench::CeilingFlags& c,
+                        bench::LoadFlags& l) {
+  app.add_option("--workload", w.workload, "shared-prefix | multi-turn | agent | volatile | trace")
+      ->capture_default_str();
+  app.add_option("--seed", w.seed, "seeds every generator and the Poisson arrivals")
+      ->capture_default_str();
+  app.add_option("--model", w.model, "the `model` field of every request")->capture_default_str();
+  // Lengths shared by several workloads (each workload has its own default).
+  app.add_option("--system-len", w.system_len, "system prompt tokens (default per workload)");
+  app.add_option("--question-len", w.question_len,
+                 "question / user message / agent task tokens (default per workload)");
+  app.add_option("--output-len", w.output_len,
+                 "max_tokens of every request (default per workload)");
+  app.add_option("--tools", w.tools, "agent, volatile: tool schemas per request");
+  // shared-prefix
+  app.add_option("--groups", w.shared_prefix.groups, "shared-prefix: system prompts")
+      ->capture_default_str();
+  app.add_option("--prompts-per-group", w.shared_prefix.prompts_per_group,
+                 "shared-prefix: questions per system prompt")
+      ->capture_default_str();
+  // multi-turn
+  app.add_option("--conversations", w.multi_turn.conversations, "multi-turn: conversations")
+      ->capture_default_str();
+  app.add_option("--turns", w.multi_turn.turns, "multi-turn: turns per conversation")
+      ->capture_default_str();
+  app.add_option("--think-time", w.multi_turn.think_time_s,
+                 "multi-turn: mean seconds between a response and the next turn")
+      ->capture_default_str();
+  // agent
+  app.add_option("--agents", w.agent.agents, "agent: agent runs")->capture_default_str();
+  app.add_option("--steps", w.agent.steps, "agent: tool calls per run")->capture_default_str();
+  app.add_option("--tool-schema-len", w.agent.tool_schema_len, "agent: description tokens per tool")
+      ->capture_default_str();
+  app.add_option("--tool-result-len", w.agent.tool_result_len, "agent: tokens per tool result")
+      ->capture_default_str();
+  // volatile
+  app.add_option("--requests", w.volatile_app.requests, "volatile: requests")
+      ->capture_default_str();
+  // trace
+  app.add_option("--trace", w.trace_file, "trace: a Mooncake-format JSONL file");
+  app.add_option("--time-scale", w.trace.time_scale,
+                 "trace: multiplies timestamps (0.1 replays ten times faster)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--length-scale", w.trace.length_scale,
+                 "trace: multiplies block and prompt lengths (0.0625: 512-token blocks -> 32)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--trace-block-tokens", w.trace.trace_block_tokens,
+                 "trace: tokens per hash id in the trace")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-output-len", w.trace.max_output_len,
+                 "trace: cap on the trace's output lengths (0: none)")
+      ->capture_default_str();
+  // ceiling
+  app.add_option("--tokenizer", c.tokenizer,
+                 "ceiling: byte (the builtin models) or a tokenizer.json, as the engines tokenize")
+      ->capture_default_str();
+  app.add_option("--template", c.chat_template, "ceiling: llama-3 | chatml | plain")
+      ->capture_default_str();
+  app.add_option("--block-size", c.block_size, "ceiling: the engines' KV page size in tokens")
+      ->capture_default_str();
+  app.add_option("--model-id", c.model_id, "ceiling: the block-hash model id (default --model)");
+  // load
+  app.add_option("--rate", l.rate,
+                 "open loop: Poisson arrivals of sessions per second, inf (all at once), or "
+                 "trace (the trace's timestamps; the default for --workload trace)");
+  app.add_option("--concurrency", l.concurrency, "closed loop: sessions in flight");
+  app.add_option("--duration", l.duration_s, "seconds after which no request starts (0: none)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--num-requests", l.num_requests, "requests to send at most (0: the workload)");
+  app.add_option("--warmup", l.warmup, "first requests left out of the measures")
+      ->capture_default_str();
+  app.add_option("--timeout", l.timeout_s, "seconds per request")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_flag("--no-progress", l.no_progress, "no progress line on stderr");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"prefixgate-bench: workloads, trace replay and routing policies side by side"};
+  app.require_subcommand(1);
+
+  bench::CompareFlags compare;
+  CLI::App* cmp = app.add_subcommand(
+      "compare",
+      "start replicas and a gateway per policy (or use --target), run one workload "
+      "under each, print them side by side");
+  add_workload_flags(*cmp, compare.workload, compare.ceiling, compare.load);
+  cmp->add_option("--replicas", compare.fleet.replicas, "engine replicas to start")
+      ->capture_default_str();
+  cmp->add_option("--device", compare.fleet.device, "sim | cpu")->capture_default_str();
+  cmp->add_option("--sim-profile", compare.fleet.sim_profile, "sim: GPU:MODEL")
+      ->capture_default_str();
+  cmp->add_option("--sim-speedup", compare.fleet.sim_speedup,
+                  "sim: N runs the modelled GPU N times faster (engine/SIM.md)")
+      ->capture_default_str();
+  cmp->add_option("--engine-model", compare.fleet.model, "the engines' --model")
+      ->capture_default_str();
+  cmp->add_option("--kv-cache-tokens", compare.fleet.kv_cache_tokens,
+                  "the engines' --kv-cache-tokens (0: the engine's default)");
+  cmp->add_option("--max-model-len", compare.fleet.max_model_len,
+                  "the engines' --max-model-len (0: the engine's default)");
+  cmp->add_option("--engine-arg", compare.fleet.engine_args, "an extra engine flag (repeatable)")
+      ->allow_extra_args(false);
+  cmp->add_option("--gateway-config", compare.fleet.gateway_config, "a prefixgate YAML config");
+  cmp->add_option("--policies", compare.policies, "routing policies, comma-separated")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmp->add_option("--target", compare.targets,
+                  "NAME=URL of an existing endpoint (repeatable): run against these instead of "
+                  "starting replicas")
+      ->allow_extra_args(false);
+  cmp->add_option("--json", compare.json_out, "write the results as JSON");
+  cmp->add_option("--svg", compare.svg_out, "write the chart (default: --json's path, .svg)");
+  cmp->add_option("--log-dir", compare.fleet.log_dir,
+                  "engine and gateway logs (default build/bench/compare-logs)");
+  cmp->add_option("--engine-bin", compare.fleet.engine_bin, "prefixgate-engine to run");
+  cmp->add_option("--gateway-bin", compare.fleet.gateway_bin, "prefixgate to run");
+
+  bench::CompareFlags run;
+  std::string url;
+  CLI::App* runc = app.add_subcommand("run", "run one workload against one endpoint");
+  add_workload_flags(*runc, run.workload, run.ceiling, run.load);
+  runc->add_option("--url", url, "http://HOST:PORT of a gateway or an engine")->required();
+  runc->add_option("--json", run.json_out, "write the results as JSON");
+  runc->add_option("--svg", run.svg_out, "write the chart");
+
+  bench::OverheadFlags overhead;
+  CLI::App* ovh =
+      app.add_subcommand("overhead",
+                         "gateway overhead with wrk against a fast upstream: direct vs nginx vs "
+                         "prefixgate");
+  ovh->add_option("--duration", overhead.duration, "wrk -d of each measured run")
+      ->capture_default_str();
+  ovh->add_option("--warmup", overhead.warmup, "wrk -d of each warm-up")->capture_default_str();
+  ovh->add_option("--connections", overhead.connections, "wrk -c")->capture_default_str();
+  ovh->add_option("--wrk-threads", overhead.wrk_threads, "wrk -t")->capture_default_str();
+  ovh->add_option("--proxy-threads", overhead.proxy_threads,
+                  "prefixgate --threads and nginx worker_processes")
+      ->capture_default_str();
+  ovh->add_option("--engine-threads", overhead.engine_threads, "the engine's --threads")
+      ->capture_default_str();
+  ovh->add_flag("!--no-pin", overhead.pin, "leave CPU placement to the kernel");
+  ovh->add_flag("--profile", overhead.profile,
+                "perf record -g of prefixgate during its run (OUT_DIR/perf-gateway.data)");
+  ovh->add_option("--gateway-arg", overhead.gateway_args, "an extra prefixgate flag (repeatable)")
+      ->allow_extra_args(false);
+  ovh->add_option("--out-dir", overhead.out_dir, "where results go")->capture_default_str();
+  ovh->add_option("--lua", overhead.lua, "the wrk script (default bench/overhead_request.lua)");
+  ovh->add_option("--engine-bin", overhead.engine_bin, "prefixgate-engine to run");
+  ovh->add_option("--gateway-bin", overhead.gateway_bin, "prefixgate to run");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return 2;
+  }
+  try {
+    if (cmp->parsed()) return bench::run_compare(std::move(compare));
+    if (runc->parsed()) {
+      run.targets = {"target=" + url};
+      return bench::run_compare(std::move(run));
+    }
+    return bench::run_overhead(overhead);
+  } catch (const std::exception& e) {
+    std::cerr << "prefixgate-bench: " << e.what() << "\n";
+    return 1;
+  }
+}

@@ -1,0 +1,371 @@
+// prefixgate-bench overhead: the gateway's cost with a fast upstream, side by side in one run.
+//
+// Three targets get the same wrk load (bench/overhead_request.lua: POST /v1/chat/completions with
+// a ~2 KB system prompt, two tools, a user message, max_tokens 1):
+//   direct      wrk -> prefixgate-engine (sim device, --sim-speedup inf: no simulated GPU time,
+//               only the engine's own HTTP, tokenization and scheduler step)
+//   nginx       wrk -> nginx proxy_pass (keep-alive upstream pool) -> the same engine
+//   prefixgate  wrk -> prefixgate --policy cache_aware -> the same engine
+// It prints requests/s, p50 and p99 for each, the ratio of requests/s to nginx's, the p50
+// added over direct, and the CPU time per request of the proxy and of the engine (from
+// /proc: robust on a busy machine, where requests/s also measure the neighbours), and writes
+// OUT_DIR/overhead.json. With pinning (2+ cores) wrk runs on the
+// last core and the servers on the others (taskset), so the load generator does not steal the
+// proxy's CPU.
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "commands.h"
+#include "http_client.h"
+
+namespace prefixgate::bench {
+
+namespace {
+
+struct WrkResult {
+  double rps = 0;
+  long requests = 0, p50_us = 0, p99_us = 0, body_bytes = 0;
+  double proxy_cpu_us = 0, engine_cpu_us = 0;  // CPU time per request
+};
+
+// utime + stime of a process, all threads, in seconds (proc(5) fields 14 and 15); and of its
+// children when asked (nginx's workers). Reads after "(comm) " so a comm with spaces is safe.
+double cpu_seconds(pid_t pid, bool with_children) {
+  const auto stat_fields = [](const std::string& path) {
+    std::ifstream in(path);
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::size_t close = stat.rfind(") ");
+    std::vector<std::string> fields;
+    if (close == std::string::npos) return fields;
+    std::istringstream rest(stat.substr(close + 2));
+    for (std::string f; rest >> f;) fields.push_back(f);
+    return fields;  // fields[0] is proc(5) field 3 (state)
+  };
+  static const double ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
+  const auto cpu_of = [&](const std::vector<std::string>& f) {
+    return f.size() > 12 ? (std::stod(f[11]) + std::stod(f[12])) / ticks : 0.0;
+  };
+  double total = cpu_of(stat_fields("/proc/" + std::to_string(pid) + "/stat"));
+  if (!with_children) return total;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const auto f = stat_fields(entry.path().string() + "/stat");
+    if (f.size() > 1 && f[1] == std::to_string(pid)) total += cpu_of(f);  // field 4: ppid
+  }
+  return total;
+}
+
+bool on_path(const std::string& tool) {
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path ? path : "");
+  for (std::string dir; std::getline(dirs, dir, ':');) {
+    if (access((dir + "/" + tool).c_str(), X_OK) == 0) return true;
+  }
+  for (const char* dir : {"/usr/sbin", "/sbin"}) {
+    if (access((std::string(dir) + "/" + tool).c_str(), X_OK) == 0) return true;
+  }
+  return false;
+}
+
+std::string which(const std::string& tool) {
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(std::string(path ? path : "") + ":/usr/sbin:/sbin");
+  for (std::string dir; std::getline(dirs, dir, ':');) {
+    const std::string p = dir + "/" + tool;
+    if (access(p.c_str(), X_OK) == 0) return p;
+  }
+  return tool;
+}
+
+std::uint16_t free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof addr;
+  std::uint16_t port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  close(fd);
+  return port;
+}
+
+// Runs a command to completion; its output.
+std::string run_capture(const std::string& bin, const std::vector<std::string>& args, int& status) {
+  proc::Process p(bin, args);
+  std::smatch m;
+  static const std::regex never("\\x01never\\x01");
+  p.read_until(never, m, std::chrono::hours(1));  // reads until the child closes its output
+  status = p.wait();
+  return p.output();
+}
+
+bool parse_pgbench(const std::string& out, WrkResult& r, std::string& line) {
+  const std::size_t at = out.find("PGBENCH ");
+  if (at == std::string::npos) return false;
+  line = out.substr(at, out.find('\n', at) - at);
+  std::map<std::string, std::string> kv;
+  std::stringstream ss(line);
+  for (std::string tok; ss >> tok;) {
+    const std::size_t eq = tok.find('=');
+    if (eq != std::string::npos) kv[tok.substr(0, eq)] = tok.substr(eq + 1);
+  }
+  if (kv["errors"] != "0" || kv["non2xx"] != "0") return false;
+  r.rps = std::atof(kv["rps"].c_str());
+  r.requests = std::atol(kv["requests"].c_str());
+  r.p50_us = std::atol(kv["p50_us"].c_str());
+  r.p99_us = std::atol(kv["p99_us"].c_str());
+  r.body_bytes = std::atol(kv["body_bytes"].c_str());
+  return true;
+}
+
+}  // namespace
+
+int run_overhead(const OverheadFlags& f) {
+  for (const char* tool : {"wrk", "nginx"}) {
+    if (!on_path(tool)) {
+      std::cerr << "prefixgate-bench overhead: '" << tool
+                << "' is not installed (Debian: apt-get install wrk nginx; bench/overhead.sh "
+                   "installs them)\n";
+      return 2;
+    }
+  }
+  const std::string dir = executable_dir();
+  const std::string engine_bin =
+      f.engine_bin.empty() ? dir + "/../../engine/prefixgate-engine" : f.engine_bin;
+  const std::string gateway_bin =
+      f.gateway_bin.empty() ? dir + "/../../gateway/prefixgate" : f.gateway_bin;
+  const std::string lua =
+      f.lua.empty() ? std::string(PREFIXGATE_SOURCE_DIR) + "/bench/overhead_request.lua" : f.lua;
+  for (const std::string& file : {engine_bin, gateway_bin, lua}) {
+    if (access(file.c_str(), R_OK) != 0) {
+      std::cerr << "prefixgate-bench overhead: cannot read '" << file << "'\n";
+      return 2;
+    }
+  }
+  std::filesystem::create_directories(f.out_dir);
+  char tmpl[] = "/tmp/prefixgate-overhead.XXXXXX";
+  if (mkdtemp(tmpl) == nullptr) {
+    std::cerr << "prefixgate-bench overhead: mkdtemp failed\n";
+    return 1;
+  }
+  const std::string tmp = tmpl;
+  struct Cleanup {
+    std::string dir;
+    ~Cleanup() {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  } cleanup{tmp};
+
+  const unsigned ncpu = std::max(1u, std::thread::hardware_concurrency());
+  std::string server_cpus, wrk_cpus;
+  if (f.pin && ncpu >= 2) {
+    server_cpus = "0-" + std::to_string(ncpu - 2);
+    wrk_cpus = std::to_string(ncpu - 1);
+  }
+  const std::string taskset = which("taskset");
+  auto pinned = [&](const std::string& cpus, const std::string& bin, std::vector<std::string> args,
+                    const std::string& log) {
+    if (!cpus.empty()) {
+      args.insert(args.begin(), {"-c", cpus, bin});
+      return std::make_unique<proc::Process>(taskset, args, proc::ProcessOptions{log});
+    }
+    return std::make_unique<proc::Process>(bin, args, proc::ProcessOptions{log});
+  };
+
+  auto engine = pinned(
+      server_cpus, engine_bin,
+      {"--device", "sim", "--sim-speedup", "inf", "--model", "builtin:tiny", "--host", "127.0.0.1",
+       "--port", "0", "--threads", std::to_string(f.engine_threads), "--log-level", "warn"},
+      tmp + "/engine.log");
+  const std::uint16_t engine_port = engine->wait_listening();
+  if (engine_port == 0) {
+    std::cerr << "prefixgate-bench overhead: the engine did not start:\n" << engine->output();
+    return 1;
+  }
+
+  const std::uint16_t nginx_port = free_port();
+  std::filesystem::create_directories(tmp + "/nginx");
+  {
+    std::ofstream conf(tmp + "/nginx/nginx.conf");
+    conf << "# Written by prefixgate-bench overhead: a plain reverse proxy with an upstream "
+            "keep-alive pool.\n"
+         << "worker_processes " << f.proxy_threads << ";\ndaemon off;\npid " << tmp
+         << "/nginx/nginx.pid;\nerror_log " << tmp << "/nginx/error.log warn;\n"
+         << "events { worker_connections 4096; }\nhttp {\n  access_log off;\n"
+         << "  client_body_temp_path " << tmp << "/nginx/body;\n  proxy_temp_path " << tmp
+         << "/nginx/proxy;\n  fastcgi_temp_path " << tmp << "/nginx/fastcgi;\n  uwsgi_temp_path "
+         << tmp << "/nginx/uwsgi;\n  scgi_temp_path " << tmp << "/nginx/scgi;\n"
+         << "  client_max_body_size 16m;\n  keepalive_requests 1000000;\n"
+         << "  upstream engine {\n    server 127.0.0.1:" << engine_port
+         << ";\n    keepalive 64;\n    keepalive_requests 1000000;\n  }\n"
+         << "  server {\n    listen 127.0.0.1:" << nginx_port << ";\n    location / {\n"
+         << "      proxy_pass http://engine;\n      proxy_http_version 1.1;\n"
+         << "      proxy_set_header Connection \"\";\n    }\n  }\n}\n";
+  }
+  // -e: the startup error log too, so nginx never touches /var/log/nginx.
+  auto nginx = pinned(
+      server_cpus, which("nginx"),
+      {"-p", tmp + "/nginx", "-e", tmp + "/nginx/error.log", "-c", tmp + "/nginx/nginx.conf"},
+      tmp + "/nginx/stdout.log");
+
+  std::vector<std::string> gw_args{
+      "--listen",    "127.0.0.1:0", "--upstream", "http://127.0.0.1:" + std::to_string(engine_port),
+      "--policy",    "cache_aware", "--threads",  std::to_string(f.proxy_threads),
+      "--log-level", "warn"};
+  gw_args.insert(gw_args.end(), f.gateway_args.begin(), f.gateway_args.end());
+  auto gateway = pinned(server_cpus, gateway_bin, gw_args, tmp + "/gateway.log");
+  const std::uint16_t gateway_port = gateway->wait_listening();
+  if (gateway_port == 0) {
+    std::cerr << "prefixgate-bench overhead: the gateway did not start:\n" << gateway->output();
+    return 1;
+  }
+  auto wait_ok = [](std::uint16_t port, const char* what) {
+    auto t = parse_url("http://127.0.0.1:" + std::to_string(port));
+    for (int i = 0; i < 200 && t; ++i) {
+      if (http_get(*t, "/health", std::chrono::seconds(1)).status == 200) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));  // polling a starting server
+    }
+    std::cerr << "prefixgate-bench overhead: " << what << " does not answer\n";
+    return false;
+  };
+  if (!wait_ok(nginx_port, "nginx") || !wait_ok(gateway_port, "prefixgate")) return 1;
+
+  std::cerr << "overhead: engine :" << engine_port << ", nginx :" << nginx_port
+            << ", prefixgate :" << gateway_port << "; wrk -t" << f.wrk_threads << " -c"
+            << f.connections << " -d" << f.duration << " (warm-up " << f.warmup
+            << "), proxy threads " << f.proxy_threads << ", pinning "
+            << (server_cpus.empty() ? "off"
+                                    : "servers on CPU " + server_cpus + ", wrk on CPU " + wrk_cpus)
+            << "\n";
+
+  const std::string wrk = which("wrk");
+  std::map<std::string, WrkResult> results;
+  const std::vector<std::pair<std::string, std::uint16_t>> targets{
+      {"direct", engine_port}, {"nginx", nginx_port}, {"prefixgate", gateway_port}};
+  for (const auto& [name, port] : targets) {
+    const std::string url = "http://127.0.0.1:" + std::to_string(port);
+    auto wrk_args = [&](const std::string& duration, bool latency) {
+      std::vector<std::string> a{"-t" + std::to_string(f.wrk_threads),
+                                 "-c" + std::to_string(f.connections), "-d" + duration};
+      if (latency) a.push_back("--latency");
+      a.insert(a.end(), {"-s", lua, url});
+      if (!wrk_cpus.empty()) a.insert(a.begin(), {"-c", wrk_cpus, wrk});
+      return a;
+    };
+    const std::string bin = wrk_cpus.empty() ? wrk : taskset;
+    int st = 0;
+    WrkResult r;
+    std::string line;
+    const std::string warm = run_capture(bin, wrk_args(f.warmup, false), st);
+    if (!parse_pgbench(warm, r, line)) {
+      std::cerr << "overhead: " << name << ": warm-up had failures:\n" << warm;
+      return 1;
+    }
+    std::unique_ptr<proc::Process> perf;
+    if (name == "prefixgate" && f.profile) {
+      perf = std::make_unique<proc::Process>(
+          which("perf"),
+          std::vector<std::string>{"record", "-q", "-g", "-p", std::to_string(gateway->pid()), "-o",
+                                   f.out_dir + "/perf-gateway.data"},
+          proc::ProcessOptions{f.out_dir + "/perf-gateway.log"});
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));  // let perf attach
+    }
+    // The proxy's processes: none for direct; nginx's master and workers; the gateway.
+    const auto proxy_cpu = [&] {
+      if (name == "nginx") return cpu_seconds(nginx->pid(), true);
+      if (name == "prefixgate") return cpu_seconds(gateway->pid(), false);
+      return 0.0;
+    };
+    const double proxy_before = proxy_cpu();
+    const double engine_before = cpu_seconds(engine->pid(), false);
+    const std::string out = run_capture(bin, wrk_args(f.duration, true), st);
+    const double proxy_used = proxy_cpu() - proxy_before;
+    const double engine_used = cpu_seconds(engine->pid(), false) - engine_before;
+    if (perf) {
+      perf->kill(SIGINT);
+      perf->wait();
+    }
+    std::ofstream(f.out_dir + "/wrk-" + name + ".txt") << out;
+    if (!parse_pgbench(out, r, line)) {
+      std::cerr << "overhead: " << name << ": failures during the run:\n" << out;
+      return 1;
+    }
+    if (r.requests > 0) {
+      r.proxy_cpu_us = proxy_used * 1e6 / static_cast<double>(r.requests);
+      r.engine_cpu_us = engine_used * 1e6 / static_cast<double>(r.requests);
+    }
+    std::fprintf(stderr, "overhead: %s: %.0f req/s, p50 %ld us, p99 %ld us\n", name.c_str(), r.rps,
+                 r.p50_us, r.p99_us);
+    results[name] = r;
+  }
+  if (auto t = parse_url("http://127.0.0.1:" + std::to_string(gateway_port))) {
+    std::string decisions;
+    std::stringstream metrics(http_get(*t, "/metrics").body);
+    for (std::string l; std::getline(metrics, l);) {
+      if (l.rfind("prefixgate_routing_decisions_total", 0) == 0) decisions += l + "\n";
+    }
+    std::ofstream(f.out_dir + "/gateway-decisions.txt") << decisions;
+  }
+
+  const WrkResult& nginx_r = results["nginx"];
+  const WrkResult& direct_r = results["direct"];
+  std::printf("\n%-11s %12s %10s %10s %14s %16s %17s %18s\n", "target", "requests/s", "p50 (us)",
+              "p99 (us)", "req/s vs nginx", "added p50 (us)", "proxy CPU us/req",
+              "engine CPU us/req");
+  std::string json_targets;
+  for (const auto& [name, port] : targets) {
+    const WrkResult& r = results[name];
+    const double vs = nginx_r.rps > 0 ? r.rps / nginx_r.rps : 0;
+    std::printf("%-11s %12.0f %10ld %10ld %14.2f %16ld %17.1f %18.1f\n", name.c_str(), r.rps,
+                r.p50_us, r.p99_us, vs, r.p50_us - direct_r.p50_us, r.proxy_cpu_us,
+                r.engine_cpu_us);
+    char buf[640];
+    std::snprintf(buf, sizeof buf,
+                  "%s    \"%s\": {\"requests\": %ld, \"requests_per_s\": %.2f, \"p50_us\": %ld, "
+                  "\"p99_us\": %ld, \"rps_vs_nginx\": %.3f, \"added_p50_us\": %ld, "
+                  "\"proxy_cpu_us_per_request\": %.1f, \"engine_cpu_us_per_request\": %.1f}",
+                  json_targets.empty() ? "" : ",\n", name.c_str(), r.requests, r.rps, r.p50_us,
+                  r.p99_us, vs, r.p50_us - direct_r.p50_us, r.proxy_cpu_us, r.engine_cpu_us);
+    json_targets += buf;
+  }
+  std::printf("\n");
+  std::time_t now = std::time(nullptr);
+  char date[32];
+  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  std::ofstream json(f.out_dir + "/overhead.json");
+  json << "{\n  \"date\": \"" << date << "\",\n  \"host\": {\"cpus\": " << ncpu << "},\n"
+       << "  \"wrk\": {\"threads\": " << f.wrk_threads << ", \"connections\": " << f.connections
+       << ", \"duration\": \"" << f.duration << "\", \"warmup\": \"" << f.warmup << "\"},\n"
+       << "  \"proxy_threads\": " << f.proxy_threads << ", \"engine_threads\": " << f.engine_threads
+       << ", \"pinned\": " << (server_cpus.empty() ? "false" : "true")
+       << ",\n  \"request_body_bytes\": " << direct_r.body_bytes << ",\n  \"targets\": {\n"
+       << json_targets << "\n  }\n}\n";
+  std::cerr << "overhead: wrote " << f.out_dir << "/overhead.json (wrk output in " << f.out_dir
+            << "/wrk-*.txt)\n";
+  gateway->stop();
+  nginx->stop();
+  engine->stop();
+  return 0;
+}
+
+}  // namespace prefixgate::bench
