@@ -11,6 +11,7 @@ packages=(
   libspdlog-dev libfmt-dev  # logging
   libcli11-dev              # command-line parsing
   libyaml-cpp-dev           # configuration files
+  libmimalloc-dev           # the gateway's allocator (per-request JSON trees, Beast buffers)
   libopenblas-dev           # cpu device GEMMs
   libutf8proc-dev           # Unicode categories and NFC for the BPE pre-tokenizer
   libre2-dev                # linear-time patterns for the volatile-content detectors

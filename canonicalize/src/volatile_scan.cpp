@@ -77,12 +77,13 @@ std::vector<Candidate> scan_uncached(std::string_view text);
 // The same text is scanned again and again: a system prompt or a tool schema repeats verbatim
 // across requests (the premise of prefix caching), and the gateway scans it twice per request
 // (timestamp rule, then prompt lint). A small direct-mapped memo per thread, keyed by the
-// text's XXH3-128 and length, returns the earlier result. Bounded: a few entries, texts of at
-// least kMinBytes (below that, hashing costs about what scanning does) and results of at most
-// kMaxCandidates spans, so an adversarial text cannot pin memory.
+// text's XXH3-128 and length, returns the earlier result. Bounded: 64 entries (a system prompt,
+// its tools' descriptions, a few rendered segments), texts of at least kMinBytes (below that,
+// hashing costs about what scanning does) and results of at most kMaxCandidates spans, so an
+// adversarial text cannot pin memory.
 class ScanMemo {
  public:
-  static constexpr std::size_t kMinBytes = 256;
+  static constexpr std::size_t kMinBytes = 48;
   static constexpr std::size_t kMaxCandidates = 64;
 
   std::vector<Candidate> scan(std::string_view text) {
@@ -102,7 +103,7 @@ class ScanMemo {
     std::size_t size = 0;
     std::vector<Candidate> found;
   };
-  std::array<Entry, 16> entries_;
+  std::array<Entry, 64> entries_;
 };
 
 }  // namespace

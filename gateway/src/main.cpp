@@ -17,6 +17,10 @@
 #include "config.h"
 #include "server/gateway.h"
 
+#ifdef PREFIXGATE_WITH_MIMALLOC
+#include <mimalloc.h>
+#endif
+
 namespace gw = prefixgate::gateway;
 
 namespace {
@@ -98,6 +102,10 @@ int main(int argc, char** argv) {
                                                  "log_level"));
   }
   spdlog::set_level(level);
+#ifdef PREFIXGATE_WITH_MIMALLOC
+  // Also what keeps the linker from dropping the library that replaces malloc.
+  spdlog::debug("allocator: mimalloc {}", mi_version());
+#endif
 
   const std::string host = cfg.host;
   gw::server::Gateway gateway(std::move(cfg), {.handle_signals = true});

@@ -217,9 +217,10 @@ namespace {
 TEST(VolatileTest, RepeatedLongTextsGiveTheSpansOfAFreshScan) {
   std::string filler;
   while (filler.size() < 600) filler += "Answer politely and cite the policy section you used. ";
-  const auto text_at = [&](int minute) {
-    return filler + "Current time: 2026-08-20 14:" + (minute < 10 ? "0" : "") +
-           std::to_string(minute) + " UTC. " + filler;
+  const auto two = [](int v) { return (v < 10 ? "0" : "") + std::to_string(v); };
+  const auto text_at = [&](int i) {  // i < 3600: a distinct time each
+    return filler + "Current time: 2026-08-20 14:" + two(i % 60) + ":" + two(i / 60) + " UTC. " +
+           filler;
   };
   const std::string a = text_at(33);
   ASSERT_FALSE(find_volatile(a).empty());
@@ -229,13 +230,15 @@ TEST(VolatileTest, RepeatedLongTextsGiveTheSpansOfAFreshScan) {
   const std::string b = text_at(0);
   ASSERT_EQ(a.size(), b.size());
   EXPECT_NE(describe(b, find_volatile(b)), first);
-  // Many distinct texts cycle the memo; every answer equals the first one for that text.
+  // Far more distinct texts than the memo holds: every answer equals the first one for it.
+  constexpr int kTexts = 300;
   std::vector<std::string> expected;
-  for (int m = 0; m < 60; ++m) expected.push_back(describe(text_at(m), find_volatile(text_at(m))));
+  for (int i = 0; i < kTexts; ++i)
+    expected.push_back(describe(text_at(i), find_volatile(text_at(i))));
   for (int round = 0; round < 2; ++round) {
-    for (int m = 59; m >= 0; --m) {
-      const std::string t = text_at(m);
-      EXPECT_EQ(describe(t, find_volatile(t)), expected[static_cast<std::size_t>(m)]) << m;
+    for (int i = kTexts - 1; i >= 0; --i) {
+      const std::string t = text_at(i);
+      EXPECT_EQ(describe(t, find_volatile(t)), expected[static_cast<std::size_t>(i)]) << i;
     }
   }
   EXPECT_EQ(describe(a, find_volatile(a)), first);

@@ -38,7 +38,8 @@ namespace {
 struct WrkResult {
   double rps = 0;
   long requests = 0, p50_us = 0, p99_us = 0, body_bytes = 0;
-  double proxy_cpu_us = 0, engine_cpu_us = 0;  // CPU time per request
+  double proxy_cpu_us = 0, engine_cpu_us = 0;     // CPU time per request
+  long unloaded_p50_us = 0, unloaded_p99_us = 0;  // one connection
 };
 
 // utime + stime of a process, all threads, in seconds (proc(5) fields 14 and 15); and of its
@@ -264,9 +265,11 @@ int run_overhead(const OverheadFlags& f) {
       {"direct", engine_port}, {"nginx", nginx_port}, {"prefixgate", gateway_port}};
   for (const auto& [name, port] : targets) {
     const std::string url = "http://127.0.0.1:" + std::to_string(port);
-    auto wrk_args = [&](const std::string& duration, bool latency) {
-      std::vector<std::string> a{"-t" + std::to_string(f.wrk_threads),
-                                 "-c" + std::to_string(f.connections), "-d" + duration};
+    auto wrk_args = [&](const std::string& duration, bool latency, std::size_t connections = 0) {
+      if (connections == 0) connections = f.connections;
+      const std::size_t threads = std::min(f.wrk_threads, connections);
+      std::vector<std::string> a{"-t" + std::to_string(threads), "-c" + std::to_string(connections),
+                                 "-d" + duration};
       if (latency) a.push_back("--latency");
       a.insert(a.end(), {"-s", lua, url});
       if (!wrk_cpus.empty()) a.insert(a.begin(), {"-c", wrk_cpus, wrk});
@@ -314,8 +317,19 @@ int run_overhead(const OverheadFlags& f) {
       r.proxy_cpu_us = proxy_used * 1e6 / static_cast<double>(r.requests);
       r.engine_cpu_us = engine_used * 1e6 / static_cast<double>(r.requests);
     }
-    std::fprintf(stderr, "overhead: %s: %.0f req/s, p50 %ld us, p99 %ld us\n", name.c_str(), r.rps,
-                 r.p50_us, r.p99_us);
+    // Unloaded: one connection, one request at a time, so the p50 is a request's own latency
+    // through the proxy rather than its wait behind the other connections' requests.
+    WrkResult one;
+    const std::string single = run_capture(bin, wrk_args(f.warmup, true, 1), st);
+    if (!parse_pgbench(single, one, line)) {
+      std::cerr << "overhead: " << name << ": failures in the one-connection run:\n" << single;
+      return 1;
+    }
+    r.unloaded_p50_us = one.p50_us;
+    r.unloaded_p99_us = one.p99_us;
+    std::fprintf(stderr,
+                 "overhead: %s: %.0f req/s, p50 %ld us, p99 %ld us; one connection: p50 %ld us\n",
+                 name.c_str(), r.rps, r.p50_us, r.p99_us, r.unloaded_p50_us);
     results[name] = r;
   }
   if (auto t = parse_url("http://127.0.0.1:" + std::to_string(gateway_port))) {
@@ -329,23 +343,28 @@ int run_overhead(const OverheadFlags& f) {
 
   const WrkResult& nginx_r = results["nginx"];
   const WrkResult& direct_r = results["direct"];
-  std::printf("\n%-11s %12s %10s %10s %14s %16s %17s %18s\n", "target", "requests/s", "p50 (us)",
-              "p99 (us)", "req/s vs nginx", "added p50 (us)", "proxy CPU us/req",
-              "engine CPU us/req");
+  std::printf("\n%-11s %11s %9s %9s %9s %10s %10s %11s %10s %11s\n", "target", "requests/s",
+              "p50 us", "p99 us", "vs nginx", "added p50", "1-conn p50", "added 1-conn",
+              "proxy CPU", "engine CPU");
+  std::printf("%-11s %11s %9s %9s %9s %10s %10s %11s %10s %11s\n", "", "(16 conn)", "", "", "rps",
+              "us", "us", "p50 us", "us/req", "us/req");
   std::string json_targets;
   for (const auto& [name, port] : targets) {
     const WrkResult& r = results[name];
     const double vs = nginx_r.rps > 0 ? r.rps / nginx_r.rps : 0;
-    std::printf("%-11s %12.0f %10ld %10ld %14.2f %16ld %17.1f %18.1f\n", name.c_str(), r.rps,
-                r.p50_us, r.p99_us, vs, r.p50_us - direct_r.p50_us, r.proxy_cpu_us,
-                r.engine_cpu_us);
-    char buf[640];
+    std::printf("%-11s %11.0f %9ld %9ld %9.2f %10ld %10ld %11ld %10.1f %11.1f\n", name.c_str(),
+                r.rps, r.p50_us, r.p99_us, vs, r.p50_us - direct_r.p50_us, r.unloaded_p50_us,
+                r.unloaded_p50_us - direct_r.unloaded_p50_us, r.proxy_cpu_us, r.engine_cpu_us);
+    char buf[768];
     std::snprintf(buf, sizeof buf,
                   "%s    \"%s\": {\"requests\": %ld, \"requests_per_s\": %.2f, \"p50_us\": %ld, "
                   "\"p99_us\": %ld, \"rps_vs_nginx\": %.3f, \"added_p50_us\": %ld, "
+                  "\"one_connection_p50_us\": %ld, \"one_connection_p99_us\": %ld, "
+                  "\"one_connection_added_p50_us\": %ld, "
                   "\"proxy_cpu_us_per_request\": %.1f, \"engine_cpu_us_per_request\": %.1f}",
                   json_targets.empty() ? "" : ",\n", name.c_str(), r.requests, r.rps, r.p50_us,
-                  r.p99_us, vs, r.p50_us - direct_r.p50_us, r.proxy_cpu_us, r.engine_cpu_us);
+                  r.p99_us, vs, r.p50_us - direct_r.p50_us, r.unloaded_p50_us, r.unloaded_p99_us,
+                  r.unloaded_p50_us - direct_r.unloaded_p50_us, r.proxy_cpu_us, r.engine_cpu_us);
     json_targets += buf;
   }
   std::printf("\n");
