@@ -98,10 +98,18 @@ struct GatewayContext {
   RateLimiter finding_log;  // canonicalization findings sampled to the log
 };
 
+// Read buffers an upstream Exchange borrows: a client connection's successive requests reuse
+// them rather than allocating 32 KiB each (an Exchange lives for one request).
+struct ExchangeBuffers {
+  beast::flat_buffer buffer;      // the upstream response as read off the socket
+  std::unique_ptr<char[]> chunk;  // a body piece handed to the caller, uninitialized
+};
+
 struct Connection {
   beast::tcp_stream stream;
   beast::flat_buffer buffer;
   GatewayContext& ctx;
+  ExchangeBuffers upstream = {};
 };
 
 // What the router learned about a request before handing it to a handler.

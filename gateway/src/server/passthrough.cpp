@@ -32,7 +32,7 @@ Awaitable<bool> handle_models(Connection& c, const Request& req, RequestInfo& in
   std::set<std::string> seen;
   std::size_t answered = 0;
   for (const ReplicaId r : ctx.replicas->healthy_replicas()) {
-    Exchange ex(ctx, r);
+    Exchange ex(ctx, r, &c.upstream);
     Request up{http::verb::get, "/v1/models", 11};
     up.set("x-request-id", info.request_id);
     std::string body;
@@ -67,7 +67,7 @@ Awaitable<bool> handle_passthrough(Connection& c, const Request& req, RequestInf
     const auto r = ctx.replicas->any_healthy(tried);
     if (!r) break;
     tried.push_back(*r);
-    Exchange ex(ctx, *r);
+    Exchange ex(ctx, *r, &c.upstream);
     Request up{req.method(), req.target(), 11};
     for (const auto& field : req) {
       if (field.name() == http::field::host || field.name() == http::field::connection ||

@@ -130,7 +130,7 @@ Awaitable<bool> handle_completion(Connection& c, const Request& req, RequestInfo
     ctx.m.predicted_cached_tokens->add({p.replica_name},
                                        static_cast<double>(d.predicted_cached_tokens));
 
-    Exchange ex(ctx, d.replica);
+    Exchange ex(ctx, d.replica, &c.upstream);
     const UpstreamFailure f = co_await ex.open(up);
     const bool draining_upstream =
         f == UpstreamFailure::kNone &&

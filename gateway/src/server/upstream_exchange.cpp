@@ -51,10 +51,10 @@ Awaitable<UpstreamFailure> Exchange::attempt(Request& req, bool allow_pooled, bo
   // (Plain statements around each co_await: GCC 12 miscompiles co_await inside conditions.)
   const auto executor = co_await asio::this_coro::executor;
   stream_.reset();
-  buffer_.clear();
+  buffers_.buffer.clear();
   // Room for a whole typical response header and body in one read (a flat_buffer's reads are
   // sized by its free capacity, 512 bytes when empty).
-  buffer_.reserve(kReadBufferBytes);
+  buffers_.buffer.reserve(kReadBufferBytes);
   parser_.emplace();
   parser_->body_limit(boost::none);  // streamed through, never held whole
   was_pooled = false;
@@ -78,7 +78,7 @@ Awaitable<UpstreamFailure> Exchange::attempt(Request& req, bool allow_pooled, bo
   (void)wn;
   if (wec == beast::error::timeout) co_return UpstreamFailure::kTimeout;
   if (wec) co_return UpstreamFailure::kSend;
-  auto [rec, rn] = co_await http::async_read_header(*stream_, buffer_, *parser_, kTuple);
+  auto [rec, rn] = co_await http::async_read_header(*stream_, buffers_.buffer, *parser_, kTuple);
   (void)rn;
   if (rec == beast::error::timeout) co_return UpstreamFailure::kTimeout;
   if (rec) co_return UpstreamFailure::kReceive;
@@ -87,14 +87,15 @@ Awaitable<UpstreamFailure> Exchange::attempt(Request& req, bool allow_pooled, bo
 
 Awaitable<bool> Exchange::read_some(std::string& out) {
   if (parser_->is_done()) co_return true;
-  if (!chunk_) chunk_ = std::make_unique_for_overwrite<char[]>(kChunkBytes);
-  parser_->get().body().data = chunk_.get();
+  std::unique_ptr<char[]>& chunk = buffers_.chunk;
+  if (!chunk) chunk = std::make_unique_for_overwrite<char[]>(kChunkBytes);
+  parser_->get().body().data = chunk.get();
   parser_->get().body().size = kChunkBytes;
   stream_->expires_after(ctx_.config.timeouts.idle);
-  auto [ec, n] = co_await http::async_read_some(*stream_, buffer_, *parser_, kTuple);
+  auto [ec, n] = co_await http::async_read_some(*stream_, buffers_.buffer, *parser_, kTuple);
   (void)n;
   if (ec && ec != http::error::need_buffer) co_return false;
-  out.append(chunk_.get(), kChunkBytes - parser_->get().body().size);
+  out.append(chunk.get(), kChunkBytes - parser_->get().body().size);
   co_return true;
 }
 
@@ -109,7 +110,7 @@ Awaitable<bool> Exchange::read_all(std::string& out, std::size_t max_bytes) {
 
 void Exchange::finish() {
   if (!stream_) return;
-  if (parser_ && parser_->is_done() && parser_->get().keep_alive() && buffer_.size() == 0) {
+  if (parser_ && parser_->is_done() && parser_->get().keep_alive() && buffers_.buffer.size() == 0) {
     stream_->expires_never();
     ctx_.pool->give_back(replica_, stream_->release_socket());
   }

@@ -25,8 +25,12 @@ const char* upstream_failure_name(UpstreamFailure f);
 
 class Exchange {
  public:
-  Exchange(GatewayContext& ctx, ReplicaId replica)
-      : ctx_(ctx), replica_(replica), first_byte_(ctx.config.timeouts.first_byte) {}
+  // `scratch`: buffers to borrow (a client connection's); nullptr: the Exchange's own.
+  Exchange(GatewayContext& ctx, ReplicaId replica, ExchangeBuffers* scratch = nullptr)
+      : ctx_(ctx),
+        replica_(replica),
+        first_byte_(ctx.config.timeouts.first_byte),
+        buffers_(scratch != nullptr ? *scratch : own_buffers_) {}
   ~Exchange();
 
   // Sends `req` (Host and keep-alive are set here) and reads the response header.
@@ -53,10 +57,10 @@ class Exchange {
   ReplicaId replica_;
   std::chrono::milliseconds first_byte_;
   std::optional<beast::tcp_stream> stream_;
-  beast::flat_buffer buffer_;
+  ExchangeBuffers own_buffers_;
+  ExchangeBuffers& buffers_;
   std::optional<http::response_parser<http::buffer_body>> parser_;
   static constexpr std::size_t kChunkBytes = 16 * 1024;
-  std::unique_ptr<char[]> chunk_;  // allocated, uninitialized, on the first read_some
 };
 
 }  // namespace prefixgate::gateway::server
