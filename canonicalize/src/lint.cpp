@@ -43,7 +43,7 @@ std::string finding_hint(Rule rule) {
   return {};
 }
 
-PromptLint lint_prompt(const AnalyzedPrompt& prompt) {
+PromptLint lint_prompt(const AnalyzedPrompt& prompt, const LintOptions& options) {
   PromptLint out;
   const RenderedPrompt& r = prompt.rendered;
   std::size_t first_break = r.volatile_tail_begin;
@@ -61,9 +61,11 @@ PromptLint lint_prompt(const AnalyzedPrompt& prompt) {
       f.token_offset = prompt.tokens.token_at_byte(f.prompt_begin);
       f.field = seg.source;
       f.excerpt = std::string(text.substr(span.begin, span.end - span.begin));
-      f.message = finding_message(span, f.in_volatile_tail);
-      f.hint = f.in_volatile_tail ? "none needed: the final user message is not cached as prefix"
-                                  : finding_hint(span.rule);
+      if (options.explain) {
+        f.message = finding_message(span, f.in_volatile_tail);
+        f.hint = f.in_volatile_tail ? "none needed: the final user message is not cached as prefix"
+                                    : finding_hint(span.rule);
+      }
       if (f.severity >= Severity::kWarning) first_break = std::min(first_break, f.prompt_begin);
       out.findings.push_back(std::move(f));
     }

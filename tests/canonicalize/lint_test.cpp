@@ -81,5 +81,28 @@ TEST(LintTest, CleanPromptHasNoFindings) {
   EXPECT_TRUE(l.findings.empty()) << l.findings[0].excerpt;
 }
 
+// Without explanations the findings are the same, only their message and hint are left empty.
+TEST(LintTest, WithoutExplanationsFindsTheSameSpans) {
+  Fixture fx;
+  const PromptLint full = fx.lint(R"({"messages":[
+      {"role":"system","content":"Now: 2026-08-20T14:33:07Z, request 3f2b8c1e-6a4d-4f3a-9b2e-1c0d5e7f8a9b."},
+      {"role":"user","content":"hi at 09:15:02"}]})");
+  const PromptLint bare = lint_prompt(fx.prompt, {.explain = false});
+  ASSERT_EQ(full.findings.size(), 3u);
+  ASSERT_EQ(bare.findings.size(), full.findings.size());
+  EXPECT_EQ(bare.stable_prefix_tokens, full.stable_prefix_tokens);
+  for (std::size_t i = 0; i < full.findings.size(); ++i) {
+    EXPECT_EQ(bare.findings[i].rule, full.findings[i].rule);
+    EXPECT_EQ(bare.findings[i].severity, full.findings[i].severity);
+    EXPECT_EQ(bare.findings[i].prompt_begin, full.findings[i].prompt_begin);
+    EXPECT_EQ(bare.findings[i].token_offset, full.findings[i].token_offset);
+    EXPECT_EQ(bare.findings[i].field, full.findings[i].field);
+    EXPECT_EQ(bare.findings[i].excerpt, full.findings[i].excerpt);
+    EXPECT_FALSE(full.findings[i].message.empty());
+    EXPECT_TRUE(bare.findings[i].message.empty());
+    EXPECT_TRUE(bare.findings[i].hint.empty());
+  }
+}
+
 }  // namespace
 }  // namespace prefixgate::canon

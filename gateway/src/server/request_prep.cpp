@@ -65,7 +65,7 @@ canon::Result<PreparedRequest> prepare_request(std::string_view body, canon::End
   out.prompt_tokens = prompt.tokens.tokens.size();
   out.block_size = model.block_size;
   if (options.lint) {
-    for (const canon::Finding& f : canon::lint_prompt(prompt).findings) {
+    for (const canon::Finding& f : canon::lint_prompt(prompt, {.explain = false}).findings) {
       out.findings.push_back({std::string(canon::rule_id(f.rule)), f.field, f.excerpt,
                               f.token_offset, f.prompt_begin});
     }

@@ -40,7 +40,13 @@ struct PromptLint {
   std::size_t stable_prefix_tokens = 0;
 };
 
-PromptLint lint_prompt(const AnalyzedPrompt& prompt);
+struct LintOptions {
+  // Write each finding's message and hint (for people). A gateway that only counts findings
+  // per rule turns this off and saves two strings per finding per request.
+  bool explain = true;
+};
+
+PromptLint lint_prompt(const AnalyzedPrompt& prompt, const LintOptions& options = {});
 
 // The finding's message and hint as lint_prompt writes them, for a span found elsewhere.
 std::string finding_message(const VolatileSpan& span, bool in_volatile_tail);

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# bench/gateway_instructions.sh: instructions the gateway executes per proxied request, counted by
+# valgrind's callgrind. Unlike requests/s or CPU time this does not move when the machine is
+# busy, so two builds can be compared on a shared host (same binary and input: same count).
+#
+# Usage: bench/gateway_instructions.sh [GATEWAY_BINARY]   (default build/release/gateway/prefixgate)
+# It starts a prefixgate-engine (sim device, no simulated GPU time) and the gateway under
+# callgrind on free loopback ports, warms up with wrk for 4 s, zeroes the counters, drives the
+# bench/overhead_request.lua request for 8 s with 4 connections, and prints
+#   requests=N instructions=I instructions_per_request=I/N
+# The callgrind profile stays in build/bench/callgrind.gateway.out for callgrind_annotate.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+GATEWAY="${1:-$ROOT/build/release/gateway/prefixgate}"
+ENGINE="$ROOT/build/release/engine/prefixgate-engine"
+for tool in valgrind callgrind_control callgrind_annotate wrk curl; do
+  command -v "$tool" >/dev/null || { echo "gateway_instructions.sh: needs $tool" >&2; exit 2; }
+done
+[[ -x $GATEWAY && -x $ENGINE ]] || { echo "gateway_instructions.sh: build the release preset first" >&2; exit 2; }
+
+OUT="$ROOT/build/bench"
+mkdir -p "$OUT"
+TMP="$(mktemp -d /tmp/prefixgate-instr.XXXXXX)"
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+ENGINE_PORT="$(free_port)"
+GATEWAY_PORT="$(free_port)"
+
+"$ENGINE" --device sim --sim-speedup inf --model builtin:tiny --host 127.0.0.1 \
+  --port "$ENGINE_PORT" --threads 1 --log-level warn >"$TMP/engine.log" 2>&1 &
+pids+=($!)
+valgrind --tool=callgrind --callgrind-out-file="$TMP/callgrind.out" "$GATEWAY" \
+  --listen "127.0.0.1:$GATEWAY_PORT" --upstream "http://127.0.0.1:$ENGINE_PORT" --threads 1 \
+  --log-level warn >"$TMP/gateway.log" 2>&1 &
+GATEWAY_PID=$!
+pids+=("$GATEWAY_PID")
+for _ in $(seq 200); do
+  curl -sf -o /dev/null "http://127.0.0.1:$GATEWAY_PORT/health" && break
+  sleep 0.2
+done
+
+LUA="$ROOT/bench/overhead_request.lua"
+wrk -t1 -c4 -d4s -s "$LUA" "http://127.0.0.1:$GATEWAY_PORT" >/dev/null
+callgrind_control -z "$GATEWAY_PID" >/dev/null 2>&1
+line="$(wrk -t1 -c4 -d8s -s "$LUA" "http://127.0.0.1:$GATEWAY_PORT" | grep '^PGBENCH')"
+callgrind_control -d "$GATEWAY_PID" >/dev/null 2>&1
+sleep 1
+[[ $line == *" errors=0 non2xx=0 "* ]] || { echo "gateway_instructions.sh: failures: $line" >&2; exit 1; }
+requests="$(grep -o 'requests=[0-9]*' <<<"$line" | cut -d= -f2)"
+# The dump after zeroing is the profile's first part (.1): exactly the measured requests.
+cp "$TMP/callgrind.out.1" "$OUT/callgrind.gateway.out"
+instructions="$(callgrind_annotate "$OUT/callgrind.gateway.out" 2>/dev/null |
+  awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1; exit }')"
+echo "requests=$requests instructions=$instructions instructions_per_request=$((instructions / requests))"
