@@ -5,6 +5,7 @@
 #include <xxhash.h>
 
 #include <array>
+#include <bit>
 #include <cassert>
 #include <cstring>
 
@@ -21,6 +22,7 @@ inline void store_le32(std::uint32_t v, unsigned char* p) {
 
 // Blocks up to this many tokens are serialized on the stack; larger ones stream through XXH3.
 constexpr std::size_t kStackBlockTokens = 64;
+static_assert(sizeof(TokenId) == 4, "a block serializes each token id as 4 bytes");
 
 }  // namespace
 
@@ -40,12 +42,17 @@ std::uint64_t chain_block_hash(std::uint64_t parent, std::span<const TokenId> bl
   if (block.size() <= kStackBlockTokens) {
     std::array<unsigned char, 8 + 4 * kStackBlockTokens> buf;
     store_le64(parent, buf.data());
-    unsigned char* p = buf.data() + 8;
-    for (TokenId t : block) {
-      store_le32(t, p);
-      p += 4;
+    const std::size_t bytes = 4 * block.size();
+    if constexpr (std::endian::native == std::endian::little) {
+      std::memcpy(buf.data() + 8, block.data(), bytes);  // token ids are already little-endian
+    } else {
+      unsigned char* p = buf.data() + 8;
+      for (TokenId t : block) {
+        store_le32(t, p);
+        p += 4;
+      }
     }
-    return XXH3_64bits(buf.data(), static_cast<std::size_t>(p - buf.data()));
+    return XXH3_64bits(buf.data(), 8 + bytes);
   }
   XXH3_state_t state;
   XXH3_64bits_reset(&state);
