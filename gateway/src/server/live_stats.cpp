@@ -421,6 +421,17 @@ void counts_json(Writer& w, std::uint64_t requests, std::uint64_t errors, std::u
   w.key("predicted_hit_rate").ratio(predicted, prompt);
 }
 
+// Findings or changes as the dashboard lists them: most seen first, then most recent.
+template <class Rows>
+auto most_seen_first(const Rows& rows) {
+  std::vector<const typename Rows::value_type*> out;
+  for (const auto& row : rows) out.push_back(&row);
+  std::stable_sort(out.begin(), out.end(), [](const auto* a, const auto* b) {
+    return a->count != b->count ? a->count > b->count : a->last_seen_ms > b->last_seen_ms;
+  });
+  return out;
+}
+
 }  // namespace
 
 std::string LiveStats::to_json(std::int64_t since_ms) const {
@@ -530,13 +541,8 @@ std::string LiveStats::to_json(std::int64_t since_ms) const {
   }
   w.close(']');
 
-  std::vector<const FindingRow*> findings;
-  for (const FindingRow& f : findings_) findings.push_back(&f);
-  std::stable_sort(findings.begin(), findings.end(), [](const FindingRow* a, const FindingRow* b) {
-    return a->count != b->count ? a->count > b->count : a->last_seen_ms > b->last_seen_ms;
-  });
   w.key("findings").open('[');
-  for (const FindingRow* f : findings) {
+  for (const FindingRow* f : most_seen_first(findings_)) {
     w.open('{');
     w.key("rule").str(f->rule);
     w.key("field").str(f->field);
@@ -550,13 +556,8 @@ std::string LiveStats::to_json(std::int64_t since_ms) const {
   }
   w.close(']');
 
-  std::vector<const ChangeRow*> changes;
-  for (const ChangeRow& c : changes_) changes.push_back(&c);
-  std::stable_sort(changes.begin(), changes.end(), [](const ChangeRow* a, const ChangeRow* b) {
-    return a->count != b->count ? a->count > b->count : a->last_seen_ms > b->last_seen_ms;
-  });
   w.key("canonicalization").open('[');
-  for (const ChangeRow* c : changes) {
+  for (const ChangeRow* c : most_seen_first(changes_)) {
     w.open('{');
     w.key("rule").str(c->rule);
     w.key("mode").str(c->mode);
