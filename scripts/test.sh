@@ -10,21 +10,23 @@ scripts/install-deps.sh
 scripts/install-js-deps.sh
 
 jobs=$(nproc)
+# Each phase's wall time, so CI's total can be kept in view (SECONDS counts from the start).
+phase() { echo "== [$((SECONDS / 60))m$((SECONDS % 60))s] $*"; }
 
-echo "== format check"
+phase "format check"
 scripts/check-format.sh
 
-echo "== release build and tests"
+phase "release build and tests"
 cmake --preset release >/dev/null
 cmake --build --preset release -j "$jobs"
 ctest --preset release -j "$jobs"
 
-echo "== asan+ubsan build and tests"
+phase "asan+ubsan build and tests"
 cmake --preset asan >/dev/null
 cmake --build --preset asan -j "$jobs"
 ctest --preset asan -j "$jobs"
 
-echo "== tsan build and the concurrent tests (engine loop, engine and gateway servers)"
+phase "tsan build and the concurrent tests (engine loop, engine and gateway servers)"
 cmake --preset tsan >/dev/null
 cmake --build --preset tsan -j "$jobs" --target engine_tests engine_server_tests \
   gateway_server_tests prefixgate prefixgate-engine
@@ -32,3 +34,4 @@ export TSAN_OPTIONS="halt_on_error=1 report_signal_unsafe=0"
 ctest --test-dir build/tsan -j "$jobs" --output-on-failure --no-tests=error -L server
 ctest --test-dir build/tsan -j "$jobs" --output-on-failure --no-tests=error \
   -R '^(EngineLoopTest|KvEventLogTest)\.'
+phase "done"
