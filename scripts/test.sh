@@ -28,7 +28,7 @@ ctest --preset asan -j "$jobs"
 
 phase "tsan build and the concurrent tests (engine loop, engine and gateway servers)"
 cmake --preset tsan >/dev/null
-cmake --build --preset tsan -j "$jobs" --target engine_tests engine_server_tests \
+cmake --build --preset tsan -j "$jobs" --target engine_loop_tests engine_server_tests \
   gateway_server_tests prefixgate prefixgate-engine
 export TSAN_OPTIONS="halt_on_error=1 report_signal_unsafe=0"
 ctest --test-dir build/tsan -j "$jobs" --output-on-failure --no-tests=error -L server
