@@ -289,6 +289,17 @@ int run_compare(CompareFlags flags) {
         (flags.fleet.device == "sim"
              ? " " + flags.fleet.sim_profile + " (speedup " + flags.fleet.sim_speedup + ")"
              : " " + flags.fleet.model);
+    if (flags.fleet.device == "sim") {
+      const std::string& n = flags.fleet.sim_speedup;
+      report.time_note =
+          n == "inf"
+              ? "Times are wall seconds; --sim-speedup inf: the sim does not sleep, so they are "
+                "the host's, not the modelled GPUs'."
+              : "Times are wall seconds. The sim runs the modelled GPUs " + n +
+                    "x as fast as real time: modelled latency = wall x " + n +
+                    ", modelled throughput = wall / " + n +
+                    " (the gateway's and the network's share is real time).";
+    }
   } else {
     report.title = workload->name + " against " + std::to_string(targets.size()) + " target(s)";
   }
@@ -299,12 +310,21 @@ int run_compare(CompareFlags flags) {
     o.label = name;
     o.seed = flags.workload.seed;
     const auto t0 = std::chrono::steady_clock::now();
+    HostCpuMonitor cpu;
     std::vector<RequestRecord> records = run_load(*workload, target, o);
     RunResult r = summarize_run(name, records, replicas);
+    r.host_cpu = cpu.stop();
     std::cerr << name << ": " << r.requests << " measured requests, hit rate " << r.hit_rate * 100
               << "%, " << r.errors << " errors, "
               << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()
-              << " s\n";
+              << " s, host CPU " << std::lround(r.host_cpu.busy_mean * 100) << "% busy\n";
+    if (r.host_cpu.saturated()) {
+      std::cerr << "prefixgate-bench: warning: " << name << ": the host's " << r.host_cpu.cores
+                << " cores were saturated (" << std::lround(r.host_cpu.busy_mean * 100)
+                << "% busy on average, >= 90% for " << std::lround(r.host_cpu.saturated_share * 100)
+                << "% of the run): latency and throughput measure the host, not the sim's GPUs; "
+                   "lower --sim-speedup and --rate together\n";
+    }
     report.results.push_back(std::move(r));
   };
 
@@ -312,6 +332,10 @@ int run_compare(CompareFlags flags) {
     for (const auto& [name, target] : targets) run_one(name, target, 0);
   } else {
     for (const std::string& policy : flags.policies) {
+      // The fleet's CPU, for the report: its processes are reaped by stop(), so their time shows
+      // in RUSAGE_CHILDREN from then on.
+      const double cpu0 = process_tree_cpu_seconds();
+      const auto t0 = std::chrono::steady_clock::now();
       Fleet fleet(flags.fleet);  // fresh replicas, so every policy starts from empty caches
       if (auto s = fleet.start_engines(); !s) {
         std::cerr << "prefixgate-bench: " << s.error().message << "\n";
@@ -324,6 +348,13 @@ int run_compare(CompareFlags flags) {
       }
       run_one(policy, *gateway, flags.fleet.replicas);
       fleet.stop();
+      const double span =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      HostCpuUse& cpu = report.results.back().host_cpu;
+      if (span > 0 && cpu.cores > 0) {
+        cpu.own_busy =
+            (process_tree_cpu_seconds() - cpu0) / (span * static_cast<double>(cpu.cores));
+      }
     }
   }
 

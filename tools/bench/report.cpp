@@ -44,24 +44,36 @@ std::string format_table(const Report& report) {
                 report.ceiling_hit_rate * 100, report.ceiling_hit_rate_as_sent * 100,
                 report.ceiling_hit_rate_canonical * 100);
   out += line;
-  std::snprintf(line, sizeof line,
-                "| %-15s | %8s | %10s | %9s | %9s | %9s | %9s | %8s | %9s | %9s | %6s |\n",
-                "policy", "hit rate", "of ceiling", "TTFT p50", "TTFT p99", "ITL p50", "E2E p50",
-                "req/s", "out tok/s", "imbalance", "errors");
+  std::snprintf(
+      line, sizeof line,
+      "| %-15s | %8s | %10s | %9s | %9s | %9s | %9s | %8s | %9s | %9s | %6s | %8s | %7s |\n",
+      "policy", "hit rate", "of ceiling", "TTFT p50", "TTFT p99", "ITL p50", "E2E p50", "req/s",
+      "out tok/s", "imbalance", "errors", "host CPU", "own CPU");
   out += line;
   out +=
       "|-----------------|---------:|-----------:|----------:|----------:|----------:|"
-      "----------:|---------:|----------:|----------:|-------:|\n";
+      "----------:|---------:|----------:|----------:|-------:|---------:|--------:|\n";
   for (const RunResult& r : report.results) {
     const double of_ceiling =
         report.ceiling_hit_rate > 0 ? r.hit_rate / report.ceiling_hit_rate : 0;
+    const std::string own =
+        r.host_cpu.own_busy < 0 ? "-" : fmt("%.0f%%", r.host_cpu.own_busy * 100);
     std::snprintf(line, sizeof line,
                   "| %-15s | %7.1f%% | %9.1f%% | %8.3fs | %8.3fs | %7.2fms | %8.3fs | %8.2f | "
-                  "%9.0f | %9.2f | %6zu |\n",
+                  "%9.0f | %9.2f | %6zu | %7.0f%% | %7s |\n",
                   r.policy.c_str(), r.hit_rate * 100, of_ceiling * 100, r.ttft_s.p50, r.ttft_s.p99,
                   r.itl_s.p50 * 1000, r.e2e_s.p50, r.throughput_rps, r.output_tps, r.imbalance,
-                  r.errors);
+                  r.errors, r.host_cpu.busy_mean * 100, own.c_str());
     out += line;
+  }
+  if (!report.time_note.empty()) out += "\n" + report.time_note + "\n";
+  bool saturated = false;
+  for (const RunResult& r : report.results) saturated = saturated || r.host_cpu.saturated();
+  if (saturated) {
+    out +=
+        "\nwarning: the host's CPU was saturated during at least one run (host CPU: all cores, "
+        "everyone's; own CPU: this run's bench, engines and gateway): its latency and throughput "
+        "measure the host, not the modelled GPUs.\n";
   }
   return out;
 }
@@ -98,6 +110,10 @@ std::string to_json(const Report& report) {
         {"duration_s", r.duration_s},
         {"requests_per_replica", counts_json(r.requests_per_replica)},
         {"route_reasons", counts_json(r.route_reasons)},
+        {"host_cpu_busy", r.host_cpu.busy_mean},
+        {"host_cpu_saturated_share", r.host_cpu.saturated_share},
+        {"own_cpu_busy", r.host_cpu.own_busy},
+        {"host_cpu_saturated", r.host_cpu.saturated()},
     });
   }
   json::Object doc{{"title", report.title},
@@ -105,6 +121,7 @@ std::string to_json(const Report& report) {
                    {"ceiling_hit_rate_as_sent", report.ceiling_hit_rate_as_sent},
                    {"ceiling_hit_rate_canonical", report.ceiling_hit_rate_canonical},
                    {"setup", report.setup},
+                   {"time_note", report.time_note},
                    {"results", std::move(results)}};
   // One result per line: diffable, and still one JSON document.
   std::string out = json::to_json(json::Value(std::move(doc)));

@@ -21,6 +21,7 @@ struct Report {
   double ceiling_hit_rate_as_sent = 0;
   double ceiling_hit_rate_canonical = 0;  // every canonicalization rule on
   json::Object setup;                     // workload and load settings, for the JSON
+  std::string time_note;                  // how wall times relate to modelled ones ("": none)
   std::vector<RunResult> results;
 };
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "host_cpu.h"
 #include "http_client.h"
 #include "percentiles.h"
 
@@ -33,6 +34,9 @@ struct RunResult {
   std::map<std::string, std::size_t> requests_per_replica;
   double imbalance = 0;  // max / mean requests per replica
   std::map<std::string, std::size_t> route_reasons;
+  // The host's CPU during the run (set by the caller, not from the records): with a sim fleet
+  // the figures above are the modelled GPUs' only while the host had CPU to spare.
+  HostCpuUse host_cpu;
 };
 
 // `replicas`: how many replicas served (those that got nothing count, as zero); 0: the distinct
