@@ -46,13 +46,15 @@ std::string format_table(const Report& report) {
   out += line;
   std::snprintf(
       line, sizeof line,
-      "| %-15s | %8s | %10s | %9s | %9s | %9s | %9s | %8s | %9s | %9s | %6s | %8s | %7s |\n",
+      "| %-15s | %8s | %10s | %9s | %9s | %9s | %9s | %8s | %9s | %11s | %9s | %6s | %8s | %7s "
+      "|\n",
       "policy", "hit rate", "of ceiling", "TTFT p50", "TTFT p99", "ITL p50", "E2E p50", "req/s",
-      "out tok/s", "imbalance", "errors", "host CPU", "own CPU");
+      "out tok/s", "tok/s (arr)", "imbalance", "errors", "host CPU", "own CPU");
   out += line;
   out +=
       "|-----------------|---------:|-----------:|----------:|----------:|----------:|"
-      "----------:|---------:|----------:|----------:|-------:|---------:|--------:|\n";
+      "----------:|---------:|----------:|------------:|----------:|-------:|---------:|--------:|"
+      "\n";
   for (const RunResult& r : report.results) {
     const double of_ceiling =
         report.ceiling_hit_rate > 0 ? r.hit_rate / report.ceiling_hit_rate : 0;
@@ -60,10 +62,11 @@ std::string format_table(const Report& report) {
         r.host_cpu.own_busy < 0 ? "-" : fmt("%.0f%%", r.host_cpu.own_busy * 100);
     std::snprintf(line, sizeof line,
                   "| %-15s | %7.1f%% | %9.1f%% | %8.3fs | %8.3fs | %7.2fms | %8.3fs | %8.2f | "
-                  "%9.0f | %9.2f | %6zu | %7.0f%% | %7s |\n",
+                  "%9.0f | %11.0f | %9.2f | %6zu | %7.0f%% | %7s |\n",
                   r.policy.c_str(), r.hit_rate * 100, of_ceiling * 100, r.ttft_s.p50, r.ttft_s.p99,
-                  r.itl_s.p50 * 1000, r.e2e_s.p50, r.throughput_rps, r.output_tps, r.imbalance,
-                  r.errors, r.host_cpu.busy_mean * 100, own.c_str());
+                  r.itl_s.p50 * 1000, r.e2e_s.p50, r.throughput_rps, r.output_tps,
+                  r.output_tps_arrivals, r.imbalance, r.errors, r.host_cpu.busy_mean * 100,
+                  own.c_str());
     out += line;
   }
   if (!report.time_note.empty()) out += "\n" + report.time_note + "\n";
@@ -100,6 +103,7 @@ std::string to_json(const Report& report) {
         {"e2e_mean", r.e2e_s.mean},
         {"throughput_rps", r.throughput_rps},
         {"output_tps", r.output_tps},
+        {"output_tps_arrivals", r.output_tps_arrivals},
         {"imbalance", r.imbalance},
         {"errors", static_cast<double>(r.errors)},
         {"errors_by_kind", counts_json(r.errors_by_kind)},

@@ -31,6 +31,11 @@ struct RunResult {
   double duration_s = 0;  // first measured send to last measured completion
   double throughput_rps = 0;
   double output_tps = 0;
+  // Output tokens/s while requests were still arriving (first to last measured send): with
+  // arrivals faster than the fleet serves, the fleet's capacity, free of the ramp-up and of the
+  // drain at the end (where the last requests decode in ever smaller batches). Tokens are
+  // placed at their chunk's arrival time. 0 when the window is empty (all sent at once).
+  double output_tps_arrivals = 0;
   std::map<std::string, std::size_t> requests_per_replica;
   double imbalance = 0;  // max / mean requests per replica
   std::map<std::string, std::size_t> route_reasons;
