@@ -279,7 +279,10 @@ int run_compare(CompareFlags flags) {
   if (!ceilings) return usage_error("ceiling: " + ceilings.error().message);
 
   Report report;
-  report.ceiling_hit_rate = ceilings->engine;
+  report.ceiling_hit_rate = flags.ceiling.rules == "as-sent"     ? ceilings->as_sent
+                            : flags.ceiling.rules == "canonical" ? ceilings->canonical
+                                                                 : ceilings->engine;
+  report.ceiling_rules = flags.ceiling.rules;
   report.ceiling_hit_rate_as_sent = ceilings->as_sent;
   report.ceiling_hit_rate_canonical = ceilings->canonical;
   report.setup = setup_json(flags, *workload, *load);
@@ -318,6 +321,10 @@ int run_compare(CompareFlags flags) {
               << "%, " << r.errors << " errors, "
               << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()
               << " s, host CPU " << std::lround(r.host_cpu.busy_mean * 100) << "% busy\n";
+    for (const auto& [kind, body] : r.error_examples) {
+      std::cerr << name << ": " << r.errors_by_kind[kind] << " x " << kind
+                << ", the first: " << body << "\n";
+    }
     if (r.host_cpu.saturated()) {
       std::cerr << "prefixgate-bench: warning: " << name << ": the host's " << r.host_cpu.cores
                 << " cores were saturated (" << std::lround(r.host_cpu.busy_mean * 100)

@@ -19,6 +19,12 @@ json::Value counts_json(const std::map<std::string, std::size_t>& m) {
   return o;
 }
 
+json::Value strings_json(const std::map<std::string, std::string>& m) {
+  json::Object o;
+  for (const auto& [k, v] : m) o.push_back({k, v});
+  return o;
+}
+
 std::string xml_escape(const std::string& s) {
   std::string out;
   for (char c : s) {
@@ -40,9 +46,10 @@ std::string format_table(const Report& report) {
   char line[512];
   if (!report.title.empty()) out += report.title + "\n";
   std::snprintf(line, sizeof line,
-                "ceiling hit rate %.1f%% (as sent %.1f%%, all canonicalization rules %.1f%%)\n\n",
-                report.ceiling_hit_rate * 100, report.ceiling_hit_rate_as_sent * 100,
-                report.ceiling_hit_rate_canonical * 100);
+                "ceiling hit rate %.1f%% (%s rules; as sent %.1f%%, all canonicalization rules "
+                "%.1f%%)\n\n",
+                report.ceiling_hit_rate * 100, report.ceiling_rules.c_str(),
+                report.ceiling_hit_rate_as_sent * 100, report.ceiling_hit_rate_canonical * 100);
   out += line;
   std::snprintf(
       line, sizeof line,
@@ -107,6 +114,7 @@ std::string to_json(const Report& report) {
         {"imbalance", r.imbalance},
         {"errors", static_cast<double>(r.errors)},
         {"errors_by_kind", counts_json(r.errors_by_kind)},
+        {"error_examples", strings_json(r.error_examples)},
         {"requests", static_cast<double>(r.requests)},
         {"prompt_tokens", static_cast<double>(r.prompt_tokens)},
         {"cached_tokens", static_cast<double>(r.cached_tokens)},
@@ -122,6 +130,7 @@ std::string to_json(const Report& report) {
   }
   json::Object doc{{"title", report.title},
                    {"ceiling_hit_rate", report.ceiling_hit_rate},
+                   {"ceiling_rules", report.ceiling_rules},
                    {"ceiling_hit_rate_as_sent", report.ceiling_hit_rate_as_sent},
                    {"ceiling_hit_rate_canonical", report.ceiling_hit_rate_canonical},
                    {"setup", report.setup},

@@ -18,6 +18,7 @@ RunResult summarize_run(const std::string& policy, const std::vector<RequestReco
     if (!rec.error.empty()) {
       ++r.errors;
       ++r.errors_by_kind[rec.error];
+      if (!rec.error_detail.empty()) r.error_examples.emplace(rec.error, rec.error_detail);
       continue;
     }
     r.prompt_tokens += rec.prompt_tokens;

@@ -21,7 +21,8 @@ struct RunResult {
   std::size_t requests = 0;  // measured (not warm-up), successful or not
   std::size_t errors = 0;
   std::map<std::string, std::size_t> errors_by_kind;
-  std::size_t prompt_tokens = 0;  // over successful measured requests
+  std::map<std::string, std::string> error_examples;  // kind -> the first such response body
+  std::size_t prompt_tokens = 0;                      // over successful measured requests
   std::size_t cached_tokens = 0;
   std::size_t output_tokens = 0;
   double hit_rate = 0;  // cached_tokens / prompt_tokens
