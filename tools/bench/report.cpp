@@ -163,12 +163,20 @@ std::string to_svg(const Report& report) {
     double (*value)(const RunResult&);
     const char* format;
   };
-  const Panel panels[] = {
+  Panel panels[] = {
       {"prompt tokens from cache (%)", [](const RunResult& r) { return r.hit_rate * 100; }, "%.1f"},
-      {"throughput (req/s)", [](const RunResult& r) { return r.throughput_rps; }, "%.2f"},
+      {"output tok/s", [](const RunResult& r) { return r.output_tps; }, "%.0f"},
       {"TTFT p50 (ms)", [](const RunResult& r) { return r.ttft_s.p50 * 1000; }, "%.0f"},
       {"TTFT p99 (ms)", [](const RunResult& r) { return r.ttft_s.p99 * 1000; }, "%.0f"},
   };
+  // Throughput: while requests arrived (the capacity under overload) when every run has it, else
+  // over the whole run.
+  bool arrivals = !report.results.empty();
+  for (const RunResult& r : report.results) arrivals = arrivals && r.output_tps_arrivals > 0;
+  if (arrivals) {
+    panels[1] = {"output tok/s while arriving",
+                 [](const RunResult& r) { return r.output_tps_arrivals; }, "%.0f"};
+  }
   const char* colors[] = {"#9e9e9e", "#f4a261", "#2a9d8f", "#e76f51", "#264653", "#8ab17d"};
   const double panel_w = 260, panel_h = 260, top = 60, bar_area = 180;
   const std::size_t n = report.results.size();
