@@ -221,6 +221,25 @@ json::Object setup_json(const CompareFlags& f, const Workload& w, const LoadOpti
   return s;
 }
 
+// Says when the host's CPU was saturated during a run, and whose it was: this run's own
+// processes (then lower --sim-speedup and --rate together) or someone else's.
+void warn_if_saturated(const RunResult& r) {
+  const HostCpuUse& cpu = r.host_cpu;
+  if (!cpu.saturated()) return;
+  std::cerr << "prefixgate-bench: warning: " << r.policy << ": the host's " << cpu.cores
+            << " cores were saturated (" << std::lround(cpu.busy_mean * 100)
+            << "% busy on average, >= 90% for " << std::lround(cpu.saturated_share * 100)
+            << "% of the run";
+  if (cpu.own_busy >= 0)
+    std::cerr << "; this run's processes " << std::lround(cpu.own_busy * 100) << "%";
+  std::cerr << "): latency and throughput measure the host, not the sim's GPUs; ";
+  if (cpu.own_busy >= 0 && cpu.own_busy < cpu.busy_mean / 2) {
+    std::cerr << "most of it was other processes: rerun on a quiet host\n";
+  } else {
+    std::cerr << "lower --sim-speedup and --rate together\n";
+  }
+}
+
 }  // namespace
 
 int run_compare(CompareFlags flags) {
@@ -325,18 +344,14 @@ int run_compare(CompareFlags flags) {
       std::cerr << name << ": " << r.errors_by_kind[kind] << " x " << kind
                 << ", the first: " << body << "\n";
     }
-    if (r.host_cpu.saturated()) {
-      std::cerr << "prefixgate-bench: warning: " << name << ": the host's " << r.host_cpu.cores
-                << " cores were saturated (" << std::lround(r.host_cpu.busy_mean * 100)
-                << "% busy on average, >= 90% for " << std::lround(r.host_cpu.saturated_share * 100)
-                << "% of the run): latency and throughput measure the host, not the sim's GPUs; "
-                   "lower --sim-speedup and --rate together\n";
-    }
     report.results.push_back(std::move(r));
   };
 
   if (!targets.empty()) {
-    for (const auto& [name, target] : targets) run_one(name, target, 0);
+    for (const auto& [name, target] : targets) {
+      run_one(name, target, 0);
+      warn_if_saturated(report.results.back());
+    }
   } else {
     for (const std::string& policy : flags.policies) {
       // The fleet's CPU, for the report: its processes are reaped by stop(), so their time shows
@@ -362,6 +377,7 @@ int run_compare(CompareFlags flags) {
         cpu.own_busy =
             (process_tree_cpu_seconds() - cpu0) / (span * static_cast<double>(cpu.cores));
       }
+      warn_if_saturated(report.results.back());
     }
   }
 
