@@ -36,6 +36,10 @@ struct CeilingFlags {
   std::string chat_template = "llama-3";
   std::size_t block_size = 16;
   std::string model_id;  // "": the workload's model
+  // Which ceiling the "of ceiling" column reads against, to match what the gateway rewrites:
+  // default (tool-json, tool-order: the gateway's defaults), as-sent (no rule), canonical (every
+  // rule on by default, timestamps rounded to the hour).
+  std::string rules = "default";
 };
 
 struct LoadFlags {

@@ -221,6 +221,25 @@ json::Object setup_json(const CompareFlags& f, const Workload& w, const LoadOpti
   return s;
 }
 
+// Says when the host's CPU was saturated during a run, and whose it was: this run's own
+// processes (then lower --sim-speedup and --rate together) or someone else's.
+void warn_if_saturated(const RunResult& r) {
+  const HostCpuUse& cpu = r.host_cpu;
+  if (!cpu.saturated()) return;
+  std::cerr << "prefixgate-bench: warning: " << r.policy << ": the host's " << cpu.cores
+            << " cores were saturated (" << std::lround(cpu.busy_mean * 100)
+            << "% busy on average, >= 90% for " << std::lround(cpu.saturated_share * 100)
+            << "% of the run";
+  if (cpu.own_busy >= 0)
+    std::cerr << "; this run's processes " << std::lround(cpu.own_busy * 100) << "%";
+  std::cerr << "): latency and throughput measure the host, not the sim's GPUs; ";
+  if (cpu.own_busy >= 0 && cpu.own_busy < cpu.busy_mean / 2) {
+    std::cerr << "most of it was other processes: rerun on a quiet host\n";
+  } else {
+    std::cerr << "lower --sim-speedup and --rate together\n";
+  }
+}
+
 }  // namespace
 
 int run_compare(CompareFlags flags) {
@@ -279,7 +298,10 @@ int run_compare(CompareFlags flags) {
   if (!ceilings) return usage_error("ceiling: " + ceilings.error().message);
 
   Report report;
-  report.ceiling_hit_rate = ceilings->engine;
+  report.ceiling_hit_rate = flags.ceiling.rules == "as-sent"     ? ceilings->as_sent
+                            : flags.ceiling.rules == "canonical" ? ceilings->canonical
+                                                                 : ceilings->engine;
+  report.ceiling_rules = flags.ceiling.rules;
   report.ceiling_hit_rate_as_sent = ceilings->as_sent;
   report.ceiling_hit_rate_canonical = ceilings->canonical;
   report.setup = setup_json(flags, *workload, *load);
@@ -289,6 +311,17 @@ int run_compare(CompareFlags flags) {
         (flags.fleet.device == "sim"
              ? " " + flags.fleet.sim_profile + " (speedup " + flags.fleet.sim_speedup + ")"
              : " " + flags.fleet.model);
+    if (flags.fleet.device == "sim") {
+      const std::string& n = flags.fleet.sim_speedup;
+      report.time_note =
+          n == "inf"
+              ? "Times are wall seconds; --sim-speedup inf: the sim does not sleep, so they are "
+                "the host's, not the modelled GPUs'."
+              : "Times are wall seconds. The sim runs the modelled GPUs " + n +
+                    "x as fast as real time: modelled latency = wall x " + n +
+                    ", modelled throughput = wall / " + n +
+                    " (the gateway's and the network's share is real time).";
+    }
   } else {
     report.title = workload->name + " against " + std::to_string(targets.size()) + " target(s)";
   }
@@ -299,19 +332,32 @@ int run_compare(CompareFlags flags) {
     o.label = name;
     o.seed = flags.workload.seed;
     const auto t0 = std::chrono::steady_clock::now();
+    HostCpuMonitor cpu;
     std::vector<RequestRecord> records = run_load(*workload, target, o);
     RunResult r = summarize_run(name, records, replicas);
+    r.host_cpu = cpu.stop();
     std::cerr << name << ": " << r.requests << " measured requests, hit rate " << r.hit_rate * 100
               << "%, " << r.errors << " errors, "
               << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()
-              << " s\n";
+              << " s, host CPU " << std::lround(r.host_cpu.busy_mean * 100) << "% busy\n";
+    for (const auto& [kind, body] : r.error_examples) {
+      std::cerr << name << ": " << r.errors_by_kind[kind] << " x " << kind
+                << ", the first: " << body << "\n";
+    }
     report.results.push_back(std::move(r));
   };
 
   if (!targets.empty()) {
-    for (const auto& [name, target] : targets) run_one(name, target, 0);
+    for (const auto& [name, target] : targets) {
+      run_one(name, target, 0);
+      warn_if_saturated(report.results.back());
+    }
   } else {
     for (const std::string& policy : flags.policies) {
+      // The fleet's CPU, for the report: its processes are reaped by stop(), so their time shows
+      // in RUSAGE_CHILDREN from then on.
+      const double cpu0 = process_tree_cpu_seconds();
+      const auto t0 = std::chrono::steady_clock::now();
       Fleet fleet(flags.fleet);  // fresh replicas, so every policy starts from empty caches
       if (auto s = fleet.start_engines(); !s) {
         std::cerr << "prefixgate-bench: " << s.error().message << "\n";
@@ -324,6 +370,14 @@ int run_compare(CompareFlags flags) {
       }
       run_one(policy, *gateway, flags.fleet.replicas);
       fleet.stop();
+      const double span =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      HostCpuUse& cpu = report.results.back().host_cpu;
+      if (span > 0 && cpu.cores > 0) {
+        cpu.own_busy =
+            (process_tree_cpu_seconds() - cpu0) / (span * static_cast<double>(cpu.cores));
+      }
+      warn_if_saturated(report.results.back());
     }
   }
 

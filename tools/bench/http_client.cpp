@@ -1,5 +1,6 @@
 #include "http_client.h"
 
+#include <algorithm>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -192,7 +193,11 @@ asio::awaitable<void> send_streaming(const HttpTarget& target, const Turn& turn,
       co_return;
     }
     const std::size_t got = sizeof chunk - parser.get().body().size;
-    if (status != 200) continue;  // drain an error body
+    if (status != 200) {  // drain an error body, keeping its start to say what went wrong
+      rec.error_detail.append(
+          chunk, std::min(got, 512 - std::min<std::size_t>(rec.error_detail.size(), 512)));
+      continue;
+    }
     events.append(chunk, got);
     // Events end with a blank line; the engine and the gateway write "\n\n".
     for (std::size_t end; !failed && (end = events.find("\n\n")) != std::string::npos;) {

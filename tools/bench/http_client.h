@@ -50,6 +50,7 @@ struct RequestRecord {
   // "" on success, else its kind: connect, write, read, timeout, http_<status>, stream_error,
   // bad_response (no usage or unparsable events).
   std::string error;
+  std::string error_detail;  // an error response's body (its first 512 bytes), for the report
 };
 
 boost::asio::awaitable<void> send_streaming(const HttpTarget& target, const Turn& turn,

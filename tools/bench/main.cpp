@@ -83,6 +83,11 @@ void add_workload_flags(CLI::App& app, bench::WorkloadFlags& w, bench::CeilingFl
   app.add_option("--block-size", c.block_size, "ceiling: the engines' KV page size in tokens")
       ->capture_default_str();
   app.add_option("--model-id", c.model_id, "ceiling: the block-hash model id (default --model)");
+  app.add_option("--ceiling-rules", c.rules,
+                 "ceiling: what the gateway rewrites: default | as-sent | canonical (match "
+                 "--gateway-config)")
+      ->check(CLI::IsMember({"default", "as-sent", "canonical"}))
+      ->capture_default_str();
   // load
   app.add_option("--rate", l.rate,
                  "open loop: Poisson arrivals of sessions per second, inf (all at once), or "

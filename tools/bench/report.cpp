@@ -19,6 +19,12 @@ json::Value counts_json(const std::map<std::string, std::size_t>& m) {
   return o;
 }
 
+json::Value strings_json(const std::map<std::string, std::string>& m) {
+  json::Object o;
+  for (const auto& [k, v] : m) o.push_back({k, v});
+  return o;
+}
+
 std::string xml_escape(const std::string& s) {
   std::string out;
   for (char c : s) {
@@ -40,28 +46,44 @@ std::string format_table(const Report& report) {
   char line[512];
   if (!report.title.empty()) out += report.title + "\n";
   std::snprintf(line, sizeof line,
-                "ceiling hit rate %.1f%% (as sent %.1f%%, all canonicalization rules %.1f%%)\n\n",
-                report.ceiling_hit_rate * 100, report.ceiling_hit_rate_as_sent * 100,
-                report.ceiling_hit_rate_canonical * 100);
+                "ceiling hit rate %.1f%% (%s rules; as sent %.1f%%, all canonicalization rules "
+                "%.1f%%)\n\n",
+                report.ceiling_hit_rate * 100, report.ceiling_rules.c_str(),
+                report.ceiling_hit_rate_as_sent * 100, report.ceiling_hit_rate_canonical * 100);
   out += line;
-  std::snprintf(line, sizeof line,
-                "| %-15s | %8s | %10s | %9s | %9s | %9s | %9s | %8s | %9s | %9s | %6s |\n",
-                "policy", "hit rate", "of ceiling", "TTFT p50", "TTFT p99", "ITL p50", "E2E p50",
-                "req/s", "out tok/s", "imbalance", "errors");
+  std::snprintf(
+      line, sizeof line,
+      "| %-15s | %8s | %10s | %9s | %9s | %9s | %9s | %8s | %9s | %11s | %9s | %6s | %8s | %7s "
+      "|\n",
+      "policy", "hit rate", "of ceiling", "TTFT p50", "TTFT p99", "ITL p50", "E2E p50", "req/s",
+      "out tok/s", "tok/s (arr)", "imbalance", "errors", "host CPU", "own CPU");
   out += line;
   out +=
       "|-----------------|---------:|-----------:|----------:|----------:|----------:|"
-      "----------:|---------:|----------:|----------:|-------:|\n";
+      "----------:|---------:|----------:|------------:|----------:|-------:|---------:|--------:|"
+      "\n";
   for (const RunResult& r : report.results) {
     const double of_ceiling =
         report.ceiling_hit_rate > 0 ? r.hit_rate / report.ceiling_hit_rate : 0;
+    const std::string own =
+        r.host_cpu.own_busy < 0 ? "-" : fmt("%.0f%%", r.host_cpu.own_busy * 100);
     std::snprintf(line, sizeof line,
                   "| %-15s | %7.1f%% | %9.1f%% | %8.3fs | %8.3fs | %7.2fms | %8.3fs | %8.2f | "
-                  "%9.0f | %9.2f | %6zu |\n",
+                  "%9.0f | %11.0f | %9.2f | %6zu | %7.0f%% | %7s |\n",
                   r.policy.c_str(), r.hit_rate * 100, of_ceiling * 100, r.ttft_s.p50, r.ttft_s.p99,
-                  r.itl_s.p50 * 1000, r.e2e_s.p50, r.throughput_rps, r.output_tps, r.imbalance,
-                  r.errors);
+                  r.itl_s.p50 * 1000, r.e2e_s.p50, r.throughput_rps, r.output_tps,
+                  r.output_tps_arrivals, r.imbalance, r.errors, r.host_cpu.busy_mean * 100,
+                  own.c_str());
     out += line;
+  }
+  if (!report.time_note.empty()) out += "\n" + report.time_note + "\n";
+  bool saturated = false;
+  for (const RunResult& r : report.results) saturated = saturated || r.host_cpu.saturated();
+  if (saturated) {
+    out +=
+        "\nwarning: the host's CPU was saturated during at least one run (host CPU: all cores, "
+        "everyone's; own CPU: this run's bench, engines and gateway): its latency and throughput "
+        "measure the host, not the modelled GPUs.\n";
   }
   return out;
 }
@@ -88,9 +110,11 @@ std::string to_json(const Report& report) {
         {"e2e_mean", r.e2e_s.mean},
         {"throughput_rps", r.throughput_rps},
         {"output_tps", r.output_tps},
+        {"output_tps_arrivals", r.output_tps_arrivals},
         {"imbalance", r.imbalance},
         {"errors", static_cast<double>(r.errors)},
         {"errors_by_kind", counts_json(r.errors_by_kind)},
+        {"error_examples", strings_json(r.error_examples)},
         {"requests", static_cast<double>(r.requests)},
         {"prompt_tokens", static_cast<double>(r.prompt_tokens)},
         {"cached_tokens", static_cast<double>(r.cached_tokens)},
@@ -98,13 +122,19 @@ std::string to_json(const Report& report) {
         {"duration_s", r.duration_s},
         {"requests_per_replica", counts_json(r.requests_per_replica)},
         {"route_reasons", counts_json(r.route_reasons)},
+        {"host_cpu_busy", r.host_cpu.busy_mean},
+        {"host_cpu_saturated_share", r.host_cpu.saturated_share},
+        {"own_cpu_busy", r.host_cpu.own_busy},
+        {"host_cpu_saturated", r.host_cpu.saturated()},
     });
   }
   json::Object doc{{"title", report.title},
                    {"ceiling_hit_rate", report.ceiling_hit_rate},
+                   {"ceiling_rules", report.ceiling_rules},
                    {"ceiling_hit_rate_as_sent", report.ceiling_hit_rate_as_sent},
                    {"ceiling_hit_rate_canonical", report.ceiling_hit_rate_canonical},
                    {"setup", report.setup},
+                   {"time_note", report.time_note},
                    {"results", std::move(results)}};
   // One result per line: diffable, and still one JSON document.
   std::string out = json::to_json(json::Value(std::move(doc)));
@@ -133,12 +163,20 @@ std::string to_svg(const Report& report) {
     double (*value)(const RunResult&);
     const char* format;
   };
-  const Panel panels[] = {
+  Panel panels[] = {
       {"prompt tokens from cache (%)", [](const RunResult& r) { return r.hit_rate * 100; }, "%.1f"},
-      {"throughput (req/s)", [](const RunResult& r) { return r.throughput_rps; }, "%.2f"},
+      {"output tok/s", [](const RunResult& r) { return r.output_tps; }, "%.0f"},
       {"TTFT p50 (ms)", [](const RunResult& r) { return r.ttft_s.p50 * 1000; }, "%.0f"},
       {"TTFT p99 (ms)", [](const RunResult& r) { return r.ttft_s.p99 * 1000; }, "%.0f"},
   };
+  // Throughput: while requests arrived (the capacity under overload) when every run has it, else
+  // over the whole run.
+  bool arrivals = !report.results.empty();
+  for (const RunResult& r : report.results) arrivals = arrivals && r.output_tps_arrivals > 0;
+  if (arrivals) {
+    panels[1] = {"output tok/s while arriving",
+                 [](const RunResult& r) { return r.output_tps_arrivals; }, "%.0f"};
+  }
   const char* colors[] = {"#9e9e9e", "#f4a261", "#2a9d8f", "#e76f51", "#264653", "#8ab17d"};
   const double panel_w = 260, panel_h = 260, top = 60, bar_area = 180;
   const std::size_t n = report.results.size();

@@ -18,6 +18,7 @@ RunResult summarize_run(const std::string& policy, const std::vector<RequestReco
     if (!rec.error.empty()) {
       ++r.errors;
       ++r.errors_by_kind[rec.error];
+      if (!rec.error_detail.empty()) r.error_examples.emplace(rec.error, rec.error_detail);
       continue;
     }
     r.prompt_tokens += rec.prompt_tokens;
@@ -40,6 +41,28 @@ RunResult summarize_run(const std::string& policy, const std::vector<RequestReco
   if (r.duration_s > 0) {
     r.throughput_rps = static_cast<double>(ok) / r.duration_s;
     r.output_tps = static_cast<double>(r.output_tokens) / r.duration_s;
+  }
+  // Tokens emitted while requests arrived: each request's content chunks at first_token_s plus
+  // the running sum of its gaps, its completion tokens spread evenly over its chunks.
+  double last_sent = first_sent;
+  for (const RequestRecord& rec : records) {
+    if (!rec.warmup) last_sent = std::max(last_sent, rec.sent_s);
+  }
+  if (first_sent >= 0 && last_sent > first_sent) {
+    double tokens = 0;
+    for (const RequestRecord& rec : records) {
+      if (rec.warmup || !rec.error.empty() || rec.first_token_s < 0) continue;
+      const double per_chunk =
+          static_cast<double>(rec.completion_tokens) / static_cast<double>(rec.gaps_s.size() + 1);
+      double t = rec.first_token_s;
+      for (std::size_t i = 0;; ++i) {
+        if (t > last_sent) break;
+        if (t >= first_sent) tokens += per_chunk;
+        if (i == rec.gaps_s.size()) break;
+        t += rec.gaps_s[i];
+      }
+    }
+    r.output_tps_arrivals = tokens / (last_sent - first_sent);
   }
   const std::size_t n = std::max(replicas, r.requests_per_replica.size());
   std::size_t most = 0;
