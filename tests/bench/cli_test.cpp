@@ -52,6 +52,7 @@ INSTANTIATE_TEST_SUITE_P(
                       std::vector<std::string>{"compare", "--replicas", "0"},
                       std::vector<std::string>{"compare", "--device", "tpu"},
                       std::vector<std::string>{"compare", "--target", "ftp://x"},
+                      std::vector<std::string>{"compare", "--rule-sets", "as-sent,strict"},
                       std::vector<std::string>{"run"},
                       std::vector<std::string>{"run", "--url", "http://127.0.0.1:bad"}));
 
@@ -126,6 +127,69 @@ TEST(BenchCliTest, CompareWritesTheResultsAndCacheAwareHitsMoreThanRoundRobin) {
   std::string first_line;
   std::getline(svg, first_line);
   EXPECT_EQ(first_line.rfind("<svg", 0), 0u);
+}
+
+// --rule-sets: one gateway per rule set, each row measured against the ceiling of its own
+// rules. The volatile app's timestamp breaks every prefix as sent; with every rule on, its
+// requests share their system prompt and tools.
+TEST(BenchCliTest, RuleSetsRunEachPolicyUnderEachCanonicalization) {
+  const std::string json_path =
+      ::testing::TempDir() + "prefixgate-bench-rules-" + std::to_string(getpid()) + ".json";
+  const Outcome o = run_bench({"compare",
+                               "--replicas",
+                               "2",
+                               "--device",
+                               "sim",
+                               "--sim-profile",
+                               "h100:builtin:tiny",
+                               "--sim-speedup",
+                               "inf",
+                               "--policies",
+                               "cache_aware",
+                               "--rule-sets",
+                               "as-sent,canonical",
+                               "--workload",
+                               "volatile",
+                               "--requests",
+                               "12",
+                               "--system-len",
+                               "256",
+                               "--tools",
+                               "2",
+                               "--output-len",
+                               "2",
+                               "--concurrency",
+                               "1",
+                               "--max-model-len",
+                               "4096",
+                               "--json",
+                               json_path,
+                               "--engine-bin",
+                               PREFIXGATE_ENGINE_BIN,
+                               "--gateway-bin",
+                               PREFIXGATE_GATEWAY_BIN,
+                               "--log-dir",
+                               ::testing::TempDir() + "prefixgate-bench-logs",
+                               "--no-progress"});
+  ASSERT_EQ(o.status, 0) << o.output;
+  std::ifstream in(json_path);
+  std::stringstream text;
+  text << in.rdbuf();
+  auto doc = json::parse(text.str());
+  ASSERT_TRUE(doc.ok()) << text.str();
+  const json::Array& results = doc->find("results")->as_array();
+  ASSERT_EQ(results.size(), 2u) << text.str();
+  EXPECT_EQ(results[0].find("policy")->as_string(), "cache_aware (as-sent)");
+  EXPECT_EQ(results[1].find("policy")->as_string(), "cache_aware (canonical)");
+  const double as_sent_ceiling = doc->find("ceiling_hit_rate_as_sent")->as_number().value;
+  const double canonical_ceiling = doc->find("ceiling_hit_rate_canonical")->as_number().value;
+  EXPECT_EQ(results[0].find("ceiling_hit_rate")->as_number().value, as_sent_ceiling);
+  EXPECT_EQ(results[1].find("ceiling_hit_rate")->as_number().value, canonical_ceiling);
+  EXPECT_GT(canonical_ceiling, as_sent_ceiling + 0.3) << text.str();
+  // What canonicalization recovers shows up in the engines' own counts.
+  EXPECT_GT(results[1].find("hit_rate")->as_number().value,
+            results[0].find("hit_rate")->as_number().value + 0.3)
+      << text.str();
 }
 
 }  // namespace

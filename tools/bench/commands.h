@@ -58,6 +58,10 @@ struct CompareFlags {
   LoadFlags load;
   FleetOptions fleet;
   std::vector<std::string> policies{"round_robin", "least_load", "cache_aware"};
+  // Canonicalization rule sets, each a gateway configuration and the ceiling under the same
+  // rules: as-sent, default, canonical (see CeilingFlags::rules). Empty: one run per policy with
+  // --gateway-config and --ceiling-rules. Every policy runs once per rule set.
+  std::vector<std::string> rule_sets;
   std::vector<std::string> targets;  // NAME=URL: existing endpoints instead of a fleet
   std::string json_out;
   std::string svg_out;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -36,6 +37,40 @@ bool write_file(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);
   out << text;
   return static_cast<bool>(out);
+}
+
+// (policy, rule set) rows, policies outermost.
+std::vector<std::pair<std::string, std::string>> rows_of(const std::vector<std::string>& policies,
+                                                         const std::vector<std::string>& rules) {
+  std::vector<std::pair<std::string, std::string>> rows;
+  for (const std::string& p : policies) {
+    for (const std::string& r : rules) rows.emplace_back(p, r);
+  }
+  return rows;
+}
+
+// The gateway configuration of a --rule-sets entry, written under `dir`. The ceilings assume
+// the same rules (ceiling.h): as-sent forwards bodies untouched, default is the gateway's own
+// defaults (tool-json and tool-order rewritten, timestamps observed), canonical rewrites with
+// every rule but whitespace (which can change meaning) and rounds timestamps to the hour.
+canon::Result<std::string> write_rule_set_config(const std::string& dir, const std::string& rules) {
+  std::string yaml = "# prefixgate-bench compare --rule-sets " + rules + "\n";
+  if (rules == "as-sent") {
+    yaml +=
+        "canonicalization: {tool-json: off, tool-order: off, timestamp: off, "
+        "response-format: off, whitespace: off}\n";
+  } else if (rules == "canonical") {
+    yaml +=
+        "canonicalization: {tool-json: rewrite, tool-order: rewrite, timestamp: rewrite, "
+        "response-format: rewrite, whitespace: off, timestamp_granularity_s: 3600}\n";
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  const std::string path = dir + "/gateway-rules-" + rules + ".yaml";
+  if (!write_file(path, yaml)) {
+    return canon::make_error(canon::ErrorCode::kInvalidValue, "cannot write " + path, "log-dir");
+  }
+  return path;
 }
 
 canon::Result<Workload> build_workload(const WorkloadFlags& f) {
@@ -290,6 +325,15 @@ int run_compare(CompareFlags flags) {
       }
     }
     if (flags.fleet.log_dir.empty()) flags.fleet.log_dir = "build/bench/compare-logs";
+    for (const std::string& r : flags.rule_sets) {
+      if (r != "as-sent" && r != "default" && r != "canonical") {
+        return usage_error("--rule-sets: unknown rule set '" + r +
+                           "' (as-sent, default, canonical)");
+      }
+    }
+    if (!flags.rule_sets.empty() && !flags.fleet.gateway_config.empty()) {
+      return usage_error("--rule-sets and --gateway-config: give one or the other");
+    }
   }
 
   std::cerr << "workload " << workload->name << ": " << workload->requests() << " requests in "
@@ -303,6 +347,7 @@ int run_compare(CompareFlags flags) {
                                                                  : ceilings->engine;
   report.ceiling_rules = flags.ceiling.rules;
   report.ceiling_hit_rate_as_sent = ceilings->as_sent;
+  report.ceiling_hit_rate_default = ceilings->engine;
   report.ceiling_hit_rate_canonical = ceilings->canonical;
   report.setup = setup_json(flags, *workload, *load);
   if (targets.empty()) {
@@ -353,12 +398,25 @@ int run_compare(CompareFlags flags) {
       warn_if_saturated(report.results.back());
     }
   } else {
-    for (const std::string& policy : flags.policies) {
+    // Each (policy, rule set) pair is a row; without --rule-sets, one row per policy.
+    std::vector<std::string> rule_sets = flags.rule_sets;
+    if (rule_sets.empty()) rule_sets.push_back("");
+    for (const auto& [policy, rules] : rows_of(flags.policies, rule_sets)) {
+      FleetOptions fleet_options = flags.fleet;
+      if (!rules.empty()) {
+        auto config = write_rule_set_config(flags.fleet.log_dir, rules);
+        if (!config) {
+          std::cerr << "prefixgate-bench: " << config.error().message << "\n";
+          return 1;
+        }
+        fleet_options.gateway_config = *config;
+      }
+      const std::string name = rules.empty() ? policy : policy + " (" + rules + ")";
       // The fleet's CPU, for the report: its processes are reaped by stop(), so their time shows
       // in RUSAGE_CHILDREN from then on.
       const double cpu0 = process_tree_cpu_seconds();
       const auto t0 = std::chrono::steady_clock::now();
-      Fleet fleet(flags.fleet);  // fresh replicas, so every policy starts from empty caches
+      Fleet fleet(fleet_options);  // fresh replicas, so every row starts from empty caches
       if (auto s = fleet.start_engines(); !s) {
         std::cerr << "prefixgate-bench: " << s.error().message << "\n";
         return 1;
@@ -368,7 +426,12 @@ int run_compare(CompareFlags flags) {
         std::cerr << "prefixgate-bench: " << policy << ": " << gateway.error().message << "\n";
         return 1;
       }
-      run_one(policy, *gateway, flags.fleet.replicas);
+      run_one(name, *gateway, flags.fleet.replicas);
+      if (!rules.empty()) {
+        report.results.back().ceiling_hit_rate = rules == "as-sent"     ? ceilings->as_sent
+                                                 : rules == "canonical" ? ceilings->canonical
+                                                                        : ceilings->engine;
+      }
       fleet.stop();
       const double span =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

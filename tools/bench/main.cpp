@@ -136,6 +136,11 @@ int main(int argc, char** argv) {
   cmp->add_option("--policies", compare.policies, "routing policies, comma-separated")
       ->delimiter(',')
       ->capture_default_str();
+  cmp->add_option("--rule-sets", compare.rule_sets,
+                  "canonicalization rule sets to run each policy under, comma-separated: "
+                  "as-sent (every rule off), default (the gateway's defaults), canonical (every "
+                  "rule rewrites); each row's ceiling uses the same rules")
+      ->delimiter(',');
   cmp->add_option("--target", compare.targets,
                   "NAME=URL of an existing endpoint (repeatable): run against these instead of "
                   "starting replicas")

@@ -20,6 +20,7 @@ struct Report {
   double ceiling_hit_rate = 0;  // over what the engines cache (after the gateway's rewrites)
   std::string ceiling_rules = "default";  // the rewrites ceiling_hit_rate assumes
   double ceiling_hit_rate_as_sent = 0;
+  double ceiling_hit_rate_default = 0;    // the gateway's default rules
   double ceiling_hit_rate_canonical = 0;  // every canonicalization rule on
   json::Object setup;                     // workload and load settings, for the JSON
   std::string time_note;                  // how wall times relate to modelled ones ("": none)

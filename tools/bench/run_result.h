@@ -17,8 +17,9 @@
 namespace prefixgate::bench {
 
 struct RunResult {
-  std::string policy;        // the policy, or the target's label
-  std::size_t requests = 0;  // measured (not warm-up), successful or not
+  std::string policy;            // the policy, or the target's label ("cache_aware (as-sent)")
+  double ceiling_hit_rate = -1;  // this row's own ceiling (--rule-sets); < 0: the report's
+  std::size_t requests = 0;      // measured (not warm-up), successful or not
   std::size_t errors = 0;
   std::map<std::string, std::size_t> errors_by_kind;
   std::map<std::string, std::string> error_examples;  // kind -> the first such response body
