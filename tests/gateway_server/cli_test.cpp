@@ -20,7 +20,7 @@ std::string write_temp(const std::string& text) {
 }
 
 int run_to_exit(std::vector<std::string> args, std::string& output) {
-  Process p(PREFIXGATE_GATEWAY_BIN, std::move(args));
+  Process p(gateway_bin(), std::move(args));
   const int status = p.wait();
   output = p.output();
   return status;

@@ -11,6 +11,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <regex>
@@ -29,10 +30,24 @@ namespace http = beast::http;
 // A child process whose stdout+stderr we read. Killed (SIGKILL) when destroyed.
 using Process = proc::Process;
 
+// The binaries under test: the build's own, or those named by PREFIXGATE_GATEWAY_BIN /
+// PREFIXGATE_ENGINE_BIN in the environment (scripts/test.sh drives ThreadSanitizer builds of the
+// servers with these tests this way: every gateway test talks to the gateway as a process).
+inline std::string binary_under_test(const char* env, const char* built) {
+  const char* chosen = std::getenv(env);
+  return chosen != nullptr && *chosen != '\0' ? chosen : built;
+}
+inline std::string gateway_bin() {
+  return binary_under_test("PREFIXGATE_GATEWAY_BIN", PREFIXGATE_GATEWAY_BIN);
+}
+inline std::string engine_bin() {
+  return binary_under_test("PREFIXGATE_ENGINE_BIN", PREFIXGATE_ENGINE_BIN);
+}
+
 inline std::unique_ptr<Process> start_engine(std::uint16_t& port,
                                              const std::string& speedup = "inf") {
   auto p = std::make_unique<Process>(
-      PREFIXGATE_ENGINE_BIN,
+      engine_bin(),
       std::vector<std::string>{"--device", "sim", "--sim-profile", "h100:builtin:tiny",
                                "--sim-speedup", speedup, "--port", "0", "--log-level", "warn"});
   port = p->wait_listening();
@@ -42,7 +57,7 @@ inline std::unique_ptr<Process> start_engine(std::uint16_t& port,
 inline std::unique_ptr<Process> start_gateway(std::uint16_t& port, std::vector<std::string> args,
                                               const std::string& log_level = "warn") {
   args.insert(args.begin(), {"--listen", "127.0.0.1:0", "--log-level", log_level});
-  auto p = std::make_unique<Process>(PREFIXGATE_GATEWAY_BIN, std::move(args));
+  auto p = std::make_unique<Process>(gateway_bin(), std::move(args));
   port = p->wait_listening();
   return p;
 }
