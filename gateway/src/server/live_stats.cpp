@@ -485,6 +485,17 @@ std::string LiveStats::to_json(std::int64_t since_ms) const {
   section("window", window,
           static_cast<double>(window_seconds) * static_cast<double>(options_.interval_ms) / 1000);
 
+  // A replica's or tenant's counts since start and over the last minute (zero until it has any).
+  const auto totals_and_window = [&w](const std::vector<Counts>& totals,
+                                      const std::vector<Counts>& last_minute, std::size_t i) {
+    for (const auto& [key, counts] : {std::pair{"totals", &totals}, {"window", &last_minute}}) {
+      const Counts c = i < counts->size() ? (*counts)[i] : Counts{};
+      w.key(key).open('{');
+      counts_json(w, c.requests, c.errors, c.prompt_tokens, c.cached_tokens,
+                  c.predicted_cached_tokens);
+      w.close('}');
+    }
+  };
   w.key("replicas").open('[');
   for (std::size_t i = 0; i < replica_names_.size(); ++i) {
     w.open('{');
@@ -508,16 +519,7 @@ std::string LiveStats::to_json(std::int64_t since_ms) const {
         w.key("seconds_since_event").null();
       }
     }
-    const Counts t = i < totals_.replicas.size() ? totals_.replicas[i] : Counts{};
-    const Counts m = i < window.replicas.size() ? window.replicas[i] : Counts{};
-    w.key("totals").open('{');
-    counts_json(w, t.requests, t.errors, t.prompt_tokens, t.cached_tokens,
-                t.predicted_cached_tokens);
-    w.close('}');
-    w.key("window").open('{');
-    counts_json(w, m.requests, m.errors, m.prompt_tokens, m.cached_tokens,
-                m.predicted_cached_tokens);
-    w.close('}');
+    totals_and_window(totals_.replicas, window.replicas, i);
     w.close('}');
   }
   w.close(']');
@@ -527,16 +529,7 @@ std::string LiveStats::to_json(std::int64_t since_ms) const {
     w.open('{');
     w.key("id").u(i);
     w.key("name").str(tenant_names_[i]);
-    const Counts t = i < totals_.tenants.size() ? totals_.tenants[i] : Counts{};
-    const Counts m = i < window.tenants.size() ? window.tenants[i] : Counts{};
-    w.key("totals").open('{');
-    counts_json(w, t.requests, t.errors, t.prompt_tokens, t.cached_tokens,
-                t.predicted_cached_tokens);
-    w.close('}');
-    w.key("window").open('{');
-    counts_json(w, m.requests, m.errors, m.prompt_tokens, m.cached_tokens,
-                m.predicted_cached_tokens);
-    w.close('}');
+    totals_and_window(totals_.tenants, window.tenants, i);
     w.close('}');
   }
   w.close(']');
