@@ -14,7 +14,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 GATEWAY="${1:-$ROOT/build/release/gateway/prefixgate}"
 ENGINE="$ROOT/build/release/engine/prefixgate-engine"
-for tool in valgrind callgrind_control callgrind_annotate wrk curl; do
+for tool in valgrind callgrind_control callgrind_annotate wrk curl python3; do
   command -v "$tool" >/dev/null || { echo "gateway_instructions.sh: needs $tool" >&2; exit 2; }
 done
 [[ -x $GATEWAY && -x $ENGINE ]] || { echo "gateway_instructions.sh: build the release preset first" >&2; exit 2; }
