@@ -1,0 +1,117 @@
+// What every kernel source includes: the CUDA or emulator vocabulary, the launch macro, the
+// namespace its launchers go in, and small device helpers (bf16/e4m3 conversions, reductions).
+//
+// Each .cu file is compiled twice: by nvcc into namespace prefixgate::kernels::cuda, and as C++
+// (emu/kernels_emu.cpp, PREFIXGATE_KERNELS_EMU) into prefixgate::kernels::emu, where the CUDA
+// emulator runs it on the CPU. Kernels therefore use only what the emulator models: threads,
+// blocks, __shared__, __syncthreads, __syncwarp and the *_sync shuffles with full warps.
+#pragma once
+
+#include <cstdint>
+
+#include "launchers.h"
+#include "prefixgate/kernels/params.h"
+#include "random_value.h"
+
+#if defined(PREFIXGATE_KERNELS_EMU)
+#include <bit>
+
+#include "emu/cuda_emu.h"
+#define PG_NS emu
+// Blocks run one after another on the calling thread; the stream is ignored.
+#define PG_LAUNCH(kernel, grid, block, shared_bytes, stream, ...)          \
+  do {                                                                     \
+    (void)(stream);                                                        \
+    ::prefixgate::kernels::emu_rt::launch((grid), (block), (shared_bytes), \
+                                          [&] { kernel(__VA_ARGS__); });   \
+  } while (false)
+#else
+#include <cuda_bf16.h>
+#include <cuda_fp8.h>
+#include <cuda_runtime.h>
+#define PG_NS cuda
+#define PG_LAUNCH(kernel, grid, block, shared_bytes, stream, ...) \
+  kernel<<<(grid), (block), (shared_bytes), static_cast<cudaStream_t>(stream)>>>(__VA_ARGS__)
+#endif
+
+namespace prefixgate::kernels::PG_NS {
+
+inline constexpr float kLog2e = 1.4426950408889634f;
+inline constexpr float kNegInf = -__builtin_huge_valf();
+
+__device__ __forceinline__ float bits_as_float(std::uint32_t bits) {
+#if defined(PREFIXGATE_KERNELS_EMU)
+  return std::bit_cast<float>(bits);
+#else
+  return __uint_as_float(bits);
+#endif
+}
+
+// bf16 is the top half of an fp32: widening is a shift.
+__device__ __forceinline__ float bf16_to_float(std::uint16_t bits) {
+  return bits_as_float(std::uint32_t{bits} << 16);
+}
+// Round to nearest even, NaN kept (the CUDA intrinsic, on both builds).
+__device__ __forceinline__ std::uint16_t float_to_bf16(float value) {
+#if defined(PREFIXGATE_KERNELS_EMU)
+  return std::bit_cast<std::uint16_t>(__float2bfloat16(value));
+#else
+  return __bfloat16_as_ushort(__float2bfloat16(value));
+#endif
+}
+// e4m3, saturating to +-448 (values are scaled into range first).
+__device__ __forceinline__ std::uint8_t float_to_fp8(float value) {
+  return static_cast<std::uint8_t>(__nv_cvt_float_to_fp8(value, __NV_SATFINITE, __NV_E4M3));
+}
+__device__ __forceinline__ float fp8_to_float(std::uint8_t bits) {
+  const __half_raw raw = __nv_cvt_fp8_to_halfraw(bits, __NV_E4M3);
+  return __half2float(__half(raw));
+}
+
+// Eight bf16 (16 bytes) to floats.
+__device__ __forceinline__ void unpack(const uint4& v, float (&out)[8]) {
+  const std::uint32_t words[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    out[2 * i] = bits_as_float(words[i] << 16);
+    out[2 * i + 1] = bits_as_float(words[i] & 0xffff0000u);
+  }
+}
+// Sixteen e4m3 (16 bytes) to floats.
+__device__ __forceinline__ void unpack(const uint4& v, float (&out)[16]) {
+  const std::uint32_t words[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+  for (int i = 0; i < 16; ++i) {
+    out[i] = fp8_to_float(static_cast<std::uint8_t>(words[i / 4] >> (8 * (i % 4))));
+  }
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2) {
+    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  }
+  return v;
+}
+
+// Sum over the block (blockDim.x a multiple of 32, at most 1024), returned to every thread.
+__device__ __forceinline__ float block_sum(float v) {
+  __shared__ float partial[32];
+  v = warp_sum(v);
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const int warp = static_cast<int>(threadIdx.x / 32);
+  if (lane == 0) partial[warp] = v;
+  __syncthreads();
+  float total = 0;
+  const int warps = static_cast<int>((blockDim.x + 31) / 32);
+  for (int w = 0; w < warps; ++w) total += partial[w];
+  __syncthreads();  // `partial` is free for the next call
+  return total;
+}
+
+}  // namespace prefixgate::kernels::PG_NS

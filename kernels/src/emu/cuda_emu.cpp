@@ -1,0 +1,295 @@
+// The emulator's scheduler: one fiber per CUDA thread of the running block, switched round-robin
+// at barriers. See cuda_emu.h.
+#include "cuda_emu.h"
+
+#include <sys/mman.h>
+#include <ucontext.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <vector>
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/common_interface_defs.h>
+#define PG_EMU_ASAN 1
+#endif
+
+namespace prefixgate::kernels::emu_rt {
+namespace {
+
+// Enough for the kernels' register arrays, and for ASan's larger frames.
+constexpr std::size_t kStackBytes = 256 * 1024;
+
+[[noreturn]] void fail(const char* what) {
+  std::fprintf(stderr, "cuda emulator: %s\n", what);
+  std::abort();
+}
+
+enum class Wait { kNone, kBlock, kWarp };
+
+struct Fiber {
+  uint3 index{};
+  int linear = 0;
+  ucontext_t context{};
+  char* stack = nullptr;
+  bool started = false;
+  bool done = false;
+  Wait wait = Wait::kNone;
+  std::uint64_t wait_generation = 0;  // the barrier generation it waits to see pass
+  std::uint64_t exchanges = 0;        // shuffles done: picks the slot buffer
+#if PG_EMU_ASAN
+  void* fake_stack = nullptr;
+#endif
+};
+
+struct WarpState {
+  int live = 0;
+  int arrived = 0;
+  std::uint64_t generation = 0;
+  unsigned char slots[2][32][8] = {};
+};
+
+struct BlockState {
+  uint3 block_index{};
+  dim3 grid{};
+  dim3 block{};
+  std::vector<Fiber> fibers;
+  std::vector<WarpState> warps;
+  std::vector<unsigned char> shared;
+  int live = 0;
+  int arrived = 0;
+  std::uint64_t generation = 0;
+  int current = 0;
+  const std::function<void()>* kernel = nullptr;
+  ucontext_t scheduler{};
+#if PG_EMU_ASAN
+  const void* scheduler_stack = nullptr;
+  std::size_t scheduler_stack_size = 0;
+#endif
+};
+
+// Fiber stacks, kept for the thread's next launches: mapped once, touched only as deep as the
+// kernels go.
+char* fiber_stack(std::size_t index) {
+  thread_local std::vector<char*> stacks;
+  while (stacks.size() <= index) {
+    void* p = mmap(nullptr, kStackBytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) fail("cannot map a fiber stack");
+    stacks.push_back(static_cast<char*>(p));
+  }
+  return stacks[index];
+}
+
+// One block runs at a time, on the launching thread.
+thread_local BlockState* g_block = nullptr;
+
+Fiber& current_fiber() {
+  if (g_block == nullptr) fail("CUDA built-in used outside a kernel launch");
+  return g_block->fibers[static_cast<std::size_t>(g_block->current)];
+}
+
+bool runnable(const BlockState& b, const Fiber& f) {
+  if (f.done) return false;
+  switch (f.wait) {
+    case Wait::kNone: return true;
+    case Wait::kBlock: return b.generation != f.wait_generation;
+    case Wait::kWarp:
+      return b.warps[static_cast<std::size_t>(f.linear / 32)].generation != f.wait_generation;
+  }
+  return false;
+}
+
+// From a fiber back to the scheduler.
+void switch_to_scheduler(bool exiting) {
+  BlockState& b = *g_block;
+  Fiber& f = b.fibers[static_cast<std::size_t>(b.current)];
+#if PG_EMU_ASAN
+  __sanitizer_start_switch_fiber(exiting ? nullptr : &f.fake_stack, b.scheduler_stack,
+                                 b.scheduler_stack_size);
+#endif
+  if (exiting) {
+    setcontext(&b.scheduler);
+  } else {
+    swapcontext(&f.context, &b.scheduler);
+#if PG_EMU_ASAN
+    __sanitizer_finish_switch_fiber(f.fake_stack, &b.scheduler_stack, &b.scheduler_stack_size);
+#endif
+  }
+}
+
+void fiber_main() {
+  BlockState& b = *g_block;
+#if PG_EMU_ASAN
+  __sanitizer_finish_switch_fiber(nullptr, &b.scheduler_stack, &b.scheduler_stack_size);
+#endif
+  (*b.kernel)();
+  Fiber& f = b.fibers[static_cast<std::size_t>(b.current)];
+  f.done = true;
+  // A thread that returns no longer holds back its block's or its warp's barrier.
+  --b.live;
+  if (b.arrived > 0 && b.arrived == b.live) {
+    b.arrived = 0;
+    ++b.generation;
+  }
+  WarpState& w = b.warps[static_cast<std::size_t>(f.linear / 32)];
+  --w.live;
+  if (w.arrived > 0 && w.arrived == w.live) {
+    w.arrived = 0;
+    ++w.generation;
+  }
+  switch_to_scheduler(/*exiting=*/true);
+}
+
+// Apart from run_block: getcontext returns twice, which would make GCC distrust (and warn about)
+// every local of the scheduler loop.
+[[gnu::noinline]] void prepare_fiber(Fiber& f) {
+  f.started = true;
+  getcontext(&f.context);
+  f.context.uc_stack.ss_sp = f.stack;
+  f.context.uc_stack.ss_size = kStackBytes;
+  f.context.uc_link = nullptr;
+  makecontext(&f.context, fiber_main, 0);
+}
+
+void run_block(BlockState& b) {
+  const int threads = static_cast<int>(b.block.x * b.block.y * b.block.z);
+  b.live = threads;
+  b.arrived = 0;
+  b.current = 0;
+  for (WarpState& w : b.warps) w = WarpState{};
+  for (int t = 0; t < threads; ++t) {
+    Fiber& f = b.fibers[static_cast<std::size_t>(t)];
+    f.linear = t;
+    f.index = {static_cast<unsigned>(t) % b.block.x,
+               (static_cast<unsigned>(t) / b.block.x) % b.block.y,
+               static_cast<unsigned>(t) / (b.block.x * b.block.y)};
+    f.started = false;
+    f.done = false;
+    f.wait = Wait::kNone;
+    f.exchanges = 0;
+    ++b.warps[static_cast<std::size_t>(t / 32)].live;
+  }
+  int finished = 0;
+  int idle_scans = 0;
+  int t = 0;
+  while (finished < threads) {
+    Fiber& f = b.fibers[static_cast<std::size_t>(t)];
+    if (runnable(b, f)) {
+      idle_scans = 0;
+      f.wait = Wait::kNone;
+      b.current = t;
+      if (!f.started) prepare_fiber(f);
+#if PG_EMU_ASAN
+      void* fake_stack = nullptr;
+      __sanitizer_start_switch_fiber(&fake_stack, f.stack, kStackBytes);
+#endif
+      swapcontext(&b.scheduler, &f.context);
+#if PG_EMU_ASAN
+      __sanitizer_finish_switch_fiber(fake_stack, nullptr, nullptr);
+#endif
+      if (f.done) ++finished;
+    } else if (++idle_scans > 2 * threads) {
+      fail(
+          "deadlock: threads wait at a barrier (__syncthreads, __syncwarp or a shuffle) "
+          "that other live threads of the block never reach");
+    }
+    t = (t + 1) % threads;
+  }
+}
+
+}  // namespace
+
+const uint3& thread_idx() {
+  return current_fiber().index;
+}
+const uint3& block_idx() {
+  current_fiber();
+  return g_block->block_index;
+}
+const dim3& block_dim() {
+  current_fiber();
+  return g_block->block;
+}
+const dim3& grid_dim() {
+  current_fiber();
+  return g_block->grid;
+}
+int lane_id() {
+  return current_fiber().linear % 32;
+}
+void* dynamic_shared() {
+  current_fiber();
+  return g_block->shared.data();
+}
+
+void sync_block() {
+  BlockState& b = *g_block;
+  Fiber& f = current_fiber();
+  if (++b.arrived == b.live) {
+    b.arrived = 0;
+    ++b.generation;
+    return;
+  }
+  f.wait = Wait::kBlock;
+  f.wait_generation = b.generation;
+  switch_to_scheduler(false);
+}
+
+void sync_warp() {
+  BlockState& b = *g_block;
+  Fiber& f = current_fiber();
+  WarpState& w = b.warps[static_cast<std::size_t>(f.linear / 32)];
+  if (++w.arrived == w.live) {
+    w.arrived = 0;
+    ++w.generation;
+    return;
+  }
+  f.wait = Wait::kWarp;
+  f.wait_generation = w.generation;
+  switch_to_scheduler(false);
+}
+
+void exchange(const void* value, void* out, std::size_t bytes, int source_lane) {
+  Fiber& f = current_fiber();
+  WarpState& w = g_block->warps[static_cast<std::size_t>(f.linear / 32)];
+  const int warp_base = f.linear / 32 * 32;
+  const auto threads = static_cast<int>(g_block->fibers.size());
+  if (warp_base + source_lane >= threads ||
+      g_block->fibers[static_cast<std::size_t>(warp_base + source_lane)].done) {
+    fail("shuffle from a lane that does not exist or has returned");
+  }
+  // Two slot buffers, alternating: a lane cannot write round k + 2 before every lane has read
+  // round k, since round k + 1's rendezvous lies between.
+  const std::size_t buffer = f.exchanges++ % 2;
+  std::memcpy(w.slots[buffer][f.linear % 32], value, bytes);
+  sync_warp();
+  std::memcpy(out, w.slots[buffer][source_lane], bytes);
+}
+
+void launch(dim3 grid, dim3 block, std::size_t shared_bytes, const std::function<void()>& kernel) {
+  const std::size_t threads = std::size_t{block.x} * block.y * block.z;
+  if (threads == 0 || threads > 1024) fail("block size must be 1..1024 threads");
+  if (g_block != nullptr) fail("a kernel launched from inside a kernel");
+  BlockState b;
+  b.grid = grid;
+  b.block = block;
+  b.kernel = &kernel;
+  b.shared.assign(shared_bytes, 0);
+  b.fibers.resize(threads);
+  for (std::size_t t = 0; t < threads; ++t) b.fibers[t].stack = fiber_stack(t);
+  b.warps.resize((threads + 31) / 32);
+  g_block = &b;
+  for (unsigned z = 0; z < grid.z; ++z) {
+    for (unsigned y = 0; y < grid.y; ++y) {
+      for (unsigned x = 0; x < grid.x; ++x) {
+        b.block_index = {x, y, z};
+        run_block(b);
+      }
+    }
+  }
+  g_block = nullptr;
+}
+
+}  // namespace prefixgate::kernels::emu_rt

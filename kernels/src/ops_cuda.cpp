@@ -1,0 +1,268 @@
+// CudaOps: Ops on an NVIDIA GPU. One non-blocking stream carries every copy, kernel and GEMM in
+// order; memory is plain cudaMalloc (never managed memory); GEMMs go through cuBLASLt in bf16
+// with fp32 accumulation, the algorithm chosen once per shape by cuBLASLt's heuristic.
+//
+// Errors: a failing CUDA call after start-up is a broken invariant or a dead GPU, not bad
+// input, so it aborts with the runtime's message rather than serve wrong tokens.
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <tuple>
+
+#include "launchers.h"
+#include "prefixgate/kernels/ops.h"
+
+namespace prefixgate::kernels {
+namespace {
+
+void check(cudaError_t status, const char* what) {
+  if (status != cudaSuccess) {
+    std::fprintf(stderr, "cuda: %s: %s\n", what, cudaGetErrorString(status));
+    std::abort();
+  }
+}
+void check(cublasStatus_t status, const char* what) {
+  if (status != CUBLAS_STATUS_SUCCESS) {
+    std::fprintf(stderr, "cublasLt: %s: status %d\n", what, static_cast<int>(status));
+    std::abort();
+  }
+}
+
+// Kernels report launch errors (a bad configuration) only through cudaGetLastError.
+void check_launch(const char* kernel) {
+  check(cudaGetLastError(), kernel);
+}
+
+constexpr std::size_t kGemmWorkspaceBytes = 32u << 20;
+
+class CudaOps final : public Ops {
+ public:
+  CudaOps(int device, const cudaDeviceProp& prop) : device_(device), prop_(prop) {
+    check(cudaSetDevice(device), "cudaSetDevice");
+    check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+    check(cublasLtCreate(&lt_), "cublasLtCreate");
+    check(cudaMalloc(&gemm_workspace_, kGemmWorkspaceBytes), "cudaMalloc(gemm workspace)");
+  }
+  ~CudaOps() override {
+    for (auto& [key, plan] : plans_) destroy(plan);
+    cudaFree(gemm_workspace_);
+    cublasLtDestroy(lt_);
+    cudaStreamDestroy(stream_);
+  }
+  CudaOps(const CudaOps&) = delete;
+  CudaOps& operator=(const CudaOps&) = delete;
+
+  std::string name() const override {
+    return std::string(prop_.name) + " (sm_" + std::to_string(prop_.major) +
+           std::to_string(prop_.minor) + ", " + std::to_string(prop_.multiProcessorCount) + " SMs)";
+  }
+  bool is_gpu() const override { return true; }
+  int multiprocessor_count() const override { return prop_.multiProcessorCount; }
+  MemoryInfo memory_info() const override {
+    MemoryInfo info;
+    check(cudaMemGetInfo(&info.free_bytes, &info.total_bytes), "cudaMemGetInfo");
+    return info;
+  }
+
+  void* alloc(std::size_t bytes) override {
+    void* p = nullptr;
+    if (cudaMalloc(&p, bytes) != cudaSuccess) {
+      cudaGetLastError();  // clear the sticky-free out-of-memory error
+      return nullptr;
+    }
+    return p;
+  }
+  void free(void* ptr) override { check(cudaFree(ptr), "cudaFree"); }
+  void* alloc_host(std::size_t bytes) override {
+    void* p = nullptr;
+    if (cudaMallocHost(&p, bytes) != cudaSuccess) {
+      cudaGetLastError();
+      return nullptr;
+    }
+    return p;
+  }
+  void free_host(void* ptr) override { check(cudaFreeHost(ptr), "cudaFreeHost"); }
+  void copy_to_device(void* dst, const void* src, std::size_t bytes) override {
+    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_), "copy to device");
+  }
+  void copy_to_host(void* dst, const void* src, std::size_t bytes) override {
+    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_), "copy to host");
+    check(cudaStreamSynchronize(stream_), "copy to host");
+  }
+  void copy_on_device(void* dst, const void* src, std::size_t bytes) override {
+    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_), "copy on device");
+  }
+  void fill_zero(void* dst, std::size_t bytes) override {
+    check(cudaMemsetAsync(dst, 0, bytes, stream_), "memset");
+  }
+  void synchronize() override { check(cudaStreamSynchronize(stream_), "synchronize"); }
+
+  void embedding(const EmbeddingParams& p) override {
+    cuda::embedding(p, stream_);
+    check_launch("embedding");
+  }
+  void rms_norm(const RmsNormParams& p) override {
+    cuda::rms_norm(p, stream_);
+    check_launch("rms_norm");
+  }
+  void silu_mul(const SiluMulParams& p) override {
+    cuda::silu_mul(p, stream_);
+    check_launch("silu_mul");
+  }
+  void rope_table(const RopeTableParams& p) override {
+    cuda::rope_table(p, stream_);
+    check_launch("rope_table");
+  }
+  void rope_kv_write(const RopeKvParams& p) override {
+    cuda::rope_kv_write(p, stream_);
+    check_launch("rope_kv_write");
+  }
+  void decode_attention(const DecodeAttentionParams& p) override {
+    cuda::decode_attention(p, stream_);
+    check_launch("decode_attention");
+  }
+  void prefill_attention(const PrefillAttentionParams& p) override {
+    cuda::prefill_attention(p, stream_);
+    check_launch("prefill_attention");
+  }
+  void argmax(const ArgmaxParams& p) override {
+    cuda::argmax(p, stream_);
+    check_launch("argmax");
+  }
+  void fill_random(const FillRandomParams& p) override {
+    cuda::fill_random(p, stream_);
+    check_launch("fill_random");
+  }
+
+  // Row-major y[rows, out] = x[rows, in] W[out, in]^T is column-major
+  // y^T[out, rows] = W^T... : with A = W (column-major [in, out], transposed) and B = x
+  // (column-major [in, rows]), D = op(A) B with op = T: m = out, n = rows, k = in.
+  void gemm(const GemmParams& p) override {
+    if (p.rows == 0 || p.out == 0) return;
+    Plan& plan = plan_for(p);
+    const float alpha = 1.0f;
+    const float beta = 0.0f;
+    check(cublasLtMatmul(lt_, plan.op, &alpha, p.w, plan.a, p.x, plan.b, &beta, p.y, plan.d, p.y,
+                         plan.d, plan.has_algo ? &plan.algo : nullptr, gemm_workspace_,
+                         kGemmWorkspaceBytes, stream_),
+          "cublasLtMatmul");
+  }
+
+  double time_ms(const std::function<void()>& work) override {
+    cudaEvent_t start;
+    cudaEvent_t stop;
+    check(cudaEventCreate(&start), "cudaEventCreate");
+    check(cudaEventCreate(&stop), "cudaEventCreate");
+    check(cudaEventRecord(start, stream_), "cudaEventRecord");
+    work();
+    check(cudaEventRecord(stop, stream_), "cudaEventRecord");
+    check(cudaEventSynchronize(stop), "cudaEventSynchronize");
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+    return ms;
+  }
+
+ private:
+  struct Plan {
+    cublasLtMatmulDesc_t op = nullptr;
+    cublasLtMatrixLayout_t a = nullptr;
+    cublasLtMatrixLayout_t b = nullptr;
+    cublasLtMatrixLayout_t d = nullptr;
+    cublasLtMatmulAlgo_t algo{};
+    bool has_algo = false;
+  };
+
+  static void destroy(Plan& plan) {
+    cublasLtMatrixLayoutDestroy(plan.a);
+    cublasLtMatrixLayoutDestroy(plan.b);
+    cublasLtMatrixLayoutDestroy(plan.d);
+    cublasLtMatmulDescDestroy(plan.op);
+  }
+
+  Plan& plan_for(const GemmParams& p) {
+    const auto key = std::make_tuple(p.rows, p.in, p.out, p.y_fp32);
+    auto it = plans_.find(key);
+    if (it != plans_.end()) return it->second;
+    Plan plan;
+    check(cublasLtMatmulDescCreate(&plan.op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "matmul desc");
+    const cublasOperation_t transpose = CUBLAS_OP_T;
+    check(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_TRANSA, &transpose,
+                                         sizeof(transpose)),
+          "matmul transa");
+    const auto m = static_cast<std::uint64_t>(p.out);
+    const auto n = static_cast<std::uint64_t>(p.rows);
+    const auto k = static_cast<std::uint64_t>(p.in);
+    check(cublasLtMatrixLayoutCreate(&plan.a, CUDA_R_16BF, k, m, static_cast<std::int64_t>(k)),
+          "layout a");
+    check(cublasLtMatrixLayoutCreate(&plan.b, CUDA_R_16BF, k, n, static_cast<std::int64_t>(k)),
+          "layout b");
+    check(cublasLtMatrixLayoutCreate(&plan.d, p.y_fp32 ? CUDA_R_32F : CUDA_R_16BF, m, n,
+                                     static_cast<std::int64_t>(m)),
+          "layout d");
+    cublasLtMatmulPreference_t preference = nullptr;
+    check(cublasLtMatmulPreferenceCreate(&preference), "preference");
+    const std::size_t workspace = kGemmWorkspaceBytes;
+    check(cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                               &workspace, sizeof(workspace)),
+          "preference workspace");
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    check(cublasLtMatmulAlgoGetHeuristic(lt_, plan.op, plan.a, plan.b, plan.d, plan.d, preference,
+                                         1, &result, &found),
+          "heuristic");
+    cublasLtMatmulPreferenceDestroy(preference);
+    if (found > 0) {
+      plan.algo = result.algo;
+      plan.has_algo = true;
+    }
+    return plans_.emplace(key, plan).first->second;
+  }
+
+  int device_;
+  cudaDeviceProp prop_;
+  cudaStream_t stream_ = nullptr;
+  cublasLtHandle_t lt_ = nullptr;
+  void* gemm_workspace_ = nullptr;
+  std::map<std::tuple<int, int, int, bool>, Plan> plans_;
+};
+
+}  // namespace
+
+bool built_with_cuda() {
+  return true;
+}
+
+OpsResult make_cuda_ops(int device) {
+  OpsResult result;
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess) {
+    result.error = std::string("no usable CUDA device: ") + cudaGetErrorString(status);
+    return result;
+  }
+  if (device < 0 || device >= count) {
+    result.error = "CUDA device " + std::to_string(device) + " does not exist (" +
+                   std::to_string(count) + " found)";
+    return result;
+  }
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, device) != cudaSuccess) {
+    result.error = "cannot read CUDA device " + std::to_string(device) + "'s properties";
+    return result;
+  }
+  if (prop.major < 8) {
+    result.error = std::string(prop.name) + " is compute capability " + std::to_string(prop.major) +
+                   "." + std::to_string(prop.minor) + "; the kernels need 8.0 or newer (bf16)";
+    return result;
+  }
+  result.ops = std::make_unique<CudaOps>(device, prop);
+  result.ok = true;
+  return result;
+}
+
+}  // namespace prefixgate::kernels
