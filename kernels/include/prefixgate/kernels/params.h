@@ -51,8 +51,8 @@ struct EmbeddingParams {
 // The pre-norm of a transformer block, fused with the residual add before it:
 //   if add: residual[r] += add[r]          (fp32, in place)
 //   out[i] = bf16(residual[r] * rsqrt(mean(residual[r]^2) + eps) * weight)
-// with r = rows_index ? rows_index[i] : i (the final norm reads only the sampled rows, and
-// then `add` must be null).
+// with r = rows_index ? rows_index[i] : i (the final norm reads only the sampled rows; `add`
+// is indexed by r too).
 struct RmsNormParams {
   float* residual = nullptr;                 // [rows or more, dim] fp32
   const float* add = nullptr;                // [rows, dim] fp32, or null

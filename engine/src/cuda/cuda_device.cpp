@@ -1,0 +1,686 @@
+// The cuda device: one execute() is one pass of every new token of the batch through the model,
+// on the Ops stream, with one upload of the step's metadata and one download of its tokens.
+//
+// Per layer (T = tokens in the step, S = sampled steps):
+//   h = rms_norm(x += proj)                       fused residual add (fp32 x) + norm (bf16 h)
+//   qkv = h Wqkv^T                                cuBLASLt, [T, (H + 2G) D] bf16
+//   rope(q), rope(k) -> pages, v -> pages         rope_kv_write
+//   attn = decode_attention (1-token steps) and prefill_attention (chunks), [T, H D]
+//   proj = attn Wo^T                              fp32 out, added to x by the next norm
+//   h = rms_norm(x += proj); gate_up = h Wgu^T; act = silu(gate) * up; proj = act Wdown^T
+// then the final norm of the S sampled rows only, the LM head, and argmax on the device.
+//
+// Sampling: greedy rows are decided on the device (4 bytes back per row). Rows that sample
+// (temperature > 0) copy their logits to the host and use the same sample_token() as the cpu
+// device, so a seed draws the same token on either device; top-k/top-p on the device would
+// need its own seeded sampler to keep that promise, and costs only where requests ask for it.
+#include "prefixgate/engine/cuda_device.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "prefixgate/engine/sampling.h"
+
+namespace prefixgate::engine {
+namespace {
+
+namespace k = kernels;
+using canon::ErrorCode;
+
+void check(bool ok, const char* what) {
+  if (!ok) {
+    std::fprintf(stderr, "cuda device: broken invariant: %s\n", what);
+    std::abort();
+  }
+}
+
+canon::Error error(std::string message) {
+  return canon::Error{ErrorCode::kInvalidValue, std::move(message), "device"};
+}
+
+// A device allocation that frees itself.
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(k::Ops* ops, std::size_t bytes) : ops_(ops), bytes_(bytes) {
+    ptr_ = bytes > 0 ? ops->alloc(bytes) : nullptr;
+  }
+  ~Buffer() { reset(); }
+  Buffer(Buffer&& other) noexcept { *this = std::move(other); }
+  Buffer& operator=(Buffer&& other) noexcept {
+    if (this != &other) {
+      reset();
+      ops_ = other.ops_;
+      ptr_ = other.ptr_;
+      bytes_ = other.bytes_;
+      other.ptr_ = nullptr;
+      other.bytes_ = 0;
+    }
+    return *this;
+  }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+
+  bool ok() const { return bytes_ == 0 || ptr_ != nullptr; }
+  std::size_t bytes() const { return bytes_; }
+  template <class T = void>
+  T* as() const {
+    return static_cast<T*>(ptr_);
+  }
+
+ private:
+  void reset() {
+    if (ptr_ != nullptr) ops_->free(ptr_);
+    ptr_ = nullptr;
+  }
+  k::Ops* ops_ = nullptr;
+  void* ptr_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+struct LayerBuffers {
+  Buffer attn_norm;  // [hidden] fp32
+  Buffer w_qkv;      // [(H + 2G) D, hidden] bf16
+  Buffer wo;         // [hidden, H D] bf16
+  Buffer mlp_norm;   // [hidden] fp32
+  Buffer w_gate_up;  // [2 I, hidden] bf16
+  Buffer w_down;     // [hidden, I] bf16
+};
+
+// Bytes of each tensor, for allocation and weight_bytes().
+struct Shapes {
+  explicit Shapes(const ModelSpec& s)
+      : hidden(s.hidden_size),
+        heads(s.num_heads),
+        kv_heads(s.num_kv_heads),
+        head_dim(s.head_dim),
+        inter(s.intermediate_size),
+        vocab(s.vocab_size),
+        q_dim(heads * head_dim),
+        qkv_dim((heads + 2 * kv_heads) * head_dim) {}
+  std::size_t hidden, heads, kv_heads, head_dim, inter, vocab, q_dim, qkv_dim;
+};
+
+// The step's metadata, laid out in one host staging area and uploaded in one copy.
+struct StepLayout {
+  std::size_t token_ids = 0, positions = 0, slots = 0, sample_rows = 0;
+  std::size_t d_rows = 0, d_lens = 0, d_table = 0;
+  std::size_t p_start = 0, p_new = 0, p_pos = 0, p_table = 0, p_tiles = 0;
+  std::size_t bytes = 0;
+  // Counts: 1-token (decode) steps, chunk (prefill) steps, prefill query tiles, sampled steps;
+  // page-table widths; the longest decode context.
+  std::size_t decodes = 0, prefills = 0, tiles = 0, sampled = 0;
+  std::size_t decode_width = 1, prefill_width = 1, max_decode_context = 0;
+};
+
+class CudaDeviceImpl final : public CudaDevice {
+ public:
+  CudaDeviceImpl(const ModelSpec& spec, std::unique_ptr<k::Ops> ops,
+                 const CudaDeviceOptions& options)
+      : spec_(spec), shapes_(spec), ops_(std::move(ops)), options_(options) {}
+
+  ~CudaDeviceImpl() override {
+    if (staging_ != nullptr) ops_->free_host(staging_);
+  }
+
+  std::string_view name() const override { return "cuda"; }
+  const ModelSpec& spec() const override { return spec_; }
+  std::size_t free_memory_bytes() const override { return ops_->memory_info().free_bytes; }
+  const k::Ops& ops() const override { return *ops_; }
+  std::size_t weight_bytes() const override { return weight_bytes_; }
+
+  std::size_t kv_page_bytes(std::size_t page_tokens) const override {
+    const std::size_t elements = 2 * spec_.num_layers * shapes_.kv_heads * page_tokens;
+    if (options_.kv_dtype == k::KvDtype::kBf16) return elements * shapes_.head_dim * 2;
+    return elements * (shapes_.head_dim + sizeof(float));
+  }
+
+  void init_kv_cache(std::size_t num_pages, std::size_t page_tokens) override {
+    check(page_tokens > 0, "page_tokens > 0");
+    num_pages_ = num_pages;
+    page_tokens_ = page_tokens;
+    const std::size_t per_layer = 2 * shapes_.kv_heads * page_tokens;  // rows of head_dim
+    const std::size_t element_bytes = options_.kv_dtype == k::KvDtype::kBf16 ? 2 : 1;
+    kv_ = Buffer(ops_.get(),
+                 num_pages * spec_.num_layers * per_layer * shapes_.head_dim * element_bytes);
+    if (options_.kv_dtype == k::KvDtype::kFp8E4m3) {
+      kv_scales_ = Buffer(ops_.get(), num_pages * spec_.num_layers * per_layer * sizeof(float));
+    }
+    if (!kv_.ok() || !kv_scales_.ok()) {
+      std::fprintf(stderr, "cuda device: the KV pool of %zu pages (%zu MiB) does not fit\n",
+                   num_pages, num_pages * kv_page_bytes(page_tokens) >> 20);
+      std::abort();
+    }
+    // Pages are not cleared: every position is written before it is read.
+  }
+
+  StepOutput execute(std::span<const SequenceStep> batch) override;
+
+  // Allocation of the weights and buffers; false when GPU memory runs out.
+  canon::Status allocate_weights();
+  void upload(const ModelWeights& w);
+  void generate(std::uint64_t seed);
+  canon::Status reserve(std::size_t tokens, std::size_t seqs);
+
+ private:
+  k::KvCacheView layer_view(std::size_t layer) const;
+  void validate(std::span<const SequenceStep> batch) const;
+  StepLayout stage(std::span<const SequenceStep> batch, std::size_t total);
+  void gemm(const Buffer& x, const Buffer& w, void* y, bool y_fp32, std::size_t rows,
+            std::size_t in, std::size_t out) {
+    ops_->gemm({.x = x.as<std::uint16_t>(),
+                .w = w.as<std::uint16_t>(),
+                .y = y,
+                .y_fp32 = y_fp32,
+                .rows = static_cast<int>(rows),
+                .in = static_cast<int>(in),
+                .out = static_cast<int>(out)});
+  }
+
+  ModelSpec spec_;
+  Shapes shapes_;
+  std::unique_ptr<k::Ops> ops_;
+  CudaDeviceOptions options_;
+  std::size_t weight_bytes_ = 0;
+
+  Buffer embed_;       // [vocab, hidden] bf16
+  Buffer lm_head_;     // [vocab, hidden] bf16, unless tied
+  Buffer final_norm_;  // [hidden] fp32
+  Buffer inv_freq_;    // [D / 2] double
+  std::vector<LayerBuffers> layers_;
+
+  std::size_t num_pages_ = 0;
+  std::size_t page_tokens_ = 0;
+  Buffer kv_;
+  Buffer kv_scales_;
+
+  // Activations, for up to capacity_tokens_ tokens and capacity_seqs_ sampled rows.
+  std::size_t capacity_tokens_ = 0;
+  std::size_t capacity_seqs_ = 0;
+  Buffer x_, proj_, h_, qkv_, attn_, gate_up_, act_, cos_, sin_;
+  Buffer last_, logits_, sampled_;
+  Buffer meta_;              // the step's metadata on the device
+  Buffer workspace_;         // decode attention's split partials
+  void* staging_ = nullptr;  // pinned host copy of the metadata
+  std::size_t staging_bytes_ = 0;
+  std::vector<std::int32_t> host_tokens_;
+};
+
+canon::Status CudaDeviceImpl::allocate_weights() {
+  const Shapes& s = shapes_;
+  k::Ops* ops = ops_.get();
+  const std::size_t bf16 = 2;
+  embed_ = Buffer(ops, s.vocab * s.hidden * bf16);
+  if (!spec_.tie_word_embeddings) lm_head_ = Buffer(ops, s.vocab * s.hidden * bf16);
+  final_norm_ = Buffer(ops, s.hidden * sizeof(float));
+  inv_freq_ = Buffer(ops, s.head_dim / 2 * sizeof(double));
+  bool ok = embed_.ok() && lm_head_.ok() && final_norm_.ok() && inv_freq_.ok();
+  layers_.resize(spec_.num_layers);
+  for (LayerBuffers& l : layers_) {
+    l.attn_norm = Buffer(ops, s.hidden * sizeof(float));
+    l.w_qkv = Buffer(ops, s.qkv_dim * s.hidden * bf16);
+    l.wo = Buffer(ops, s.hidden * s.q_dim * bf16);
+    l.mlp_norm = Buffer(ops, s.hidden * sizeof(float));
+    l.w_gate_up = Buffer(ops, 2 * s.inter * s.hidden * bf16);
+    l.w_down = Buffer(ops, s.hidden * s.inter * bf16);
+    ok = ok && l.attn_norm.ok() && l.w_qkv.ok() && l.wo.ok() && l.mlp_norm.ok() &&
+         l.w_gate_up.ok() && l.w_down.ok();
+    weight_bytes_ += l.attn_norm.bytes() + l.w_qkv.bytes() + l.wo.bytes() + l.mlp_norm.bytes() +
+                     l.w_gate_up.bytes() + l.w_down.bytes();
+  }
+  weight_bytes_ += embed_.bytes() + lm_head_.bytes() + final_norm_.bytes();
+  if (!ok) {
+    return error("the weights (" + std::to_string(weight_bytes_ >> 20) +
+                 " MiB in bf16) do not fit in GPU memory");
+  }
+  const std::vector<double> inv_freq = spec_.rope_inv_freq();
+  ops_->copy_to_device(inv_freq_.as(), inv_freq.data(), inv_freq.size() * sizeof(double));
+  ops_->synchronize();
+  return {};
+}
+
+void CudaDeviceImpl::upload(const ModelWeights& w) {
+  // Rounded to bf16 on the host, one tensor (or fused pair) at a time.
+  std::vector<std::uint16_t> bits;
+  const auto put_bf16 = [&](const Buffer& dst,
+                            std::initializer_list<const std::vector<float>*> parts) {
+    bits.clear();
+    for (const std::vector<float>* part : parts) {
+      for (float v : *part) bits.push_back(k::to_bf16(v));
+    }
+    check(bits.size() * 2 == dst.bytes(), "weight tensor size");
+    ops_->copy_to_device(dst.as(), bits.data(), dst.bytes());
+    ops_->synchronize();
+  };
+  const auto put_f32 = [&](const Buffer& dst, const std::vector<float>& v) {
+    check(v.size() * sizeof(float) == dst.bytes(), "norm size");
+    ops_->copy_to_device(dst.as(), v.data(), dst.bytes());
+    ops_->synchronize();
+  };
+  put_bf16(embed_, {&w.embed});
+  if (!spec_.tie_word_embeddings) put_bf16(lm_head_, {&w.lm_head});
+  put_f32(final_norm_, w.final_norm);
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    const LayerWeights& lw = w.layers[i];
+    LayerBuffers& l = layers_[i];
+    put_f32(l.attn_norm, lw.attn_norm);
+    put_bf16(l.w_qkv, {&lw.wq, &lw.wk, &lw.wv});
+    put_bf16(l.wo, {&lw.wo});
+    put_f32(l.mlp_norm, lw.mlp_norm);
+    put_bf16(l.w_gate_up, {&lw.w_gate, &lw.w_up});
+    put_bf16(l.w_down, {&lw.w_down});
+  }
+}
+
+void CudaDeviceImpl::generate(std::uint64_t seed) {
+  std::uint64_t stream = seed;
+  const auto fill = [&](const Buffer& b, bool bf16, float scale, float offset) {
+    const std::size_t count = b.bytes() / (bf16 ? 2 : 4);
+    ops_->fill_random({.bf16_out = bf16 ? b.as<std::uint16_t>() : nullptr,
+                       .f32_out = bf16 ? nullptr : b.as<float>(),
+                       .count = count,
+                       .seed = ++stream * 0x9E3779B97F4A7C15ull,
+                       .scale = scale,
+                       .offset = offset});
+  };
+  const auto linear_scale = [](std::size_t fan_in) {
+    return static_cast<float>(1.0 / std::sqrt(static_cast<double>(fan_in)));
+  };
+  fill(embed_, true, 1.0f, 0.0f);
+  if (!spec_.tie_word_embeddings) fill(lm_head_, true, linear_scale(shapes_.hidden), 0.0f);
+  fill(final_norm_, false, 0.1f, 1.0f);
+  for (LayerBuffers& l : layers_) {
+    fill(l.attn_norm, false, 0.1f, 1.0f);
+    fill(l.w_qkv, true, linear_scale(shapes_.hidden), 0.0f);
+    fill(l.wo, true, linear_scale(shapes_.q_dim), 0.0f);
+    fill(l.mlp_norm, false, 0.1f, 1.0f);
+    fill(l.w_gate_up, true, linear_scale(shapes_.hidden), 0.0f);
+    fill(l.w_down, true, linear_scale(shapes_.inter), 0.0f);
+  }
+  ops_->synchronize();
+}
+
+canon::Status CudaDeviceImpl::reserve(std::size_t tokens, std::size_t seqs) {
+  if (tokens <= capacity_tokens_ && seqs <= capacity_seqs_) return {};
+  tokens = std::max(tokens, capacity_tokens_);
+  seqs = std::max(seqs, capacity_seqs_);
+  const Shapes& s = shapes_;
+  k::Ops* ops = ops_.get();
+  x_ = Buffer(ops, tokens * s.hidden * sizeof(float));
+  proj_ = Buffer(ops, tokens * s.hidden * sizeof(float));
+  h_ = Buffer(ops, tokens * s.hidden * 2);
+  qkv_ = Buffer(ops, tokens * s.qkv_dim * 2);
+  attn_ = Buffer(ops, tokens * s.q_dim * 2);
+  gate_up_ = Buffer(ops, tokens * 2 * s.inter * 2);
+  act_ = Buffer(ops, tokens * s.inter * 2);
+  cos_ = Buffer(ops, tokens * s.head_dim / 2 * sizeof(float));
+  sin_ = Buffer(ops, tokens * s.head_dim / 2 * sizeof(float));
+  last_ = Buffer(ops, seqs * s.hidden * 2);
+  logits_ = Buffer(ops, seqs * s.vocab * sizeof(float));
+  sampled_ = Buffer(ops, seqs * sizeof(std::int32_t));
+  const bool ok = x_.ok() && proj_.ok() && h_.ok() && qkv_.ok() && attn_.ok() && gate_up_.ok() &&
+                  act_.ok() && cos_.ok() && sin_.ok() && last_.ok() && logits_.ok() &&
+                  sampled_.ok();
+  if (!ok) {
+    return error("activation buffers for " + std::to_string(tokens) +
+                 " tokens per step do not fit in GPU memory");
+  }
+  capacity_tokens_ = tokens;
+  capacity_seqs_ = seqs;
+  return {};
+}
+
+k::KvCacheView CudaDeviceImpl::layer_view(std::size_t layer) const {
+  const std::size_t rows_per_layer = 2 * shapes_.kv_heads * page_tokens_;
+  const std::size_t element_bytes = options_.kv_dtype == k::KvDtype::kBf16 ? 2 : 1;
+  k::KvCacheView v;
+  v.data = kv_.as<std::uint8_t>() + layer * rows_per_layer * shapes_.head_dim * element_bytes;
+  v.scales = options_.kv_dtype == k::KvDtype::kFp8E4m3
+                 ? kv_scales_.as<float>() + layer * rows_per_layer
+                 : nullptr;
+  v.dtype = options_.kv_dtype;
+  v.page_stride = static_cast<std::int64_t>(spec_.num_layers * rows_per_layer * shapes_.head_dim);
+  v.scale_page_stride = static_cast<std::int64_t>(spec_.num_layers * rows_per_layer);
+  v.page_tokens = static_cast<int>(page_tokens_);
+  v.num_kv_heads = static_cast<int>(shapes_.kv_heads);
+  v.head_dim = static_cast<int>(shapes_.head_dim);
+  return v;
+}
+
+void CudaDeviceImpl::validate(std::span<const SequenceStep> batch) const {
+  check(page_tokens_ > 0, "init_kv_cache() before execute()");
+  for (const SequenceStep& step : batch) {
+    check(!step.tokens.empty(), "a step has at least one token");
+    for (canon::TokenId t : step.tokens) check(t < spec_.vocab_size, "token id < vocab_size");
+    const std::size_t end = step.start_position + step.tokens.size();
+    check(step.pages.size() * page_tokens_ >= end, "pages cover every position of the step");
+    for (std::size_t p = 0; p < (end + page_tokens_ - 1) / page_tokens_; ++p) {
+      check(step.pages[p] < num_pages_, "page id < num_pages");
+    }
+    check(!step.sample || step.sampling != nullptr, "a sampling step has SamplingParams");
+  }
+}
+
+StepLayout CudaDeviceImpl::stage(std::span<const SequenceStep> batch, std::size_t total) {
+  // Count first: decode steps (1 token) and prefill steps (chunks), and their table widths.
+  std::size_t decodes = 0, prefills = 0, tiles = 0, sampled = 0;
+  std::size_t d_width = 1, p_width = 1, max_context = 0;
+  for (const SequenceStep& step : batch) {
+    const std::size_t pages =
+        (step.start_position + step.tokens.size() + page_tokens_ - 1) / page_tokens_;
+    if (step.tokens.size() == 1) {
+      ++decodes;
+      d_width = std::max(d_width, pages);
+      max_context = std::max(max_context, step.start_position + 1);
+    } else {
+      ++prefills;
+      p_width = std::max(p_width, pages);
+      tiles += (step.tokens.size() + k::kPrefillQueryTile - 1) / k::kPrefillQueryTile;
+    }
+    if (step.sample) ++sampled;
+  }
+  StepLayout l;
+  l.decodes = decodes;
+  l.prefills = prefills;
+  l.tiles = tiles;
+  l.sampled = sampled;
+  l.decode_width = d_width;
+  l.prefill_width = p_width;
+  l.max_decode_context = max_context;
+  std::size_t at = 0;
+  const auto place = [&](std::size_t& field, std::size_t bytes) {
+    at = (at + 15) / 16 * 16;
+    field = at;
+    at += bytes;
+  };
+  place(l.slots, total * 8);
+  place(l.token_ids, total * 4);
+  place(l.positions, total * 4);
+  place(l.sample_rows, sampled * 4);
+  place(l.d_rows, decodes * 4);
+  place(l.d_lens, decodes * 4);
+  place(l.d_table, decodes * d_width * 4);
+  place(l.p_start, prefills * 4);
+  place(l.p_new, prefills * 4);
+  place(l.p_pos, prefills * 4);
+  place(l.p_table, prefills * p_width * 4);
+  place(l.p_tiles, tiles * 2 * 4);
+  l.bytes = at;
+
+  if (l.bytes > staging_bytes_) {
+    if (staging_ != nullptr) ops_->free_host(staging_);
+    staging_bytes_ = std::max(l.bytes, 2 * staging_bytes_);
+    staging_ = ops_->alloc_host(staging_bytes_);
+    check(staging_ != nullptr, "pinned host memory for the step's metadata");
+    meta_ = Buffer(ops_.get(), staging_bytes_);
+    check(meta_.ok(), "device memory for the step's metadata");
+  }
+  auto* base = static_cast<std::uint8_t*>(staging_);
+  const auto i32 = [&](std::size_t offset) {
+    return reinterpret_cast<std::int32_t*>(base + offset);
+  };
+  auto* slots = reinterpret_cast<std::int64_t*>(base + l.slots);
+  std::int32_t* ids = i32(l.token_ids);
+  std::int32_t* positions = i32(l.positions);
+  std::int32_t* sample_rows = i32(l.sample_rows);
+  std::size_t row = 0, d = 0, p = 0, tile = 0, s = 0;
+  for (const SequenceStep& step : batch) {
+    const std::size_t n = step.tokens.size();
+    const std::size_t end = step.start_position + n;
+    const std::size_t pages = (end + page_tokens_ - 1) / page_tokens_;
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t pos = step.start_position + i;
+      ids[row + i] = static_cast<std::int32_t>(step.tokens[i]);
+      positions[row + i] = static_cast<std::int32_t>(pos);
+      slots[row + i] = static_cast<std::int64_t>(step.pages[pos / page_tokens_]) *
+                           static_cast<std::int64_t>(page_tokens_) +
+                       static_cast<std::int64_t>(pos % page_tokens_);
+    }
+    if (n == 1) {
+      i32(l.d_rows)[d] = static_cast<std::int32_t>(row);
+      i32(l.d_lens)[d] = static_cast<std::int32_t>(end);
+      std::int32_t* table = i32(l.d_table) + d * d_width;
+      for (std::size_t j = 0; j < pages; ++j) table[j] = static_cast<std::int32_t>(step.pages[j]);
+      ++d;
+    } else {
+      i32(l.p_start)[p] = static_cast<std::int32_t>(row);
+      i32(l.p_new)[p] = static_cast<std::int32_t>(n);
+      i32(l.p_pos)[p] = static_cast<std::int32_t>(step.start_position);
+      std::int32_t* table = i32(l.p_table) + p * p_width;
+      for (std::size_t j = 0; j < pages; ++j) table[j] = static_cast<std::int32_t>(step.pages[j]);
+      for (std::size_t t = 0; t < n; t += k::kPrefillQueryTile) {
+        i32(l.p_tiles)[2 * tile] = static_cast<std::int32_t>(p);
+        i32(l.p_tiles)[2 * tile + 1] = static_cast<std::int32_t>(t);
+        ++tile;
+      }
+      ++p;
+    }
+    row += n;
+    if (step.sample) sample_rows[s++] = static_cast<std::int32_t>(row - 1);
+  }
+  ops_->copy_to_device(meta_.as(), staging_, l.bytes);
+  return l;
+}
+
+StepOutput CudaDeviceImpl::execute(std::span<const SequenceStep> batch) {
+  validate(batch);
+  std::size_t total = 0;
+  for (const SequenceStep& step : batch) total += step.tokens.size();
+  const canon::Status reserved = reserve(total, batch.size());
+  if (!reserved.ok()) {
+    std::fprintf(stderr, "cuda device: %s\n", reserved.error().message.c_str());
+    std::abort();  // the pool was sized with room for max_batch_tokens: a scheduler bug
+  }
+  const StepLayout l = stage(batch, total);
+  const Shapes& s = shapes_;
+  auto* meta = meta_.as<std::uint8_t>();
+  const auto i32 = [&](std::size_t offset) {
+    return reinterpret_cast<const std::int32_t*>(meta + offset);
+  };
+  const int rows = static_cast<int>(total);
+  const int hidden = static_cast<int>(s.hidden);
+  const auto eps = static_cast<float>(spec_.rms_norm_eps);
+  const float softmax_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(s.head_dim)));
+
+  ops_->embedding({.token_ids = i32(l.token_ids),
+                   .table = embed_.as<std::uint16_t>(),
+                   .out = x_.as<float>(),
+                   .num_tokens = rows,
+                   .hidden = hidden});
+  ops_->rope_table({.positions = i32(l.positions),
+                    .inv_freq = inv_freq_.as<double>(),
+                    .cos = cos_.as<float>(),
+                    .sin = sin_.as<float>(),
+                    .num_tokens = rows,
+                    .half_dim = static_cast<int>(s.head_dim / 2)});
+
+  // Decode attention's split plan and workspace, the same for every layer.
+  int splits = 1;
+  if (l.decodes > 0) {
+    splits = k::decode_attention_splits(static_cast<int>(l.decodes), static_cast<int>(s.kv_heads),
+                                        static_cast<int>(l.max_decode_context),
+                                        ops_->multiprocessor_count());
+    const std::size_t bytes =
+        k::decode_attention_workspace_bytes(static_cast<int>(l.decodes), static_cast<int>(s.heads),
+                                            static_cast<int>(s.head_dim), splits);
+    if (bytes > workspace_.bytes()) {
+      workspace_ = Buffer(ops_.get(), bytes);
+      check(workspace_.ok(), "device memory for decode attention's workspace");
+    }
+  }
+
+  for (std::size_t layer = 0; layer < layers_.size(); ++layer) {
+    const LayerBuffers& lw = layers_[layer];
+    const k::KvCacheView view = layer_view(layer);
+    // Attention block. The previous layer's MLP output (proj) joins the residual here.
+    ops_->rms_norm({.residual = x_.as<float>(),
+                    .add = layer > 0 ? proj_.as<float>() : nullptr,
+                    .weight = lw.attn_norm.as<float>(),
+                    .out = h_.as<std::uint16_t>(),
+                    .rows = rows,
+                    .dim = hidden,
+                    .eps = eps});
+    gemm(h_, lw.w_qkv, qkv_.as(), false, total, s.hidden, s.qkv_dim);
+    ops_->rope_kv_write({.qkv = qkv_.as<std::uint16_t>(),
+                         .cos = cos_.as<float>(),
+                         .sin = sin_.as<float>(),
+                         .slots = reinterpret_cast<const std::int64_t*>(meta + l.slots),
+                         .cache = view,
+                         .num_tokens = rows,
+                         .num_heads = static_cast<int>(s.heads)});
+    if (l.decodes > 0) {
+      ops_->decode_attention({.q = qkv_.as<std::uint16_t>(),
+                              .q_row_stride = static_cast<std::int64_t>(s.qkv_dim),
+                              .out = attn_.as<std::uint16_t>(),
+                              .out_row_stride = static_cast<std::int64_t>(s.q_dim),
+                              .q_rows = i32(l.d_rows),
+                              .context_lens = i32(l.d_lens),
+                              .page_table = i32(l.d_table),
+                              .page_table_stride = static_cast<int>(l.decode_width),
+                              .num_seqs = static_cast<int>(l.decodes),
+                              .num_heads = static_cast<int>(s.heads),
+                              .cache = view,
+                              .softmax_scale = softmax_scale,
+                              .num_splits = splits,
+                              .workspace = workspace_.as()});
+    }
+    if (l.prefills > 0) {
+      ops_->prefill_attention({.q = qkv_.as<std::uint16_t>(),
+                               .q_row_stride = static_cast<std::int64_t>(s.qkv_dim),
+                               .out = attn_.as<std::uint16_t>(),
+                               .out_row_stride = static_cast<std::int64_t>(s.q_dim),
+                               .tiles = i32(l.p_tiles),
+                               .q_start_rows = i32(l.p_start),
+                               .num_new = i32(l.p_new),
+                               .start_positions = i32(l.p_pos),
+                               .page_table = i32(l.p_table),
+                               .page_table_stride = static_cast<int>(l.prefill_width),
+                               .num_tiles = static_cast<int>(l.tiles),
+                               .num_heads = static_cast<int>(s.heads),
+                               .cache = view,
+                               .softmax_scale = softmax_scale});
+    }
+    gemm(attn_, lw.wo, proj_.as(), true, total, s.q_dim, s.hidden);
+    // MLP block.
+    ops_->rms_norm({.residual = x_.as<float>(),
+                    .add = proj_.as<float>(),
+                    .weight = lw.mlp_norm.as<float>(),
+                    .out = h_.as<std::uint16_t>(),
+                    .rows = rows,
+                    .dim = hidden,
+                    .eps = eps});
+    gemm(h_, lw.w_gate_up, gate_up_.as(), false, total, s.hidden, 2 * s.inter);
+    ops_->silu_mul({.gate_up = gate_up_.as<std::uint16_t>(),
+                    .out = act_.as<std::uint16_t>(),
+                    .rows = rows,
+                    .inter = static_cast<int>(s.inter)});
+    gemm(act_, lw.w_down, proj_.as(), true, total, s.inter, s.hidden);
+  }
+
+  StepOutput output;
+  output.tokens.assign(batch.size(), 0);
+  if (l.sampled == 0) {
+    ops_->synchronize();  // the staging area is reused by the next step
+    return output;
+  }
+  // The last MLP output joins the residual of the sampled rows only, then the final norm.
+  ops_->rms_norm({.residual = x_.as<float>(),
+                  .add = proj_.as<float>(),
+                  .weight = final_norm_.as<float>(),
+                  .out = last_.as<std::uint16_t>(),
+                  .rows_index = i32(l.sample_rows),
+                  .rows = static_cast<int>(l.sampled),
+                  .dim = hidden,
+                  .eps = eps});
+  const Buffer& head = spec_.tie_word_embeddings ? embed_ : lm_head_;
+  gemm(last_, head, logits_.as(), true, l.sampled, s.hidden, s.vocab);
+  ops_->argmax({.logits = logits_.as<float>(),
+                .out = sampled_.as<std::int32_t>(),
+                .rows = static_cast<int>(l.sampled),
+                .vocab = static_cast<int>(s.vocab)});
+  host_tokens_.resize(l.sampled);
+  ops_->copy_to_host(host_tokens_.data(), sampled_.as(), l.sampled * sizeof(std::int32_t));
+  if (options_.return_logits) {
+    output.logits.resize(l.sampled * s.vocab);
+    ops_->copy_to_host(output.logits.data(), logits_.as(), output.logits.size() * sizeof(float));
+  }
+  std::vector<float> row_logits;
+  std::size_t sampled_index = 0;
+  for (std::size_t b = 0; b < batch.size(); ++b) {
+    const SequenceStep& step = batch[b];
+    if (!step.sample) continue;
+    const SamplingParams& params = *step.sampling;
+    const bool greedy = !(params.temperature > 0.0) || params.top_k == 1;
+    if (greedy) {
+      output.tokens[b] = static_cast<canon::TokenId>(host_tokens_[sampled_index]);
+    } else if (options_.return_logits) {
+      output.tokens[b] = sample_token(
+          std::span<const float>(output.logits).subspan(sampled_index * s.vocab, s.vocab), params,
+          step.sample_step);
+    } else {
+      row_logits.resize(s.vocab);
+      ops_->copy_to_host(row_logits.data(), logits_.as<float>() + sampled_index * s.vocab,
+                         s.vocab * sizeof(float));
+      output.tokens[b] = sample_token(row_logits, params, step.sample_step);
+    }
+    ++sampled_index;
+  }
+  return output;
+}
+
+// Checks before any memory is taken: the kernels' supported shapes.
+canon::Status check_shape(const ModelSpec& spec) {
+  const char* why = k::unsupported_attention_shape(
+      static_cast<int>(spec.head_dim), static_cast<int>(spec.num_heads / spec.num_kv_heads));
+  if (why != nullptr)
+    return error(std::string("the cuda device cannot run ") + spec.id + ": " + why);
+  return {};
+}
+
+canon::Result<std::unique_ptr<CudaDevice>> finish(std::unique_ptr<CudaDeviceImpl> device,
+                                                  const CudaDeviceOptions& options) {
+  const canon::Status reserved = device->reserve(std::max<std::size_t>(1, options.max_batch_tokens),
+                                                 std::max<std::size_t>(1, options.max_seqs));
+  if (!reserved.ok()) return reserved.error();
+  return std::unique_ptr<CudaDevice>(std::move(device));
+}
+
+}  // namespace
+
+canon::Result<std::unique_ptr<CudaDevice>> make_cuda_device(const Model& model,
+                                                            std::unique_ptr<k::Ops> ops,
+                                                            const CudaDeviceOptions& options) {
+  if (model.weights == nullptr) return error("the model has no weights");
+  if (const canon::Status shape = check_shape(model.spec); !shape.ok()) return shape.error();
+  auto device = std::make_unique<CudaDeviceImpl>(model.spec, std::move(ops), options);
+  if (const canon::Status allocated = device->allocate_weights(); !allocated.ok()) {
+    return allocated.error();
+  }
+  device->upload(*model.weights);
+  return finish(std::move(device), options);
+}
+
+canon::Result<std::unique_ptr<CudaDevice>> make_generated_cuda_device(
+    const ModelSpec& spec, std::uint64_t seed, std::unique_ptr<k::Ops> ops,
+    const CudaDeviceOptions& options) {
+  if (const canon::Status shape = check_shape(spec); !shape.ok()) return shape.error();
+  auto device = std::make_unique<CudaDeviceImpl>(spec, std::move(ops), options);
+  if (const canon::Status allocated = device->allocate_weights(); !allocated.ok()) {
+    return allocated.error();
+  }
+  device->generate(seed);
+  return finish(std::move(device), options);
+}
+
+std::size_t kv_pages_for_utilization(std::size_t free_bytes, double fraction,
+                                     std::size_t page_bytes) {
+  if (page_bytes == 0 || !(fraction > 0.0)) return 0;
+  const double budget = static_cast<double>(free_bytes) * std::min(fraction, 1.0);
+  return static_cast<std::size_t>(budget / static_cast<double>(page_bytes));
+}
+
+}  // namespace prefixgate::engine
