@@ -3,8 +3,8 @@
 //
 //   prefixgate-engine --model builtin:tiny --device cpu --host 127.0.0.1 --port 9001
 //
-// Exit status: 0 after a clean shutdown, 1 when the model, device or socket cannot be set up,
-// 2 for invalid flags.
+// Exit status: 0 after a clean shutdown, 1 when the model, device or socket cannot be set up
+// (no GPU for --device cuda, say), 2 for invalid flags.
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
@@ -14,6 +14,9 @@
 #include <string>
 
 #include "prefixgate/engine/cpu_device.h"
+#if defined(PREFIXGATE_HAVE_KERNELS)
+#include "prefixgate/engine/cuda_device.h"
+#endif
 #include "prefixgate/engine/model.h"
 #include "prefixgate/engine/sim_device.h"
 #include "server/server.h"
@@ -38,6 +41,9 @@ struct Flags {
   std::size_t block_size = 16;
   std::size_t threads = 4;
   int compute_threads = 0;
+  std::string kv_cache_dtype = "auto";
+  double gpu_memory_utilization = 0.9;
+  int cuda_device = 0;
   std::string served_model_name;
   std::string log_level = "info";
   double drain_timeout_s = 30;
@@ -55,8 +61,10 @@ int main(int argc, char** argv) {
   CLI::App app{"prefixgate-engine: an OpenAI-compatible serving replica with a radix prefix cache"};
   app.add_option("--model", f.model, "builtin:tiny, builtin:small, or a Hugging Face folder")
       ->capture_default_str();
-  app.add_option("--device", f.device, "cpu (real forward pass) or sim (GPU cost model)")
-      ->check(CLI::IsMember({"cpu", "sim"}))
+  app.add_option("--device", f.device,
+                 "cpu (real forward pass), cuda (the same on an NVIDIA GPU) or sim (GPU cost "
+                 "model)")
+      ->check(CLI::IsMember({"cpu", "cuda", "sim"}))
       ->capture_default_str();
   app.add_option("--sim-profile", f.sim_profile,
                  "sim: GPU:MODEL[@bf16|@fp8], e.g. h100:llama3-8b (default h100:<model>)");
@@ -67,12 +75,27 @@ int main(int argc, char** argv) {
   app.add_option("--port", f.port, "port to listen on; 0 picks a free one")
       ->check(CLI::Range(0, 65535))
       ->capture_default_str();
-  app.add_option("--kv-cache-tokens", f.kv_cache_tokens, "KV cache capacity in tokens")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
+  auto* kv_tokens_option =
+      app.add_option("--kv-cache-tokens", f.kv_cache_tokens,
+                     "KV cache capacity in tokens (cuda: default from --gpu-memory-utilization)")
+          ->check(CLI::PositiveNumber)
+          ->capture_default_str();
   app.add_option("--kv-cache-memory-mib", f.kv_cache_memory_mib,
                  "KV cache size as a memory budget in MiB (overrides --kv-cache-tokens)")
       ->check(CLI::PositiveNumber);
+  app.add_option("--kv-cache-dtype", f.kv_cache_dtype,
+                 "cuda: KV cache element type: auto (bf16), bf16, or fp8 (e4m3 with a scale per "
+                 "token and head: about half the memory)")
+      ->check(CLI::IsMember({"auto", "bf16", "fp8", "fp8_e4m3"}))
+      ->capture_default_str();
+  app.add_option("--gpu-memory-utilization", f.gpu_memory_utilization,
+                 "cuda: fraction of the GPU memory free after weights and activations that the "
+                 "KV cache takes, unless --kv-cache-tokens or --kv-cache-memory-mib is given")
+      ->check(CLI::Range(0.01, 1.0))
+      ->capture_default_str();
+  app.add_option("--cuda-device", f.cuda_device, "cuda: which GPU (CUDA device index)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   app.add_option("--max-num-batched-tokens", f.max_num_batched_tokens,
                  "token budget of one engine step")
       ->check(CLI::PositiveNumber)
@@ -119,6 +142,33 @@ int main(int argc, char** argv) {
   std::size_t device_capacity_pages = std::numeric_limits<std::size_t>::max();
   if (f.device == "cpu") {
     device = engine::make_cpu_device(*model, f.compute_threads);
+  } else if (f.device == "cuda") {
+#if defined(PREFIXGATE_HAVE_KERNELS)
+    auto ops = prefixgate::kernels::make_cuda_ops(f.cuda_device);
+    if (!ops.ok) return fail("--device cuda: " + ops.error);
+    engine::CudaDeviceOptions options;
+    options.kv_dtype = f.kv_cache_dtype.starts_with("fp8") ? prefixgate::kernels::KvDtype::kFp8E4m3
+                                                           : prefixgate::kernels::KvDtype::kBf16;
+    options.max_batch_tokens = f.max_num_batched_tokens;
+    options.max_seqs = f.max_num_seqs;
+    const std::string gpu = ops.ops->name();
+    auto cuda = engine::make_cuda_device(*model, std::move(ops.ops), options);
+    if (!cuda.ok()) return fail("--device cuda: " + cuda.error().message);
+    if (kv_tokens_option->count() == 0 && f.kv_cache_memory_mib <= 0) {
+      num_pages =
+          engine::kv_pages_for_utilization((*cuda)->free_memory_bytes(), f.gpu_memory_utilization,
+                                           (*cuda)->kv_page_bytes(f.block_size));
+      if (num_pages == 0) return fail("--device cuda: no GPU memory left for the KV cache");
+    }
+    spdlog::info("cuda device {}: {} MiB of bf16 weights, {} KV cache", gpu,
+                 (*cuda)->weight_bytes() >> 20,
+                 f.kv_cache_dtype == "auto" ? "bf16" : f.kv_cache_dtype);
+    device = std::move(*cuda);
+#else
+    return fail(
+        "--device cuda: this build has no cuda device (the CUDA toolkit was not found "
+        "when it was configured; see kernels/README.md)");
+#endif
   } else {
     const std::string profile_name =
         f.sim_profile.empty() ? "h100:" + model->spec.id : f.sim_profile;
