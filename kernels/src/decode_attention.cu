@@ -77,31 +77,44 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(DecodeAttentionParams 
   Partial<VEC> state[GROUP];
   const std::int32_t* table = p.page_table + static_cast<std::int64_t>(b) * p.page_table_stride;
   const auto* cache = static_cast<const CacheT*>(c.data);
-  // Warp-uniform loop bound: every lane takes part in each step's shuffles.
-  for (int base = begin + warp * TOKENS; base < end; base += kWarps * TOKENS) {
-    const int t = base + slot;
-    const bool valid = t < end;
-    float k[VEC];
-    float v[VEC];
+  // The raw K/V bits (and fp8 scales) of token t, zeros past the end.
+  struct Loaded {
+    uint4 k = {0, 0, 0, 0};
+    uint4 v = {0, 0, 0, 0};
     float k_scale = 1;
     float v_scale = 1;
-    if (valid) {
+  };
+  const auto load = [&](int t) {
+    Loaded r;
+    if (t < end) {
       const std::int64_t page = table[t / c.page_tokens];
       const int s = t % c.page_tokens;
-      const uint4 k_bits =
-          *reinterpret_cast<const uint4*>(cache + kv_offset(c, page, 0, g, s) + chunk * VEC);
-      const uint4 v_bits =
-          *reinterpret_cast<const uint4*>(cache + kv_offset(c, page, 1, g, s) + chunk * VEC);
-      unpack(k_bits, k);
-      unpack(v_bits, v);
+      r.k = *reinterpret_cast<const uint4*>(cache + kv_offset(c, page, 0, g, s) + chunk * VEC);
+      r.v = *reinterpret_cast<const uint4*>(cache + kv_offset(c, page, 1, g, s) + chunk * VEC);
       if constexpr (sizeof(CacheT) == 1) {
-        k_scale = c.scales[kv_scale_offset(c, page, 0, g, s)];
-        v_scale = c.scales[kv_scale_offset(c, page, 1, g, s)];
+        r.k_scale = c.scales[kv_scale_offset(c, page, 0, g, s)];
+        r.v_scale = c.scales[kv_scale_offset(c, page, 1, g, s)];
       }
-    } else {
-#pragma unroll
-      for (int i = 0; i < VEC; ++i) k[i] = v[i] = 0;
     }
+    return r;
+  };
+  // Software pipelining: the next step's loads are issued before this step's arithmetic, so
+  // each lane keeps two 16-byte K and V loads in flight (decode is bound by memory latency
+  // times bytes in flight).
+  constexpr int kStride = kWarps * TOKENS;
+  Loaded next = load(begin + warp * TOKENS + slot);
+  // Warp-uniform loop bound: every lane takes part in each step's shuffles.
+  for (int base = begin + warp * TOKENS; base < end; base += kStride) {
+    const int t = base + slot;
+    const bool valid = t < end;
+    const Loaded current = next;
+    if (base + kStride < end) next = load(t + kStride);
+    float k[VEC];
+    float v[VEC];
+    unpack(current.k, k);
+    unpack(current.v, v);
+    const float k_scale = current.k_scale;
+    const float v_scale = current.v_scale;
 #pragma unroll
     for (int gi = 0; gi < GROUP; ++gi) {
       float dot = 0;

@@ -487,8 +487,9 @@ TEST(KernelsTest, DecodeAttentionSplitPlanner) {
   // below min_split_tokens.
   EXPECT_EQ(decode_attention_splits(1, 8, 32768, 132), 64);
   EXPECT_EQ(decode_attention_splits(64, 8, 32768, 132), 2);
-  EXPECT_EQ(decode_attention_splits(1, 8, 300, 132), 1);
-  EXPECT_EQ(decode_attention_splits(1, 8, 8192, 132), 32);
+  EXPECT_EQ(decode_attention_splits(1, 8, 300, 132), 2);
+  EXPECT_EQ(decode_attention_splits(1, 8, 100, 132), 1);
+  EXPECT_EQ(decode_attention_splits(1, 8, 8192, 132), 64);
   EXPECT_EQ(decode_attention_workspace_bytes(2, 4, 8, 1), 0u);
   EXPECT_EQ(decode_attention_workspace_bytes(2, 4, 8, 3), 2u * 4 * 3 * 9 * sizeof(float));
 }

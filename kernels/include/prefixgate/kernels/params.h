@@ -123,7 +123,7 @@ struct DecodeAttentionParams {
 // Splits that keep every multiprocessor busy: about `waves` blocks per multiprocessor, each
 // split at least `min_split_tokens` keys long.
 int decode_attention_splits(int num_seqs, int num_kv_heads, int max_context_len,
-                            int multiprocessors, int min_split_tokens = 256, int waves = 4);
+                            int multiprocessors, int min_split_tokens = 128, int waves = 4);
 // Null when the attention kernels support (head_dim, query heads per KV head), else why not.
 const char* unsupported_attention_shape(int head_dim, int group);
 std::size_t decode_attention_workspace_bytes(int num_seqs, int num_heads, int head_dim,
