@@ -241,6 +241,12 @@ OpsResult make_cuda_ops(int device) {
   OpsResult result;
   int count = 0;
   const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status == cudaErrorNoDevice || status == cudaErrorInsufficientDriver) {
+    // What a machine without an NVIDIA GPU, or without its driver, reports.
+    result.error = "no NVIDIA GPU with a driver for CUDA " + std::to_string(CUDART_VERSION / 1000) +
+                   " on this machine (" + cudaGetErrorString(status) + ")";
+    return result;
+  }
   if (status != cudaSuccess) {
     result.error = std::string("no usable CUDA device: ") + cudaGetErrorString(status);
     return result;

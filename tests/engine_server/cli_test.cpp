@@ -79,19 +79,34 @@ TEST(EngineCliTest, HelpDocumentsEveryFlag) {
   for (const char* flag :
        {"--model", "--device", "--sim-profile", "--sim-speedup", "--kv-cache-tokens",
         "--max-num-batched-tokens", "--max-num-seqs", "--max-model-len", "--block-size",
-        "--threads", "--served-model-name", "--log-level", "--host", "--port"}) {
+        "--threads", "--served-model-name", "--log-level", "--host", "--port", "--kv-cache-dtype",
+        "--gpu-memory-utilization", "--cuda-device"}) {
     EXPECT_NE(out.find(flag), std::string::npos) << flag;
   }
 }
 
 TEST(EngineCliTest, InvalidFlagsExitWithTwo) {
-  for (std::vector<std::string> args :
-       {std::vector<std::string>{"--no-such-flag"}, {"--device", "tpu"}, {"--port", "notaport"}}) {
+  for (std::vector<std::string> args : {std::vector<std::string>{"--no-such-flag"},
+                                        {"--device", "tpu"},
+                                        {"--port", "notaport"},
+                                        {"--kv-cache-dtype", "fp4"},
+                                        {"--gpu-memory-utilization", "1.5"}}) {
     Process p = spawn(args);
     const std::string out = read_rest(p);
     EXPECT_EQ(wait_exit(p), 2) << args[0];
     EXPECT_FALSE(out.empty());
   }
+}
+
+// On a machine without a GPU (CI), --device cuda fails at start-up with exit 1 and the reason:
+// no GPU or driver, or a build without the CUDA toolkit. Where a GPU is, the gpu tests cover it.
+TEST(EngineCliTest, CudaDeviceWithoutGpuExitsWithOneAndSaysWhy) {
+  if (access("/dev/nvidia0", F_OK) == 0) GTEST_SKIP() << "this machine has a GPU";
+  Process p = spawn({"--model", "builtin:tiny", "--device", "cuda", "--port", "0"});
+  const std::string out = read_rest(p);
+  EXPECT_EQ(wait_exit(p), 1) << out;
+  EXPECT_NE(out.find("--device cuda: "), std::string::npos) << out;
+  EXPECT_EQ(out.find("listening on"), std::string::npos) << out;
 }
 
 TEST(EngineCliTest, ServesTinyModelAndDrainsOnSigterm) {
