@@ -139,9 +139,9 @@ run_bundle() {
 echo "== run from the bundle"
 run_bundle "from the bundle" "$out/bin" env -u LD_LIBRARY_PATH
 
-# As bare as the GPU host gets: a root holding only glibc's files (and libgcc_s) that the
-# binaries load, and the bundle. Needs root, for chroot and for /proc (the loader reads
-# /proc/self/exe to expand $ORIGIN).
+# As bare as the GPU host gets: a root holding only the bundle and the host's files that the
+# binaries load (glibc's, libgcc_s, CUDA's), at their paths. Needs root, for chroot and for /proc
+# (the loader reads /proc/self/exe to expand $ORIGIN).
 bare=$(mktemp -d)
 cleanup() {
   umount "$bare/proc" 2>/dev/null || true
@@ -152,7 +152,7 @@ mkdir -p "$bare/proc" "$bare/tmp"
 if [[ $(id -u) == 0 ]] && mount --bind /proc "$bare/proc" 2>/dev/null; then
   for bin in "$out"/bin/*; do
     env -u LD_LIBRARY_PATH ldd "$bin" | grep -oE '/[^ ]+' | while read -r lib; do
-      if [[ ${lib##*/} =~ $system_libs && ! -e $bare$lib ]]; then
+      if [[ (${lib##*/} =~ $system_libs || ${lib##*/} =~ $cuda_libs) && ! -e $bare$lib ]]; then
         cp -L --parents "$lib" "$bare/"
       fi
     done
@@ -160,7 +160,7 @@ if [[ $(id -u) == 0 ]] && mount --bind /proc "$bare/proc" 2>/dev/null; then
   cp -a "$out" "$bare/bundle"
   echo "== run in a root with only these files and the bundle:" \
     "$(find "$bare" \( -path "$bare/bundle" -o -path "$bare/proc" \) -prune -o -type f -printf '/%P ')"
-  run_bundle "in a root with only glibc and the bundle" /bundle/bin chroot "$bare"
+  run_bundle "in a root with only the bundle and the host's files" /bundle/bin chroot "$bare"
 else
   echo "gpu-bundle: not root, or /proc cannot be mounted: skipping the run in a bare root"
 fi
