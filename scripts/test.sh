@@ -16,6 +16,11 @@ phase() { echo "== [$((SECONDS / 60))m$((SECONDS % 60))s] $*"; }
 phase "format check"
 scripts/check-format.sh
 
+# The GPU host's self-contained build (scripts/gpu-bundle.sh OUTDIR builds, checks and packs it,
+# minutes): here only that its preset configures and links the engine statically (seconds).
+phase "static preset: configure and check the engine's link line"
+scripts/gpu-bundle.sh --check-config
+
 phase "release build and tests"
 cmake --preset release >/dev/null
 cmake --build --preset release -j "$jobs"
