@@ -18,7 +18,8 @@ set -euo pipefail
 
 # The executables to bundle. A name the build tree does not define (a CUDA target on a machine
 # without nvcc) is skipped with a message, so the list can name targets ahead of them.
-targets=(prefixgate-engine engine_tests)
+# scripts/gpu-check.sh runs these three on the GPU host.
+targets=(prefixgate-engine kernels_gpu_tests prefixgate-gpu-bench)
 # What the host provides: glibc's parts and libgcc_s, and CUDA's driver and toolkit libraries.
 system_libs='^(linux-vdso|libc|libm|libmvec|libpthread|libdl|librt|libutil|libresolv|libanl|ld-linux[^ ]*|libgcc_s)\.so'
 cuda_libs='^lib(cuda|cudart|cublas|cublasLt|nvidia|nvrtc|nvJitLink)[^ ]*\.so'
@@ -128,6 +129,7 @@ run_bundle() {
     name=${bin##*/}
     case $name in
       prefixgate-engine) "$@" "$bin_dir/$name" --help >/dev/null ;;
+      prefixgate-gpu-bench) "$@" "$bin_dir/$name" --emu >/dev/null ;;
       *_tests) "$@" "$bin_dir/$name" --gtest_brief=1 ;;
       *_bench) "$@" "$bin_dir/$name" --benchmark_list_tests >/dev/null ;;
       *) continue ;;

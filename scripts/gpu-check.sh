@@ -7,9 +7,9 @@
 # OUT/summary.md, with the logs and JSON beside it.
 #
 # Usage: scripts/gpu-check.sh [OUT]            OUT defaults to build/gpu-check
-#   PREFIXGATE_BUNDLE=DIR scripts/gpu-check.sh  use DIR/bin (scripts/gpu-bundle.sh DIR) instead of
-#                                               building: for GPU hosts that have the CUDA
-#                                               toolkit but not this build's Debian libraries.
+#   PREFIXGATE_BUNDLE=DIR|DIR.tar.xz scripts/gpu-check.sh
+#       use the binaries of scripts/gpu-bundle.sh DIR instead of building: for GPU hosts that have
+#       the CUDA driver and toolkit but not this build's Debian libraries.
 # Exit status: 0 when every step passed, 1 when one failed (the summary says which).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -35,7 +35,13 @@ note "Commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 
 step "binaries"
 if [[ -n ${PREFIXGATE_BUNDLE:-} ]]; then
-  bin="$PREFIXGATE_BUNDLE/bin"
+  bundle=$PREFIXGATE_BUNDLE
+  if [[ $bundle == *.tar.xz ]]; then
+    mkdir -p "$out/bundle"
+    tar -xJf "$bundle" -C "$out/bundle" || exit 1
+    bundle=$(find "$out/bundle" -mindepth 2 -maxdepth 2 -name bin -type d -printf '%h\n' | head -1)
+  fi
+  bin="$bundle/bin"
   tests="$bin/kernels_gpu_tests" bench="$bin/prefixgate-gpu-bench" engine="$bin/prefixgate-engine"
   note "Binaries: the bundle in $PREFIXGATE_BUNDLE"
 else
