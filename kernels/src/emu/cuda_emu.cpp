@@ -131,6 +131,7 @@ struct WarpState {
   int arrived = 0;
   std::uint64_t generation = 0;
   unsigned char slots[2][32][8] = {};
+  std::uint64_t rounds[2][32] = {};  // 1 + the round each slot was written in; 0: never
 };
 
 struct BlockState {
@@ -332,18 +333,20 @@ void sync_warp() {
 void exchange(const void* value, void* out, std::size_t bytes, int source_lane) {
   Fiber& f = current_fiber();
   WarpState& w = g_block->warps[static_cast<std::size_t>(f.linear / 32)];
-  const int warp_base = f.linear / 32 * 32;
-  const auto threads = static_cast<int>(g_block->fibers.size());
-  if (warp_base + source_lane >= threads ||
-      g_block->fibers[static_cast<std::size_t>(warp_base + source_lane)].done) {
+  // Two slot buffers, alternating: a lane cannot write round k + 2 before every lane has read
+  // round k, since round k + 1's rendezvous lies between. Each slot is stamped with its round,
+  // so reading a lane that did not take part (it returned, or does not exist) is caught.
+  const std::uint64_t round = f.exchanges++;
+  const std::size_t buffer = round % 2;
+  const auto lane = static_cast<std::size_t>(f.linear % 32);
+  std::memcpy(w.slots[buffer][lane], value, bytes);
+  w.rounds[buffer][lane] = round + 1;
+  sync_warp();
+  const auto source = static_cast<std::size_t>(source_lane);
+  if (w.rounds[buffer][source] != round + 1) {
     fail("shuffle from a lane that does not exist or has returned");
   }
-  // Two slot buffers, alternating: a lane cannot write round k + 2 before every lane has read
-  // round k, since round k + 1's rendezvous lies between.
-  const std::size_t buffer = f.exchanges++ % 2;
-  std::memcpy(w.slots[buffer][f.linear % 32], value, bytes);
-  sync_warp();
-  std::memcpy(out, w.slots[buffer][source_lane], bytes);
+  std::memcpy(out, w.slots[buffer][source], bytes);
 }
 
 void launch(dim3 grid, dim3 block, std::size_t shared_bytes, const std::function<void()>& kernel) {
