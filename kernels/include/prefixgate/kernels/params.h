@@ -134,7 +134,7 @@ std::size_t decode_attention_workspace_bytes(int num_seqs, int num_heads, int he
 // Sequence s's new token i sits at position start_positions[s] + i, reads q row
 // q_start_rows[s] + i, and sees keys [0, start_positions[s] + i]. The work is a list of tiles
 // of kPrefillQueryTile query tokens: tiles[2k] = s, tiles[2k + 1] = first token i of the tile.
-inline constexpr int kPrefillQueryTile = 32;
+inline constexpr int kPrefillQueryTile = 64;
 struct PrefillAttentionParams {
   const std::uint16_t* q = nullptr;
   std::int64_t q_row_stride = 0;
