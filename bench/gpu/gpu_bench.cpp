@@ -375,18 +375,22 @@ void measure_engine(std::unique_ptr<k::Ops> ops, const engine::ModelSpec& spec, 
   std::printf("engine: %s, %.2f GB of bf16 weights, %zu KV pages\n", spec.id.c_str(), weight_gb,
               pages);
 
-  // Batch-1 decode: every step reads every weight once.
-  {
+  // Batch-1 decode: every step reads every weight once. With decode graphs (the default) and
+  // with every kernel launched from the host.
+  for (const bool graphs : {true, false}) {
+    rig.device->set_cuda_graphs(graphs);
     Seq s{.tokens = tokens(context, 1, vocab)};
     run_step(rig, {&s}, chunk);
-    run_step(rig, {&s}, 1);  // warm-up
+    run_step(rig, {&s}, 1);  // warm-up (and the graph's capture)
     const double start = now_ms();
     for (int i = 0; i < decode_steps; ++i) run_step(rig, {&s}, 1);
     const double per_token_ms = (now_ms() - start) / decode_steps;
     const double roofline = copy_tbps * 1e12 / (weight_gb * 1e9);  // tokens/s
-    report.add("engine", "batch-1 decode", 1000.0 / per_token_ms, "tok/s", roofline);
+    report.add("engine", graphs ? "batch-1 decode" : "batch-1 decode, no graphs",
+               1000.0 / per_token_ms, "tok/s", roofline);
     for (engine::PageId p : s.pages) rig.pool.release(p);
   }
+  rig.device->set_cuda_graphs(true);
   // Batch-64 decode throughput.
   {
     std::vector<Seq> seqs(static_cast<std::size_t>(batch));

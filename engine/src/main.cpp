@@ -44,6 +44,7 @@ struct Flags {
   std::string kv_cache_dtype = "auto";
   double gpu_memory_utilization = 0.9;
   int cuda_device = 0;
+  bool cuda_graphs = true;
   std::string served_model_name;
   std::string log_level = "info";
   double drain_timeout_s = 30;
@@ -93,6 +94,9 @@ int main(int argc, char** argv) {
                  "KV cache takes, unless --kv-cache-tokens or --kv-cache-memory-mib is given")
       ->check(CLI::Range(0.01, 1.0))
       ->capture_default_str();
+  app.add_flag("!--no-cuda-graphs", f.cuda_graphs,
+               "cuda: launch every kernel of a decode step from the host instead of replaying "
+               "the step from a CUDA graph");
   app.add_option("--cuda-device", f.cuda_device, "cuda: which GPU (CUDA device index)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
@@ -151,6 +155,7 @@ int main(int argc, char** argv) {
                                                            : prefixgate::kernels::KvDtype::kBf16;
     options.max_batch_tokens = f.max_num_batched_tokens;
     options.max_seqs = f.max_num_seqs;
+    options.cuda_graphs = f.cuda_graphs;
     const std::string gpu = ops.ops->name();
     auto cuda = engine::make_cuda_device(*model, std::move(ops.ops), options);
     if (!cuda.ok()) return fail("--device cuda: " + cuda.error().message);

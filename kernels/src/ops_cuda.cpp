@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <map>
 #include <tuple>
+#include <vector>
 
 #include "launchers.h"
 #include "prefixgate/kernels/ops.h"
@@ -47,6 +48,7 @@ class CudaOps final : public Ops {
     check(cudaMalloc(&gemm_workspace_, kGemmWorkspaceBytes), "cudaMalloc(gemm workspace)");
   }
   ~CudaOps() override {
+    for (auto& [id, exec] : graphs_) cudaGraphExecDestroy(exec);
     for (auto& [key, plan] : plans_) destroy(plan);
     cudaFree(gemm_workspace_);
     cublasLtDestroy(lt_);
@@ -151,6 +153,38 @@ class CudaOps final : public Ops {
           "cublasLtMatmul");
   }
 
+  bool begin_capture() override {
+    if (cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+      cudaGetLastError();
+      return false;
+    }
+    return true;
+  }
+  int end_capture() override {
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t ended = cudaStreamEndCapture(stream_, &graph);
+    const bool ok = ended == cudaSuccess && graph != nullptr &&
+                    cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess;
+    if (graph != nullptr) cudaGraphDestroy(graph);
+    if (!ok) {
+      std::fprintf(stderr, "cuda: graph capture failed (%s); running without graphs\n",
+                   cudaGetErrorString(cudaGetLastError()));
+      return -1;
+    }
+    graphs_.emplace(next_graph_, exec);
+    return next_graph_++;
+  }
+  void replay(int graph) override {
+    check(cudaGraphLaunch(graphs_.at(graph), stream_), "cudaGraphLaunch");
+  }
+  void release_graph(int graph) override {
+    auto it = graphs_.find(graph);
+    if (it == graphs_.end()) return;
+    cudaGraphExecDestroy(it->second);
+    graphs_.erase(it);
+  }
+
   double time_ms(const std::function<void()>& work) override {
     cudaEvent_t start;
     cudaEvent_t stop;
@@ -229,6 +263,8 @@ class CudaOps final : public Ops {
   cublasLtHandle_t lt_ = nullptr;
   void* gemm_workspace_ = nullptr;
   std::map<std::tuple<int, int, int, bool>, Plan> plans_;
+  std::map<int, cudaGraphExec_t> graphs_;
+  int next_graph_ = 0;
 };
 
 }  // namespace

@@ -6,6 +6,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <vector>
 
 #include "launchers.h"
 #include "prefixgate/kernels/ops.h"
@@ -43,21 +45,55 @@ class EmuOps final : public Ops {
   }
   void synchronize() override {}
 
-  void embedding(const EmbeddingParams& p) override { emu::embedding(p, nullptr); }
-  void rms_norm(const RmsNormParams& p) override { emu::rms_norm(p, nullptr); }
-  void silu_mul(const SiluMulParams& p) override { emu::silu_mul(p, nullptr); }
-  void rope_table(const RopeTableParams& p) override { emu::rope_table(p, nullptr); }
-  void rope_kv_write(const RopeKvParams& p) override { emu::rope_kv_write(p, nullptr); }
+  void embedding(const EmbeddingParams& p) override {
+    run([p] { emu::embedding(p, nullptr); });
+  }
+  void rms_norm(const RmsNormParams& p) override {
+    run([p] { emu::rms_norm(p, nullptr); });
+  }
+  void silu_mul(const SiluMulParams& p) override {
+    run([p] { emu::silu_mul(p, nullptr); });
+  }
+  void rope_table(const RopeTableParams& p) override {
+    run([p] { emu::rope_table(p, nullptr); });
+  }
+  void rope_kv_write(const RopeKvParams& p) override {
+    run([p] { emu::rope_kv_write(p, nullptr); });
+  }
   void decode_attention(const DecodeAttentionParams& p) override {
-    emu::decode_attention(p, nullptr);
+    run([p] { emu::decode_attention(p, nullptr); });
   }
   void prefill_attention(const PrefillAttentionParams& p) override {
-    emu::prefill_attention(p, nullptr);
+    run([p] { emu::prefill_attention(p, nullptr); });
   }
-  void argmax(const ArgmaxParams& p) override { emu::argmax(p, nullptr); }
-  void fill_random(const FillRandomParams& p) override { emu::fill_random(p, nullptr); }
+  void argmax(const ArgmaxParams& p) override {
+    run([p] { emu::argmax(p, nullptr); });
+  }
+  void fill_random(const FillRandomParams& p) override {
+    run([p] { emu::fill_random(p, nullptr); });
+  }
 
   void gemm(const GemmParams& p) override {
+    run([p] { reference_gemm(p); });
+  }
+
+  bool begin_capture() override {
+    capturing_ = true;
+    recording_.clear();
+    return true;
+  }
+  int end_capture() override {
+    capturing_ = false;
+    graphs_.emplace(next_graph_, std::move(recording_));
+    recording_.clear();
+    return next_graph_++;
+  }
+  void replay(int graph) override {
+    for (const auto& work : graphs_.at(graph)) work();
+  }
+  void release_graph(int graph) override { graphs_.erase(graph); }
+
+  static void reference_gemm(const GemmParams& p) {
     for (int r = 0; r < p.rows; ++r) {
       const std::uint16_t* x = p.x + static_cast<std::ptrdiff_t>(r) * p.in;
       for (int o = 0; o < p.out; ++o) {
@@ -74,6 +110,15 @@ class EmuOps final : public Ops {
     }
   }
 
+  // Runs `work` now, or records it while capturing (parameters by value, as a CUDA graph does).
+  void run(std::function<void()> work) {
+    if (capturing_) {
+      recording_.push_back(std::move(work));
+    } else {
+      work();
+    }
+  }
+
   double time_ms(const std::function<void()>& work) override {
     const auto start = std::chrono::steady_clock::now();
     work();
@@ -82,6 +127,10 @@ class EmuOps final : public Ops {
   }
 
  private:
+  bool capturing_ = false;
+  std::vector<std::function<void()>> recording_;
+  std::map<int, std::vector<std::function<void()>>> graphs_;
+  int next_graph_ = 0;
   // aligned_alloc wants a multiple of the alignment.
   static std::size_t round_up(std::size_t bytes) {
     return (std::max<std::size_t>(bytes, 1) + 255) / 256 * 256;

@@ -80,7 +80,7 @@ TEST(EngineCliTest, HelpDocumentsEveryFlag) {
        {"--model", "--device", "--sim-profile", "--sim-speedup", "--kv-cache-tokens",
         "--max-num-batched-tokens", "--max-num-seqs", "--max-model-len", "--block-size",
         "--threads", "--served-model-name", "--log-level", "--host", "--port", "--kv-cache-dtype",
-        "--gpu-memory-utilization", "--cuda-device"}) {
+        "--gpu-memory-utilization", "--cuda-device", "--no-cuda-graphs"}) {
     EXPECT_NE(out.find(flag), std::string::npos) << flag;
   }
 }

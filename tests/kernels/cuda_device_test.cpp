@@ -80,7 +80,8 @@ struct Rig {
 
 std::unique_ptr<Device> cuda_device(kernels::Ops& ops, const Model& model,
                                     kernels::KvDtype dtype = kernels::KvDtype::kBf16,
-                                    bool return_logits = true) {
+                                    bool return_logits = true, bool graphs = true,
+                                    int* replays = nullptr) {
   // The device owns its Ops; tests share one per binary, so hand it a non-owning wrapper.
   struct Borrowed final : kernels::Ops {
     explicit Borrowed(kernels::Ops& o) : o_(o) {}
@@ -116,11 +117,24 @@ std::unique_ptr<Device> cuda_device(kernels::Ops& ops, const Model& model,
     void fill_random(const kernels::FillRandomParams& p) override { o_.fill_random(p); }
     void gemm(const kernels::GemmParams& p) override { o_.gemm(p); }
     double time_ms(const std::function<void()>& w) override { return o_.time_ms(w); }
+    bool begin_capture() override { return o_.begin_capture(); }
+    int end_capture() override { return o_.end_capture(); }
+    void replay(int graph) override {
+      if (replays_ != nullptr) ++*replays_;
+      o_.replay(graph);
+    }
+    void release_graph(int graph) override { o_.release_graph(graph); }
     kernels::Ops& o_;
+    int* replays_ = nullptr;
   };
-  auto device = make_cuda_device(
-      model, std::make_unique<Borrowed>(ops),
-      {.kv_dtype = dtype, .max_batch_tokens = 256, .max_seqs = 8, .return_logits = return_logits});
+  auto borrowed = std::make_unique<Borrowed>(ops);
+  borrowed->replays_ = replays;
+  auto device = make_cuda_device(model, std::move(borrowed),
+                                 {.kv_dtype = dtype,
+                                  .max_batch_tokens = 256,
+                                  .max_seqs = 8,
+                                  .return_logits = return_logits,
+                                  .cuda_graphs = graphs});
   EXPECT_TRUE(device.ok()) << device.error().message;
   return std::move(*device);
 }
@@ -230,6 +244,38 @@ TEST(CudaDeviceTest, BatchedAndChunkedEqualAlone) {
   const StepOutput third = rig.step({{&s1, 1, true}, {&s2, 1, true}});
   EXPECT_TRUE(rows_near(std::span(third.logits).subspan(0, vocab), alone[2], vocab, 1e-2));
   EXPECT_TRUE(rows_near(std::span(third.logits).subspan(vocab, vocab), alone[4], vocab, 1e-2));
+}
+
+// Decode steps replayed from graphs against the same steps launched directly: the graph holds
+// parameters by value, so anything that changes per step must travel through device memory.
+// Two sequences, one crossing the 1,024-token width at which the step's shape (and graph)
+// changes; prefill steps never use graphs.
+TEST(CudaDeviceTest, DecodeGraphsGiveWhatDirectLaunchesGive) {
+  PREFIXGATE_OPS_OR_SKIP(ops);
+  const Model model = builtin("builtin:tiny");
+  int replays = 0;
+  Rig graphs(cuda_device(ops, model, kernels::KvDtype::kBf16, true, true, &replays), 80);
+  Rig direct(cuda_device(ops, model, kernels::KvDtype::kBf16, true, false), 80);
+  Sequence a1{.tokens = prompt_tokens(1015, 9, 256)}, b1{.tokens = prompt_tokens(20, 10, 256)};
+  Sequence a2 = a1, b2 = b1;
+  // Prefill in chunks of at most 256 tokens (the devices' batch size).
+  const std::size_t prompt = a1.tokens.size();
+  while (a1.computed < prompt) {
+    const std::size_t n = std::min<std::size_t>(236, prompt - a1.computed);
+    const bool last = a1.computed + n == prompt;
+    graphs.step({{&a1, n, last}});
+    direct.step({{&a2, n, last}});
+  }
+  graphs.step({{&b1, 20, true}});
+  direct.step({{&b2, 20, true}});
+  for (int step = 0; step < 14; ++step) {
+    const StepOutput got = graphs.step({{&a1, 1, true}, {&b1, 1, true}});
+    const StepOutput want = direct.step({{&a2, 1, true}, {&b2, 1, true}});
+    ASSERT_TRUE(rows_near(got.logits, want.logits, model.spec.vocab_size, 1e-5)) << step;
+    ASSERT_EQ(got.tokens, want.tokens) << step;
+  }
+  EXPECT_GT(a1.tokens.size(), 1024u);
+  EXPECT_EQ(replays, 14);
 }
 
 TEST(CudaDeviceTest, Fp8KvCacheStaysWithinStatedBoundOfBf16) {

@@ -21,7 +21,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <string>
+#include <tuple>
 
 #include "prefixgate/engine/sampling.h"
 
@@ -105,6 +107,10 @@ struct Shapes {
   std::size_t hidden, heads, kv_heads, head_dim, inter, vocab, q_dim, qkv_dim;
 };
 
+// Decode page tables are padded to a multiple of this many pages (1,024 tokens at 16 per
+// page), so that a decode step's shape, and its graph, change rarely as contexts grow.
+constexpr std::size_t kDecodeWidthQuantum = 64;
+
 // The step's metadata, laid out in one host staging area and uploaded in one copy.
 struct StepLayout {
   std::size_t token_ids = 0, positions = 0, slots = 0, sample_rows = 0;
@@ -132,6 +138,10 @@ class CudaDeviceImpl final : public CudaDevice {
   std::size_t free_memory_bytes() const override { return ops_->memory_info().free_bytes; }
   const k::Ops& ops() const override { return *ops_; }
   std::size_t weight_bytes() const override { return weight_bytes_; }
+  void set_cuda_graphs(bool on) override {
+    if (!on) release_graphs();
+    options_.cuda_graphs = on;
+  }
 
   std::size_t kv_page_bytes(std::size_t page_tokens) const override {
     const std::size_t elements = 2 * spec_.num_layers * shapes_.kv_heads * page_tokens;
@@ -167,6 +177,15 @@ class CudaDeviceImpl final : public CudaDevice {
   canon::Status reserve(std::size_t tokens, std::size_t seqs);
 
  private:
+  // Decode graphs by step shape: decode steps, padded table width, sampled rows, splits.
+  using GraphKey = std::tuple<std::size_t, std::size_t, std::size_t, int>;
+  static constexpr std::size_t kMaxGraphs = 64;
+
+  // Every kernel of one step, embedding to argmax, reading the step's metadata from meta_.
+  void forward(const StepLayout& l, std::size_t total, int splits);
+  // Tokens (and logits, sampling) back to the host.
+  StepOutput finish(std::span<const SequenceStep> batch, const StepLayout& l);
+  void release_graphs();
   k::KvCacheView layer_view(std::size_t layer) const;
   void validate(std::span<const SequenceStep> batch) const;
   StepLayout stage(std::span<const SequenceStep> batch, std::size_t total);
@@ -208,6 +227,7 @@ class CudaDeviceImpl final : public CudaDevice {
   void* staging_ = nullptr;  // pinned host copy of the metadata
   std::size_t staging_bytes_ = 0;
   std::vector<std::int32_t> host_tokens_;
+  std::map<GraphKey, int> graphs_;
 };
 
 canon::Status CudaDeviceImpl::allocate_weights() {
@@ -374,7 +394,8 @@ StepLayout CudaDeviceImpl::stage(std::span<const SequenceStep> batch, std::size_
         (step.start_position + step.tokens.size() + page_tokens_ - 1) / page_tokens_;
     if (step.tokens.size() == 1) {
       ++decodes;
-      d_width = std::max(d_width, pages);
+      d_width = std::max(
+          d_width, (pages + kDecodeWidthQuantum - 1) / kDecodeWidthQuantum * kDecodeWidthQuantum);
       max_context = std::max(max_context, step.start_position + 1);
     } else {
       ++prefills;
@@ -470,12 +491,70 @@ StepOutput CudaDeviceImpl::execute(std::span<const SequenceStep> batch) {
   validate(batch);
   std::size_t total = 0;
   for (const SequenceStep& step : batch) total += step.tokens.size();
+  const std::size_t capacity_before = capacity_tokens_ + capacity_seqs_;
   const canon::Status reserved = reserve(total, batch.size());
   if (!reserved.ok()) {
     std::fprintf(stderr, "cuda device: %s\n", reserved.error().message.c_str());
     std::abort();  // the pool was sized with room for max_batch_tokens: a scheduler bug
   }
+  const void* meta_before = meta_.as();
   const StepLayout l = stage(batch, total);
+  const Shapes& s = shapes_;
+
+  // Decode attention's split plan and workspace, the same for every layer. From the padded
+  // table width rather than the exact context, so that it changes (and a decode graph with
+  // it) only every kDecodeWidthQuantum pages.
+  int splits = 1;
+  if (l.decodes > 0) {
+    splits = k::decode_attention_splits(static_cast<int>(l.decodes), static_cast<int>(s.kv_heads),
+                                        static_cast<int>(l.decode_width * page_tokens_),
+                                        ops_->multiprocessor_count());
+    const std::size_t bytes =
+        k::decode_attention_workspace_bytes(static_cast<int>(l.decodes), static_cast<int>(s.heads),
+                                            static_cast<int>(s.head_dim), splits);
+    if (bytes > workspace_.bytes()) {
+      release_graphs();
+      workspace_ = Buffer(ops_.get(), std::max(bytes, 2 * workspace_.bytes()));
+      check(workspace_.ok(), "device memory for decode attention's workspace");
+    }
+  }
+  // Graphs hold pointers: buffers that moved invalidate them.
+  if (meta_.as() != meta_before || capacity_tokens_ + capacity_seqs_ != capacity_before) {
+    release_graphs();
+  }
+
+  if (options_.cuda_graphs && l.prefills == 0 && l.decodes > 0) {
+    // A decode step: the same kernels with the same parameters for every step of this shape,
+    // replayed from a graph; the step's tokens, positions and pages travel in meta_.
+    const GraphKey key{l.decodes, l.decode_width, l.sampled, splits};
+    auto it = graphs_.find(key);
+    if (it == graphs_.end()) {
+      if (graphs_.size() >= kMaxGraphs) release_graphs();
+      int graph = -1;
+      if (ops_->begin_capture()) {
+        forward(l, total, splits);
+        graph = ops_->end_capture();
+      }
+      if (graph < 0) {
+        options_.cuda_graphs = false;  // the runtime refused: run every step directly
+        forward(l, total, splits);
+        return finish(batch, l);
+      }
+      it = graphs_.emplace(key, graph).first;
+    }
+    ops_->replay(it->second);
+  } else {
+    forward(l, total, splits);
+  }
+  return finish(batch, l);
+}
+
+void CudaDeviceImpl::release_graphs() {
+  for (const auto& [key, graph] : graphs_) ops_->release_graph(graph);
+  graphs_.clear();
+}
+
+void CudaDeviceImpl::forward(const StepLayout& l, std::size_t total, int splits) {
   const Shapes& s = shapes_;
   auto* meta = meta_.as<std::uint8_t>();
   const auto i32 = [&](std::size_t offset) {
@@ -497,21 +576,6 @@ StepOutput CudaDeviceImpl::execute(std::span<const SequenceStep> batch) {
                     .sin = sin_.as<float>(),
                     .num_tokens = rows,
                     .half_dim = static_cast<int>(s.head_dim / 2)});
-
-  // Decode attention's split plan and workspace, the same for every layer.
-  int splits = 1;
-  if (l.decodes > 0) {
-    splits = k::decode_attention_splits(static_cast<int>(l.decodes), static_cast<int>(s.kv_heads),
-                                        static_cast<int>(l.max_decode_context),
-                                        ops_->multiprocessor_count());
-    const std::size_t bytes =
-        k::decode_attention_workspace_bytes(static_cast<int>(l.decodes), static_cast<int>(s.heads),
-                                            static_cast<int>(s.head_dim), splits);
-    if (bytes > workspace_.bytes()) {
-      workspace_ = Buffer(ops_.get(), bytes);
-      check(workspace_.ok(), "device memory for decode attention's workspace");
-    }
-  }
 
   for (std::size_t layer = 0; layer < layers_.size(); ++layer) {
     const LayerBuffers& lw = layers_[layer];
@@ -581,12 +645,7 @@ StepOutput CudaDeviceImpl::execute(std::span<const SequenceStep> batch) {
     gemm(act_, lw.w_down, proj_.as(), true, total, s.inter, s.hidden);
   }
 
-  StepOutput output;
-  output.tokens.assign(batch.size(), 0);
-  if (l.sampled == 0) {
-    ops_->synchronize();  // the staging area is reused by the next step
-    return output;
-  }
+  if (l.sampled == 0) return;
   // The last MLP output joins the residual of the sampled rows only, then the final norm.
   ops_->rms_norm({.residual = x_.as<float>(),
                   .add = proj_.as<float>(),
@@ -602,6 +661,16 @@ StepOutput CudaDeviceImpl::execute(std::span<const SequenceStep> batch) {
                 .out = sampled_.as<std::int32_t>(),
                 .rows = static_cast<int>(l.sampled),
                 .vocab = static_cast<int>(s.vocab)});
+}
+
+StepOutput CudaDeviceImpl::finish(std::span<const SequenceStep> batch, const StepLayout& l) {
+  const Shapes& s = shapes_;
+  StepOutput output;
+  output.tokens.assign(batch.size(), 0);
+  if (l.sampled == 0) {
+    ops_->synchronize();  // the staging area is reused by the next step
+    return output;
+  }
   host_tokens_.resize(l.sampled);
   ops_->copy_to_host(host_tokens_.data(), sampled_.as(), l.sampled * sizeof(std::int32_t));
   if (options_.return_logits) {

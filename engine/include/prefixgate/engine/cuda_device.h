@@ -31,6 +31,9 @@ struct CudaDeviceOptions {
   // Copy every sampled row's logits into StepOutput::logits (tests). Off when serving: 0.5 MB
   // per row at a 128k vocabulary would cost more than the step.
   bool return_logits = false;
+  // Replay decode steps from CUDA graphs, one per step shape (see kernels::Ops). Falls back to
+  // direct launches if the runtime refuses a capture.
+  bool cuda_graphs = true;
 };
 
 class CudaDevice : public Device {
@@ -39,6 +42,8 @@ class CudaDevice : public Device {
   virtual std::size_t free_memory_bytes() const = 0;
   virtual const kernels::Ops& ops() const = 0;
   virtual std::size_t weight_bytes() const = 0;
+  // Turns decode graphs on or off from the next step (benchmarks compare the two).
+  virtual void set_cuda_graphs(bool on) = 0;
 };
 
 // Weights from a loaded model (fp32 on the host, rounded to bf16 on upload). Errors: a shape the

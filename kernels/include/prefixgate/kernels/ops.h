@@ -63,6 +63,17 @@ class Ops {
 
   // Milliseconds the stream spends on `work`, by events around it (GPU), or wall time (emu).
   virtual double time_ms(const std::function<void()>& work) = 0;
+
+  // Graphs (CUDA graphs on the GPU): between begin_capture() and end_capture(), kernels and
+  // GEMMs are recorded instead of run; replay() runs the recording again with the same
+  // parameters (pointers and shapes, by value), so new inputs travel only through the memory
+  // they point to. One launch instead of hundreds: what a decode step of a small batch is short
+  // of. No copy or synchronize() may come in between. end_capture() returns the graph's id, or
+  // -1 when capture failed (the caller then runs the work itself).
+  virtual bool begin_capture() = 0;
+  virtual int end_capture() = 0;
+  virtual void replay(int graph) = 0;
+  virtual void release_graph(int graph) = 0;
 };
 
 struct OpsResult {
