@@ -61,7 +61,7 @@ else
 fi
 
 step "gpu tests"
-timeout 300 "$tests" --gtest_output="json:$out/gpu_tests.json" >"$out/gpu_tests.log" 2>&1
+timeout 150 "$tests" --gtest_output="json:$out/gpu_tests.json" >"$out/gpu_tests.log" 2>&1
 status=$?
 tail -3 "$out/gpu_tests.log"
 passed=$(grep -c '^\[       OK \]' "$out/gpu_tests.log")
@@ -78,7 +78,7 @@ if ((status != 0 || skipped > 0)); then
 fi
 
 step "benchmark"
-timeout 300 "$bench" --json "$out/bench.json" 2>&1 | tee "$out/bench.log"
+timeout 240 "$bench" --json "$out/bench.json" 2>&1 | tee "$out/bench.log"
 status=${PIPESTATUS[0]}
 note ""
 note "## prefixgate-gpu-bench (exit status $status)"
@@ -88,7 +88,7 @@ note '```'
 ((status == 0)) || failed=1
 
 step "the engine on --device cuda"
-"$engine" --model builtin:small --device cuda --port 0 --gpu-memory-utilization 0.5 \
+"$engine" --model builtin:small --device cuda --port 0 --gpu-memory-utilization 0.2 \
   >"$out/engine.log" 2>&1 &
 engine_pid=$!
 port=""
