@@ -58,7 +58,7 @@ __global__ void __launch_bounds__(kThreads) prefill_kernel(PrefillAttentionParam
 #if defined(PREFIXGATE_KERNELS_EMU)
   auto* smem = static_cast<unsigned char*>(emu_rt::dynamic_shared());
 #else
-  extern __shared__ __align__(16) unsigned char smem[];
+  extern __shared__ __align__(128) unsigned char smem[];  // wmma wants 32-byte alignment
 #endif
   auto* q_s = reinterpret_cast<__nv_bfloat16*>(smem + L::q);
   auto* k_s = reinterpret_cast<__nv_bfloat16*>(smem + L::k);
