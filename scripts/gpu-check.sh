@@ -37,9 +37,9 @@ step "binaries"
 if [[ -n ${PREFIXGATE_BUNDLE:-} ]]; then
   bundle=$PREFIXGATE_BUNDLE
   if [[ $bundle == *.tar.xz ]]; then
-    mkdir -p "$out/bundle"
-    tar -xJf "$bundle" -C "$out/bundle" || exit 1
-    bundle=$(find "$out/bundle" -mindepth 2 -maxdepth 2 -name bin -type d -printf '%h\n' | head -1)
+    unpacked=$(mktemp -d)  # not under OUT: only the logs and the summary belong there
+    tar -xJf "$bundle" -C "$unpacked" || exit 1
+    bundle=$(find "$unpacked" -mindepth 2 -maxdepth 2 -name bin -type d -printf '%h\n' | head -1)
   fi
   bin="$bundle/bin"
   tests="$bin/kernels_gpu_tests" bench="$bin/prefixgate-gpu-bench" engine="$bin/prefixgate-engine"
