@@ -27,6 +27,7 @@
 
 #include "cpu_device_kernels.h"
 #include "cpu_device_pool.h"
+#include "device_checks.h"
 
 namespace prefixgate::engine {
 namespace {
@@ -147,17 +148,9 @@ class CpuDevice final : public Device {
 };
 
 void CpuDevice::validate(std::span<const SequenceStep> batch) const {
-  check(page_tokens_ > 0, "init_kv_cache() before execute()");
-  for (const SequenceStep& step : batch) {
-    check(!step.tokens.empty(), "a step has at least one token");
-    for (canon::TokenId t : step.tokens) check(t < spec_.vocab_size, "token id < vocab_size");
-    const std::size_t end = step.start_position + step.tokens.size();
-    check(step.pages.size() * page_tokens_ >= end, "pages cover every position of the step");
-    for (std::size_t p = 0; p < (end + page_tokens_ - 1) / page_tokens_; ++p) {
-      check(step.pages[p] < num_pages_, "page id < num_pages");
-    }
-    check(!step.sample || step.sampling != nullptr, "a sampling step has SamplingParams");
-  }
+  check_batch(
+      "cpu device", batch,
+      {.vocab_size = spec_.vocab_size, .num_pages = num_pages_, .page_tokens = page_tokens_});
 }
 
 template <class Fn>

@@ -25,7 +25,10 @@
 #include <string>
 #include <tuple>
 
+#include "../device_checks.h"
+#include "device_buffer.h"
 #include "prefixgate/engine/sampling.h"
+#include "step_layout.h"
 
 namespace prefixgate::engine {
 namespace {
@@ -43,46 +46,6 @@ void check(bool ok, const char* what) {
 canon::Error error(std::string message) {
   return canon::Error{ErrorCode::kInvalidValue, std::move(message), "device"};
 }
-
-// A device allocation that frees itself.
-class Buffer {
- public:
-  Buffer() = default;
-  Buffer(k::Ops* ops, std::size_t bytes) : ops_(ops), bytes_(bytes) {
-    ptr_ = bytes > 0 ? ops->alloc(bytes) : nullptr;
-  }
-  ~Buffer() { reset(); }
-  Buffer(Buffer&& other) noexcept { *this = std::move(other); }
-  Buffer& operator=(Buffer&& other) noexcept {
-    if (this != &other) {
-      reset();
-      ops_ = other.ops_;
-      ptr_ = other.ptr_;
-      bytes_ = other.bytes_;
-      other.ptr_ = nullptr;
-      other.bytes_ = 0;
-    }
-    return *this;
-  }
-  Buffer(const Buffer&) = delete;
-  Buffer& operator=(const Buffer&) = delete;
-
-  bool ok() const { return bytes_ == 0 || ptr_ != nullptr; }
-  std::size_t bytes() const { return bytes_; }
-  template <class T = void>
-  T* as() const {
-    return static_cast<T*>(ptr_);
-  }
-
- private:
-  void reset() {
-    if (ptr_ != nullptr) ops_->free(ptr_);
-    ptr_ = nullptr;
-  }
-  k::Ops* ops_ = nullptr;
-  void* ptr_ = nullptr;
-  std::size_t bytes_ = 0;
-};
 
 struct LayerBuffers {
   Buffer attn_norm;  // [hidden] fp32
@@ -105,22 +68,6 @@ struct Shapes {
         q_dim(heads * head_dim),
         qkv_dim((heads + 2 * kv_heads) * head_dim) {}
   std::size_t hidden, heads, kv_heads, head_dim, inter, vocab, q_dim, qkv_dim;
-};
-
-// Decode page tables are padded to a multiple of this many pages (1,024 tokens at 16 per
-// page), so that a decode step's shape, and its graph, change rarely as contexts grow.
-constexpr std::size_t kDecodeWidthQuantum = 64;
-
-// The step's metadata, laid out in one host staging area and uploaded in one copy.
-struct StepLayout {
-  std::size_t token_ids = 0, positions = 0, slots = 0, sample_rows = 0;
-  std::size_t d_rows = 0, d_lens = 0, d_table = 0;
-  std::size_t p_start = 0, p_new = 0, p_pos = 0, p_table = 0, p_tiles = 0;
-  std::size_t bytes = 0;
-  // Counts: 1-token (decode) steps, chunk (prefill) steps, prefill query tiles, sampled steps;
-  // page-table widths; the longest decode context.
-  std::size_t decodes = 0, prefills = 0, tiles = 0, sampled = 0;
-  std::size_t decode_width = 1, prefill_width = 1, max_decode_context = 0;
 };
 
 class CudaDeviceImpl final : public CudaDevice {
@@ -187,8 +134,8 @@ class CudaDeviceImpl final : public CudaDevice {
   StepOutput finish(std::span<const SequenceStep> batch, const StepLayout& l);
   void release_graphs();
   k::KvCacheView layer_view(std::size_t layer) const;
-  void validate(std::span<const SequenceStep> batch) const;
-  StepLayout stage(std::span<const SequenceStep> batch, std::size_t total);
+  // Plans the step's metadata, writes it into the staging area and uploads it to meta_.
+  StepLayout stage(std::span<const SequenceStep> batch);
   void gemm(const Buffer& x, const Buffer& w, void* y, bool y_fp32, std::size_t rows,
             std::size_t in, std::size_t out) {
     ops_->gemm({.x = x.as<std::uint16_t>(),
@@ -371,67 +318,8 @@ k::KvCacheView CudaDeviceImpl::layer_view(std::size_t layer) const {
   return v;
 }
 
-void CudaDeviceImpl::validate(std::span<const SequenceStep> batch) const {
-  check(page_tokens_ > 0, "init_kv_cache() before execute()");
-  for (const SequenceStep& step : batch) {
-    check(!step.tokens.empty(), "a step has at least one token");
-    for (canon::TokenId t : step.tokens) check(t < spec_.vocab_size, "token id < vocab_size");
-    const std::size_t end = step.start_position + step.tokens.size();
-    check(step.pages.size() * page_tokens_ >= end, "pages cover every position of the step");
-    for (std::size_t p = 0; p < (end + page_tokens_ - 1) / page_tokens_; ++p) {
-      check(step.pages[p] < num_pages_, "page id < num_pages");
-    }
-    check(!step.sample || step.sampling != nullptr, "a sampling step has SamplingParams");
-  }
-}
-
-StepLayout CudaDeviceImpl::stage(std::span<const SequenceStep> batch, std::size_t total) {
-  // Count first: decode steps (1 token) and prefill steps (chunks), and their table widths.
-  std::size_t decodes = 0, prefills = 0, tiles = 0, sampled = 0;
-  std::size_t d_width = 1, p_width = 1, max_context = 0;
-  for (const SequenceStep& step : batch) {
-    const std::size_t pages =
-        (step.start_position + step.tokens.size() + page_tokens_ - 1) / page_tokens_;
-    if (step.tokens.size() == 1) {
-      ++decodes;
-      d_width = std::max(
-          d_width, (pages + kDecodeWidthQuantum - 1) / kDecodeWidthQuantum * kDecodeWidthQuantum);
-      max_context = std::max(max_context, step.start_position + 1);
-    } else {
-      ++prefills;
-      p_width = std::max(p_width, pages);
-      tiles += (step.tokens.size() + k::kPrefillQueryTile - 1) / k::kPrefillQueryTile;
-    }
-    if (step.sample) ++sampled;
-  }
-  StepLayout l;
-  l.decodes = decodes;
-  l.prefills = prefills;
-  l.tiles = tiles;
-  l.sampled = sampled;
-  l.decode_width = d_width;
-  l.prefill_width = p_width;
-  l.max_decode_context = max_context;
-  std::size_t at = 0;
-  const auto place = [&](std::size_t& field, std::size_t bytes) {
-    at = (at + 15) / 16 * 16;
-    field = at;
-    at += bytes;
-  };
-  place(l.slots, total * 8);
-  place(l.token_ids, total * 4);
-  place(l.positions, total * 4);
-  place(l.sample_rows, sampled * 4);
-  place(l.d_rows, decodes * 4);
-  place(l.d_lens, decodes * 4);
-  place(l.d_table, decodes * d_width * 4);
-  place(l.p_start, prefills * 4);
-  place(l.p_new, prefills * 4);
-  place(l.p_pos, prefills * 4);
-  place(l.p_table, prefills * p_width * 4);
-  place(l.p_tiles, tiles * 2 * 4);
-  l.bytes = at;
-
+StepLayout CudaDeviceImpl::stage(std::span<const SequenceStep> batch) {
+  const StepLayout l = plan_step(batch, page_tokens_);
   if (l.bytes > staging_bytes_) {
     if (staging_ != nullptr) ops_->free_host(staging_);
     staging_bytes_ = std::max(l.bytes, 2 * staging_bytes_);
@@ -440,55 +328,15 @@ StepLayout CudaDeviceImpl::stage(std::span<const SequenceStep> batch, std::size_
     meta_ = Buffer(ops_.get(), staging_bytes_);
     check(meta_.ok(), "device memory for the step's metadata");
   }
-  auto* base = static_cast<std::uint8_t*>(staging_);
-  const auto i32 = [&](std::size_t offset) {
-    return reinterpret_cast<std::int32_t*>(base + offset);
-  };
-  auto* slots = reinterpret_cast<std::int64_t*>(base + l.slots);
-  std::int32_t* ids = i32(l.token_ids);
-  std::int32_t* positions = i32(l.positions);
-  std::int32_t* sample_rows = i32(l.sample_rows);
-  std::size_t row = 0, d = 0, p = 0, tile = 0, s = 0;
-  for (const SequenceStep& step : batch) {
-    const std::size_t n = step.tokens.size();
-    const std::size_t end = step.start_position + n;
-    const std::size_t pages = (end + page_tokens_ - 1) / page_tokens_;
-    for (std::size_t i = 0; i < n; ++i) {
-      const std::size_t pos = step.start_position + i;
-      ids[row + i] = static_cast<std::int32_t>(step.tokens[i]);
-      positions[row + i] = static_cast<std::int32_t>(pos);
-      slots[row + i] = static_cast<std::int64_t>(step.pages[pos / page_tokens_]) *
-                           static_cast<std::int64_t>(page_tokens_) +
-                       static_cast<std::int64_t>(pos % page_tokens_);
-    }
-    if (n == 1) {
-      i32(l.d_rows)[d] = static_cast<std::int32_t>(row);
-      i32(l.d_lens)[d] = static_cast<std::int32_t>(end);
-      std::int32_t* table = i32(l.d_table) + d * d_width;
-      for (std::size_t j = 0; j < pages; ++j) table[j] = static_cast<std::int32_t>(step.pages[j]);
-      ++d;
-    } else {
-      i32(l.p_start)[p] = static_cast<std::int32_t>(row);
-      i32(l.p_new)[p] = static_cast<std::int32_t>(n);
-      i32(l.p_pos)[p] = static_cast<std::int32_t>(step.start_position);
-      std::int32_t* table = i32(l.p_table) + p * p_width;
-      for (std::size_t j = 0; j < pages; ++j) table[j] = static_cast<std::int32_t>(step.pages[j]);
-      for (std::size_t t = 0; t < n; t += k::kPrefillQueryTile) {
-        i32(l.p_tiles)[2 * tile] = static_cast<std::int32_t>(p);
-        i32(l.p_tiles)[2 * tile + 1] = static_cast<std::int32_t>(t);
-        ++tile;
-      }
-      ++p;
-    }
-    row += n;
-    if (step.sample) sample_rows[s++] = static_cast<std::int32_t>(row - 1);
-  }
+  write_step(batch, page_tokens_, l, static_cast<std::uint8_t*>(staging_));
   ops_->copy_to_device(meta_.as(), staging_, l.bytes);
   return l;
 }
 
 StepOutput CudaDeviceImpl::execute(std::span<const SequenceStep> batch) {
-  validate(batch);
+  check_batch(
+      "cuda device", batch,
+      {.vocab_size = spec_.vocab_size, .num_pages = num_pages_, .page_tokens = page_tokens_});
   std::size_t total = 0;
   for (const SequenceStep& step : batch) total += step.tokens.size();
   const std::size_t capacity_before = capacity_tokens_ + capacity_seqs_;
@@ -498,7 +346,7 @@ StepOutput CudaDeviceImpl::execute(std::span<const SequenceStep> batch) {
     std::abort();  // the pool was sized with room for max_batch_tokens: a scheduler bug
   }
   const void* meta_before = meta_.as();
-  const StepLayout l = stage(batch, total);
+  const StepLayout l = stage(batch);
   const Shapes& s = shapes_;
 
   // Decode attention's split plan and workspace, the same for every layer. From the padded
