@@ -32,11 +32,6 @@ void check(cublasStatus_t status, const char* what) {
   }
 }
 
-// Kernels report launch errors (a bad configuration) only through cudaGetLastError.
-void check_launch(const char* kernel) {
-  check(cudaGetLastError(), kernel);
-}
-
 constexpr std::size_t kGemmWorkspaceBytes = 32u << 20;
 
 class CudaOps final : public Ops {
@@ -102,41 +97,22 @@ class CudaOps final : public Ops {
   }
   void synchronize() override { check(cudaStreamSynchronize(stream_), "synchronize"); }
 
-  void embedding(const EmbeddingParams& p) override {
-    cuda::embedding(p, stream_);
-    check_launch("embedding");
-  }
-  void rms_norm(const RmsNormParams& p) override {
-    cuda::rms_norm(p, stream_);
-    check_launch("rms_norm");
-  }
-  void silu_mul(const SiluMulParams& p) override {
-    cuda::silu_mul(p, stream_);
-    check_launch("silu_mul");
-  }
-  void rope_table(const RopeTableParams& p) override {
-    cuda::rope_table(p, stream_);
-    check_launch("rope_table");
-  }
+  void embedding(const EmbeddingParams& p) override { launch(cuda::embedding, p, "embedding"); }
+  void rms_norm(const RmsNormParams& p) override { launch(cuda::rms_norm, p, "rms_norm"); }
+  void silu_mul(const SiluMulParams& p) override { launch(cuda::silu_mul, p, "silu_mul"); }
+  void rope_table(const RopeTableParams& p) override { launch(cuda::rope_table, p, "rope_table"); }
   void rope_kv_write(const RopeKvParams& p) override {
-    cuda::rope_kv_write(p, stream_);
-    check_launch("rope_kv_write");
+    launch(cuda::rope_kv_write, p, "rope_kv_write");
   }
   void decode_attention(const DecodeAttentionParams& p) override {
-    cuda::decode_attention(p, stream_);
-    check_launch("decode_attention");
+    launch(cuda::decode_attention, p, "decode_attention");
   }
   void prefill_attention(const PrefillAttentionParams& p) override {
-    cuda::prefill_attention(p, stream_);
-    check_launch("prefill_attention");
+    launch(cuda::prefill_attention, p, "prefill_attention");
   }
-  void argmax(const ArgmaxParams& p) override {
-    cuda::argmax(p, stream_);
-    check_launch("argmax");
-  }
+  void argmax(const ArgmaxParams& p) override { launch(cuda::argmax, p, "argmax"); }
   void fill_random(const FillRandomParams& p) override {
-    cuda::fill_random(p, stream_);
-    check_launch("fill_random");
+    launch(cuda::fill_random, p, "fill_random");
   }
 
   // Row-major y[rows, out] = x[rows, in] W[out, in]^T is column-major
@@ -202,6 +178,14 @@ class CudaOps final : public Ops {
   }
 
  private:
+  // A kernel launch on the stream; launch errors (a bad configuration) show only through
+  // cudaGetLastError.
+  template <class Params>
+  void launch(void (*launcher)(const Params&, void*), const Params& p, const char* kernel) {
+    launcher(p, stream_);
+    check(cudaGetLastError(), kernel);
+  }
+
   struct Plan {
     cublasLtMatmulDesc_t op = nullptr;
     cublasLtMatrixLayout_t a = nullptr;
