@@ -8,6 +8,8 @@
 #include <numeric>
 #include <vector>
 
+#include "emu/cuda_emu_wmma.h"
+
 namespace prefixgate::kernels {
 namespace {
 
@@ -104,6 +106,52 @@ TEST(CudaEmuDeathTest, AShuffleFromAReturnedLaneAborts) {
                         (void)__shfl_sync(0xffffffffu, 1, 5);
                       }),
                "returned");
+}
+
+// A 16x16x16 product through the wmma model, against plain loops.
+TEST(CudaEmuTest, WmmaComputesTheTileProduct) {
+  namespace wmma = nvcuda::wmma;
+  alignas(128) __nv_bfloat16 a[16 * 16];
+  alignas(128) __nv_bfloat16 b[16 * 16];
+  alignas(128) float c[16 * 16];
+  for (int i = 0; i < 256; ++i) {
+    a[i] = __float2bfloat16(static_cast<float>(i % 7) - 3);
+    b[i] = __float2bfloat16(static_cast<float>(i % 5) - 2);
+  }
+  launch(dim3(1), dim3(32), 0, [&] {
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> fa;
+    wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::col_major> fb;
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+    wmma::fill_fragment(acc, 1.0f);
+    wmma::load_matrix_sync(fa, a, 16);
+    wmma::load_matrix_sync(fb, b, 16);  // column-major: element (k, n) at b[n * 16 + k]
+    wmma::mma_sync(acc, fa, fb, acc);
+    wmma::store_matrix_sync(c, acc, 16, wmma::mem_row_major);
+  });
+  for (int m = 0; m < 16; ++m) {
+    for (int n = 0; n < 16; ++n) {
+      float want = 1.0f;
+      for (int k = 0; k < 16; ++k) {
+        want += __bfloat162float(a[m * 16 + k]) * __bfloat162float(b[n * 16 + k]);
+      }
+      ASSERT_EQ(c[m * 16 + n], want) << m << "," << n;
+    }
+  }
+}
+
+TEST(CudaEmuDeathTest, WhatTheGpuWouldRefuseStops) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  // A wmma pointer off the 256-bit alignment the hardware needs.
+  alignas(128) static float tile[17 * 16];
+  EXPECT_DEATH(launch(dim3(1), dim3(32), 0,
+                      [] {
+                        nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> f;
+                        nvcuda::wmma::load_matrix_sync(f, tile + 4, 16,
+                                                       nvcuda::wmma::mem_row_major);
+                      }),
+               "not 256-bit aligned");
+  EXPECT_DEATH(launch(dim3(1), dim3(2048), 0, [] {}), "1..1024 threads");
+  EXPECT_DEATH(launch(dim3(1), dim3(32), 300 * 1024, [] {}), "at most 227 KB");
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 #include <ucontext.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -140,7 +141,11 @@ struct BlockState {
   dim3 block{};
   std::vector<Fiber> fibers;
   std::vector<WarpState> warps;
-  std::vector<unsigned char> shared;
+  // Dynamic shared memory, aligned as the GPU's (wmma needs 32 bytes; 128 to be safe).
+  struct FreeShared {
+    void operator()(unsigned char* p) const { std::free(p); }
+  };
+  std::unique_ptr<unsigned char, FreeShared> shared;
   int live = 0;
   int arrived = 0;
   std::uint64_t generation = 0;
@@ -300,7 +305,7 @@ int lane_id() {
 }
 void* dynamic_shared() {
   current_fiber();
-  return g_block->shared.data();
+  return g_block->shared.get();
 }
 
 void sync_block() {
@@ -351,13 +356,21 @@ void exchange(const void* value, void* out, std::size_t bytes, int source_lane) 
 
 void launch(dim3 grid, dim3 block, std::size_t shared_bytes, const std::function<void()>& kernel) {
   const std::size_t threads = std::size_t{block.x} * block.y * block.z;
+  // The limits a launch on the GPU would fail on (compute capability 8.0 and 9.0).
   if (threads == 0 || threads > 1024) fail("block size must be 1..1024 threads");
+  if (block.z > 64) fail("blockDim.z must be at most 64");
+  if (grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.y > 65535 || grid.z > 65535) {
+    fail("grid dimensions must be >= 1, with y and z at most 65535");
+  }
+  if (shared_bytes > 227 * 1024) fail("dynamic shared memory must be at most 227 KB");
   if (g_block != nullptr) fail("a kernel launched from inside a kernel");
   BlockState b;
   b.grid = grid;
   b.block = block;
   b.kernel = &kernel;
-  b.shared.assign(shared_bytes, 0);
+  const std::size_t shared_alloc = (std::max<std::size_t>(shared_bytes, 1) + 127) / 128 * 128;
+  b.shared.reset(static_cast<unsigned char*>(std::aligned_alloc(128, shared_alloc)));
+  std::memset(b.shared.get(), 0, shared_alloc);
   b.fibers.resize(threads);
   for (std::size_t t = 0; t < threads; ++t) b.fibers[t].stack = fiber_stack(t);
   b.warps.resize((threads + 31) / 32);

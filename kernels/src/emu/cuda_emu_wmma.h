@@ -9,6 +9,9 @@
 
 #include <cuda_bf16.h>
 
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <type_traits>
 
 #include "cuda_emu.h"
@@ -46,6 +49,22 @@ struct fragment {
 };
 
 namespace detail {
+// What the GPU requires of a wmma load or store (CUDA C++ Programming Guide, "Warp Matrix
+// Functions"): a 256-bit aligned pointer, and a leading dimension that is a multiple of 16
+// bytes. Where the GPU's behaviour is undefined, the emulator stops.
+template <class T>
+void check_matrix(const T* p, unsigned ldm) {
+  if (reinterpret_cast<std::uintptr_t>(p) % 32 != 0) {
+    std::fprintf(stderr, "cuda emulator: wmma pointer %p is not 256-bit aligned\n",
+                 static_cast<const void*>(p));
+    std::abort();
+  }
+  if (ldm * sizeof(T) % 16 != 0) {
+    std::fprintf(stderr, "cuda emulator: wmma ldm %u is not a multiple of 16 bytes\n", ldm);
+    std::abort();
+  }
+}
+
 inline float to_float(float v) {
   return v;
 }
@@ -62,6 +81,7 @@ void fill_fragment(fragment<Use, M, N, K, T, Layout>& f, T value) {
 // matrix_a / matrix_b: the layout is the fragment's type parameter.
 template <class Use, int M, int N, int K, class T, class Layout>
 void load_matrix_sync(fragment<Use, M, N, K, T, Layout>& f, const T* p, unsigned ldm) {
+  detail::check_matrix(p, ldm);
   using F = fragment<Use, M, N, K, T, Layout>;
   for (int r = 0; r < F::rows; ++r) {
     for (int c = 0; c < F::cols; ++c) {
@@ -75,6 +95,7 @@ void load_matrix_sync(fragment<Use, M, N, K, T, Layout>& f, const T* p, unsigned
 template <int M, int N, int K, class T>
 void load_matrix_sync(fragment<accumulator, M, N, K, T>& f, const T* p, unsigned ldm,
                       layout_t layout) {
+  detail::check_matrix(p, ldm);
   for (int r = 0; r < M; ++r) {
     for (int c = 0; c < N; ++c) {
       f.x[r * N + c] = layout == mem_row_major ? p[r * ldm + c] : p[c * ldm + r];
@@ -86,6 +107,7 @@ void load_matrix_sync(fragment<accumulator, M, N, K, T>& f, const T* p, unsigned
 template <int M, int N, int K, class T>
 void store_matrix_sync(T* p, const fragment<accumulator, M, N, K, T>& f, unsigned ldm,
                        layout_t layout) {
+  detail::check_matrix(p, ldm);
   for (int r = 0; r < M; ++r) {
     for (int c = 0; c < N; ++c) {
       (layout == mem_row_major ? p[r * ldm + c] : p[c * ldm + r]) = f.x[r * N + c];
