@@ -81,7 +81,7 @@ struct Rig {
 std::unique_ptr<Device> cuda_device(kernels::Ops& ops, const Model& model,
                                     kernels::KvDtype dtype = kernels::KvDtype::kBf16,
                                     bool return_logits = true, bool graphs = true,
-                                    int* replays = nullptr) {
+                                    int* replays = nullptr, std::size_t width_quantum = 64) {
   // The device owns its Ops; tests share one per binary, so hand it a non-owning wrapper.
   struct Borrowed final : kernels::Ops {
     explicit Borrowed(kernels::Ops& o) : o_(o) {}
@@ -134,7 +134,8 @@ std::unique_ptr<Device> cuda_device(kernels::Ops& ops, const Model& model,
                                   .max_batch_tokens = 256,
                                   .max_seqs = 8,
                                   .return_logits = return_logits,
-                                  .cuda_graphs = graphs});
+                                  .cuda_graphs = graphs,
+                                  .decode_width_quantum_pages = width_quantum});
   EXPECT_TRUE(device.ok()) << device.error().message;
   return std::move(*device);
 }
@@ -248,34 +249,32 @@ TEST(CudaDeviceTest, BatchedAndChunkedEqualAlone) {
 
 // Decode steps replayed from graphs against the same steps launched directly: the graph holds
 // parameters by value, so anything that changes per step must travel through device memory.
-// Two sequences, one crossing the 1,024-token width at which the step's shape (and graph)
-// changes; prefill steps never use graphs.
+// Page tables padded to 2 pages (32 tokens) here, so that the decode steps cross two widths
+// at which the step's shape, and graph, change; and a step where one sequence stops sampling
+// changes the shape too. Prefill steps never use graphs.
 TEST(CudaDeviceTest, DecodeGraphsGiveWhatDirectLaunchesGive) {
   PREFIXGATE_OPS_OR_SKIP(ops);
   const Model model = builtin("builtin:tiny");
   int replays = 0;
-  Rig graphs(cuda_device(ops, model, kernels::KvDtype::kBf16, true, true, &replays), 80);
-  Rig direct(cuda_device(ops, model, kernels::KvDtype::kBf16, true, false), 80);
-  Sequence a1{.tokens = prompt_tokens(1015, 9, 256)}, b1{.tokens = prompt_tokens(20, 10, 256)};
+  Rig graphs(cuda_device(ops, model, kernels::KvDtype::kBf16, true, true, &replays, 2), 32);
+  Rig direct(cuda_device(ops, model, kernels::KvDtype::kBf16, true, false, nullptr, 2), 32);
+  Sequence a1{.tokens = prompt_tokens(25, 9, 256)}, b1{.tokens = prompt_tokens(50, 10, 256)};
   Sequence a2 = a1, b2 = b1;
-  // Prefill in chunks of at most 256 tokens (the devices' batch size).
-  const std::size_t prompt = a1.tokens.size();
-  while (a1.computed < prompt) {
-    const std::size_t n = std::min<std::size_t>(236, prompt - a1.computed);
-    const bool last = a1.computed + n == prompt;
-    graphs.step({{&a1, n, last}});
-    direct.step({{&a2, n, last}});
-  }
-  graphs.step({{&b1, 20, true}});
-  direct.step({{&b2, 20, true}});
-  for (int step = 0; step < 14; ++step) {
-    const StepOutput got = graphs.step({{&a1, 1, true}, {&b1, 1, true}});
-    const StepOutput want = direct.step({{&a2, 1, true}, {&b2, 1, true}});
+  graphs.step({{&a1, 25, true}, {&b1, 50, true}});
+  direct.step({{&a2, 25, true}, {&b2, 50, true}});
+  for (int step = 0; step < 44; ++step) {
+    const bool b_samples = step != 20;  // one step where b only writes its K/V
+    const StepOutput got = graphs.step({{&a1, 1, true}, {&b1, 1, b_samples}});
+    const StepOutput want = direct.step({{&a2, 1, true}, {&b2, 1, b_samples}});
     ASSERT_TRUE(rows_near(got.logits, want.logits, model.spec.vocab_size, 1e-5)) << step;
     ASSERT_EQ(got.tokens, want.tokens) << step;
+    if (!b_samples) {  // keep b's two copies alike: it fed back a token it did not sample
+      b1.tokens.push_back(7);
+      b2.tokens.push_back(7);
+    }
   }
-  EXPECT_GT(a1.tokens.size(), 1024u);
-  EXPECT_EQ(replays, 14);
+  EXPECT_GT(a1.tokens.size(), 64u);  // a crossed 32 and 64 tokens: widths 2 and 4 pages
+  EXPECT_EQ(replays, 44);
 }
 
 TEST(CudaDeviceTest, Fp8KvCacheStaysWithinStatedBoundOfBf16) {

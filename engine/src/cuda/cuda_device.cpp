@@ -319,7 +319,8 @@ k::KvCacheView CudaDeviceImpl::layer_view(std::size_t layer) const {
 }
 
 StepLayout CudaDeviceImpl::stage(std::span<const SequenceStep> batch) {
-  const StepLayout l = plan_step(batch, page_tokens_);
+  const StepLayout l =
+      plan_step(batch, page_tokens_, std::max<std::size_t>(1, options_.decode_width_quantum_pages));
   if (l.bytes > staging_bytes_) {
     if (staging_ != nullptr) ops_->free_host(staging_);
     staging_bytes_ = std::max(l.bytes, 2 * staging_bytes_);
@@ -351,7 +352,7 @@ StepOutput CudaDeviceImpl::execute(std::span<const SequenceStep> batch) {
 
   // Decode attention's split plan and workspace, the same for every layer. From the padded
   // table width rather than the exact context, so that it changes (and a decode graph with
-  // it) only every kDecodeWidthQuantum pages.
+  // it) only every decode_width_quantum_pages pages.
   int splits = 1;
   if (l.decodes > 0) {
     splits = k::decode_attention_splits(static_cast<int>(l.decodes), static_cast<int>(s.kv_heads),

@@ -6,7 +6,8 @@
 
 namespace prefixgate::engine {
 
-StepLayout plan_step(std::span<const SequenceStep> batch, std::size_t page_tokens) {
+StepLayout plan_step(std::span<const SequenceStep> batch, std::size_t page_tokens,
+                     std::size_t quantum) {
   StepLayout l;
   for (const SequenceStep& step : batch) {
     const std::size_t pages =
@@ -14,8 +15,7 @@ StepLayout plan_step(std::span<const SequenceStep> batch, std::size_t page_token
     l.tokens += step.tokens.size();
     if (step.tokens.size() == 1) {
       ++l.decodes;
-      l.decode_width = std::max(l.decode_width, (pages + kDecodeWidthQuantum - 1) /
-                                                    kDecodeWidthQuantum * kDecodeWidthQuantum);
+      l.decode_width = std::max(l.decode_width, (pages + quantum - 1) / quantum * quantum);
     } else {
       ++l.prefills;
       l.prefill_width = std::max(l.prefill_width, pages);

@@ -15,8 +15,8 @@
 
 namespace prefixgate::engine {
 
-// Decode page tables are padded to a multiple of this many pages (1,024 tokens at 16 per
-// page), so that a decode step's shape, and its CUDA graph, change rarely as contexts grow.
+// Decode page tables are padded to a multiple of this many pages by default (1,024 tokens at 16
+// per page), so that a decode step's shape, and its CUDA graph, change rarely as contexts grow.
 inline constexpr std::size_t kDecodeWidthQuantum = 64;
 
 struct StepLayout {
@@ -30,12 +30,13 @@ struct StepLayout {
   std::size_t p_start = 0, p_new = 0, p_pos = 0, p_table = 0, p_tiles = 0;
   std::size_t bytes = 0;
   // Counts: new tokens, 1-token (decode) steps, chunk (prefill) steps, prefill query tiles,
-  // sampled steps; page-table widths (decode padded to kDecodeWidthQuantum).
+  // sampled steps; page-table widths (decode padded to a multiple of the quantum).
   std::size_t tokens = 0, decodes = 0, prefills = 0, tiles = 0, sampled = 0;
   std::size_t decode_width = 1, prefill_width = 1;
 };
 
-StepLayout plan_step(std::span<const SequenceStep> batch, std::size_t page_tokens);
+StepLayout plan_step(std::span<const SequenceStep> batch, std::size_t page_tokens,
+                     std::size_t decode_width_quantum = kDecodeWidthQuantum);
 // Fills `staging` (layout.bytes bytes) for `batch`, which plan_step() planned. Padding entries of
 // the decode tables are left as they are: kernels read a sequence's table only up to its length.
 void write_step(std::span<const SequenceStep> batch, std::size_t page_tokens,

@@ -34,6 +34,9 @@ struct CudaDeviceOptions {
   // Replay decode steps from CUDA graphs, one per step shape (see kernels::Ops). Falls back to
   // direct launches if the runtime refuses a capture.
   bool cuda_graphs = true;
+  // Decode page tables are padded to a multiple of this many pages, so that a decode step's
+  // shape (and graph) changes every 1,024 tokens at 16 per page, not every page.
+  std::size_t decode_width_quantum_pages = 64;
 };
 
 class CudaDevice : public Device {
