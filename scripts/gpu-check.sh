@@ -86,6 +86,36 @@ note '```'
 cat "$out/bench.log" >>"$summary"
 note '```'
 ((status == 0)) || failed=1
+if [[ -s $out/bench.json ]]; then
+  # Issue 7's targets, read off the benchmark's JSON.
+  python3 - "$out/bench.json" >"$out/targets.md" <<'PY'
+import json, sys
+rows = json.load(open(sys.argv[1]))["results"]
+def pick(group, test):
+    return [r for r in rows if r["group"] == group and test(r["name"])]
+def line(what, found, aim, key):
+    if not found:
+        return f"| {what} | not measured | {aim} | - |"
+    worst = min(found, key=key)
+    value = key(worst)
+    ok = value >= float(aim.split()[1].rstrip("%x")) / (100 if aim.endswith("%") else 1)
+    shown = f"{value:.1%}" if aim.endswith("%") else f"{value:.1f}x"
+    return f"| {what} | {shown} (worst: {worst['name']}) | {aim} | {'met' if ok else 'missed'} |"
+frac = lambda r: r.get("fraction", 0.0)
+print("| target | measured | aim | |")
+print("|---|---|---|---|")
+print(line("decode attention, contexts >= 8k, of copy bandwidth",
+           pick("decode_attention", lambda n: " ctx 8192 " in n or " ctx 32768 " in n), ">= 80%", frac))
+print(line("batch-1 decode, of the weight-bandwidth roofline",
+           pick("engine", lambda n: n == "batch-1 decode"), ">= 80%", frac))
+print(line("GEMMs at prefill sizes, of the bf16 peak", pick("gemm", lambda n: True), ">= 60%", frac))
+print(line("TTFT, cold over an 8k cached prefix",
+           pick("engine", lambda n: n.startswith("TTFT speedup")), ">= 5x", lambda r: r["value"]))
+PY
+  note ""
+  note "## Targets"
+  cat "$out/targets.md" >>"$summary"
+fi
 
 step "the engine on --device cuda"
 "$engine" --model builtin:small --device cuda --port 0 --gpu-memory-utilization 0.2 \
