@@ -4,7 +4,7 @@
 # tests (every kernel against its CPU reference, the cuda device against the cpu device), the
 # benchmark (prefixgate-gpu-bench: kernels and the engine against this GPU's measured copy
 # bandwidth and bf16 GEMM peak) and the engine serving two requests on --device cuda; writes
-# OUT/summary.md, with the logs and JSON beside it.
+# OUT/summary.md, with the logs and JSON beside it (seven files at most).
 #
 # Usage: scripts/gpu-check.sh [OUT]            OUT defaults to build/gpu-check
 #   PREFIXGATE_BUNDLE=DIR|DIR.tar.xz scripts/gpu-check.sh
@@ -25,9 +25,10 @@ echo "# prefixgate GPU check, $(date -u '+%Y-%m-%d %H:%M UTC')" >"$summary"
 note ""
 step "the machine"
 if command -v nvidia-smi >/dev/null; then
-  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader \
-    | tee "$out/gpu.txt"
-  note "GPU: $(head -1 "$out/gpu.txt")"
+  gpu=$(nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm \
+    --format=csv,noheader | head -1)
+  echo "$gpu"
+  note "GPU: $gpu"
 else
   note "GPU: nvidia-smi not found"
 fi
@@ -61,7 +62,7 @@ else
 fi
 
 step "gpu tests"
-timeout 150 "$tests" --gtest_output="json:$out/gpu_tests.json" >"$out/gpu_tests.log" 2>&1
+timeout 150 "$tests" >"$out/gpu_tests.log" 2>&1
 status=$?
 tail -3 "$out/gpu_tests.log"
 passed=$(grep -c '^\[       OK \]' "$out/gpu_tests.log")
