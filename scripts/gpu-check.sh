@@ -39,7 +39,8 @@ if [[ -n ${PREFIXGATE_BUNDLE:-} ]]; then
   bundle=$PREFIXGATE_BUNDLE
   if [[ $bundle == *.tar.xz ]]; then
     unpacked=$(mktemp -d)  # not under OUT: only the logs and the summary belong there
-    tar -xJf "$bundle" -C "$unpacked" || exit 1
+    archive=$(realpath "$bundle")
+    (cd "$unpacked" && cmake -E tar xf "$archive") || exit 1  # cmake: no xz binary needed
     bundle=$(find "$unpacked" -mindepth 2 -maxdepth 2 -name bin -type d -printf '%h\n' | head -1)
   fi
   bin="$bundle/bin"
