@@ -159,11 +159,21 @@ int main(int argc, char** argv) {
     const std::string gpu = ops.ops->name();
     auto cuda = engine::make_cuda_device(*model, std::move(ops.ops), options);
     if (!cuda.ok()) return fail("--device cuda: " + cuda.error().message);
+    const std::size_t page_bytes = (*cuda)->kv_page_bytes(f.block_size);
+    const std::size_t free_bytes = (*cuda)->free_memory_bytes();
     if (kv_tokens_option->count() == 0 && f.kv_cache_memory_mib <= 0) {
       num_pages =
-          engine::kv_pages_for_utilization((*cuda)->free_memory_bytes(), f.gpu_memory_utilization,
-                                           (*cuda)->kv_page_bytes(f.block_size));
+          engine::kv_pages_for_utilization(free_bytes, f.gpu_memory_utilization, page_bytes);
       if (num_pages == 0) return fail("--device cuda: no GPU memory left for the KV cache");
+    }
+    // An explicit size that cannot fit fails here, with the numbers, not at allocation.
+    const double wanted_mib = f.kv_cache_memory_mib > 0
+                                  ? f.kv_cache_memory_mib
+                                  : static_cast<double>(num_pages * page_bytes) / (1 << 20);
+    if (wanted_mib * (1 << 20) > static_cast<double>(free_bytes)) {
+      return fail("--device cuda: a KV cache of " + std::to_string(static_cast<long>(wanted_mib)) +
+                  " MiB does not fit in the " + std::to_string(free_bytes >> 20) +
+                  " MiB of GPU memory free after the weights");
     }
     spdlog::info("cuda device {}: {} MiB of bf16 weights, {} KV cache", gpu,
                  (*cuda)->weight_bytes() >> 20,

@@ -37,7 +37,7 @@ constexpr std::size_t kGemmWorkspaceBytes = 32u << 20;
 class CudaOps final : public Ops {
  public:
   CudaOps(int device, const cudaDeviceProp& prop) : device_(device), prop_(prop) {
-    check(cudaSetDevice(device), "cudaSetDevice");
+    bind();
     check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
     check(cublasLtCreate(&lt_), "cublasLtCreate");
     check(cudaMalloc(&gemm_workspace_, kGemmWorkspaceBytes), "cudaMalloc(gemm workspace)");
@@ -59,12 +59,14 @@ class CudaOps final : public Ops {
   bool is_gpu() const override { return true; }
   int multiprocessor_count() const override { return prop_.multiProcessorCount; }
   MemoryInfo memory_info() const override {
+    bind();
     MemoryInfo info;
     check(cudaMemGetInfo(&info.free_bytes, &info.total_bytes), "cudaMemGetInfo");
     return info;
   }
 
   void* alloc(std::size_t bytes) override {
+    bind();
     void* p = nullptr;
     if (cudaMalloc(&p, bytes) != cudaSuccess) {
       cudaGetLastError();  // clear the sticky-free out-of-memory error
@@ -74,6 +76,7 @@ class CudaOps final : public Ops {
   }
   void free(void* ptr) override { check(cudaFree(ptr), "cudaFree"); }
   void* alloc_host(std::size_t bytes) override {
+    bind();
     void* p = nullptr;
     if (cudaMallocHost(&p, bytes) != cudaSuccess) {
       cudaGetLastError();
@@ -83,19 +86,26 @@ class CudaOps final : public Ops {
   }
   void free_host(void* ptr) override { check(cudaFreeHost(ptr), "cudaFreeHost"); }
   void copy_to_device(void* dst, const void* src, std::size_t bytes) override {
+    bind();
     check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_), "copy to device");
   }
   void copy_to_host(void* dst, const void* src, std::size_t bytes) override {
+    bind();
     check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_), "copy to host");
     check(cudaStreamSynchronize(stream_), "copy to host");
   }
   void copy_on_device(void* dst, const void* src, std::size_t bytes) override {
+    bind();
     check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_), "copy on device");
   }
   void fill_zero(void* dst, std::size_t bytes) override {
+    bind();
     check(cudaMemsetAsync(dst, 0, bytes, stream_), "memset");
   }
-  void synchronize() override { check(cudaStreamSynchronize(stream_), "synchronize"); }
+  void synchronize() override {
+    bind();
+    check(cudaStreamSynchronize(stream_), "synchronize");
+  }
 
   void embedding(const EmbeddingParams& p) override { launch(cuda::embedding, p, "embedding"); }
   void rms_norm(const RmsNormParams& p) override { launch(cuda::rms_norm, p, "rms_norm"); }
@@ -119,6 +129,7 @@ class CudaOps final : public Ops {
   // y^T[out, rows] = W^T... : with A = W (column-major [in, out], transposed) and B = x
   // (column-major [in, rows]), D = op(A) B with op = T: m = out, n = rows, k = in.
   void gemm(const GemmParams& p) override {
+    bind();
     if (p.rows == 0 || p.out == 0) return;
     Plan& plan = plan_for(p);
     const float alpha = 1.0f;
@@ -130,6 +141,7 @@ class CudaOps final : public Ops {
   }
 
   bool begin_capture() override {
+    bind();
     if (cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
       cudaGetLastError();
       return false;
@@ -152,6 +164,7 @@ class CudaOps final : public Ops {
     return next_graph_++;
   }
   void replay(int graph) override {
+    bind();
     check(cudaGraphLaunch(graphs_.at(graph), stream_), "cudaGraphLaunch");
   }
   void release_graph(int graph) override {
@@ -162,6 +175,7 @@ class CudaOps final : public Ops {
   }
 
   double time_ms(const std::function<void()>& work) override {
+    bind();
     cudaEvent_t start;
     cudaEvent_t stop;
     check(cudaEventCreate(&start), "cudaEventCreate");
@@ -178,10 +192,21 @@ class CudaOps final : public Ops {
   }
 
  private:
+  // The current device is per host thread: the engine creates the device on its main thread and
+  // steps it on the engine thread, so every entry point makes sure it talks to device_.
+  void bind() const {
+    thread_local int bound = -1;
+    if (bound != device_) {
+      check(cudaSetDevice(device_), "cudaSetDevice");
+      bound = device_;
+    }
+  }
+
   // A kernel launch on the stream; launch errors (a bad configuration) show only through
   // cudaGetLastError.
   template <class Params>
   void launch(void (*launcher)(const Params&, void*), const Params& p, const char* kernel) {
+    bind();
     launcher(p, stream_);
     check(cudaGetLastError(), kernel);
   }
