@@ -52,6 +52,25 @@ __device__ __forceinline__ uint4 pack_bf16(const float (&v)[8]) {
   return uint4{w[0], w[1], w[2], w[3]};
 }
 
+// 16 bytes of cache values into shared memory as bf16: bf16 as they are; e4m3 (16 values)
+// dequantized by their row's scale into 32 bytes.
+template <class CacheT>
+__device__ __forceinline__ void store_bf16(__nv_bfloat16* dst, const uint4& bits, float scale) {
+  if constexpr (sizeof(CacheT) == 2) {
+    *reinterpret_cast<uint4*>(dst) = bits;
+  } else {
+    float values[16];
+    unpack(bits, values);
+#pragma unroll
+    for (int part = 0; part < 2; ++part) {
+      float eight[8];
+#pragma unroll
+      for (int i = 0; i < 8; ++i) eight[i] = values[part * 8 + i] * scale;
+      *reinterpret_cast<uint4*>(dst + part * 8) = pack_bf16(eight);
+    }
+  }
+}
+
 template <class CacheT, int D>
 __global__ void __launch_bounds__(kThreads) prefill_kernel(PrefillAttentionParams p) {
   using L = Layout<D>;
@@ -109,7 +128,8 @@ __global__ void __launch_bounds__(kThreads) prefill_kernel(PrefillAttentionParam
   __syncthreads();
 
   for (int k0 = 0; k0 < keys_end; k0 += kKeys) {
-    // K and V of keys [k0, k0 + kKeys) as bf16 (fp8 dequantized), zeros past the end.
+    // K and V of keys [k0, k0 + kKeys) as bf16 (fp8 dequantized), zeros past the end (zero
+    // bits are 0 in both formats).
     constexpr int kCacheVec = 16 / static_cast<int>(sizeof(CacheT));
     for (int e = tid; e < kKeys * D / kCacheVec; e += kThreads) {
       const int key = e / (D / kCacheVec);
@@ -117,42 +137,20 @@ __global__ void __launch_bounds__(kThreads) prefill_kernel(PrefillAttentionParam
       const int t = k0 + key;
       uint4 kb{0, 0, 0, 0};
       uint4 vb{0, 0, 0, 0};
+      float k_scale = 0;
+      float v_scale = 0;
       if (t < keys_end) {
         const std::int64_t page = table[t / c.page_tokens];
         const int s = t % c.page_tokens;
         kb = *reinterpret_cast<const uint4*>(cache + kv_offset(c, page, 0, g, s) + d);
         vb = *reinterpret_cast<const uint4*>(cache + kv_offset(c, page, 1, g, s) + d);
         if constexpr (sizeof(CacheT) == 1) {
-          const float ks = c.scales[kv_scale_offset(c, page, 0, g, s)];
-          const float vs = c.scales[kv_scale_offset(c, page, 1, g, s)];
-          float kf[16];
-          float vf[16];
-          unpack(kb, kf);
-          unpack(vb, vf);
-#pragma unroll
-          for (int part = 0; part < 2; ++part) {
-            float k8[8];
-            float v8[8];
-#pragma unroll
-            for (int i = 0; i < 8; ++i) {
-              k8[i] = kf[part * 8 + i] * ks;
-              v8[i] = vf[part * 8 + i] * vs;
-            }
-            *reinterpret_cast<uint4*>(k_s + key * D + d + part * 8) = pack_bf16(k8);
-            *reinterpret_cast<uint4*>(v_s + key * D + d + part * 8) = pack_bf16(v8);
-          }
-          continue;
+          k_scale = c.scales[kv_scale_offset(c, page, 0, g, s)];
+          v_scale = c.scales[kv_scale_offset(c, page, 1, g, s)];
         }
       }
-      if constexpr (sizeof(CacheT) == 1) {
-        *reinterpret_cast<uint4*>(k_s + key * D + d) = uint4{0, 0, 0, 0};
-        *reinterpret_cast<uint4*>(k_s + key * D + d + 8) = uint4{0, 0, 0, 0};
-        *reinterpret_cast<uint4*>(v_s + key * D + d) = uint4{0, 0, 0, 0};
-        *reinterpret_cast<uint4*>(v_s + key * D + d + 8) = uint4{0, 0, 0, 0};
-      } else {
-        *reinterpret_cast<uint4*>(k_s + key * D + d) = kb;
-        *reinterpret_cast<uint4*>(v_s + key * D + d) = vb;
-      }
+      store_bf16<CacheT>(k_s + key * D + d, kb, k_scale);
+      store_bf16<CacheT>(v_s + key * D + d, vb, v_scale);
     }
     __syncthreads();
 
