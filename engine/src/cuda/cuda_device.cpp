@@ -134,8 +134,9 @@ class CudaDeviceImpl final : public CudaDevice {
   StepOutput finish(std::span<const SequenceStep> batch, const StepLayout& l);
   void release_graphs();
   k::KvCacheView layer_view(std::size_t layer) const;
-  // Plans the step's metadata, writes it into the staging area and uploads it to meta_.
-  StepLayout stage(std::span<const SequenceStep> batch);
+  // Writes the step's metadata (planned by plan_step) into the staging area and uploads it to
+  // meta_, growing both as needed.
+  void stage(std::span<const SequenceStep> batch, const StepLayout& l);
   void gemm(const Buffer& x, const Buffer& w, void* y, bool y_fp32, std::size_t rows,
             std::size_t in, std::size_t out) {
     ops_->gemm({.x = x.as<std::uint16_t>(),
@@ -318,9 +319,7 @@ k::KvCacheView CudaDeviceImpl::layer_view(std::size_t layer) const {
   return v;
 }
 
-StepLayout CudaDeviceImpl::stage(std::span<const SequenceStep> batch) {
-  const StepLayout l =
-      plan_step(batch, page_tokens_, std::max<std::size_t>(1, options_.decode_width_quantum_pages));
+void CudaDeviceImpl::stage(std::span<const SequenceStep> batch, const StepLayout& l) {
   if (l.bytes > staging_bytes_) {
     if (staging_ != nullptr) ops_->free_host(staging_);
     staging_bytes_ = std::max(l.bytes, 2 * staging_bytes_);
@@ -331,15 +330,15 @@ StepLayout CudaDeviceImpl::stage(std::span<const SequenceStep> batch) {
   }
   write_step(batch, page_tokens_, l, static_cast<std::uint8_t*>(staging_));
   ops_->copy_to_device(meta_.as(), staging_, l.bytes);
-  return l;
 }
 
 StepOutput CudaDeviceImpl::execute(std::span<const SequenceStep> batch) {
   check_batch(
       "cuda device", batch,
       {.vocab_size = spec_.vocab_size, .num_pages = num_pages_, .page_tokens = page_tokens_});
-  std::size_t total = 0;
-  for (const SequenceStep& step : batch) total += step.tokens.size();
+  const StepLayout l =
+      plan_step(batch, page_tokens_, std::max<std::size_t>(1, options_.decode_width_quantum_pages));
+  const std::size_t total = l.tokens;
   const std::size_t capacity_before = capacity_tokens_ + capacity_seqs_;
   const canon::Status reserved = reserve(total, batch.size());
   if (!reserved.ok()) {
@@ -347,7 +346,7 @@ StepOutput CudaDeviceImpl::execute(std::span<const SequenceStep> batch) {
     std::abort();  // the pool was sized with room for max_batch_tokens: a scheduler bug
   }
   const void* meta_before = meta_.as();
-  const StepLayout l = stage(batch);
+  stage(batch, l);
   const Shapes& s = shapes_;
 
   // Decode attention's split plan and workspace, the same for every layer. From the padded
