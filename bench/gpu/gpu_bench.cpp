@@ -29,6 +29,7 @@
 #include "prefixgate/engine/model.h"
 #include "prefixgate/engine/page_pool.h"
 #include "prefixgate/engine/sim_device.h"
+#include "prefixgate/kernels/device_buffer.h"
 #include "prefixgate/kernels/ops.h"
 
 namespace {
@@ -70,25 +71,15 @@ struct Report {
   }
 };
 
-class Memory {
+// Benchmark memory: a DeviceBuffer that ends the run when the GPU has no room for it.
+class Memory : public k::DeviceBuffer {
  public:
-  Memory(k::Ops& ops, std::size_t bytes) : ops_(ops), ptr_(ops.alloc(bytes)) {
-    if (ptr_ == nullptr) {
+  Memory(k::Ops& ops, std::size_t bytes) : DeviceBuffer(&ops, bytes) {
+    if (!ok()) {
       std::fprintf(stderr, "gpu-bench: cannot allocate %zu MiB\n", bytes >> 20);
       std::exit(1);
     }
   }
-  ~Memory() { ops_.free(ptr_); }
-  Memory(const Memory&) = delete;
-  Memory& operator=(const Memory&) = delete;
-  template <class T = void>
-  T* as() const {
-    return static_cast<T*>(ptr_);
-  }
-
- private:
-  k::Ops& ops_;
-  void* ptr_;
 };
 
 // Mean milliseconds of `work` over `reps` runs after `warmup`.

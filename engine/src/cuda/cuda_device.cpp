@@ -26,14 +26,15 @@
 #include <tuple>
 
 #include "../device_checks.h"
-#include "device_buffer.h"
 #include "prefixgate/engine/sampling.h"
+#include "prefixgate/kernels/device_buffer.h"
 #include "step_layout.h"
 
 namespace prefixgate::engine {
 namespace {
 
 namespace k = kernels;
+using Buffer = kernels::DeviceBuffer;
 using canon::ErrorCode;
 
 void check(bool ok, const char* what) {
