@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "bpe_tables.h"
-#include "prefixgate/canonicalize/status.h"
+#include "prefixgate/base/status.h"
 #include "prefixgate/canonicalize/tokenizer.h"
 
 namespace prefixgate::canon::internal {

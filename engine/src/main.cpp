@@ -48,6 +48,7 @@ struct Flags {
   std::string served_model_name;
   std::string log_level = "info";
   double drain_timeout_s = 30;
+  std::size_t max_connections = 10000;
 };
 
 int fail(const std::string& message) {
@@ -123,6 +124,10 @@ int main(int argc, char** argv) {
                  "the model name clients send and responses carry (default: --model)");
   app.add_option("--log-level", f.log_level, "trace, debug, info, warn, error, critical, off")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}))
+      ->capture_default_str();
+  app.add_option("--max-connections", f.max_connections,
+                 "client connections served at once; more are answered 503 and closed")
+      ->check(CLI::PositiveNumber)
       ->capture_default_str();
   app.add_option("--drain-timeout", f.drain_timeout_s,
                  "seconds in-flight requests may take to finish on SIGTERM/SIGINT")
@@ -227,11 +232,13 @@ int main(int argc, char** argv) {
   served.vocab_size = tokens.vocab_size;
 
   engine::server::ServerOptions options;
-  options.host = f.host;
-  options.port = static_cast<std::uint16_t>(f.port);
-  options.io_threads = f.threads;
-  options.drain_timeout = std::chrono::milliseconds(static_cast<long>(f.drain_timeout_s * 1000));
-  options.handle_signals = true;
+  options.http.host = f.host;
+  options.http.port = static_cast<std::uint16_t>(f.port);
+  options.http.threads = f.threads;
+  options.http.max_connections = f.max_connections;
+  options.http.drain_timeout =
+      std::chrono::milliseconds(static_cast<long>(f.drain_timeout_s * 1000));
+  options.http.handle_signals = true;
 
   spdlog::info("model {} on {}: {} KV pages of {} tokens, max_model_len {}", model->spec.id,
                f.device, num_pages, f.block_size, config.scheduler.max_model_len);

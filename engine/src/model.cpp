@@ -8,10 +8,7 @@
 
 namespace prefixgate::engine {
 
-using canon::ErrorCode;
-using canon::make_error;
-
-canon::Result<Model> load_model(std::string_view source) {
+Result<Model> load_model(std::string_view source) {
   if (source.starts_with("builtin:")) {
     auto spec = builtin_spec(source);
     if (!spec) return spec.error();
@@ -27,7 +24,7 @@ canon::Result<Model> load_model(std::string_view source) {
 
 namespace internal {
 
-canon::Status validate_spec(const ModelSpec& spec, std::string_view source) {
+Status validate_spec(const ModelSpec& spec, std::string_view source) {
   const auto fail = [&](const std::string& field, const std::string& why) {
     return make_error(ErrorCode::kInvalidValue, std::string(source) + ": " + field + " " + why,
                       field);

@@ -11,9 +11,6 @@
 namespace prefixgate::engine {
 namespace {
 
-using canon::ErrorCode;
-using canon::make_error;
-
 // splitmix64 (Steele, Lea, Flood 2014): element i of a stream is mix(stream_seed + i), so any
 // tensor can be generated independently of the others.
 std::uint64_t splitmix64(std::uint64_t x) {
@@ -69,7 +66,7 @@ ModelSpec byte_model_spec(std::string id) {
 
 }  // namespace
 
-canon::Result<ModelSpec> builtin_spec(std::string_view name) {
+Result<ModelSpec> builtin_spec(std::string_view name) {
   if (name == "builtin:tiny") {
     ModelSpec spec = byte_model_spec("builtin:tiny");
     spec.num_layers = 2;

@@ -21,14 +21,12 @@ namespace {
 
 namespace fs = std::filesystem;
 namespace dom = simdjson::dom;
-using canon::ErrorCode;
-using canon::make_error;
 using canon::TokenId;
 
 using internal::kChatTemplateKey;
 using internal::kTokenizerKey;
 
-canon::Result<std::string> read_text_file(const fs::path& path) {
+Result<std::string> read_text_file(const fs::path& path) {
   std::error_code ec;
   if (!fs::is_regular_file(path, ec)) {
     return make_error(ErrorCode::kNotFound, path.string() + ": not found");
@@ -43,7 +41,7 @@ canon::Result<std::string> read_text_file(const fs::path& path) {
 // Typed access to config.json's top-level fields; errors carry the file and the field.
 class Config {
  public:
-  static canon::Result<Config> parse(const std::string& text, std::string path) {
+  static Result<Config> parse(const std::string& text, std::string path) {
     Config config;
     config.path_ = std::move(path);
     config.padded_ = simdjson::padded_string(text);
@@ -65,23 +63,23 @@ class Config {
     return e;
   }
 
-  canon::Error wrong_type(std::string_view field, std::string_view expected) const {
+  Error wrong_type(std::string_view field, std::string_view expected) const {
     return make_error(ErrorCode::kWrongType,
                       path_ + ": " + std::string(field) + " must be " + std::string(expected),
                       std::string(field));
   }
-  canon::Error missing(std::string_view field) const {
+  Error missing(std::string_view field) const {
     return make_error(ErrorCode::kMissingField, path_ + " has no " + std::string(field),
                       std::string(field));
   }
-  canon::Error unsupported(std::string_view field, const std::string& why) const {
+  Error unsupported(std::string_view field, const std::string& why) const {
     return make_error(ErrorCode::kUnsupported,
                       path_ + ": " + std::string(field) + " " + why + " is not supported",
                       std::string(field));
   }
 
-  canon::Result<std::size_t> size(std::string_view field,
-                                  std::optional<std::size_t> fallback = std::nullopt) const {
+  Result<std::size_t> size(std::string_view field,
+                           std::optional<std::size_t> fallback = std::nullopt) const {
     const auto e = get(field);
     if (!e) {
       if (fallback) return *fallback;
@@ -93,21 +91,21 @@ class Config {
     }
     return static_cast<std::size_t>(v);
   }
-  canon::Result<double> number(std::string_view field, double fallback) const {
+  Result<double> number(std::string_view field, double fallback) const {
     const auto e = get(field);
     if (!e) return fallback;
     double v = 0;
     if (e->get_double().get(v) != simdjson::SUCCESS) return wrong_type(field, "a number");
     return v;
   }
-  canon::Result<bool> boolean(std::string_view field, bool fallback) const {
+  Result<bool> boolean(std::string_view field, bool fallback) const {
     const auto e = get(field);
     if (!e) return fallback;
     bool v = false;
     if (e->get_bool().get(v) != simdjson::SUCCESS) return wrong_type(field, "true or false");
     return v;
   }
-  canon::Result<std::optional<std::string_view>> string(std::string_view field) const {
+  Result<std::optional<std::string_view>> string(std::string_view field) const {
     const auto e = get(field);
     if (!e) return std::optional<std::string_view>{};
     std::string_view v;
@@ -115,7 +113,7 @@ class Config {
     return std::optional<std::string_view>{v};
   }
   // An id or a list of ids (eos_token_id is either).
-  canon::Result<std::vector<TokenId>> token_ids(std::string_view field) const {
+  Result<std::vector<TokenId>> token_ids(std::string_view field) const {
     std::vector<TokenId> ids;
     const auto e = get(field);
     if (!e) return ids;
@@ -149,7 +147,7 @@ class Config {
 };
 
 // Refuses architectures and options whose computation differs from ours.
-canon::Status check_architecture(const Config& config) {
+Status check_architecture(const Config& config) {
   if (const auto arch = config.get("architectures")) {
     dom::array list;
     bool llama = false;
@@ -187,7 +185,7 @@ canon::Status check_architecture(const Config& config) {
   return {};
 }
 
-canon::Result<RopeScaling> read_rope_scaling(const Config& config) {
+Result<RopeScaling> read_rope_scaling(const Config& config) {
   RopeScaling scaling;
   const auto e = config.get("rope_scaling");
   if (!e) return scaling;
@@ -206,7 +204,7 @@ canon::Result<RopeScaling> read_rope_scaling(const Config& config) {
                               "\"" + std::string(type) + "\" (only llama3 and default)");
   }
   scaling.type = RopeScaling::Type::kLlama3;
-  const auto read = [&](std::string_view key, double& out) -> canon::Status {
+  const auto read = [&](std::string_view key, double& out) -> Status {
     const std::string field = "rope_scaling." + std::string(key);
     dom::element v;
     if (obj.at_key(key).get(v) != simdjson::SUCCESS) return config.missing(field);
@@ -218,7 +216,7 @@ canon::Result<RopeScaling> read_rope_scaling(const Config& config) {
                                  {"low_freq_factor", &scaling.low_freq_factor},
                                  {"high_freq_factor", &scaling.high_freq_factor},
                                  {"original_max_position_embeddings", &original}}) {
-    if (canon::Status s = read(key, *out); !s) return s.error();
+    if (Status s = read(key, *out); !s) return s.error();
   }
   if (!(original >= 1.0 && original <= 1e9)) {
     return config.wrong_type("rope_scaling.original_max_position_embeddings", "a positive integer");
@@ -227,11 +225,11 @@ canon::Result<RopeScaling> read_rope_scaling(const Config& config) {
   return scaling;
 }
 
-canon::Result<ModelSpec> read_spec(const Config& config) {
-  if (canon::Status s = check_architecture(config); !s) return s.error();
+Result<ModelSpec> read_spec(const Config& config) {
+  if (Status s = check_architecture(config); !s) return s.error();
   ModelSpec spec;
   const auto read_size = [&](std::string_view field, std::size_t& out,
-                             std::optional<std::size_t> fallback) -> canon::Status {
+                             std::optional<std::size_t> fallback) -> Status {
     auto v = config.size(field, fallback);
     if (!v) return v.error();
     out = *v;
@@ -243,18 +241,17 @@ canon::Result<ModelSpec> read_spec(const Config& config) {
         {"num_attention_heads", &spec.num_heads},
         {"intermediate_size", &spec.intermediate_size},
         {"vocab_size", &spec.vocab_size}}) {
-    if (canon::Status s = read_size(field, *out, std::nullopt); !s) return s.error();
+    if (Status s = read_size(field, *out, std::nullopt); !s) return s.error();
   }
   // transformers' LlamaConfig defaults for the optional fields.
-  if (canon::Status s = read_size("num_key_value_heads", spec.num_kv_heads, spec.num_heads); !s) {
+  if (Status s = read_size("num_key_value_heads", spec.num_kv_heads, spec.num_heads); !s) {
     return s.error();
   }
   if (spec.num_heads == 0) return config.wrong_type("num_attention_heads", "positive");
-  if (canon::Status s = read_size("head_dim", spec.head_dim, spec.hidden_size / spec.num_heads);
-      !s) {
+  if (Status s = read_size("head_dim", spec.head_dim, spec.hidden_size / spec.num_heads); !s) {
     return s.error();
   }
-  if (canon::Status s = read_size("max_position_embeddings", spec.max_position, 2048); !s) {
+  if (Status s = read_size("max_position_embeddings", spec.max_position, 2048); !s) {
     return s.error();
   }
   auto theta = config.number("rope_theta", 10000.0);
@@ -272,8 +269,8 @@ canon::Result<ModelSpec> read_spec(const Config& config) {
   return spec;
 }
 
-canon::Result<std::shared_ptr<const canon::Tokenizer>> read_tokenizer(const Config& config,
-                                                                      const fs::path& folder) {
+Result<std::shared_ptr<const canon::Tokenizer>> read_tokenizer(const Config& config,
+                                                               const fs::path& folder) {
   auto kind = config.string(kTokenizerKey);
   if (!kind) return kind.error();
   if (*kind) {
@@ -287,15 +284,15 @@ canon::Result<std::shared_ptr<const canon::Tokenizer>> read_tokenizer(const Conf
   if (!text) return text.error();
   auto tokenizer = canon::load_tokenizer_json(*text);
   if (!tokenizer) {
-    canon::Error e = tokenizer.error();
+    Error e = tokenizer.error();
     e.message = path.string() + ": " + e.message;
     return e;
   }
   return std::shared_ptr<const canon::Tokenizer>(std::move(*tokenizer));
 }
 
-canon::Result<canon::ChatTemplate> read_chat_template(const Config& config,
-                                                      const canon::Tokenizer& tokenizer) {
+Result<canon::ChatTemplate> read_chat_template(const Config& config,
+                                               const canon::Tokenizer& tokenizer) {
   auto name = config.string(kChatTemplateKey);
   if (!name) return name.error();
   if (*name) {
@@ -310,8 +307,8 @@ canon::Result<canon::ChatTemplate> read_chat_template(const Config& config,
 
 // eos_token is the template's end-of-turn token when config.json lists it (Llama 3.1 lists
 // <|end_of_text|> first, but a chat turn ends with <|eot_id|>), otherwise the first listed.
-canon::Status read_special_ids(const Config& config, const canon::Tokenizer& tokenizer,
-                               canon::ChatTemplate tmpl, ModelSpec& spec) {
+Status read_special_ids(const Config& config, const canon::Tokenizer& tokenizer,
+                        canon::ChatTemplate tmpl, ModelSpec& spec) {
   auto eos = config.token_ids("eos_token_id");
   if (!eos) return eos.error();
   const std::optional<TokenId> turn_end =
@@ -345,7 +342,7 @@ canon::Status read_special_ids(const Config& config, const canon::Tokenizer& tok
 // Every tensor of every *.safetensors file in the folder, by name.
 class TensorIndex {
  public:
-  static canon::Result<TensorIndex> open(const fs::path& folder) {
+  static Result<TensorIndex> open(const fs::path& folder) {
     std::vector<fs::path> paths;
     std::error_code ec;
     for (const auto& entry : fs::directory_iterator(folder, ec)) {
@@ -377,8 +374,8 @@ class TensorIndex {
   }
 
   // Reads tensor `name`, which must have `shape`, into `out` as fp32.
-  canon::Status read(const std::string& name, std::vector<std::size_t> shape,
-                     std::vector<float>& out) const {
+  Status read(const std::string& name, std::vector<std::size_t> shape,
+              std::vector<float>& out) const {
     const auto it = by_name_.find(name);
     if (it == by_name_.end()) {
       return make_error(ErrorCode::kMissingField,
@@ -416,14 +413,13 @@ class TensorIndex {
   std::map<std::string, Entry, std::less<>> by_name_;
 };
 
-canon::Result<ModelWeights> read_weights(const TensorIndex& index, const ModelSpec& spec) {
+Result<ModelWeights> read_weights(const TensorIndex& index, const ModelSpec& spec) {
   const std::size_t hidden = spec.hidden_size;
   const std::size_t q_dim = spec.num_heads * spec.head_dim;
   const std::size_t kv_dim = spec.num_kv_heads * spec.head_dim;
   const std::size_t inter = spec.intermediate_size;
   ModelWeights w;
-  if (canon::Status s = index.read("model.embed_tokens.weight", {spec.vocab_size, hidden}, w.embed);
-      !s) {
+  if (Status s = index.read("model.embed_tokens.weight", {spec.vocab_size, hidden}, w.embed); !s) {
     return s.error();
   }
   w.layers.resize(spec.num_layers);
@@ -443,17 +439,17 @@ canon::Result<ModelWeights> read_weights(const TensorIndex& index, const ModelSp
             {p + "mlp.down_proj.weight", {{hidden, inter}, &l.w_down}},
         };
     for (const auto& [name, shape_out] : tensors) {
-      if (canon::Status s = index.read(name, shape_out.first, *shape_out.second); !s) {
+      if (Status s = index.read(name, shape_out.first, *shape_out.second); !s) {
         return s.error();
       }
     }
   }
-  if (canon::Status s = index.read("model.norm.weight", {hidden}, w.final_norm); !s) {
+  if (Status s = index.read("model.norm.weight", {hidden}, w.final_norm); !s) {
     return s.error();
   }
   // Tied models may still ship lm_head.weight (a copy); the embedding is what they use.
   if (!spec.tie_word_embeddings) {
-    if (canon::Status s = index.read("lm_head.weight", {spec.vocab_size, hidden}, w.lm_head); !s) {
+    if (Status s = index.read("lm_head.weight", {spec.vocab_size, hidden}, w.lm_head); !s) {
       return s.error();
     }
   }
@@ -464,7 +460,7 @@ canon::Result<ModelWeights> read_weights(const TensorIndex& index, const ModelSp
 
 namespace internal {
 
-canon::Result<Model> load_hf_folder(const std::string& folder_text) {
+Result<Model> load_hf_folder(const std::string& folder_text) {
   const fs::path folder = fs::path(folder_text).lexically_normal();
   std::error_code ec;
   if (!fs::is_directory(folder, ec)) {
@@ -495,10 +491,10 @@ canon::Result<Model> load_hf_folder(const std::string& folder_text) {
   auto tmpl = read_chat_template(*config, *model.tokenizer);
   if (!tmpl) return tmpl.error();
   model.chat_template = *tmpl;
-  if (canon::Status s = read_special_ids(*config, *model.tokenizer, *tmpl, *spec); !s) {
+  if (Status s = read_special_ids(*config, *model.tokenizer, *tmpl, *spec); !s) {
     return s.error();
   }
-  if (canon::Status s = validate_spec(*spec, config->path()); !s) return s.error();
+  if (Status s = validate_spec(*spec, config->path()); !s) return s.error();
 
   auto index = TensorIndex::open(folder);
   if (!index) return index.error();

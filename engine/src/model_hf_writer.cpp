@@ -11,13 +11,11 @@
 namespace prefixgate::engine {
 
 namespace fs = std::filesystem;
-using canon::ErrorCode;
-using canon::make_error;
 using internal::kChatTemplateKey;
 using internal::kTokenizerKey;
 
-canon::Status write_hf_folder(const Model& model, const std::string& folder_text,
-                              std::string_view dtype_name) {
+Status write_hf_folder(const Model& model, const std::string& folder_text,
+                       std::string_view dtype_name) {
   auto dtype = safetensors::dtype_from_name(dtype_name);
   if (!dtype) return dtype.error();
   const fs::path folder(folder_text);
@@ -50,8 +48,7 @@ canon::Status write_hf_folder(const Model& model, const std::string& folder_text
   if (!spec.tie_word_embeddings) {
     tensors.push_back({"lm_head.weight", {spec.vocab_size, hidden}, w.lm_head});
   }
-  if (canon::Status s =
-          safetensors::write_file((folder / "model.safetensors").string(), tensors, *dtype);
+  if (Status s = safetensors::write_file((folder / "model.safetensors").string(), tensors, *dtype);
       !s) {
     return s;
   }

@@ -30,9 +30,9 @@ Model make_generated_model(ModelSpec spec, std::uint64_t seed);
 
 // Checks the invariants every device relies on (GQA divisibility, even head_dim, ids in the
 // vocabulary). `source` names where the spec came from, for the message.
-canon::Status validate_spec(const ModelSpec& spec, std::string_view source);
+Status validate_spec(const ModelSpec& spec, std::string_view source);
 
 // A Hugging Face folder (see model.h).
-canon::Result<Model> load_hf_folder(const std::string& folder);
+Result<Model> load_hf_folder(const std::string& folder);
 
 }  // namespace prefixgate::engine::internal

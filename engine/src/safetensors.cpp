@@ -21,14 +21,11 @@ static_assert(std::endian::native == std::endian::little,
 
 namespace {
 
-using canon::ErrorCode;
-using canon::make_error;
-
 // The format caps the header at 100 MB; a larger length is a corrupt file, not a big model.
 constexpr std::uint64_t kMaxHeaderBytes = 100u << 20;
 
-canon::Error malformed(std::string_view file_name, const std::string& what,
-                       const std::string& param = {}) {
+Error malformed(std::string_view file_name, const std::string& what,
+                const std::string& param = {}) {
   return make_error(ErrorCode::kInvalidValue, std::string(file_name) + ": " + what, param);
 }
 
@@ -80,9 +77,9 @@ bool checked_mul(std::size_t a, std::size_t b, std::size_t& out) {
   return true;
 }
 
-canon::Result<TensorInfo> parse_tensor(std::string_view file_name, std::string_view name,
-                                       simdjson::dom::element entry, std::size_t data_start,
-                                       std::size_t data_size) {
+Result<TensorInfo> parse_tensor(std::string_view file_name, std::string_view name,
+                                simdjson::dom::element entry, std::size_t data_start,
+                                std::size_t data_size) {
   const std::string tensor(name);
   simdjson::dom::object obj;
   if (entry.get_object().get(obj) != simdjson::SUCCESS) {
@@ -153,7 +150,7 @@ const char* dtype_name(DType dtype) {
   return "F32";
 }
 
-canon::Result<DType> dtype_from_name(std::string_view name) {
+Result<DType> dtype_from_name(std::string_view name) {
   if (name == "F32") return DType::kF32;
   if (name == "F16") return DType::kF16;
   if (name == "BF16") return DType::kBF16;
@@ -165,8 +162,8 @@ std::size_t dtype_bytes(DType dtype) {
   return dtype == DType::kF32 ? 4 : 2;
 }
 
-canon::Result<std::vector<TensorInfo>> parse_header(std::span<const std::byte> file,
-                                                    std::string_view file_name) {
+Result<std::vector<TensorInfo>> parse_header(std::span<const std::byte> file,
+                                             std::string_view file_name) {
   if (file.size() < 8) return malformed(file_name, "too short for a safetensors header");
   std::uint64_t header_bytes = 0;
   for (int i = 7; i >= 0; --i) {
@@ -242,7 +239,7 @@ void from_f32(DType dtype, std::span<const float> src, std::vector<std::byte>& o
   }
 }
 
-canon::Result<SafetensorsFile> SafetensorsFile::open(const std::string& path) {
+Result<SafetensorsFile> SafetensorsFile::open(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     return make_error(ErrorCode::kNotFound, path + ": cannot open: " + std::strerror(errno));
@@ -310,8 +307,7 @@ void SafetensorsFile::read_f32(const TensorInfo& info, std::span<float> out) con
   to_f32(info.dtype, data_ + info.data_begin, info.numel, out.data());
 }
 
-canon::Status write_file(const std::string& path, std::span<const TensorToWrite> tensors,
-                         DType dtype) {
+Status write_file(const std::string& path, std::span<const TensorToWrite> tensors, DType dtype) {
   std::string header = "{";
   std::size_t offset = 0;
   for (const TensorToWrite& t : tensors) {

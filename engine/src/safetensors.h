@@ -19,7 +19,7 @@
 #include <string_view>
 #include <vector>
 
-#include "prefixgate/canonicalize/status.h"
+#include "prefixgate/base/status.h"
 
 namespace prefixgate::engine::safetensors {
 
@@ -27,7 +27,7 @@ enum class DType { kF32, kF16, kBF16 };
 
 // "F32", "F16", "BF16".
 const char* dtype_name(DType dtype);
-canon::Result<DType> dtype_from_name(std::string_view name);
+Result<DType> dtype_from_name(std::string_view name);
 std::size_t dtype_bytes(DType dtype);
 
 struct TensorInfo {
@@ -41,8 +41,8 @@ struct TensorInfo {
 
 // Parses the header of a safetensors file whose full contents are `file` (its size bounds every
 // offset). `file_name` goes into error messages.
-canon::Result<std::vector<TensorInfo>> parse_header(std::span<const std::byte> file,
-                                                    std::string_view file_name);
+Result<std::vector<TensorInfo>> parse_header(std::span<const std::byte> file,
+                                             std::string_view file_name);
 
 // Converts `count` elements of `dtype` (little-endian) to fp32.
 void to_f32(DType dtype, const std::byte* src, std::size_t count, float* dst);
@@ -52,7 +52,7 @@ void from_f32(DType dtype, std::span<const float> src, std::vector<std::byte>& o
 // A safetensors file mapped read-only into memory.
 class SafetensorsFile {
  public:
-  static canon::Result<SafetensorsFile> open(const std::string& path);
+  static Result<SafetensorsFile> open(const std::string& path);
 
   SafetensorsFile(SafetensorsFile&& other) noexcept;
   SafetensorsFile& operator=(SafetensorsFile&& other) noexcept;
@@ -83,7 +83,6 @@ struct TensorToWrite {
 };
 
 // Writes `tensors` as one safetensors file in `dtype`. Errors name the path.
-canon::Status write_file(const std::string& path, std::span<const TensorToWrite> tensors,
-                         DType dtype);
+Status write_file(const std::string& path, std::span<const TensorToWrite> tensors, DType dtype);
 
 }  // namespace prefixgate::engine::safetensors

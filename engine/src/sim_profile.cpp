@@ -128,8 +128,8 @@ std::string gib(double bytes) {
   return buf;
 }
 
-canon::Error invalid(std::string message) {
-  return canon::make_error(canon::ErrorCode::kInvalidValue, std::move(message));
+Error invalid(std::string message) {
+  return make_error(ErrorCode::kInvalidValue, std::move(message));
 }
 
 constexpr const char* kSyntax = "expected GPU:MODEL or GPU:MODEL@DTYPE (DTYPE bf16 or fp8)";
@@ -151,7 +151,7 @@ std::vector<std::string> sim_model_names() {
   return names;
 }
 
-canon::Result<SimProfile> parse_sim_profile(std::string_view text) {
+Result<SimProfile> parse_sim_profile(std::string_view text) {
   const std::size_t colon = text.find(':');
   if (colon == std::string_view::npos || colon == 0 || colon + 1 == text.size()) {
     return invalid("invalid sim profile \"" + std::string(text) + "\": " + kSyntax);
@@ -218,7 +218,7 @@ canon::Result<SimProfile> parse_sim_profile(std::string_view text) {
   return profile;
 }
 
-canon::Result<double> parse_sim_speedup(std::string_view text) {
+Result<double> parse_sim_speedup(std::string_view text) {
   const auto fail = [&] {
     return invalid("invalid sim speedup \"" + std::string(text) +
                    "\": expected a number > 0 (10 runs the clock ten times faster) or inf (no "

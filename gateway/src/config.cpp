@@ -13,16 +13,13 @@
 namespace prefixgate::gateway {
 namespace {
 
-using canon::ErrorCode;
-using canon::make_error;
-
-canon::Error bad(std::string param, std::string message) {
+Error bad(std::string param, std::string message) {
   return make_error(ErrorCode::kInvalidValue, std::move(message), std::move(param));
 }
 
 // Reads a scalar of type T at `node`, or an Error naming `key`.
 template <class T>
-canon::Result<T> scalar(const YAML::Node& node, const std::string& key) {
+Result<T> scalar(const YAML::Node& node, const std::string& key) {
   if (!node.IsScalar()) return bad(key, key + ": expected a scalar");
   try {
     return node.as<T>();
@@ -31,14 +28,14 @@ canon::Result<T> scalar(const YAML::Node& node, const std::string& key) {
   }
 }
 
-canon::Result<std::size_t> positive(const YAML::Node& node, const std::string& key) {
+Result<std::size_t> positive(const YAML::Node& node, const std::string& key) {
   auto v = scalar<long long>(node, key);
   if (!v) return v.error();
   if (*v <= 0) return bad(key, key + ": must be a positive integer");
   return static_cast<std::size_t>(*v);
 }
 
-canon::Result<RuleMode> rule_mode(const YAML::Node& node, const std::string& key) {
+Result<RuleMode> rule_mode(const YAML::Node& node, const std::string& key) {
   auto s = scalar<std::string>(node, key);
   if (!s) return s.error();
   if (*s == "off") return RuleMode::kOff;
@@ -47,7 +44,7 @@ canon::Result<RuleMode> rule_mode(const YAML::Node& node, const std::string& key
   return bad(key, key + ": '" + *s + "' is not one of off, observe, rewrite");
 }
 
-canon::Status apply_timeouts(const YAML::Node& t, TimeoutConfig& out) {
+Status apply_timeouts(const YAML::Node& t, TimeoutConfig& out) {
   const std::pair<const char*, std::chrono::milliseconds*> keys[] = {
       {"connect_ms", &out.connect}, {"first_byte_ms", &out.first_byte},
       {"idle_ms", &out.idle},       {"client_idle_ms", &out.client_idle},
@@ -68,7 +65,7 @@ canon::Status apply_timeouts(const YAML::Node& t, TimeoutConfig& out) {
   return {};
 }
 
-canon::Status apply_limits(const YAML::Node& t, LimitConfig& out) {
+Status apply_limits(const YAML::Node& t, LimitConfig& out) {
   const std::pair<const char*, std::size_t*> keys[] = {
       {"max_body_bytes", &out.max_body_bytes},
       {"max_header_bytes", &out.max_header_bytes},
@@ -89,7 +86,7 @@ canon::Status apply_limits(const YAML::Node& t, LimitConfig& out) {
   return {};
 }
 
-canon::Status apply_canonicalization(const YAML::Node& t, CanonicalizationConfig& out) {
+Status apply_canonicalization(const YAML::Node& t, CanonicalizationConfig& out) {
   for (const auto& kv : t) {
     const std::string k = kv.first.as<std::string>();
     const std::string key = "canonicalization." + k;
@@ -123,7 +120,7 @@ canon::Status apply_canonicalization(const YAML::Node& t, CanonicalizationConfig
   return {};
 }
 
-canon::Status apply_upstream(const YAML::Node& u, const std::string& key, GatewayConfig& cfg) {
+Status apply_upstream(const YAML::Node& u, const std::string& key, GatewayConfig& cfg) {
   if (u.IsScalar()) {
     auto up = parse_upstream_url(u.Scalar(), key);
     if (!up) return up.error();
@@ -158,8 +155,8 @@ canon::Status apply_upstream(const YAML::Node& u, const std::string& key, Gatewa
   return {};
 }
 
-canon::Status apply_model(const std::string& name, const YAML::Node& m, const std::string& key,
-                          GatewayConfig& cfg) {
+Status apply_model(const std::string& name, const YAML::Node& m, const std::string& key,
+                   GatewayConfig& cfg) {
   ModelConfig mc;
   mc.name = name == "default" ? "" : name;
   if (!m.IsMap()) return bad(key, key + ": expected a mapping");
@@ -191,7 +188,7 @@ canon::Status apply_model(const std::string& name, const YAML::Node& m, const st
   return {};
 }
 
-canon::Status apply_tenants(const YAML::Node& root, GatewayConfig& cfg) {
+Status apply_tenants(const YAML::Node& root, GatewayConfig& cfg) {
   if (const YAML::Node keys = root["api_keys"]) {
     if (!keys.IsSequence()) return bad("api_keys", "api_keys: expected a list");
     for (std::size_t i = 0; i < keys.size(); ++i) {
@@ -227,11 +224,11 @@ canon::Status apply_tenants(const YAML::Node& root, GatewayConfig& cfg) {
   return {};
 }
 
-canon::Status apply_root(const YAML::Node& root, GatewayConfig& cfg) {
+Status apply_root(const YAML::Node& root, GatewayConfig& cfg) {
   for (const auto& kv : root) {
     const std::string k = kv.first.as<std::string>();
     const YAML::Node& v = kv.second;
-    canon::Status st;
+    Status st;
     if (k == "listen") {
       auto s = scalar<std::string>(v, k);
       if (!s) return s.error();
@@ -259,13 +256,12 @@ canon::Status apply_root(const YAML::Node& root, GatewayConfig& cfg) {
       }
     } else if (k == "canonicalization") {
       st = v.IsMap() ? apply_canonicalization(v, cfg.canonicalization)
-                     : canon::Status(bad(k, "canonicalization: expected a mapping"));
+                     : Status(bad(k, "canonicalization: expected a mapping"));
     } else if (k == "timeouts") {
       st = v.IsMap() ? apply_timeouts(v, cfg.timeouts)
-                     : canon::Status(bad(k, "timeouts: expected a mapping"));
+                     : Status(bad(k, "timeouts: expected a mapping"));
     } else if (k == "limits") {
-      st = v.IsMap() ? apply_limits(v, cfg.limits)
-                     : canon::Status(bad(k, "limits: expected a mapping"));
+      st = v.IsMap() ? apply_limits(v, cfg.limits) : Status(bad(k, "limits: expected a mapping"));
     } else if (k == "eject_after_failures" || k == "max_attempts") {
       auto n = positive(v, k);
       if (!n) return n.error();
@@ -295,7 +291,7 @@ const char* rule_mode_name(RuleMode mode) {
   return "off";
 }
 
-canon::Result<UpstreamConfig> parse_upstream_url(std::string_view url, std::string param) {
+Result<UpstreamConfig> parse_upstream_url(std::string_view url, std::string param) {
   constexpr std::string_view kScheme = "http://";
   if (!url.starts_with(kScheme)) {
     return bad(param, param + ": '" + std::string(url) + "' must start with http://");
@@ -319,7 +315,7 @@ canon::Result<UpstreamConfig> parse_upstream_url(std::string_view url, std::stri
   return up;
 }
 
-canon::Status parse_listen(std::string_view listen, GatewayConfig& config) {
+Status parse_listen(std::string_view listen, GatewayConfig& config) {
   const std::size_t colon = listen.rfind(':');
   if (colon == std::string_view::npos || colon == 0) {
     return bad("listen", "listen: '" + std::string(listen) + "' is not HOST:PORT");
@@ -335,7 +331,7 @@ canon::Status parse_listen(std::string_view listen, GatewayConfig& config) {
   return {};
 }
 
-canon::Status apply_config_yaml(std::string_view yaml, GatewayConfig& config) {
+Status apply_config_yaml(std::string_view yaml, GatewayConfig& config) {
   try {
     const YAML::Node root = YAML::Load(std::string(yaml));
     if (root.IsNull()) return {};
@@ -346,7 +342,7 @@ canon::Status apply_config_yaml(std::string_view yaml, GatewayConfig& config) {
   }
 }
 
-canon::Result<GatewayConfig> load_config_file(const std::string& path) {
+Result<GatewayConfig> load_config_file(const std::string& path) {
   std::ifstream in(path);
   if (!in) return make_error(ErrorCode::kNotFound, "cannot read config file " + path, "config");
   std::stringstream ss;
@@ -356,7 +352,7 @@ canon::Result<GatewayConfig> load_config_file(const std::string& path) {
   return cfg;
 }
 
-canon::Status validate(const GatewayConfig& config) {
+Status validate(const GatewayConfig& config) {
   if (config.upstreams.empty()) {
     return bad("upstreams", "upstreams: at least one upstream is required (--upstream URL)");
   }

@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "prefixgate/canonicalize/status.h"
+#include "prefixgate/base/status.h"
 #include "prefixgate/gateway/prefix_index.h"
 
 namespace prefixgate::gateway {
@@ -97,14 +97,13 @@ struct GatewayConfig {
 };
 
 // "http://HOST:PORT[/]" -> an UpstreamConfig of kind prefixgate. `param` names the key in errors.
-canon::Result<UpstreamConfig> parse_upstream_url(std::string_view url,
-                                                 std::string param = "upstream");
+Result<UpstreamConfig> parse_upstream_url(std::string_view url, std::string param = "upstream");
 // "HOST:PORT" -> host, port.
-canon::Status parse_listen(std::string_view listen, GatewayConfig& config);
+Status parse_listen(std::string_view listen, GatewayConfig& config);
 // Parses YAML text over `config` (keys absent keep their value).
-canon::Status apply_config_yaml(std::string_view yaml, GatewayConfig& config);
-canon::Result<GatewayConfig> load_config_file(const std::string& path);
+Status apply_config_yaml(std::string_view yaml, GatewayConfig& config);
+Result<GatewayConfig> load_config_file(const std::string& path);
 // Checks what only the whole can tell: at least one upstream, a known policy, positive sizes.
-canon::Status validate(const GatewayConfig& config);
+Status validate(const GatewayConfig& config);
 
 }  // namespace prefixgate::gateway

@@ -25,7 +25,7 @@ namespace gw = prefixgate::gateway;
 
 namespace {
 
-int invalid(const prefixgate::canon::Error& e) {
+int invalid(const prefixgate::Error& e) {
   std::cerr << "prefixgate: invalid configuration"
             << (e.param.empty() ? std::string() : " (" + e.param + ")") << ": " << e.message
             << std::endl;
@@ -97,9 +97,9 @@ int main(int argc, char** argv) {
   if (auto st = gw::validate(cfg); !st) return invalid(st.error());
   const auto level = spdlog::level::from_str(cfg.log_level);
   if (level == spdlog::level::off && cfg.log_level != "off") {
-    return invalid(prefixgate::canon::make_error(prefixgate::canon::ErrorCode::kInvalidValue,
-                                                 "unknown log level '" + cfg.log_level + "'",
-                                                 "log_level"));
+    return invalid(prefixgate::make_error(prefixgate::ErrorCode::kInvalidValue,
+                                          "unknown log level '" + cfg.log_level + "'",
+                                          "log_level"));
   }
   spdlog::set_level(level);
 #ifdef PREFIXGATE_WITH_MIMALLOC

@@ -38,11 +38,11 @@ void match_blocks(const RouteRequest& request, std::span<const ReplicaView> repl
 
 namespace {
 
-canon::Status validate(const CacheAwareConfig& c) {
+Status validate(const CacheAwareConfig& c) {
   auto bad = [](const char* key, const char* why) {
-    return canon::make_error(canon::ErrorCode::kInvalidValue,
-                             std::string("routing.cache_aware.") + key + " " + why,
-                             std::string("routing.cache_aware.") + key);
+    return make_error(ErrorCode::kInvalidValue,
+                      std::string("routing.cache_aware.") + key + " " + why,
+                      std::string("routing.cache_aware.") + key);
   };
   if (!(c.decode_weight >= 0)) return bad("decode_weight", "must be >= 0");
   if (!(c.overload_factor >= 1)) return bad("overload_factor", "must be >= 1");
@@ -54,9 +54,9 @@ canon::Status validate(const CacheAwareConfig& c) {
 
 }  // namespace
 
-canon::Result<std::unique_ptr<RoutingPolicy>> make_policy(std::string_view name,
-                                                          const PolicyConfig& config) {
-  if (canon::Status s = validate(config.cache_aware); !s) return s.error();
+Result<std::unique_ptr<RoutingPolicy>> make_policy(std::string_view name,
+                                                   const PolicyConfig& config) {
+  if (Status s = validate(config.cache_aware); !s) return s.error();
   const double w = config.cache_aware.decode_weight;
   if (name == "round_robin") return routing::make_round_robin();
   if (name == "random") return routing::make_random(config.seed);
@@ -64,11 +64,11 @@ canon::Result<std::unique_ptr<RoutingPolicy>> make_policy(std::string_view name,
   if (name == "power_of_two") return routing::make_power_of_two(config.seed, w);
   if (name == "consistent_hash") return routing::make_consistent_hash(w);
   if (name == "cache_aware") return routing::make_cache_aware(config.cache_aware);
-  return canon::make_error(canon::ErrorCode::kInvalidValue,
-                           "unknown routing policy '" + std::string(name) +
-                               "'; expected one of round_robin, random, least_load, "
-                               "power_of_two, consistent_hash, cache_aware",
-                           "policy");
+  return make_error(ErrorCode::kInvalidValue,
+                    "unknown routing policy '" + std::string(name) +
+                        "'; expected one of round_robin, random, least_load, "
+                        "power_of_two, consistent_hash, cache_aware",
+                    "policy");
 }
 
 }  // namespace prefixgate::gateway

@@ -12,9 +12,6 @@
 namespace prefixgate::json {
 namespace {
 
-using canon::error_code_name;
-using canon::ErrorCode;
-
 // Parses `text` and checks that it fails with `code`; returns the error for further checks.
 Error ExpectParseError(std::string_view text, ErrorCode code, const ParseLimits& limits = {}) {
   Result<Value> result = parse(text, limits);

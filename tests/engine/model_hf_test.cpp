@@ -14,7 +14,6 @@ namespace prefixgate::engine {
 namespace {
 
 namespace fs = std::filesystem;
-using canon::ErrorCode;
 
 std::string read_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -49,10 +48,10 @@ class ModelHfTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(folder_); }
 
-  canon::Error load_error() {
+  Error load_error() {
     auto r = load_model(folder_.string());
     EXPECT_FALSE(r.ok());
-    return r.ok() ? canon::Error{} : r.error();
+    return r.ok() ? Error{} : r.error();
   }
 
   // Rewrites model.safetensors through `edit`, which may change the list of tensors.
@@ -124,7 +123,7 @@ TEST_F(ModelHfTest, Bf16RoundTripRoundsEachWeightOnce) {
 }
 
 TEST_F(ModelHfTest, UnknownWriteDtypeIsRefused) {
-  const canon::Status s = write_hf_folder(model_, folder_.string(), "F8");
+  const Status s = write_hf_folder(model_, folder_.string(), "F8");
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().code, ErrorCode::kUnsupported);
 }
@@ -135,7 +134,7 @@ TEST_F(ModelHfTest, MissingFolderOrConfigIsNotFound) {
   EXPECT_EQ(none.error().code, ErrorCode::kNotFound);
 
   fs::remove(folder_ / "config.json");
-  const canon::Error e = load_error();
+  const Error e = load_error();
   EXPECT_EQ(e.code, ErrorCode::kNotFound);
   EXPECT_NE(e.message.find("config.json"), std::string::npos) << e.message;
 }
@@ -145,7 +144,7 @@ TEST_F(ModelHfTest, MissingTensorIsNamed) {
     std::erase_if(tensors,
                   [](const auto& t) { return t.name == "model.layers.1.mlp.up_proj.weight"; });
   });
-  const canon::Error e = load_error();
+  const Error e = load_error();
   EXPECT_EQ(e.code, ErrorCode::kMissingField);
   EXPECT_EQ(e.param, "model.layers.1.mlp.up_proj.weight");
   EXPECT_NE(e.message.find("model.layers.1.mlp.up_proj.weight"), std::string::npos);
@@ -154,7 +153,7 @@ TEST_F(ModelHfTest, MissingTensorIsNamed) {
 TEST_F(ModelHfTest, UntiedModelNeedsLmHead) {
   replace_in_file(folder_ / "config.json", "\"tie_word_embeddings\": true",
                   "\"tie_word_embeddings\": false");
-  const canon::Error e = load_error();
+  const Error e = load_error();
   EXPECT_EQ(e.code, ErrorCode::kMissingField);
   EXPECT_EQ(e.param, "lm_head.weight");
 }
@@ -165,7 +164,7 @@ TEST_F(ModelHfTest, WrongShapeIsNamedWithBothShapes) {
       if (t.name == "model.layers.0.self_attn.k_proj.weight") t.shape = {64, 32};  // transposed
     }
   });
-  const canon::Error e = load_error();
+  const Error e = load_error();
   EXPECT_EQ(e.code, ErrorCode::kInvalidValue);
   EXPECT_EQ(e.param, "model.layers.0.self_attn.k_proj.weight");
   EXPECT_NE(e.message.find("[64, 32]"), std::string::npos) << e.message;
@@ -179,7 +178,7 @@ TEST_F(ModelHfTest, TruncatedSafetensorsIsAnErrorNamingTheFile) {
   for (std::size_t size : {std::size_t{0}, std::size_t{5}, std::size_t{8}, std::size_t{100},
                            full.size() / 2, full.size() - 1}) {
     write_file(path, std::string_view(full).substr(0, size));
-    const canon::Error e = load_error();
+    const Error e = load_error();
     EXPECT_EQ(e.code, ErrorCode::kInvalidValue) << size;
     EXPECT_NE(e.message.find("model.safetensors"), std::string::npos) << e.message;
   }
@@ -187,7 +186,7 @@ TEST_F(ModelHfTest, TruncatedSafetensorsIsAnErrorNamingTheFile) {
 
 TEST_F(ModelHfTest, UnknownDtypeIsUnsupported) {
   replace_in_file(folder_ / "model.safetensors", "\"dtype\":\"F32\"", "\"dtype\":\"F64\"");
-  const canon::Error e = load_error();
+  const Error e = load_error();
   EXPECT_EQ(e.code, ErrorCode::kUnsupported);
   EXPECT_NE(e.message.find("F64"), std::string::npos) << e.message;
   EXPECT_NE(e.message.find("model.safetensors"), std::string::npos) << e.message;
@@ -195,7 +194,7 @@ TEST_F(ModelHfTest, UnknownDtypeIsUnsupported) {
 
 TEST_F(ModelHfTest, NoSafetensorsFileIsNotFound) {
   fs::remove(folder_ / "model.safetensors");
-  const canon::Error e = load_error();
+  const Error e = load_error();
   EXPECT_EQ(e.code, ErrorCode::kNotFound);
   EXPECT_NE(e.message.find("safetensors"), std::string::npos);
 }
@@ -230,7 +229,7 @@ TEST_F(ModelHfTest, ShardedWeightsLoadAndDuplicatesAreRefused) {
   ASSERT_TRUE(safetensors::write_file((folder_ / "model-00002-of-00002.safetensors").string(),
                                       second, safetensors::DType::kF32)
                   .ok());
-  const canon::Error e = load_error();
+  const Error e = load_error();
   EXPECT_EQ(e.code, ErrorCode::kInvalidValue);
   EXPECT_EQ(e.param, first.front().name);
 }
@@ -269,7 +268,7 @@ TEST_F(ModelHfTest, ConfigErrorsNameTheField) {
   for (const Case& c : cases) {
     write_file(config, original);
     replace_in_file(config, c.from, c.to);
-    const canon::Error e = load_error();
+    const Error e = load_error();
     EXPECT_EQ(e.code, c.code) << c.to << ": " << e.message;
     EXPECT_EQ(e.param, c.param) << c.to << ": " << e.message;
     EXPECT_NE(e.message.find("config.json"), std::string::npos) << e.message;
@@ -340,12 +339,12 @@ TEST_F(ModelHfTest, TokenizerJsonWithImStartSelectsChatmlAndItsEndOfTurn) {
   replace_in_file(config, "\"eos_token_id\": [260,257]", "\"eos_token_id\": [258, 257]");
   replace_in_file(config, "\"bos_token_id\": 256,", "");
 
-  const canon::Error no_tokenizer = load_error();
+  const Error no_tokenizer = load_error();
   EXPECT_EQ(no_tokenizer.code, ErrorCode::kNotFound);
   EXPECT_NE(no_tokenizer.message.find("tokenizer.json"), std::string::npos);
 
   write_file(folder_ / "tokenizer.json", "{\"model\": 5}");
-  const canon::Error bad_tokenizer = load_error();
+  const Error bad_tokenizer = load_error();
   EXPECT_NE(bad_tokenizer.message.find("tokenizer.json"), std::string::npos);
 
   write_file(folder_ / "tokenizer.json", chatml_tokenizer_json());
@@ -370,7 +369,7 @@ TEST_F(ModelHfTest, TokenizerJsonWithImStartSelectsChatmlAndItsEndOfTurn) {
       }
     }
   });
-  const canon::Error small_vocab = load_error();
+  const Error small_vocab = load_error();
   EXPECT_EQ(small_vocab.param, "vocab_size");
 }
 

@@ -58,7 +58,7 @@ TEST(ModelSpecTest, BuiltinShapesAndSpecialTokens) {
 
   auto unknown = builtin_spec("builtin:huge");
   ASSERT_FALSE(unknown.ok());
-  EXPECT_EQ(unknown.error().code, canon::ErrorCode::kNotFound);
+  EXPECT_EQ(unknown.error().code, ErrorCode::kNotFound);
   EXPECT_NE(unknown.error().message.find("builtin:tiny"), std::string::npos);
 }
 

@@ -12,8 +12,6 @@
 namespace prefixgate::engine::safetensors {
 namespace {
 
-using canon::ErrorCode;
-
 // A file image: 8-byte length, `header`, then `data_bytes` zero bytes.
 std::vector<std::byte> image(std::string_view header, std::size_t data_bytes) {
   std::vector<std::byte> out(8);
@@ -24,7 +22,7 @@ std::vector<std::byte> image(std::string_view header, std::size_t data_bytes) {
   return out;
 }
 
-canon::Error parse_error(const std::vector<std::byte>& file) {
+Error parse_error(const std::vector<std::byte>& file) {
   auto r = parse_header(file, "x.safetensors");
   EXPECT_FALSE(r.ok());
   if (r.ok()) return {};
@@ -94,7 +92,7 @@ TEST(SafetensorsTest, RejectsTruncatedAndMalformedFiles) {
 }
 
 TEST(SafetensorsTest, UnknownDtypeIsUnsupportedAndNamed) {
-  const canon::Error e =
+  const Error e =
       parse_error(image(R"({"w":{"dtype":"I64","shape":[2],"data_offsets":[0,16]}})", 16));
   EXPECT_EQ(e.code, ErrorCode::kUnsupported);
   EXPECT_EQ(e.param, "w");

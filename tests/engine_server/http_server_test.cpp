@@ -154,7 +154,7 @@ TEST(HttpServerTest, StopStringTruncatesOutput) {
 
 TEST(HttpServerTest, BadRequestsGetOpenAiErrors) {
   ServerOptions options;
-  options.max_body_bytes = 4096;
+  options.http.max_body_bytes = 4096;
   TestServer s(TestServerConfig{options});
   struct Case {
     std::string target, body;

@@ -56,7 +56,7 @@ TEST(OpenAiProtocolTest, DefaultsAndContextLimits) {
   EXPECT_EQ(too_many.error().param, "max_tokens");
   auto bad_id = plan_generation(R"({"prompt":[1,300]})", canon::Endpoint::kCompletions, model());
   ASSERT_FALSE(bad_id.ok());
-  EXPECT_EQ(canon::http_status(bad_id.error()), 400);
+  EXPECT_EQ(http_status(bad_id.error()), 400);
 }
 
 TEST(OpenAiProtocolTest, RejectsWhatItCannotServe) {
@@ -73,7 +73,7 @@ TEST(OpenAiProtocolTest, RejectsWhatItCannotServe) {
     auto plan = plan_generation(body, canon::Endpoint::kCompletions, model());
     ASSERT_FALSE(plan.ok()) << body;
     EXPECT_EQ(plan.error().param, param) << body;
-    EXPECT_EQ(canon::http_status(plan.error()), 400) << body;
+    EXPECT_EQ(http_status(plan.error()), 400) << body;
   }
 }
 

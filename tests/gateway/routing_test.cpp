@@ -44,7 +44,7 @@ TEST(RoutingTest, MakePolicyRefusesUnknownNamesAndBadConfig) {
   }
   auto unknown = make_policy("fastest");
   ASSERT_FALSE(unknown.ok());
-  EXPECT_EQ(unknown.error().code, canon::ErrorCode::kInvalidValue);
+  EXPECT_EQ(unknown.error().code, ErrorCode::kInvalidValue);
   PolicyConfig bad;
   bad.cache_aware.overload_factor = 0.5;
   auto refused = make_policy("cache_aware", bad);

@@ -53,10 +53,10 @@ std::vector<const Turn*> nominal_order(const Workload& workload) {
   return out;
 }
 
-canon::Result<CeilingResult> compute_ceiling(const Workload& workload, const CeilingModel& model,
-                                             std::size_t warmup, std::size_t max_requests) {
+Result<CeilingResult> compute_ceiling(const Workload& workload, const CeilingModel& model,
+                                      std::size_t warmup, std::size_t max_requests) {
   if (model.tokenizer == nullptr) {
-    return canon::make_error(canon::ErrorCode::kInvalidValue, "ceiling: no tokenizer");
+    return make_error(ErrorCode::kInvalidValue, "ceiling: no tokenizer");
   }
   PrefixCeiling ceiling(model.block_size);
   const canon::PromptModel prompt_model{model.chat_template, model.tokenizer, model.block_size,

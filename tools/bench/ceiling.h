@@ -21,9 +21,9 @@
 #include <unordered_set>
 #include <vector>
 
+#include "prefixgate/base/status.h"
 #include "prefixgate/canonicalize/policy.h"
 #include "prefixgate/canonicalize/render.h"
-#include "prefixgate/canonicalize/status.h"
 #include "prefixgate/canonicalize/tokenizer.h"
 #include "workload.h"
 
@@ -70,7 +70,7 @@ struct CeilingResult {
 std::vector<const Turn*> nominal_order(const Workload& workload);
 
 // The first `warmup` requests of the nominal order are cached but not counted, as a run does.
-canon::Result<CeilingResult> compute_ceiling(const Workload& workload, const CeilingModel& model,
-                                             std::size_t warmup = 0, std::size_t max_requests = 0);
+Result<CeilingResult> compute_ceiling(const Workload& workload, const CeilingModel& model,
+                                      std::size_t warmup = 0, std::size_t max_requests = 0);
 
 }  // namespace prefixgate::bench

@@ -23,10 +23,10 @@ int usage_error(const std::string& message) {
   return 2;
 }
 
-canon::Result<std::string> read_file(const std::string& path) {
+Result<std::string> read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    return canon::make_error(canon::ErrorCode::kInvalidValue, "cannot read '" + path + "'");
+    return make_error(ErrorCode::kInvalidValue, "cannot read '" + path + "'");
   }
   std::ostringstream s;
   s << in.rdbuf();
@@ -53,7 +53,7 @@ std::vector<std::pair<std::string, std::string>> rows_of(const std::vector<std::
 // the same rules (ceiling.h): as-sent forwards bodies untouched, default is the gateway's own
 // defaults (tool-json and tool-order rewritten, timestamps observed), canonical rewrites with
 // every rule but whitespace (which can change meaning) and rounds timestamps to the hour.
-canon::Result<std::string> write_rule_set_config(const std::string& dir, const std::string& rules) {
+Result<std::string> write_rule_set_config(const std::string& dir, const std::string& rules) {
   std::string yaml = "# prefixgate-bench compare --rule-sets " + rules + "\n";
   if (rules == "as-sent") {
     yaml +=
@@ -68,12 +68,12 @@ canon::Result<std::string> write_rule_set_config(const std::string& dir, const s
   std::filesystem::create_directories(dir, ec);
   const std::string path = dir + "/gateway-rules-" + rules + ".yaml";
   if (!write_file(path, yaml)) {
-    return canon::make_error(canon::ErrorCode::kInvalidValue, "cannot write " + path, "log-dir");
+    return make_error(ErrorCode::kInvalidValue, "cannot write " + path, "log-dir");
   }
   return path;
 }
 
-canon::Result<Workload> build_workload(const WorkloadFlags& f) {
+Result<Workload> build_workload(const WorkloadFlags& f) {
   auto set = [](std::size_t given, std::size_t& field) {
     if (given > 0) field = given;
   };
@@ -113,26 +113,24 @@ canon::Result<Workload> build_workload(const WorkloadFlags& f) {
   }
   if (f.workload == "trace") {
     if (f.trace_file.empty()) {
-      return canon::make_error(canon::ErrorCode::kInvalidValue,
-                               "--workload trace needs --trace FILE");
+      return make_error(ErrorCode::kInvalidValue, "--workload trace needs --trace FILE");
     }
     auto text = read_file(f.trace_file);
     if (!text) return text.error();
     auto records = parse_trace(*text);
     if (!records) {
-      return canon::make_error(canon::ErrorCode::kInvalidValue,
-                               f.trace_file + ": " + records.error().message);
+      return make_error(ErrorCode::kInvalidValue, f.trace_file + ": " + records.error().message);
     }
     TraceOptions o = f.trace;
     o.model = f.model;
     return make_trace_workload(*records, o, f.seed);
   }
-  return canon::make_error(canon::ErrorCode::kInvalidValue,
-                           "--workload: unknown '" + f.workload +
-                               "' (shared-prefix, multi-turn, agent, volatile, trace)");
+  return make_error(ErrorCode::kInvalidValue,
+                    "--workload: unknown '" + f.workload +
+                        "' (shared-prefix, multi-turn, agent, volatile, trace)");
 }
 
-canon::Result<LoadOptions> build_load(const LoadFlags& f, const Workload& w) {
+Result<LoadOptions> build_load(const LoadFlags& f, const Workload& w) {
   LoadOptions o;
   o.duration_s = f.duration_s;
   o.max_requests = f.num_requests;
@@ -150,8 +148,8 @@ canon::Result<LoadOptions> build_load(const LoadFlags& f, const Workload& w) {
     return o;
   }
   if (rate == "trace") {
-    return canon::make_error(canon::ErrorCode::kInvalidValue,
-                             "--rate trace: only the trace workload has timestamps");
+    return make_error(ErrorCode::kInvalidValue,
+                      "--rate trace: only the trace workload has timestamps");
   }
   o.mode = LoadMode::kPoisson;
   if (rate == "inf") {
@@ -161,9 +159,8 @@ canon::Result<LoadOptions> build_load(const LoadFlags& f, const Workload& w) {
   char* end = nullptr;
   o.rate = std::strtod(rate.c_str(), &end);
   if (end == rate.c_str() || *end != '\0' || !(o.rate > 0)) {
-    return canon::make_error(
-        canon::ErrorCode::kInvalidValue,
-        "--rate: expected a positive number, inf or trace, got '" + rate + "'");
+    return make_error(ErrorCode::kInvalidValue,
+                      "--rate: expected a positive number, inf or trace, got '" + rate + "'");
   }
   return o;
 }
@@ -172,8 +169,8 @@ struct Ceilings {
   double engine = 0, as_sent = 0, canonical = 0;
 };
 
-canon::Result<Ceilings> compute_ceilings(const Workload& w, const CeilingFlags& f,
-                                         const std::string& model, const LoadOptions& load) {
+Result<Ceilings> compute_ceilings(const Workload& w, const CeilingFlags& f,
+                                  const std::string& model, const LoadOptions& load) {
   std::unique_ptr<canon::Tokenizer> tokenizer;
   if (f.tokenizer == "byte") {
     tokenizer = canon::make_byte_tokenizer();
@@ -193,8 +190,7 @@ canon::Result<Ceilings> compute_ceilings(const Workload& w, const CeilingFlags& 
   } else if (f.chat_template == "plain") {
     m.chat_template = canon::ChatTemplate::kPlain;
   } else {
-    return canon::make_error(canon::ErrorCode::kInvalidValue,
-                             "--template: unknown '" + f.chat_template + "'");
+    return make_error(ErrorCode::kInvalidValue, "--template: unknown '" + f.chat_template + "'");
   }
   m.block_size = f.block_size;
   m.model_id = f.model_id.empty() ? model : f.model_id;

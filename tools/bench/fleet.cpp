@@ -9,8 +9,8 @@ namespace prefixgate::bench {
 
 namespace {
 
-canon::Error failure(std::string message) {
-  return canon::make_error(canon::ErrorCode::kInvalidValue, std::move(message));
+Error failure(std::string message) {
+  return make_error(ErrorCode::kInvalidValue, std::move(message));
 }
 
 std::string tail(const std::string& s, std::size_t n = 2000) {
@@ -31,7 +31,7 @@ Fleet::~Fleet() {
   stop();
 }
 
-canon::Status Fleet::start_engines() {
+Status Fleet::start_engines() {
   ++generation_;
   std::filesystem::create_directories(options_.log_dir);
   for (std::size_t i = 0; i < options_.replicas; ++i) {
@@ -63,7 +63,7 @@ canon::Status Fleet::start_engines() {
   return {};
 }
 
-canon::Result<HttpTarget> Fleet::start_gateway(const std::string& policy, const std::string& tag) {
+Result<HttpTarget> Fleet::start_gateway(const std::string& policy, const std::string& tag) {
   std::vector<std::string> args{"--listen", "127.0.0.1:0", "--policy",
                                 policy,     "--log-level", "warn"};
   if (!options_.gateway_config.empty()) {

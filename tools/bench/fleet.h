@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "http_client.h"
-#include "prefixgate/canonicalize/status.h"
+#include "prefixgate/base/status.h"
 #include "prefixgate/process/process.h"
 
 namespace prefixgate::bench {
@@ -42,9 +42,9 @@ class Fleet {
   Fleet(const Fleet&) = delete;
   Fleet& operator=(const Fleet&) = delete;
 
-  canon::Status start_engines();
+  Status start_engines();
   // Starts a gateway over the running engines and waits until it sees all of them healthy.
-  canon::Result<HttpTarget> start_gateway(const std::string& policy, const std::string& tag);
+  Result<HttpTarget> start_gateway(const std::string& policy, const std::string& tag);
   void stop();
 
   std::size_t replicas() const { return options_.replicas; }

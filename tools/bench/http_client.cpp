@@ -87,11 +87,10 @@ bool on_event(std::string_view data, BenchClock::time_point zero, RequestRecord&
 
 }  // namespace
 
-canon::Result<HttpTarget> parse_url(const std::string& url) {
+Result<HttpTarget> parse_url(const std::string& url) {
   const std::string scheme = "http://";
   if (url.rfind(scheme, 0) != 0) {
-    return canon::make_error(canon::ErrorCode::kInvalidValue,
-                             "'" + url + "': expected http://HOST:PORT[/PATH]");
+    return make_error(ErrorCode::kInvalidValue, "'" + url + "': expected http://HOST:PORT[/PATH]");
   }
   std::string rest = url.substr(scheme.size());
   HttpTarget t;
@@ -108,21 +107,19 @@ canon::Result<HttpTarget> parse_url(const std::string& url) {
     unsigned value = 0;
     auto [p, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
     if (ec != std::errc() || p != port.data() + port.size() || value == 0 || value > 65535) {
-      return canon::make_error(canon::ErrorCode::kInvalidValue,
-                               "'" + url + "': bad port '" + port + "'");
+      return make_error(ErrorCode::kInvalidValue, "'" + url + "': bad port '" + port + "'");
     }
     t.port = static_cast<std::uint16_t>(value);
   }
   if (t.host.empty()) {
-    return canon::make_error(canon::ErrorCode::kInvalidValue, "'" + url + "': no host");
+    return make_error(ErrorCode::kInvalidValue, "'" + url + "': no host");
   }
   asio::io_context ioc;
   tcp::resolver resolver(ioc);
   beast::error_code ec;
   auto results = resolver.resolve(t.host, std::to_string(t.port), ec);
   if (ec || results.empty()) {
-    return canon::make_error(canon::ErrorCode::kInvalidValue,
-                             "'" + url + "': cannot resolve " + t.host);
+    return make_error(ErrorCode::kInvalidValue, "'" + url + "': cannot resolve " + t.host);
   }
   t.endpoint = results.begin()->endpoint();
   return t;

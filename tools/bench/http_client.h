@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "prefixgate/canonicalize/status.h"
+#include "prefixgate/base/status.h"
 #include "workload.h"
 
 namespace prefixgate::bench {
@@ -30,7 +30,7 @@ struct HttpTarget {
 
 // "http://HOST:PORT[/PATH]"; resolves HOST. https is not supported (a benchmark of the gateway
 // on loopback; put a TLS terminator's plain side in front of it).
-canon::Result<HttpTarget> parse_url(const std::string& url);
+Result<HttpTarget> parse_url(const std::string& url);
 
 using BenchClock = std::chrono::steady_clock;
 

@@ -9,7 +9,7 @@
 
 namespace prefixgate::lint {
 
-int fail(const canon::Error& error) {
+int fail(const Error& error) {
   std::cerr << "prefixlint: " << error.message << "\n";
   return 2;
 }
@@ -25,7 +25,7 @@ void add_canon_command(CLI::App& app, std::function<int()>& run) {
       if (!text) return fail(text.error());
       auto doc = json::parse(*text);
       if (!doc) {
-        canon::Error e = doc.error();
+        Error e = doc.error();
         e.message = *file + ": " + e.message;
         return fail(e);
       }

@@ -6,7 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 
-#include "prefixgate/canonicalize/status.h"
+#include "prefixgate/base/status.h"
 
 namespace prefixgate::lint {
 
@@ -17,6 +17,6 @@ void add_canon_command(CLI::App& app, std::function<int()>& run);
 void add_tokens_command(CLI::App& app, std::function<int()>& run);
 
 // Prints "prefixlint: <message>" to stderr and returns 2.
-int fail(const canon::Error& error);
+int fail(const Error& error);
 
 }  // namespace prefixgate::lint

@@ -66,13 +66,12 @@ std::string diff_json(const canon::Divergence& d) {
   return json::to_json(json::Value(std::move(o))) + "\n";
 }
 
-canon::Result<Document> read_one(const std::string& path) {
+Result<Document> read_one(const std::string& path) {
   auto docs = read_documents(path);
   if (!docs) return docs.error();
   if (docs->size() != 1) {
-    return canon::make_error(
-        canon::ErrorCode::kInvalidValue,
-        path + ": expected one request, found " + std::to_string(docs->size()));
+    return make_error(ErrorCode::kInvalidValue,
+                      path + ": expected one request, found " + std::to_string(docs->size()));
   }
   return std::move(docs->front());
 }

@@ -8,22 +8,19 @@
 namespace prefixgate::lint {
 namespace {
 
-using canon::ErrorCode;
-using canon::make_error;
-
 bool ends_with(const std::string& s, std::string_view suffix) {
   return s.size() >= suffix.size() &&
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-canon::Error in_file(const std::string& file, std::size_t line, const canon::Error& e) {
+Error in_file(const std::string& file, std::size_t line, const Error& e) {
   std::string where = file + ":" + std::to_string(line) + ": ";
   if (!e.param.empty()) where += e.param + ": ";
   return make_error(e.code, where + e.message, e.param);
 }
 
 // A log line may be a bare request or an envelope around one.
-canon::Result<Document> document_from_json(json::Value value, Document doc) {
+Result<Document> document_from_json(json::Value value, Document doc) {
   if (value.is_object() && canon::guess_endpoint(value) == std::nullopt) {
     json::Value* inner = value.find("request");
     if (inner == nullptr) inner = value.find("body");
@@ -70,7 +67,7 @@ canon::ParsedRequest plain_text_request(std::string text) {
   return r;
 }
 
-canon::Result<std::string> read_file(const std::string& path) {
+Result<std::string> read_file(const std::string& path) {
   if (path == "-") {
     return std::string(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
   }
@@ -82,7 +79,7 @@ canon::Result<std::string> read_file(const std::string& path) {
   return buf.str();
 }
 
-canon::Result<std::vector<Document>> read_documents(const std::string& path) {
+Result<std::vector<Document>> read_documents(const std::string& path) {
   auto contents = read_file(path);
   if (!contents) return contents.error();
   const std::string& text = *contents;
@@ -123,10 +120,10 @@ canon::Result<std::vector<Document>> read_documents(const std::string& path) {
     }
     if (must_be_json) return in_file(path, 1, parsed.error());
   } else if (must_be_json) {
-    return in_file(path, 1,
-                   value ? canon::make_error(ErrorCode::kWrongType,
-                                             "expected a JSON object (an OpenAI request)")
-                         : value.error());
+    return in_file(
+        path, 1,
+        value ? make_error(ErrorCode::kWrongType, "expected a JSON object (an OpenAI request)")
+              : value.error());
   }
   Document doc{path, 1, 0, text, plain_text_request(text), true, {}, {}};
   docs.push_back(std::move(doc));

@@ -24,11 +24,11 @@ struct Document {
 };
 
 // Reads a whole file ("-" is standard input). Fails with a message naming the file.
-canon::Result<std::string> read_file(const std::string& path);
+Result<std::string> read_file(const std::string& path);
 
 // Reads and parses a file into documents. A malformed request is an error naming the file and,
 // for .jsonl, the line.
-canon::Result<std::vector<Document>> read_documents(const std::string& path);
+Result<std::vector<Document>> read_documents(const std::string& path);
 
 // Wraps plain prompt text as a completion request, so text and requests share one pipeline.
 canon::ParsedRequest plain_text_request(std::string text);

@@ -24,7 +24,7 @@ void add_model_flags(CLI::App& app, ModelFlags& flags, bool with_policy) {
   }
 }
 
-canon::Result<std::chrono::seconds> parse_duration(const std::string& text) {
+Result<std::chrono::seconds> parse_duration(const std::string& text) {
   long long n = 0;
   const char* end = text.data() + text.size();
   auto [p, ec] = std::from_chars(text.data(), end, n);
@@ -35,29 +35,29 @@ canon::Result<std::chrono::seconds> parse_duration(const std::string& text) {
   if (unit == "h") scale = 3600;
   if (unit == "d") scale = 86400;
   if (ec != std::errc() || n <= 0 || scale == 0) {
-    return canon::make_error(canon::ErrorCode::kInvalidValue,
-                             "--granularity: '" + text + "' is not a duration like 15m, 1h or 1d",
-                             "--granularity");
+    return make_error(ErrorCode::kInvalidValue,
+                      "--granularity: '" + text + "' is not a duration like 15m, 1h or 1d",
+                      "--granularity");
   }
   return std::chrono::seconds(n * scale);
 }
 
-canon::Result<LoadedModel> load_model(const ModelFlags& flags) {
+Result<LoadedModel> load_model(const ModelFlags& flags) {
   LoadedModel out;
   if (flags.tokenizer == "byte") {
     out.tokenizer = canon::make_byte_tokenizer();
   } else {
     auto text = read_file(flags.tokenizer);
-    if (!text) return canon::make_error(text.error().code, "--tokenizer: " + text.error().message);
+    if (!text) return make_error(text.error().code, "--tokenizer: " + text.error().message);
     auto tok = canon::load_tokenizer_json(*text);
     if (!tok) {
-      return canon::make_error(tok.error().code,
-                               "--tokenizer " + flags.tokenizer + ": " + tok.error().message);
+      return make_error(tok.error().code,
+                        "--tokenizer " + flags.tokenizer + ": " + tok.error().message);
     }
     out.tokenizer = std::move(*tok);
   }
   auto tmpl = canon::chat_template_from_name(flags.chat_template);
-  if (!tmpl) return canon::make_error(tmpl.error().code, "--template: " + tmpl.error().message);
+  if (!tmpl) return make_error(tmpl.error().code, "--template: " + tmpl.error().message);
   auto granularity = parse_duration(flags.granularity);
   if (!granularity) return granularity.error();
   out.policy.timestamp_granularity = *granularity;

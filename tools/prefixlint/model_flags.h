@@ -28,9 +28,9 @@ struct LoadedModel {
 };
 
 // Loads the tokenizer and resolves the template; errors name the flag.
-canon::Result<LoadedModel> load_model(const ModelFlags& flags);
+Result<LoadedModel> load_model(const ModelFlags& flags);
 
 // "90s", "15m", "1h", "1d" -> seconds. kInvalidValue otherwise.
-canon::Result<std::chrono::seconds> parse_duration(const std::string& text);
+Result<std::chrono::seconds> parse_duration(const std::string& text);
 
 }  // namespace prefixgate::lint

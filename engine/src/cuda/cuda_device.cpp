@@ -35,7 +35,6 @@ namespace {
 
 namespace k = kernels;
 using Buffer = kernels::DeviceBuffer;
-using canon::ErrorCode;
 
 void check(bool ok, const char* what) {
   if (!ok) {
@@ -44,8 +43,8 @@ void check(bool ok, const char* what) {
   }
 }
 
-canon::Error error(std::string message) {
-  return canon::Error{ErrorCode::kInvalidValue, std::move(message), "device"};
+Error error(std::string message) {
+  return Error{ErrorCode::kInvalidValue, std::move(message), "device"};
 }
 
 struct LayerBuffers {
@@ -119,10 +118,10 @@ class CudaDeviceImpl final : public CudaDevice {
   StepOutput execute(std::span<const SequenceStep> batch) override;
 
   // Allocation of the weights and buffers; false when GPU memory runs out.
-  canon::Status allocate_weights();
+  Status allocate_weights();
   void upload(const ModelWeights& w);
   void generate(std::uint64_t seed);
-  canon::Status reserve(std::size_t tokens, std::size_t seqs);
+  Status reserve(std::size_t tokens, std::size_t seqs);
 
  private:
   // Decode graphs by step shape: decode steps, padded table width, sampled rows, splits.
@@ -179,7 +178,7 @@ class CudaDeviceImpl final : public CudaDevice {
   std::map<GraphKey, int> graphs_;
 };
 
-canon::Status CudaDeviceImpl::allocate_weights() {
+Status CudaDeviceImpl::allocate_weights() {
   const Shapes& s = shapes_;
   k::Ops* ops = ops_.get();
   const std::size_t bf16 = 2;
@@ -273,7 +272,7 @@ void CudaDeviceImpl::generate(std::uint64_t seed) {
   ops_->synchronize();
 }
 
-canon::Status CudaDeviceImpl::reserve(std::size_t tokens, std::size_t seqs) {
+Status CudaDeviceImpl::reserve(std::size_t tokens, std::size_t seqs) {
   if (tokens <= capacity_tokens_ && seqs <= capacity_seqs_) return {};
   tokens = std::max(tokens, capacity_tokens_);
   seqs = std::max(seqs, capacity_seqs_);
@@ -341,7 +340,7 @@ StepOutput CudaDeviceImpl::execute(std::span<const SequenceStep> batch) {
       plan_step(batch, page_tokens_, std::max<std::size_t>(1, options_.decode_width_quantum_pages));
   const std::size_t total = l.tokens;
   const std::size_t capacity_before = capacity_tokens_ + capacity_seqs_;
-  const canon::Status reserved = reserve(total, batch.size());
+  const Status reserved = reserve(total, batch.size());
   if (!reserved.ok()) {
     std::fprintf(stderr, "cuda device: %s\n", reserved.error().message.c_str());
     std::abort();  // the pool was sized with room for max_batch_tokens: a scheduler bug
@@ -551,7 +550,7 @@ StepOutput CudaDeviceImpl::finish(std::span<const SequenceStep> batch, const Ste
 }
 
 // Checks before any memory is taken: the kernels' supported shapes.
-canon::Status check_shape(const ModelSpec& spec) {
+Status check_shape(const ModelSpec& spec) {
   const char* why = k::unsupported_attention_shape(
       static_cast<int>(spec.head_dim), static_cast<int>(spec.num_heads / spec.num_kv_heads));
   if (why != nullptr)
@@ -559,35 +558,36 @@ canon::Status check_shape(const ModelSpec& spec) {
   return {};
 }
 
-canon::Result<std::unique_ptr<CudaDevice>> finish(std::unique_ptr<CudaDeviceImpl> device,
-                                                  const CudaDeviceOptions& options) {
-  const canon::Status reserved = device->reserve(std::max<std::size_t>(1, options.max_batch_tokens),
-                                                 std::max<std::size_t>(1, options.max_seqs));
+Result<std::unique_ptr<CudaDevice>> finish(std::unique_ptr<CudaDeviceImpl> device,
+                                           const CudaDeviceOptions& options) {
+  const Status reserved = device->reserve(std::max<std::size_t>(1, options.max_batch_tokens),
+                                          std::max<std::size_t>(1, options.max_seqs));
   if (!reserved.ok()) return reserved.error();
   return std::unique_ptr<CudaDevice>(std::move(device));
 }
 
 }  // namespace
 
-canon::Result<std::unique_ptr<CudaDevice>> make_cuda_device(const Model& model,
-                                                            std::unique_ptr<k::Ops> ops,
-                                                            const CudaDeviceOptions& options) {
+Result<std::unique_ptr<CudaDevice>> make_cuda_device(const Model& model,
+                                                     std::unique_ptr<k::Ops> ops,
+                                                     const CudaDeviceOptions& options) {
   if (model.weights == nullptr) return error("the model has no weights");
-  if (const canon::Status shape = check_shape(model.spec); !shape.ok()) return shape.error();
+  if (const Status shape = check_shape(model.spec); !shape.ok()) return shape.error();
   auto device = std::make_unique<CudaDeviceImpl>(model.spec, std::move(ops), options);
-  if (const canon::Status allocated = device->allocate_weights(); !allocated.ok()) {
+  if (const Status allocated = device->allocate_weights(); !allocated.ok()) {
     return allocated.error();
   }
   device->upload(*model.weights);
   return finish(std::move(device), options);
 }
 
-canon::Result<std::unique_ptr<CudaDevice>> make_generated_cuda_device(
-    const ModelSpec& spec, std::uint64_t seed, std::unique_ptr<k::Ops> ops,
-    const CudaDeviceOptions& options) {
-  if (const canon::Status shape = check_shape(spec); !shape.ok()) return shape.error();
+Result<std::unique_ptr<CudaDevice>> make_generated_cuda_device(const ModelSpec& spec,
+                                                               std::uint64_t seed,
+                                                               std::unique_ptr<k::Ops> ops,
+                                                               const CudaDeviceOptions& options) {
+  if (const Status shape = check_shape(spec); !shape.ok()) return shape.error();
   auto device = std::make_unique<CudaDeviceImpl>(spec, std::move(ops), options);
-  if (const canon::Status allocated = device->allocate_weights(); !allocated.ok()) {
+  if (const Status allocated = device->allocate_weights(); !allocated.ok()) {
     return allocated.error();
   }
   device->generate(seed);

@@ -4,16 +4,10 @@
 // While the engine works, a second branch watches the socket: a client that closes its end
 // (EOF or reset) aborts the sequence at once, so its pages go back to the pool, whether or not
 // we were writing to it.
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/use_awaitable.hpp>
-#include <boost/asio/write.hpp>
-#include <boost/beast/http/chunk_encode.hpp>
-#include <boost/beast/http/empty_body.hpp>
-#include <boost/beast/http/write.hpp>
 #include <chrono>
 
+#include "prefixgate/serving/errors.h"
 #include "server/http_common.h"
 #include "server/request_bridge.h"
 #include "server/text_output.h"
@@ -23,34 +17,9 @@ namespace {
 
 using namespace asio::experimental::awaitable_operators;
 using Clock = std::chrono::steady_clock;
-constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
 
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-// Returns when the peer has closed or reset the connection. Data the client sent ahead (a
-// pipelined request) is left unread; then there is nothing to watch and this waits to be
-// cancelled.
-Awaitable<void> watch_disconnect(tcp::socket& socket) {
-  for (;;) {
-    auto [ec] = co_await socket.async_wait(tcp::socket::wait_read, kTuple);
-    if (ec == asio::error::operation_aborted) co_return;
-    if (!ec) {
-      char byte = 0;
-      beast::error_code peek_ec;
-      socket.non_blocking(true, peek_ec);
-      const std::size_t n =
-          socket.receive(asio::buffer(&byte, 1), tcp::socket::message_peek, peek_ec);
-      if (peek_ec == asio::error::would_block || peek_ec == asio::error::try_again) continue;
-      if (!peek_ec && n > 0) {
-        asio::steady_timer forever(socket.get_executor(), Clock::time_point::max());
-        co_await forever.async_wait(kTuple);
-        co_return;
-      }
-    }
-    co_return;  // EOF or an error: the client is gone
-  }
 }
 
 // Follows one request's events; the text, finish reason and usage build up here.
@@ -123,14 +92,6 @@ Awaitable<void> run_to_end(Generation& g) {
   while (!g.done()) co_await g.advance();
 }
 
-Awaitable<bool> write_chunk(Connection& c, std::string payload) {
-  c.stream.expires_after(c.ctx.options.write_timeout);
-  auto [ec, n] =
-      co_await asio::async_write(c.stream, http::make_chunk(asio::buffer(payload)), kTuple);
-  (void)n;
-  co_return !ec;
-}
-
 std::string sse(const std::string& json) {
   return "data: " + json + "\n\n";
 }
@@ -138,6 +99,7 @@ std::string sse(const std::string& json) {
 // Streams chunks as text arrives. Returns false when a write failed (client gone).
 Awaitable<bool> stream_events(Connection& c, const GenerationPlan& plan, Generation& g,
                               const ResponseMeta& meta) {
+  using serving::write_chunk;
   const bool chat = plan.endpoint == canon::Endpoint::kChatCompletions;
   bool first = true;
   if (chat) {  // OpenAI opens a chat stream with the role
@@ -162,23 +124,20 @@ Awaitable<bool> stream_events(Connection& c, const GenerationPlan& plan, Generat
       sse(stream_chunk(plan.endpoint, meta, "", g.finish_reason(), first, plan.include_usage));
   if (plan.include_usage) tail += sse(stream_usage_chunk(plan.endpoint, meta, g.usage()));
   tail += "data: [DONE]\n\n";
-  if (!co_await write_chunk(c, std::move(tail))) co_return false;
-  c.stream.expires_after(c.ctx.options.write_timeout);
-  auto [ec, n] = co_await asio::async_write(c.stream, http::make_chunk_last(), kTuple);
-  (void)n;
-  co_return !ec;
+  if (!co_await write_chunk(c, tail)) co_return false;
+  co_return co_await serving::write_last_chunk(c);
 }
 
 }  // namespace
 
-Awaitable<bool> handle_generation(Connection& c, const Request& req, canon::Endpoint endpoint) {
-  ServerContext& ctx = c.ctx;
-  const bool keep_alive = req.keep_alive() && !ctx.draining.load();
+Awaitable<bool> handle_generation(Connection& c, ServerContext& ctx, const Request& req,
+                                  canon::Endpoint endpoint) {
+  const bool keep_alive = req.keep_alive() && !ctx.draining();
   auto plan = plan_generation(req.body(), endpoint, ctx.model);
   if (!plan) {
     ctx.observed.request_errors_total->add();
-    Response res = error_response(req, plan.error(), keep_alive);
-    co_return co_await write_response(c, std::move(res)) && keep_alive;
+    Response res = serving::error_response(req, plan.error(), keep_alive);
+    co_return co_await serving::write_response(c, std::move(res)) && keep_alive;
   }
   auto bridge = std::make_shared<RequestBridge>(c.stream.get_executor());
   const std::uint64_t id = ctx.engine->submit(plan->request, bridge->sink());
@@ -188,31 +147,23 @@ Awaitable<bool> handle_generation(Connection& c, const Request& req, canon::Endp
 
   if (!plan->stream) {
     c.stream.expires_never();  // generation takes as long as it takes; the watcher sees leavers
-    auto result = co_await (run_to_end(g) || watch_disconnect(socket));
+    auto result = co_await (run_to_end(g) || serving::watch_disconnect(socket));
     if (result.index() == 1) {
       ctx.engine->abort(id);
       co_return false;
     }
-    Response res = make_response(
+    Response res = serving::make_response(
         req, http::status::ok, "application/json",
         completion_body(endpoint, meta, g.output().text(), g.finish_reason(), g.usage()),
         keep_alive);
-    co_return co_await write_response(c, std::move(res)) && keep_alive;
+    co_return co_await serving::write_response(c, std::move(res)) && keep_alive;
   }
 
-  http::response<http::empty_body> head{http::status::ok, req.version()};
-  head.set(http::field::server, "prefixgate-engine");
-  head.set(http::field::content_type, "text/event-stream");
-  head.set(http::field::cache_control, "no-cache");
-  head.keep_alive(keep_alive);
-  head.chunked(true);
-  http::response_serializer<http::empty_body> serializer{head};
-  c.stream.expires_after(ctx.options.write_timeout);
-  auto [ec, n] = co_await http::async_write_header(c.stream, serializer, kTuple);
-  (void)n;
-  bool ok = !ec;
+  serving::StreamHead head =
+      serving::make_stream_head(req, http::status::ok, "text/event-stream", keep_alive);
+  bool ok = co_await serving::write_stream_head(c, head);
   if (ok) {
-    auto result = co_await (stream_events(c, *plan, g, meta) || watch_disconnect(socket));
+    auto result = co_await (stream_events(c, *plan, g, meta) || serving::watch_disconnect(socket));
     ok = result.index() == 0 && std::get<0>(result);
   }
   if (!ok) ctx.engine->abort(id);  // unknown ids and ended requests are ignored

@@ -14,10 +14,6 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/asio/write.hpp>
-#include <boost/beast/http/chunk_encode.hpp>
-#include <boost/beast/http/empty_body.hpp>
-#include <boost/beast/http/write.hpp>
 #include <charconv>
 #include <chrono>
 #include <optional>
@@ -38,23 +34,12 @@ double num(std::uint64_t v) {
 
 // `since` from the query string, if present and a number.
 std::optional<std::uint64_t> since_param(std::string_view target) {
-  const std::size_t q = target.find('?');
-  if (q == std::string_view::npos) return std::nullopt;
-  std::string_view query = target.substr(q + 1);
-  while (!query.empty()) {
-    const std::size_t amp = query.find('&');
-    const std::string_view pair = query.substr(0, amp);
-    if (pair.starts_with("since=")) {
-      std::uint64_t v = 0;
-      const std::string_view digits = pair.substr(6);
-      const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
-      if (ec == std::errc() && end == digits.data() + digits.size()) return v;
-      return std::nullopt;
-    }
-    if (amp == std::string_view::npos) break;
-    query.remove_prefix(amp + 1);
-  }
-  return std::nullopt;
+  const std::optional<std::string_view> digits = serving::query_param(target, "since");
+  if (!digits) return std::nullopt;
+  std::uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(digits->data(), digits->data() + digits->size(), v);
+  if (ec != std::errc() || end != digits->data() + digits->size()) return std::nullopt;
+  return v;
 }
 
 std::string snapshot_line(const CacheSnapshot& snap, const ServerContext& ctx) {
@@ -102,14 +87,6 @@ std::string load_line(const EngineStats& s) {
          "\n";
 }
 
-Awaitable<bool> write_chunk(Connection& c, const std::string& payload) {
-  c.stream.expires_after(c.ctx.options.write_timeout);
-  auto [ec, n] =
-      co_await asio::async_write(c.stream, http::make_chunk(asio::buffer(payload)), kTuple);
-  (void)n;
-  co_return !ec;
-}
-
 // Takes a snapshot on the blocking pool: cache_snapshot() waits for the engine thread.
 Awaitable<CacheSnapshot> take_snapshot(ServerContext& ctx) {
   EngineLoop* engine = ctx.engine;
@@ -120,21 +97,13 @@ Awaitable<CacheSnapshot> take_snapshot(ServerContext& ctx) {
 
 }  // namespace
 
-Awaitable<bool> handle_kv_events(Connection& c, const Request& req) {
-  ServerContext& ctx = c.ctx;
+Awaitable<bool> handle_kv_events(Connection& c, ServerContext& ctx, const Request& req) {
+  using serving::write_chunk;
   KvEventLog& log = ctx.engine->kv_events();
 
-  http::response<http::empty_body> head{http::status::ok, req.version()};
-  head.set(http::field::server, "prefixgate-engine");
-  head.set(http::field::content_type, "application/x-ndjson");
-  head.set(http::field::cache_control, "no-cache");
-  head.keep_alive(false);
-  head.chunked(true);
-  http::response_serializer<http::empty_body> serializer{head};
-  c.stream.expires_after(ctx.options.write_timeout);
-  if (auto [ec, n] = co_await http::async_write_header(c.stream, serializer, kTuple); ec) {
-    co_return false;
-  }
+  serving::StreamHead head =
+      serving::make_stream_head(req, http::status::ok, "application/x-ndjson", false);
+  if (!co_await serving::write_stream_head(c, head)) co_return false;
 
   // Where the reader is: the seq of the last event it has seen.
   std::uint64_t last = 0;
@@ -151,7 +120,7 @@ Awaitable<bool> handle_kv_events(Connection& c, const Request& req) {
 
   asio::steady_timer timer(c.stream.get_executor());
   auto next_load = std::chrono::steady_clock::now();
-  while (!ctx.draining.load()) {
+  while (!ctx.draining()) {
     std::string out;
     if (need_snapshot) {
       const CacheSnapshot snap = co_await take_snapshot(ctx);
@@ -176,8 +145,7 @@ Awaitable<bool> handle_kv_events(Connection& c, const Request& req) {
         kPollInterval, ctx.options.load_report_interval));
     co_await timer.async_wait(kTuple);
   }
-  c.stream.expires_after(ctx.options.write_timeout);
-  co_await asio::async_write(c.stream, http::make_chunk_last(), kTuple);
+  co_await serving::write_last_chunk(c);
   co_return false;
 }
 

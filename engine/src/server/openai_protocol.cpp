@@ -11,17 +11,13 @@
 namespace prefixgate::engine::server {
 namespace {
 
-using canon::ErrorCode;
-using canon::make_error;
-using canon::Result;
-
 // A field that is absent or null reads as absent, as OpenAI treats it.
 const json::Value* field(const json::Value& body, std::string_view key) {
   const json::Value* v = body.find(key);
   return v == nullptr || v->is_null() ? nullptr : v;
 }
 
-canon::Error wrong_type(std::string_view key, std::string_view expected, const json::Value& v) {
+Error wrong_type(std::string_view key, std::string_view expected, const json::Value& v) {
   return make_error(
       ErrorCode::kWrongType,
       std::string(key) + " must be " + std::string(expected) + ", not " + json::type_name(v.type()),
@@ -77,7 +73,7 @@ Result<std::vector<std::string>> stop_field(const json::Value& body) {
   return out;
 }
 
-canon::Status read_sampling(const json::Value& body, SamplingParams& s, bool& max_tokens_given) {
+Status read_sampling(const json::Value& body, SamplingParams& s, bool& max_tokens_given) {
   if (auto n = integer_field(body, "n", -1e18, 1e18); !n) {
     return n.error();
   } else if (n->has_value() && **n != 1) {
@@ -165,7 +161,7 @@ Result<GenerationPlan> plan_generation(std::string_view body, canon::Endpoint en
   plan.stream = req->stream;
   plan.request.salt = req->cache_salt;
   bool max_tokens_given = false;
-  if (canon::Status s = read_sampling(req->body, plan.request.sampling, max_tokens_given); !s) {
+  if (Status s = read_sampling(req->body, plan.request.sampling, max_tokens_given); !s) {
     return s.error();
   }
   auto include_usage = read_include_usage(req->body);

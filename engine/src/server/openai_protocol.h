@@ -3,9 +3,9 @@
 // chunks. Pure functions, no I/O: the HTTP layer calls these.
 //
 //   auto plan = plan_generation(body, Endpoint::kCompletions, model_info);
-//   if (!plan) return reply(canon::http_status(plan.error()),
-//   canon::openai_error_body(plan.error())); engine.submit(plan->request, sink); std::string body =
-//   completion_body(*plan, ids, text, "stop", usage);
+//   if (!plan) return reply(serving::error_response(req, plan.error(), keep_alive));
+//   engine.submit(plan->request, sink);
+//   std::string body = completion_body(*plan, ids, text, "stop", usage);
 #pragma once
 
 #include <cstddef>
@@ -14,9 +14,9 @@
 #include <string>
 #include <string_view>
 
+#include "prefixgate/base/status.h"
 #include "prefixgate/canonicalize/render.h"
 #include "prefixgate/canonicalize/request.h"
-#include "prefixgate/canonicalize/status.h"
 #include "prefixgate/canonicalize/tokenizer.h"
 #include "prefixgate/engine/engine_loop.h"
 
@@ -40,8 +40,8 @@ struct GenerationPlan {
 };
 
 // Validates the body and builds the request. Errors name the field (`param`).
-canon::Result<GenerationPlan> plan_generation(std::string_view body, canon::Endpoint endpoint,
-                                              const ServedModel& model);
+Result<GenerationPlan> plan_generation(std::string_view body, canon::Endpoint endpoint,
+                                       const ServedModel& model);
 
 struct Usage {
   std::size_t prompt_tokens = 0;

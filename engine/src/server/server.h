@@ -15,23 +15,24 @@
 #include <memory>
 #include <string>
 
-#include "prefixgate/canonicalize/status.h"
+#include "prefixgate/base/status.h"
 #include "prefixgate/engine/device.h"
 #include "prefixgate/engine/engine_loop.h"
+#include "prefixgate/serving/options.h"
 #include "server/openai_protocol.h"
 
 namespace prefixgate::engine::server {
 
 struct ServerOptions {
-  std::string host = "127.0.0.1";
-  std::uint16_t port = 0;  // 0: the OS picks one
-  std::size_t io_threads = 2;
-  std::size_t max_body_bytes = 16u << 20;
-  std::chrono::milliseconds idle_timeout{60000};        // keep-alive wait for the next request
-  std::chrono::milliseconds write_timeout{30000};       // per write
-  std::chrono::milliseconds drain_timeout{30000};       // in-flight requests on shutdown
+  // Listen address, I/O threads, limits and timeouts, as for every server of ours.
+  serving::ServerOptions http = engine_http_defaults();
   std::chrono::milliseconds load_report_interval{100};  // kv_events "load" lines
-  bool handle_signals = false;                          // SIGINT/SIGTERM start a graceful shutdown
+
+  static serving::ServerOptions engine_http_defaults() {
+    serving::ServerOptions o;
+    o.server_name = "prefixgate-engine";
+    return o;
+  }
 };
 
 class Server {
@@ -43,8 +44,8 @@ class Server {
   Server& operator=(const Server&) = delete;
 
   // Binds and listens. Returns the bound port.
-  canon::Result<std::uint16_t> start();
-  // Serves on io_threads threads until a shutdown request, then drains and returns.
+  Result<std::uint16_t> start();
+  // Serves on http.threads threads until a shutdown request, then drains and returns.
   void run();
   // Any thread (or a signal when handle_signals): stop accepting, let in-flight requests finish
   // up to drain_timeout, then make run() return.

@@ -3,12 +3,6 @@
 #pragma once
 
 #include <atomic>
-#include <boost/asio/awaitable.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
-#include <boost/beast/http/message.hpp>
-#include <boost/beast/http/string_body.hpp>
 #include <chrono>
 #include <memory>
 #include <mutex>
@@ -16,46 +10,30 @@
 #include <vector>
 
 #include "config.h"
-#include "prefixgate/canonicalize/status.h"
+#include "prefixgate/base/status.h"
+#include "prefixgate/serving/errors.h"
+#include "prefixgate/serving/http.h"
+#include "prefixgate/serving/metrics.h"
+#include "prefixgate/serving/server.h"
 #include "server/canonicalize_stage.h"
 #include "server/live_stats.h"
-#include "server/metrics.h"
 #include "server/model_registry.h"
+#include "server/proxy_metrics.h"
 #include "server/replica_set.h"
 #include "server/request_prep.h"
 
 namespace prefixgate::gateway::server {
 
-namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
-using tcp = asio::ip::tcp;
-
-template <class T>
-using Awaitable = asio::awaitable<T>;
-using Request = http::request<http::string_body>;
-using Response = http::response<http::string_body>;
+namespace asio = serving::asio;
+namespace beast = serving::beast;
+namespace http = serving::http;
+using serving::Awaitable;
+using serving::Request;
+using serving::Response;
+using tcp = serving::tcp;
 using SteadyClock = std::chrono::steady_clock;
 
 class UpstreamPool;
-
-struct ProxyMetrics {
-  CounterFamily* requests = nullptr;                 // route, status, replica, tenant
-  HistogramFamily* ttft = nullptr;                   // replica
-  HistogramFamily* ttft_by_cache = nullptr;          // cache (hit|miss), streamed requests
-  HistogramFamily* e2e = nullptr;                    // route
-  HistogramFamily* overhead = nullptr;               // route
-  CounterFamily* prompt_tokens = nullptr;            // replica, tenant
-  CounterFamily* cached_tokens = nullptr;            // replica, tenant
-  CounterFamily* predicted_cached_tokens = nullptr;  // replica
-  HistogramFamily* prediction_error = nullptr;       // |actual - predicted| tokens
-  CounterFamily* decisions = nullptr;                // policy, reason
-  CounterFamily* retries = nullptr;                  // reason
-  CounterFamily* upstream_failures = nullptr;        // replica, kind
-  CounterFamily* canonicalization = nullptr;         // rule, mode
-  CounterFamily* findings = nullptr;                 // rule
-  CounterFamily* kv_events = nullptr;                // replica, type
-};
 
 // Lets through at most `per_second` events per second (a fixed one-second window); for log
 // sampling, where a burst at a window's edge is harmless.
@@ -89,13 +67,16 @@ struct GatewayContext {
   std::unique_ptr<CanonicalizeStage> stage;
   std::unique_ptr<UpstreamPool> pool;
   std::vector<tcp::endpoint> endpoints;  // per replica, resolved at start
-  Metrics metrics;
+  serving::Metrics metrics;
   ProxyMetrics m;
   std::unique_ptr<LiveStats> stats;  // GET /stats and /dashboard
   PrepOptions prep;
-  std::atomic<bool> draining{false};
   std::atomic<std::uint64_t> next_request_id{1};
   RateLimiter finding_log;  // canonicalization findings sampled to the log
+  const serving::HttpServer* http = nullptr;
+
+  // Once a shutdown started: no keep-alive, background loops and long streams end.
+  bool draining() const { return http->draining(); }
 };
 
 // Read buffers an upstream Exchange borrows: a client connection's successive requests reuse
@@ -105,9 +86,13 @@ struct ExchangeBuffers {
   std::unique_ptr<char[]> chunk;  // a body piece handed to the caller, uninitialized
 };
 
-struct Connection {
-  beast::tcp_stream stream;
-  beast::flat_buffer buffer;
+// A client connection as the gateway's handlers see it: the serving core's connection (its
+// stream and deadlines), the gateway, and buffers kept across the connection's requests.
+struct Connection : serving::ConnectionState {
+  Connection(serving::Connection& io_, GatewayContext& ctx_)
+      : io(io_), stream(io_.stream), ctx(ctx_) {}
+  serving::Connection& io;
+  beast::tcp_stream& stream;
   GatewayContext& ctx;
   ExchangeBuffers upstream = {};
 };
@@ -123,10 +108,8 @@ struct RequestInfo {
   bool keep_alive = true;
 };
 
-Response make_response(const Request& req, http::status status, std::string content_type,
-                       std::string body, bool keep_alive);
-Response error_response(const Request& req, http::status status, std::string_view message,
-                        std::string_view code, bool keep_alive);
+using serving::error_response;
+using serving::make_response;
 // Adds x-request-id, x-prefixgate-replica (when known) and x-prefixgate-overhead-us.
 template <class Message>
 void add_gateway_headers(Message& res, const RequestInfo& info, std::string_view replica,

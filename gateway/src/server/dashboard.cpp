@@ -19,21 +19,10 @@ constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
 // `since` from the query string: absent = 0; a bad value is an error.
 bool since_param(std::string_view target, std::int64_t& since) {
   since = 0;
-  const std::size_t q = target.find('?');
-  if (q == std::string_view::npos) return true;
-  std::string_view query = target.substr(q + 1);
-  while (!query.empty()) {
-    const std::size_t amp = query.find('&');
-    const std::string_view pair = query.substr(0, amp);
-    if (pair.starts_with("since=")) {
-      const std::string_view digits = pair.substr(6);
-      const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), since);
-      return ec == std::errc() && end == digits.data() + digits.size() && since >= 0;
-    }
-    if (amp == std::string_view::npos) break;
-    query.remove_prefix(amp + 1);
-  }
-  return true;
+  const std::optional<std::string_view> digits = serving::query_param(target, "since");
+  if (!digits) return true;
+  const auto [end, ec] = std::from_chars(digits->data(), digits->data() + digits->size(), since);
+  return ec == std::errc() && end == digits->data() + digits->size() && since >= 0;
 }
 
 }  // namespace
@@ -70,7 +59,7 @@ Awaitable<void> run_stats_sampler(GatewayContext& ctx) {
   asio::steady_timer timer(co_await asio::this_coro::executor);
   const std::chrono::milliseconds interval(ctx.stats->options().interval_ms);
   auto next = SteadyClock::now();
-  while (!ctx.draining.load()) {
+  while (!ctx.draining()) {
     // Absolute deadlines, so samples stay one interval apart on average; after a stall (a
     // suspended process) start again from now rather than tick in a burst.
     next += interval;

@@ -14,7 +14,7 @@
 #include <memory>
 
 #include "config.h"
-#include "prefixgate/canonicalize/status.h"
+#include "prefixgate/base/status.h"
 
 namespace prefixgate::gateway::server {
 
@@ -30,7 +30,7 @@ class Gateway {
   Gateway& operator=(const Gateway&) = delete;
 
   // Loads models and the policy, resolves upstreams, binds and listens. Returns the port.
-  canon::Result<std::uint16_t> start();
+  Result<std::uint16_t> start();
   // Serves on the configured threads until a shutdown request, then drains and returns.
   void run();
   // Any thread: stop accepting, let in-flight requests finish up to timeouts.drain, stop.

@@ -9,27 +9,25 @@
 namespace prefixgate::gateway::server {
 namespace {
 
-canon::Result<std::unique_ptr<canon::Tokenizer>> load_tokenizer(const ModelConfig& m,
-                                                                const std::string& key) {
+Result<std::unique_ptr<canon::Tokenizer>> load_tokenizer(const ModelConfig& m,
+                                                         const std::string& key) {
   if (m.tokenizer_path.empty()) return canon::make_byte_tokenizer();
   std::ifstream in(m.tokenizer_path, std::ios::binary);
   if (!in) {
-    return canon::make_error(canon::ErrorCode::kNotFound, key + ": cannot read " + m.tokenizer_path,
-                             key);
+    return make_error(ErrorCode::kNotFound, key + ": cannot read " + m.tokenizer_path, key);
   }
   std::stringstream ss;
   ss << in.rdbuf();
   auto tok = canon::load_tokenizer_json(ss.str());
   if (!tok) {
-    return canon::make_error(tok.error().code, key + ": " + tok.error().message, key);
+    return make_error(tok.error().code, key + ": " + tok.error().message, key);
   }
   return std::move(*tok);
 }
 
 }  // namespace
 
-canon::Result<std::unique_ptr<ModelRegistry>> ModelRegistry::load(
-    const std::vector<ModelConfig>& models) {
+Result<std::unique_ptr<ModelRegistry>> ModelRegistry::load(const std::vector<ModelConfig>& models) {
   auto registry = std::make_unique<ModelRegistry>();
   std::vector<ModelConfig> all = models;
   // The default entry first: the configured one ("" name) or the embedded defaults.
@@ -44,8 +42,8 @@ canon::Result<std::unique_ptr<ModelRegistry>> ModelRegistry::load(
     const std::string key = "models." + (m.name.empty() ? std::string("default") : m.name);
     auto tmpl = canon::chat_template_from_name(m.chat_template);
     if (!tmpl) {
-      return canon::make_error(tmpl.error().code, key + ".chat_template: " + tmpl.error().message,
-                               key + ".chat_template");
+      return make_error(tmpl.error().code, key + ".chat_template: " + tmpl.error().message,
+                        key + ".chat_template");
     }
     auto tok = load_tokenizer(m, key + ".tokenizer");
     if (!tok) return tok.error();

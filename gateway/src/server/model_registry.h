@@ -17,7 +17,7 @@ namespace prefixgate::gateway::server {
 
 class ModelRegistry {
  public:
-  static canon::Result<std::unique_ptr<ModelRegistry>> load(const std::vector<ModelConfig>& models);
+  static Result<std::unique_ptr<ModelRegistry>> load(const std::vector<ModelConfig>& models);
   const canon::PromptModel& for_model(std::string_view name) const;
 
  private:

@@ -104,11 +104,8 @@ Awaitable<bool> handle_explain(Connection& c, const Request& req, RequestInfo& i
   GatewayContext& ctx = c.ctx;
   auto prep = prepare_request(req.body(), endpoint, info.tenant, ctx.prep);
   if (!prep) {
-    const canon::Error& e = prep.error();
-    co_return co_await write_response(
-        c, info,
-        error_response(req, static_cast<http::status>(canon::http_status(e)), e.message,
-                       canon::error_code_name(e.code), info.keep_alive));
+    const Error& e = prep.error();
+    co_return co_await write_response(c, info, error_response(req, e, info.keep_alive));
   }
   info.session_key = session_key_for(info.session_key, prep->parsed.body, info.api_key);
   const RouteRequest route_req{prep->block_hashes, prep->prompt_tokens, prep->block_size,

@@ -85,7 +85,7 @@ void record_usage(GatewayContext& ctx, ProxiedRequest& p, const json::Value& usa
   p.usage_prompt_tokens = prompt;
   p.usage_cached_tokens = cached;
   const double predicted = static_cast<double>(p.decision.predicted_cached_tokens);
-  ctx.m.prediction_error->observe({}, std::fabs(static_cast<double>(cached) - predicted));
+  ctx.m.prediction_error->observe(std::fabs(static_cast<double>(cached) - predicted));
   spdlog::debug("request {} replica {} reason {} predicted_cached {} cached {} prompt {}",
                 p.info.request_id, p.replica_name, route_reason_name(p.decision.reason),
                 p.decision.predicted_cached_tokens, cached, prompt);
@@ -104,11 +104,8 @@ Awaitable<bool> handle_completion(Connection& c, const Request& req, RequestInfo
   GatewayContext& ctx = c.ctx;
   auto prep = prepare_request(req.body(), endpoint, info.tenant, ctx.prep);
   if (!prep) {
-    const canon::Error& e = prep.error();
-    co_return co_await write_response(
-        c, info,
-        error_response(req, static_cast<http::status>(canon::http_status(e)), e.message,
-                       canon::error_code_name(e.code), info.keep_alive));
+    const Error& e = prep.error();
+    co_return co_await write_response(c, info, error_response(req, e, info.keep_alive));
   }
   record_prep(ctx, info, *prep);
   info.session_key = session_key_for(info.session_key, prep->parsed.body, info.api_key);

@@ -1,15 +1,8 @@
 // A complete upstream response, forwarded as-is with the gateway's headers added; its usage is
 // read for the audit and the metrics.
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/use_awaitable.hpp>
-#include <boost/beast/http/write.hpp>
-
 #include "server/proxy_internal.h"
 
 namespace prefixgate::gateway::server {
-namespace {
-constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
-}  // namespace
 
 Awaitable<bool> relay_body(Connection& c, const Request& req, ProxiedRequest& p, Exchange& ex) {
   GatewayContext& ctx = c.ctx;
@@ -24,15 +17,13 @@ Awaitable<bool> relay_body(Connection& c, const Request& req, ProxiedRequest& p,
                                   "the upstream replica failed while sending its response",
                                   "upstream_unavailable", false);
     add_gateway_headers(res, p.info, p.replica_name, p.overhead);
-    c.stream.expires_after(ctx.config.timeouts.write);
-    co_await http::async_write(c.stream, res, kTuple);
+    co_await serving::write_response(c.io, std::move(res));
     co_return false;
   }
   ctx.replicas->finish(p.decision.replica, uncached_prompt_tokens(p));
   const auto& up = ex.parser().get();
   Response res{up.result(), req.version()};
   res.set(http::field::content_type, up[http::field::content_type]);
-  res.set(http::field::server, "prefixgate");
   res.keep_alive(p.info.keep_alive);
   res.set("x-prefixgate-route-reason", route_reason_name(p.decision.reason));
   res.set("x-prefixgate-predicted-cached-tokens",
@@ -46,10 +37,9 @@ Awaitable<bool> relay_body(Connection& c, const Request& req, ProxiedRequest& p,
   }
   res.body() = std::move(body);
   res.prepare_payload();
-  c.stream.expires_after(ctx.config.timeouts.write);
-  auto [ec, n] = co_await http::async_write(c.stream, res, kTuple);
+  const bool written = co_await serving::write_response(c.io, std::move(res));
   record_done(ctx, p);
-  co_return !ec && p.info.keep_alive;
+  co_return written&& p.info.keep_alive;
 }
 
 }  // namespace prefixgate::gateway::server

@@ -2,19 +2,10 @@
 // upstream read starts only once the client has taken the previous events (backpressure). The
 // usage chunk the gateway asked for is read, and dropped when the client did not ask for it.
 // A failure after the header has gone out ends the client's stream with an SSE error event.
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/use_awaitable.hpp>
-#include <boost/asio/write.hpp>
-#include <boost/beast/http/chunk_encode.hpp>
-#include <boost/beast/http/empty_body.hpp>
-#include <boost/beast/http/write.hpp>
-
 #include "server/proxy_internal.h"
 
 namespace prefixgate::gateway::server {
 namespace {
-
-constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
 
 // Moves the complete events at the front of `pending` to `out`, keeping those the client
 // should see; reads the usage chunk. Returns the number of events that carried content.
@@ -55,10 +46,7 @@ std::size_t take_events(std::string& pending, std::string& out, GatewayContext& 
 }
 
 Awaitable<bool> write_chunk(Connection& c, const std::string& payload) {
-  c.stream.expires_after(c.ctx.config.timeouts.write);
-  auto [ec, n] =
-      co_await asio::async_write(c.stream, http::make_chunk(asio::buffer(payload)), kTuple);
-  co_return !ec;
+  return serving::write_chunk(c.io, payload);
 }
 
 }  // namespace
@@ -66,21 +54,13 @@ Awaitable<bool> write_chunk(Connection& c, const std::string& payload) {
 Awaitable<bool> relay_stream(Connection& c, const Request& req, ProxiedRequest& p, Exchange& ex) {
   GatewayContext& ctx = c.ctx;
   const auto& up = ex.parser().get();
-  http::response<http::empty_body> head{up.result(), req.version()};
-  head.set(http::field::content_type, up[http::field::content_type]);
-  head.set(http::field::cache_control, "no-cache");
-  head.set(http::field::server, "prefixgate");
+  serving::StreamHead head =
+      serving::make_stream_head(req, up.result(), up[http::field::content_type], p.info.keep_alive);
   head.set("x-prefixgate-route-reason", route_reason_name(p.decision.reason));
   head.set("x-prefixgate-predicted-cached-tokens",
            std::to_string(p.decision.predicted_cached_tokens));
   add_gateway_headers(head, p.info, p.replica_name, p.overhead);
-  head.keep_alive(p.info.keep_alive);
-  head.chunked(true);
-  http::response_serializer<http::empty_body> serializer{head};
-  c.stream.expires_after(ctx.config.timeouts.write);
-  auto [hec, hn] = co_await http::async_write_header(c.stream, serializer, kTuple);
-  (void)hn;
-  bool client_ok = !hec;
+  bool client_ok = co_await serving::write_stream_head(c.io, head);
 
   bool prefilled = false;
   bool upstream_ok = true;
@@ -126,10 +106,9 @@ Awaitable<bool> relay_stream(Connection& c, const Request& req, ProxiedRequest& 
     ex.finish();
     if (!pending.empty()) client_ok = co_await write_chunk(c, pending);
   }
-  c.stream.expires_after(ctx.config.timeouts.write);
-  auto [ec, n] = co_await asio::async_write(c.stream, http::make_chunk_last(), kTuple);
+  const bool ended = co_await serving::write_last_chunk(c.io);
   record_done(ctx, p);
-  co_return upstream_ok&& client_ok && !ec && p.info.keep_alive;
+  co_return upstream_ok&& client_ok&& ended&& p.info.keep_alive;
 }
 
 }  // namespace prefixgate::gateway::server

@@ -24,8 +24,8 @@ std::string session_key_for(std::string_view header, const json::Value& body,
   return std::string(api_key);
 }
 
-canon::Result<PreparedRequest> prepare_request(std::string_view body, canon::Endpoint endpoint,
-                                               const Tenant& tenant, const PrepOptions& options) {
+Result<PreparedRequest> prepare_request(std::string_view body, canon::Endpoint endpoint,
+                                        const Tenant& tenant, const PrepOptions& options) {
   auto parsed = canon::parse_request(body, endpoint, options.limits);
   if (!parsed) return parsed.error();
   PreparedRequest out;

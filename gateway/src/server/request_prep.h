@@ -58,7 +58,7 @@ std::string tenant_salt(const Tenant& tenant, std::string_view client_salt);
 std::string session_key_for(std::string_view header, const json::Value& body,
                             std::string_view api_key);
 
-canon::Result<PreparedRequest> prepare_request(std::string_view body, canon::Endpoint endpoint,
-                                               const Tenant& tenant, const PrepOptions& options);
+Result<PreparedRequest> prepare_request(std::string_view body, canon::Endpoint endpoint,
+                                        const Tenant& tenant, const PrepOptions& options);
 
 }  // namespace prefixgate::gateway::server

@@ -95,7 +95,7 @@ Awaitable<void> run_kv_events(GatewayContext& ctx, ReplicaId r) {
   std::uint64_t last_seq = 0;
   bool have_seq = false;
   const std::string& name = ctx.replicas->upstream(r).url;
-  while (!ctx.draining.load()) {
+  while (!ctx.draining()) {
     {
       Exchange ex(ctx, r);
       Request req{http::verb::get,
@@ -107,7 +107,7 @@ Awaitable<void> run_kv_events(GatewayContext& ctx, ReplicaId r) {
         spdlog::debug("kv_events {}: subscribed", name);
         std::string pending;
         bool ok = true;
-        while (ok && !ctx.draining.load() && !ex.done()) {
+        while (ok && !ctx.draining() && !ex.done()) {
           const bool read = co_await ex.read_some(pending);
           if (!read) break;
           std::size_t pos = 0;
@@ -120,7 +120,7 @@ Awaitable<void> run_kv_events(GatewayContext& ctx, ReplicaId r) {
         }
       }
     }
-    if (ctx.draining.load()) break;
+    if (ctx.draining()) break;
     co_await sleep_for(std::chrono::milliseconds(200));
   }
 }
@@ -128,7 +128,7 @@ Awaitable<void> run_kv_events(GatewayContext& ctx, ReplicaId r) {
 Awaitable<void> run_health_checks(GatewayContext& ctx, ReplicaId r) {
   const std::string& name = ctx.replicas->upstream(r).url;
   bool was_healthy = false;
-  while (!ctx.draining.load()) {
+  while (!ctx.draining()) {
     bool ok = false;
     {
       Exchange ex(ctx, r);

@@ -9,9 +9,8 @@ namespace prefixgate::bench {
 
 namespace {
 
-canon::Error line_error(std::size_t line, const std::string& message) {
-  return canon::Error{canon::ErrorCode::kInvalidValue,
-                      "line " + std::to_string(line) + ": " + message, ""};
+Error line_error(std::size_t line, const std::string& message) {
+  return Error{ErrorCode::kInvalidValue, "line " + std::to_string(line) + ": " + message, ""};
 }
 
 bool non_negative_integer(const json::Value* v) {
@@ -22,7 +21,7 @@ bool non_negative_integer(const json::Value* v) {
 
 }  // namespace
 
-canon::Result<std::vector<TraceRecord>> parse_trace(std::string_view jsonl) {
+Result<std::vector<TraceRecord>> parse_trace(std::string_view jsonl) {
   std::vector<TraceRecord> out;
   std::size_t line_no = 0;
   while (!jsonl.empty()) {

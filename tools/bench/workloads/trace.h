@@ -18,7 +18,7 @@
 #include <string_view>
 #include <vector>
 
-#include "prefixgate/canonicalize/status.h"
+#include "prefixgate/base/status.h"
 #include "prefixgate/canonicalize/tokenizer.h"
 #include "workload.h"
 
@@ -32,7 +32,7 @@ struct TraceRecord {
 };
 
 // Errors name the line: "line 3: hash_ids: expected an array of non-negative integers".
-canon::Result<std::vector<TraceRecord>> parse_trace(std::string_view jsonl);
+Result<std::vector<TraceRecord>> parse_trace(std::string_view jsonl);
 
 struct TraceOptions {
   std::size_t trace_block_tokens = 512;  // the trace's block size (Mooncake: 512)

@@ -21,13 +21,9 @@
 #include <variant>
 #include <vector>
 
-#include "prefixgate/canonicalize/status.h"
+#include "prefixgate/base/status.h"
 
 namespace prefixgate::json {
-
-using canon::Error;
-using canon::ErrorCode;
-using canon::Result;
 
 class Value;
 struct Member;

@@ -24,8 +24,8 @@
 #include <string_view>
 #include <vector>
 
+#include "prefixgate/base/status.h"
 #include "prefixgate/canonicalize/request.h"
-#include "prefixgate/canonicalize/status.h"
 #include "prefixgate/canonicalize/tokenizer.h"
 
 namespace prefixgate::canon {

@@ -5,7 +5,7 @@
 // prefix caching depends on: messages, tools, the completion prompt, cache salt, model.
 //
 //   auto req = canon::parse_request(body_bytes, canon::Endpoint::kChatCompletions);
-//   if (!req) return reply(canon::http_status(req.error()), canon::openai_error_body(req.error()));
+//   if (!req) return reply(http_status(req.error()), serving::openai_error_body(req.error()));
 //   for (const canon::Message& m : req->messages) ...
 //
 // Validation follows the OpenAI API reference: wrong types of known fields, missing required
@@ -19,8 +19,8 @@
 #include <string_view>
 #include <vector>
 
+#include "prefixgate/base/status.h"
 #include "prefixgate/canonicalize/json.h"
-#include "prefixgate/canonicalize/status.h"
 #include "prefixgate/canonicalize/tokenizer.h"
 
 namespace prefixgate::canon {

@@ -23,7 +23,7 @@
 #include <string_view>
 #include <vector>
 
-#include "prefixgate/canonicalize/status.h"
+#include "prefixgate/base/status.h"
 
 namespace prefixgate::canon {
 

@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "prefixgate/canonicalize/status.h"
+#include "prefixgate/base/status.h"
 #include "prefixgate/engine/device.h"
 #include "prefixgate/engine/model.h"
 #include "prefixgate/kernels/ops.h"
@@ -51,15 +51,16 @@ class CudaDevice : public Device {
 
 // Weights from a loaded model (fp32 on the host, rounded to bf16 on upload). Errors: a shape the
 // kernels do not support, or weights that do not fit in GPU memory.
-canon::Result<std::unique_ptr<CudaDevice>> make_cuda_device(const Model& model,
-                                                            std::unique_ptr<kernels::Ops> ops,
-                                                            const CudaDeviceOptions& options);
+Result<std::unique_ptr<CudaDevice>> make_cuda_device(const Model& model,
+                                                     std::unique_ptr<kernels::Ops> ops,
+                                                     const CudaDeviceOptions& options);
 
 // Weights generated on the GPU from `seed` (uniform, scaled like internal::generate_weights):
 // for benchmarks of large shapes, which would take minutes to generate and copy from the host.
-canon::Result<std::unique_ptr<CudaDevice>> make_generated_cuda_device(
-    const ModelSpec& spec, std::uint64_t seed, std::unique_ptr<kernels::Ops> ops,
-    const CudaDeviceOptions& options);
+Result<std::unique_ptr<CudaDevice>> make_generated_cuda_device(const ModelSpec& spec,
+                                                               std::uint64_t seed,
+                                                               std::unique_ptr<kernels::Ops> ops,
+                                                               const CudaDeviceOptions& options);
 
 // KV pages that `fraction` of the device's free memory holds (--gpu-memory-utilization).
 std::size_t kv_pages_for_utilization(std::size_t free_bytes, double fraction,

@@ -19,8 +19,8 @@
 #include <string_view>
 #include <vector>
 
+#include "prefixgate/base/status.h"
 #include "prefixgate/canonicalize/render.h"
-#include "prefixgate/canonicalize/status.h"
 #include "prefixgate/canonicalize/tokenizer.h"
 #include "prefixgate/engine/model_spec.h"
 
@@ -55,14 +55,14 @@ struct Model {
 };
 
 // The built-in shapes, without weights (the sim device needs only these).
-canon::Result<ModelSpec> builtin_spec(std::string_view name);
+Result<ModelSpec> builtin_spec(std::string_view name);
 
 // Loads "builtin:tiny", "builtin:small" or a Hugging Face folder. Errors name the file and field.
-canon::Result<Model> load_model(std::string_view source);
+Result<Model> load_model(std::string_view source);
 
 // Writes weights as a safetensors file (F32, or BF16/F16 when `dtype` says so), with
 // config.json beside it: how tests build a Hugging Face folder to load.
-canon::Status write_hf_folder(const Model& model, const std::string& folder,
-                              std::string_view dtype = "F32");
+Status write_hf_folder(const Model& model, const std::string& folder,
+                       std::string_view dtype = "F32");
 
 }  // namespace prefixgate::engine

@@ -22,7 +22,7 @@
 #include <string_view>
 #include <vector>
 
-#include "prefixgate/canonicalize/status.h"
+#include "prefixgate/base/status.h"
 #include "prefixgate/canonicalize/tokenizer.h"
 #include "prefixgate/engine/device.h"
 #include "prefixgate/engine/model_spec.h"
@@ -68,7 +68,7 @@ struct SimProfile {
 // a colon; the GPU is everything before the first one. Errors name the unknown part and list
 // the choices, and a model whose weights leave no room for one full-length sequence of KV is
 // refused with the numbers and what to try instead.
-canon::Result<SimProfile> parse_sim_profile(std::string_view text);
+Result<SimProfile> parse_sim_profile(std::string_view text);
 
 // The names parse_sim_profile accepts, canonical names first then aliases.
 std::vector<std::string> sim_gpu_names();
@@ -76,7 +76,7 @@ std::vector<std::string> sim_model_names();
 
 // "N" (N > 0, finite) for a clock N times faster than real time, or "inf" for the virtual
 // clock: no sleeping at all, for unit tests and cost-only runs.
-canon::Result<double> parse_sim_speedup(std::string_view text);
+Result<double> parse_sim_speedup(std::string_view text);
 
 // ---------------------------------------------------------------------------------------------
 // The cost model: pure functions of a profile and a batch's shape.

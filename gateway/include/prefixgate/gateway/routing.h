@@ -29,7 +29,7 @@
 #include <string>
 #include <string_view>
 
-#include "prefixgate/canonicalize/status.h"
+#include "prefixgate/base/status.h"
 #include "prefixgate/gateway/prefix_index.h"
 
 namespace prefixgate::gateway {
@@ -114,7 +114,7 @@ class RoutingPolicy {
 
 // "round_robin", "random", "least_load", "power_of_two", "consistent_hash", "cache_aware".
 // kInvalidValue for an unknown name or an out-of-range CacheAwareConfig field (param names it).
-canon::Result<std::unique_ptr<RoutingPolicy>> make_policy(std::string_view name,
-                                                          const PolicyConfig& config = {});
+Result<std::unique_ptr<RoutingPolicy>> make_policy(std::string_view name,
+                                                   const PolicyConfig& config = {});
 
 }  // namespace prefixgate::gateway

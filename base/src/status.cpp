@@ -1,8 +1,6 @@
-#include "prefixgate/canonicalize/status.h"
+#include "prefixgate/base/status.h"
 
-#include "prefixgate/canonicalize/json.h"
-
-namespace prefixgate::canon {
+namespace prefixgate {
 
 const char* error_code_name(ErrorCode code) {
   switch (code) {
@@ -16,6 +14,9 @@ const char* error_code_name(ErrorCode code) {
     case ErrorCode::kInvalidValue: return "invalid_value";
     case ErrorCode::kUnsupported: return "unsupported_value";
     case ErrorCode::kNotFound: return "not_found";
+    case ErrorCode::kResourceExhausted: return "rate_limit_exceeded";
+    case ErrorCode::kUnavailable: return "service_unavailable";
+    case ErrorCode::kInternal: return "internal_error";
   }
   return "invalid_request";
 }
@@ -24,23 +25,20 @@ int http_status(const Error& error) {
   switch (error.code) {
     case ErrorCode::kTooLarge: return 413;
     case ErrorCode::kNotFound: return 404;
+    case ErrorCode::kResourceExhausted: return 429;
+    case ErrorCode::kUnavailable: return 503;
+    case ErrorCode::kInternal: return 500;
     default: return 400;
   }
 }
 
-std::string openai_error_body(const Error& error) {
-  std::string out = R"({"error":{"message":)";
-  json::append_quoted(error.message, out);
-  out += R"(,"type":"invalid_request_error","param":)";
-  if (error.param.empty()) {
-    out += "null";
-  } else {
-    json::append_quoted(error.param, out);
+bool is_client_error(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kResourceExhausted:
+    case ErrorCode::kUnavailable:
+    case ErrorCode::kInternal: return false;
+    default: return true;
   }
-  out += R"(,"code":")";
-  out += error_code_name(error.code);
-  out += "\"}}";
-  return out;
 }
 
-}  // namespace prefixgate::canon
+}  // namespace prefixgate

@@ -1,32 +1,42 @@
-// Typed errors for bad input, and the OpenAI-shaped error body they become over HTTP.
+// Typed errors: what went wrong, whose fault it is, and the HTTP status it becomes.
 //
-// canonicalize/ never throws across its boundary: a function that can fail on what a client
-// sent returns Result<T>, which holds either a value or an Error. The gateway and the engine
-// turn an Error into `{"error":{"message","type","param","code"}}` with http_status(error).
+// No module throws across its boundary. A function that can fail returns Result<T> (a value or
+// an Error) or Status (nothing or an Error). The code says whose fault it was: the client's
+// (bad JSON, a wrong type, too large: 4xx) or ours (a device failure, an upstream that is down,
+// a full queue: 5xx and 429), so a GPU failure never reaches a client as "400 bad request".
+// The servers turn an Error into an API-shaped body (serving/errors.h).
 //
 //   Result<json::Value> doc = json::parse(body);
 //   if (!doc) return reply(http_status(doc.error()), openai_error_body(doc.error()));
 //   use(*doc);
+//
+//   if (!weights) return make_error(ErrorCode::kInternal, "cannot read weights: " + why);
 #pragma once
 
-#include <cassert>
 #include <string>
 #include <utility>
 #include <variant>
 
-namespace prefixgate::canon {
+#include "prefixgate/base/check.h"
+
+namespace prefixgate {
 
 enum class ErrorCode {
+  // The client's fault (4xx).
   kInvalidJson,   // not JSON at all, or trailing garbage
   kInvalidUtf8,   // bytes that are not UTF-8, or a lone surrogate escape
   kTooDeep,       // nesting deeper than the configured limit
-  kTooLarge,      // body larger than the configured limit (HTTP 413)
+  kTooLarge,      // body larger than the configured limit (413)
   kDuplicateKey,  // an object names the same key twice
   kWrongType,     // a known field has the wrong JSON type
   kMissingField,  // a required field is absent
   kInvalidValue,  // right type, unacceptable value (unknown role, NaN, ...)
   kUnsupported,   // well-formed but not something we implement
-  kNotFound,      // a named resource (template, tokenizer) does not exist
+  kNotFound,      // a named resource (template, tokenizer, model) does not exist (404)
+  // Not the client's fault.
+  kResourceExhausted,  // a limit or a queue is full; retrying later may succeed (429)
+  kUnavailable,        // a dependency (replica, device) cannot serve now (503)
+  kInternal,           // our failure: a device error, unreadable weights, a broken promise (500)
 };
 
 struct Error {
@@ -35,14 +45,15 @@ struct Error {
   std::string param;    // JSON path of the offending field ("messages[2].content"), or empty
 };
 
-// The machine-readable code string of the OpenAI error body ("invalid_json", ...).
+// The machine-readable code string of an API error body ("invalid_json", "internal_error", ...).
 const char* error_code_name(ErrorCode code);
 
-// 413 for kTooLarge, 404 for kNotFound, 400 for everything else a client can send.
+// 400 for what a client sent, 404 kNotFound, 413 kTooLarge, 429 kResourceExhausted,
+// 503 kUnavailable, 500 kInternal.
 int http_status(const Error& error);
 
-// `{"error":{"message":...,"type":"invalid_request_error","param":...|null,"code":...}}`
-std::string openai_error_body(const Error& error);
+// True for the codes that are the client's fault (4xx but 429).
+bool is_client_error(ErrorCode code);
 
 // Either a T or an Error. A small stand-in for C++23 std::expected.
 template <class T>
@@ -55,19 +66,19 @@ class [[nodiscard]] Result {
   explicit operator bool() const { return ok(); }
 
   T& value() & {
-    assert(ok());
+    PG_DCHECK(ok(), "value() of an error Result");
     return std::get<0>(state_);
   }
   const T& value() const& {
-    assert(ok());
+    PG_DCHECK(ok(), "value() of an error Result");
     return std::get<0>(state_);
   }
   T&& value() && {
-    assert(ok());
+    PG_DCHECK(ok(), "value() of an error Result");
     return std::get<0>(std::move(state_));
   }
   const Error& error() const {
-    assert(!ok());
+    PG_DCHECK(!ok(), "error() of an ok Result");
     return std::get<1>(state_);
   }
 
@@ -89,7 +100,7 @@ class [[nodiscard]] Status {
   bool ok() const { return ok_; }
   explicit operator bool() const { return ok_; }
   const Error& error() const {
-    assert(!ok_);
+    PG_DCHECK(!ok_, "error() of an ok Status");
     return error_;
   }
 
@@ -102,4 +113,4 @@ inline Error make_error(ErrorCode code, std::string message, std::string param =
   return Error{code, std::move(message), std::move(param)};
 }
 
-}  // namespace prefixgate::canon
+}  // namespace prefixgate

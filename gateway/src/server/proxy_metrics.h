@@ -1,0 +1,33 @@
+// The gateway's /metrics catalogue: the families the proxy records on its request path, and
+// the per-replica gauges read from the replica set at each scrape.
+#pragma once
+
+#include "prefixgate/serving/metrics.h"
+
+namespace prefixgate::gateway::server {
+
+class ReplicaSet;
+
+struct ProxyMetrics {
+  serving::CounterFamily* requests = nullptr;                 // route, status, replica, tenant
+  serving::HistogramFamily* ttft = nullptr;                   // replica
+  serving::HistogramFamily* ttft_by_cache = nullptr;          // cache (hit|miss), streamed
+  serving::HistogramFamily* e2e = nullptr;                    // route
+  serving::HistogramFamily* overhead = nullptr;               // route
+  serving::CounterFamily* prompt_tokens = nullptr;            // replica, tenant
+  serving::CounterFamily* cached_tokens = nullptr;            // replica, tenant
+  serving::CounterFamily* predicted_cached_tokens = nullptr;  // replica
+  serving::Histogram* prediction_error = nullptr;             // |actual - predicted| tokens
+  serving::CounterFamily* decisions = nullptr;                // policy, reason
+  serving::CounterFamily* retries = nullptr;                  // reason
+  serving::CounterFamily* upstream_failures = nullptr;        // replica, kind
+  serving::CounterFamily* canonicalization = nullptr;         // rule, mode
+  serving::CounterFamily* findings = nullptr;                 // rule
+  serving::CounterFamily* kv_events = nullptr;                // replica, type
+};
+
+// Registers every family in `metrics` (in the order /metrics shows them) and returns the ones
+// the proxy records into. `replicas` must outlive `metrics`.
+ProxyMetrics register_proxy_metrics(serving::Metrics& metrics, const ReplicaSet& replicas);
+
+}  // namespace prefixgate::gateway::server

@@ -1,0 +1,85 @@
+// The HTTP/1.1 server both prefixgate (the gateway) and prefixgate-engine run: a listener, one
+// coroutine per connection, limits, and a graceful drain, given a Handler that answers requests.
+//
+//   class App : public serving::Handler {
+//     Awaitable<bool> handle(Connection& c, Request& req) override { ... }
+//   };
+//   App app;
+//   serving::HttpServer server(options, app);
+//   auto port = server.start();           // binds; port 0 picks a free one
+//   if (!port) return fail(port.error());
+//   std::thread t([&] { server.run(); });  // serves until request_shutdown(), then drains
+//   server.request_shutdown();
+//   t.join();
+//
+// Per connection (Beast's server-flex-awaitable pattern, on the connection's own strand): read
+// a request under the idle deadline with body and header limits on the parser, hand it to the
+// Handler, repeat while it keeps the connection. What the server answers itself:
+//   - over max_connections: 503 and close, without reading;
+//   - a body over max_body_bytes: 413; headers over max_header_bytes: 431; malformed HTTP: 400;
+//     each followed by a lingering close (what the client is still sending is read and dropped
+//     for up to linger_timeout, so it sees the answer rather than a reset: RFC 9112 section 9.6);
+//   - end of stream, a reset or the idle deadline between requests: closed quietly.
+// Shutdown (request_shutdown(), or SIGINT/SIGTERM with handle_signals): stop accepting, close
+// idle connections, let busy ones finish their request (draining() turns keep-alive off), give
+// up after drain_timeout.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "prefixgate/base/status.h"
+#include "prefixgate/serving/http.h"
+#include "prefixgate/serving/options.h"
+
+namespace boost::asio {
+class io_context;
+}  // namespace boost::asio
+
+namespace prefixgate::serving {
+
+// What a server does with requests. One Handler serves every connection, concurrently.
+class Handler {
+ public:
+  virtual ~Handler() = default;
+  // State for a new connection, kept across its requests (Connection::state).
+  virtual std::unique_ptr<ConnectionState> open(Connection& c);
+  // Answers one request. Returns whether the connection stays open for the next one.
+  // Exceptions are caught and logged by the server (the connection closes); don't rely on it.
+  virtual Awaitable<bool> handle(Connection& c, Request& req) = 0;
+  // An answer the server gives itself (limits, malformed HTTP, too many connections), before
+  // it is written: a place to count it or add headers.
+  virtual void refused(Response& res);
+};
+
+class HttpServer {
+ public:
+  HttpServer(ServerOptions options, Handler& handler);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds and listens. Returns the bound port. Errors (bad host, port in use): kInvalidValue
+  // with param "listen".
+  Result<std::uint16_t> start();
+  // Serves on `threads` threads until a shutdown request, then drains and returns.
+  void run();
+  // Any thread (or a signal when handle_signals): stop accepting, let in-flight requests
+  // finish up to drain_timeout, then make run() return. Idempotent.
+  void request_shutdown();
+
+  // True once a shutdown was requested: handlers stop keep-alive and end long streams.
+  bool draining() const;
+  std::size_t open_connections() const;
+  const ServerOptions& options() const;
+  // For the application's background coroutines (health checks, event followers): they run on
+  // the server's threads and stop when it stops.
+  asio::io_context& io_context();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace prefixgate::serving

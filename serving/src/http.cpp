@@ -1,0 +1,116 @@
+#include "prefixgate/serving/http.h"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/http/chunk_encode.hpp>
+#include <boost/beast/http/write.hpp>
+
+namespace prefixgate::serving {
+namespace {
+
+constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
+
+}  // namespace
+
+std::string_view path_of(std::string_view target) {
+  return target.substr(0, std::min(target.find('?'), target.size()));
+}
+
+std::optional<std::string_view> query_param(std::string_view target, std::string_view name) {
+  const std::size_t q = target.find('?');
+  if (q == std::string_view::npos) return std::nullopt;
+  std::string_view query = target.substr(q + 1);
+  while (!query.empty()) {
+    const std::size_t amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    const std::size_t eq = pair.find('=');
+    if (pair.substr(0, eq) == name) {
+      return eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1);
+    }
+    if (amp == std::string_view::npos) break;
+    query.remove_prefix(amp + 1);
+  }
+  return std::nullopt;
+}
+
+Response make_response(const Request& req, http::status status, std::string content_type,
+                       std::string body, bool keep_alive) {
+  Response res{status, req.version()};
+  res.set(http::field::content_type, content_type);
+  res.keep_alive(keep_alive);
+  res.body() = std::move(body);
+  res.prepare_payload();
+  return res;
+}
+
+Awaitable<bool> write_response(Connection& c, Response res) {
+  res.set(http::field::server, c.server_name);
+  if (c.draining && c.draining->load()) res.keep_alive(false);
+  c.stream.expires_after(c.write_timeout);
+  auto [ec, n] = co_await http::async_write(c.stream, res, kTuple);
+  (void)n;
+  co_return !ec;
+}
+
+StreamHead make_stream_head(const Request& req, http::status status, std::string_view content_type,
+                            bool keep_alive) {
+  StreamHead head{status, req.version()};
+  head.set(http::field::content_type, content_type);
+  head.set(http::field::cache_control, "no-cache");
+  head.keep_alive(keep_alive);
+  head.chunked(true);
+  return head;
+}
+
+Awaitable<bool> write_stream_head(Connection& c, StreamHead& head) {
+  head.set(http::field::server, c.server_name);
+  if (c.draining && c.draining->load()) head.keep_alive(false);
+  http::response_serializer<http::empty_body> serializer{head};
+  c.stream.expires_after(c.write_timeout);
+  auto [ec, n] = co_await http::async_write_header(c.stream, serializer, kTuple);
+  (void)n;
+  co_return !ec;
+}
+
+Awaitable<bool> write_chunk(Connection& c, std::string_view payload) {
+  if (payload.empty()) co_return true;  // an empty chunk would end the stream
+  c.stream.expires_after(c.write_timeout);
+  auto [ec, n] = co_await asio::async_write(
+      c.stream, http::make_chunk(asio::buffer(payload.data(), payload.size())), kTuple);
+  (void)n;
+  co_return !ec;
+}
+
+Awaitable<bool> write_last_chunk(Connection& c) {
+  c.stream.expires_after(c.write_timeout);
+  auto [ec, n] = co_await asio::async_write(c.stream, http::make_chunk_last(), kTuple);
+  (void)n;
+  co_return !ec;
+}
+
+Awaitable<void> watch_disconnect(tcp::socket& socket) {
+  for (;;) {
+    auto [ec] = co_await socket.async_wait(tcp::socket::wait_read, kTuple);
+    if (ec == asio::error::operation_aborted) co_return;
+    if (!ec) {
+      char byte = 0;
+      beast::error_code peek_ec;
+      socket.non_blocking(true, peek_ec);
+      const std::size_t n =
+          socket.receive(asio::buffer(&byte, 1), tcp::socket::message_peek, peek_ec);
+      if (peek_ec == asio::error::would_block || peek_ec == asio::error::try_again) continue;
+      if (!peek_ec && n > 0) {
+        // Data ahead (a pipelined request): nothing more to watch; wait to be cancelled.
+        asio::steady_timer forever(socket.get_executor(),
+                                   std::chrono::steady_clock::time_point::max());
+        co_await forever.async_wait(kTuple);
+        co_return;
+      }
+    }
+    co_return;  // EOF or an error: the client is gone
+  }
+}
+
+}  // namespace prefixgate::serving

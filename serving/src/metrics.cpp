@@ -1,0 +1,257 @@
+// Prometheus text exposition (format 0.0.4).
+#include "prefixgate/serving/metrics.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+
+#include "prefixgate/base/check.h"
+
+namespace prefixgate::serving {
+namespace {
+
+// Label values escape backslash, double quote and newline (the exposition format's rules).
+void append_escaped(const std::string& s, std::string& out) {
+  for (char c : s) {
+    if (c == '\\' || c == '"') {
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+}
+
+void append_labels(const std::vector<std::string>& names, const LabelValues& values,
+                   std::string& out, const char* extra_name = nullptr,
+                   const std::string& extra_value = {}) {
+  if (names.empty() && !extra_name) return;
+  out += '{';
+  bool first = true;
+  for (std::size_t i = 0; i < names.size() && i < values.size(); ++i) {
+    if (!first) out += ',';
+    first = false;
+    out += names[i];
+    out += "=\"";
+    append_escaped(values[i], out);
+    out += '"';
+  }
+  if (extra_name) {
+    if (!first) out += ',';
+    out += extra_name;
+    out += "=\"";
+    out += extra_value;
+    out += '"';
+  }
+  out += '}';
+}
+
+void append_header(const std::string& name, const std::string& help, const char* type,
+                   std::string& out) {
+  out += "# HELP ";
+  out += name;
+  out += ' ';
+  out += help;
+  out += "\n# TYPE ";
+  out += name;
+  out += ' ';
+  out += type;
+  out += '\n';
+}
+
+void append_line(const std::string& name, const std::vector<std::string>& label_names,
+                 const LabelValues& values, double v, std::string& out) {
+  out += name;
+  append_labels(label_names, values, out);
+  out += ' ';
+  append_metric_value(v, out);
+  out += '\n';
+}
+
+}  // namespace
+
+void append_metric_value(double v, std::string& out) {
+  if (std::isnan(v)) {
+    out += "NaN";
+    return;
+  }
+  if (std::isinf(v)) {
+    out += v > 0 ? "+Inf" : "-Inf";
+    return;
+  }
+  char buf[32];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  PG_DCHECK(ec == std::errc(), "32 bytes hold any shortest double");
+  out.append(buf, end);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+Histogram::Histogram(const std::vector<double>* bounds)
+    : bounds_(bounds), counts_(bounds->size() + 1, 0) {}
+
+void Histogram::observe(double v) {
+  // Bucket i counts le=bounds[i]: the first bound >= v.
+  const auto bucket = static_cast<std::size_t>(
+      std::lower_bound(bounds_->begin(), bounds_->end(), v) - bounds_->begin());
+  std::lock_guard lock(mu_);
+  ++counts_[bucket];
+  sum_ += v;
+  ++count_;
+}
+
+Histogram::Snapshot Histogram::snapshot() const {
+  std::lock_guard lock(mu_);
+  Snapshot s{{}, sum_, count_};
+  s.cumulative.reserve(counts_.size());
+  std::uint64_t running = 0;
+  for (std::uint64_t c : counts_) s.cumulative.push_back(running += c);
+  return s;
+}
+
+CounterFamily::CounterFamily(std::string name, std::string help, std::vector<std::string> labels)
+    : name_(std::move(name)), help_(std::move(help)), labels_(std::move(labels)) {
+  if (labels_.empty()) series_.try_emplace({});
+}
+
+Counter& CounterFamily::series(const LabelValues& values) {
+  std::lock_guard lock(mu_);
+  return series_[values];
+}
+
+void CounterFamily::render(std::string& out) const {
+  append_header(name_, help_, "counter", out);
+  std::lock_guard lock(mu_);
+  for (const auto& [labels, counter] : series_)
+    append_line(name_, labels_, labels, counter.value(), out);
+}
+
+HistogramFamily::HistogramFamily(std::string name, std::string help,
+                                 std::vector<std::string> labels, std::vector<double> bounds)
+    : name_(std::move(name)),
+      help_(std::move(help)),
+      labels_(std::move(labels)),
+      bounds_(std::move(bounds)) {
+  PG_CHECK(std::is_sorted(bounds_.begin(), bounds_.end()), "histogram bounds are sorted");
+  if (labels_.empty()) series_.try_emplace(LabelValues{}, &bounds_);
+}
+
+Histogram& HistogramFamily::series(const LabelValues& values) {
+  std::lock_guard lock(mu_);
+  return series_.try_emplace(values, &bounds_).first->second;
+}
+
+void HistogramFamily::render(std::string& out) const {
+  append_header(name_, help_, "histogram", out);
+  std::lock_guard lock(mu_);
+  const std::string bucket = name_ + "_bucket";
+  for (const auto& [labels, histogram] : series_) {
+    const Histogram::Snapshot s = histogram.snapshot();
+    for (std::size_t i = 0; i <= bounds_.size(); ++i) {
+      std::string le = "+Inf";
+      if (i < bounds_.size()) {
+        le.clear();
+        append_metric_value(bounds_[i], le);
+      }
+      out += bucket;
+      append_labels(labels_, labels, out, "le", le);
+      out += ' ';
+      append_metric_value(static_cast<double>(s.cumulative[i]), out);
+      out += '\n';
+    }
+    append_line(name_ + "_sum", labels_, labels, s.sum, out);
+    append_line(name_ + "_count", labels_, labels, static_cast<double>(s.count), out);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+struct Metrics::Family {
+  std::unique_ptr<CounterFamily> counter;
+  std::unique_ptr<HistogramFamily> histogram;
+  // A callback family.
+  std::string name, help;
+  MetricType type = MetricType::kGauge;
+  std::vector<std::string> labels;
+  std::function<std::vector<Sample>()> read;
+};
+
+Metrics::Metrics() = default;
+Metrics::~Metrics() = default;
+
+CounterFamily& Metrics::counter(std::string name, std::string help,
+                                std::vector<std::string> labels) {
+  auto f = std::make_unique<Family>();
+  f->counter = std::make_unique<CounterFamily>(std::move(name), std::move(help), std::move(labels));
+  CounterFamily& out = *f->counter;
+  families_.push_back(std::move(f));
+  return out;
+}
+
+HistogramFamily& Metrics::histogram(std::string name, std::string help,
+                                    std::vector<std::string> labels, std::vector<double> bounds) {
+  auto f = std::make_unique<Family>();
+  f->histogram = std::make_unique<HistogramFamily>(std::move(name), std::move(help),
+                                                   std::move(labels), std::move(bounds));
+  HistogramFamily& out = *f->histogram;
+  families_.push_back(std::move(f));
+  return out;
+}
+
+Counter& Metrics::counter(std::string name, std::string help) {
+  return counter(std::move(name), std::move(help), std::vector<std::string>{}).series({});
+}
+
+Histogram& Metrics::histogram(std::string name, std::string help, std::vector<double> bounds) {
+  return histogram(std::move(name), std::move(help), std::vector<std::string>{}, std::move(bounds))
+      .series({});
+}
+
+void Metrics::callback(std::string name, std::string help, MetricType type,
+                       std::vector<std::string> labels, std::function<std::vector<Sample>()> read) {
+  auto f = std::make_unique<Family>();
+  f->name = std::move(name);
+  f->help = std::move(help);
+  f->type = type;
+  f->labels = std::move(labels);
+  f->read = std::move(read);
+  families_.push_back(std::move(f));
+}
+
+void Metrics::callback(std::string name, std::string help, MetricType type,
+                       std::function<double()> read) {
+  callback(std::move(name), std::move(help), type, {}, [read = std::move(read)] {
+    return std::vector<Sample>{{{}, read()}};
+  });
+}
+
+std::string Metrics::render() const {
+  std::string out;
+  out.reserve(16 * 1024);
+  for (const auto& f : families_) {
+    if (f->counter) {
+      f->counter->render(out);
+    } else if (f->histogram) {
+      f->histogram->render(out);
+    } else {
+      append_header(f->name, f->help, f->type == MetricType::kCounter ? "counter" : "gauge", out);
+      for (const Sample& s : f->read()) append_line(f->name, f->labels, s.labels, s.value, out);
+    }
+  }
+  return out;
+}
+
+std::vector<double> latency_buckets_seconds() {
+  return {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+          0.1,    0.25,    0.5,    1,     2.5,    5,     10,   30,    60};
+}
+
+std::vector<double> token_buckets() {
+  std::vector<double> b{0};
+  for (double v = 16; v <= 131072; v *= 2) b.push_back(v);
+  return b;
+}
+
+}  // namespace prefixgate::serving

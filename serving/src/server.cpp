@@ -1,0 +1,283 @@
+// The listener, the per-connection loop and the drain (see server.h for the behaviour).
+#include "prefixgate/serving/server.h"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/http/read.hpp>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "prefixgate/serving/errors.h"
+
+namespace prefixgate::serving {
+namespace {
+
+constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
+
+// The ways a client ends a connection between requests: not errors, nothing to answer.
+bool is_quiet_close(const beast::error_code& ec) {
+  return ec == http::error::end_of_stream || ec == asio::error::eof ||
+         ec == asio::error::operation_aborted || ec == beast::error::timeout ||
+         ec == asio::error::connection_reset || ec == asio::error::broken_pipe;
+}
+
+}  // namespace
+
+std::unique_ptr<ConnectionState> Handler::open(Connection&) {
+  return nullptr;
+}
+
+void Handler::refused(Response&) {}
+
+struct HttpServer::Impl {
+  Impl(ServerOptions o, Handler& h) : options(std::move(o)), handler(h) {}
+
+  ServerOptions options;
+  Handler& handler;
+  // Declared before what refers to it, so it is destroyed after them.
+  asio::io_context ioc;
+  asio::strand<asio::io_context::executor_type> accept_strand{ioc.get_executor()};
+  tcp::acceptor acceptor{accept_strand};
+  asio::signal_set signals{ioc};
+  std::atomic<bool> draining{false};
+
+  // Live connections, so a shutdown can wake the idle ones.
+  struct Live {
+    asio::any_io_executor executor;
+    beast::tcp_stream* stream = nullptr;
+    bool* idle = nullptr;  // touched on the connection's strand only
+  };
+  mutable std::mutex mu;
+  std::condition_variable cv;
+  std::map<std::uint64_t, Live> live;
+  std::uint64_t next_connection = 0;
+  bool shutdown_requested = false;
+
+  Awaitable<void> accept_loop();
+  Awaitable<void> session(tcp::socket socket);
+  Awaitable<void> refuse(Connection& c, http::status status, std::string_view message,
+                         std::string_view code);
+  Awaitable<void> linger(Connection& c);
+};
+
+Awaitable<void> HttpServer::Impl::accept_loop() {
+  for (;;) {
+    auto [ec, socket] = co_await acceptor.async_accept(asio::make_strand(ioc), kTuple);
+    if (ec) {
+      if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
+      spdlog::warn("accept: {}", ec.message());
+      continue;
+    }
+    asio::co_spawn(socket.get_executor(), session(std::move(socket)), asio::detached);
+  }
+}
+
+Awaitable<void> HttpServer::Impl::refuse(Connection& c, http::status status,
+                                         std::string_view message, std::string_view code) {
+  Request bare;
+  bare.version(11);
+  Response res = error_response(bare, status, message, code, false);
+  handler.refused(res);
+  co_await write_response(c, std::move(res));
+}
+
+// Reads and drops what the client is still sending, briefly, before the close: closing with
+// unread data makes the kernel send a reset, which can destroy the answer in flight.
+Awaitable<void> HttpServer::Impl::linger(Connection& c) {
+  beast::error_code ignored;
+  c.stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  std::vector<char> sink(64 * 1024);
+  c.stream.expires_after(options.linger_timeout);
+  for (std::size_t drained = 0; drained < (256u << 20);) {
+    auto [ec, got] = co_await c.stream.async_read_some(asio::buffer(sink), kTuple);
+    if (ec) break;
+    drained += got;
+  }
+}
+
+Awaitable<void> HttpServer::Impl::session(tcp::socket socket) {
+  Connection c{beast::tcp_stream(std::move(socket)),
+               {},
+               options.server_name,
+               options.write_timeout,
+               nullptr,
+               &draining};
+  bool idle = false;
+  std::uint64_t id;
+  bool over_limit;
+  {
+    std::lock_guard lock(mu);
+    id = next_connection++;
+    over_limit = live.size() >= options.max_connections;
+    live[id] = Live{c.stream.get_executor(), &c.stream, &idle};
+  }
+  beast::error_code ignored;
+  // Streams are many small writes (one event per token): with Nagle on, each write after the
+  // first waits for the peer's delayed ACK (up to 40 ms on Linux).
+  c.stream.socket().set_option(tcp::no_delay(true), ignored);
+  // Reads are sized by the buffer's free capacity (512 bytes when empty): room for a typical
+  // request in one read instead of a system call per 512 bytes.
+  c.buffer.reserve(16 * 1024);
+  try {
+    if (over_limit) {
+      co_await refuse(c, http::status::service_unavailable, "too many connections",
+                      "too_many_connections");
+    } else {
+      c.state = handler.open(c);
+    }
+    while (!over_limit && !draining.load()) {
+      http::request_parser<http::string_body> parser;
+      parser.body_limit(options.max_body_bytes);
+      parser.header_limit(static_cast<std::uint32_t>(options.max_header_bytes));
+      c.stream.expires_after(options.idle_timeout);
+      idle = true;
+      auto [ec, n] = co_await http::async_read(c.stream, c.buffer, parser, kTuple);
+      (void)n;
+      idle = false;
+      if (is_quiet_close(ec)) break;
+      if (ec) {
+        // Malformed HTTP or over a limit: answer, then close (the rest is still on the wire).
+        if (ec == http::error::body_limit) {
+          co_await refuse(
+              c, http::status::payload_too_large,
+              "request body is larger than " + std::to_string(options.max_body_bytes) + " bytes",
+              "request_too_large");
+        } else if (ec == http::error::header_limit) {
+          co_await refuse(c, http::status::request_header_fields_too_large,
+                          "request headers are larger than " +
+                              std::to_string(options.max_header_bytes) + " bytes",
+                          "request_headers_too_large");
+        } else {
+          co_await refuse(c, http::status::bad_request, "malformed HTTP request: " + ec.message(),
+                          "bad_request");
+        }
+        co_await linger(c);
+        break;
+      }
+      Request req = parser.release();
+      if (!co_await handler.handle(c, req)) break;
+    }
+  } catch (const std::exception& e) {
+    spdlog::error("connection: {}", e.what());
+  }
+  c.stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  c.stream.close();
+  c.state.reset();
+  {
+    std::lock_guard lock(mu);
+    live.erase(id);
+  }
+  cv.notify_all();
+}
+
+HttpServer::HttpServer(ServerOptions options, Handler& handler)
+    : impl_(std::make_unique<Impl>(std::move(options), handler)) {}
+
+HttpServer::~HttpServer() = default;
+
+Result<std::uint16_t> HttpServer::start() {
+  Impl& s = *impl_;
+  const ServerOptions& o = s.options;
+  const auto fail = [&](std::string message) {
+    return make_error(ErrorCode::kInvalidValue, std::move(message), "listen");
+  };
+  beast::error_code ec;
+  const auto address = asio::ip::make_address(o.host, ec);
+  if (ec) return fail("listen: bad host '" + o.host + "': " + ec.message());
+  const tcp::endpoint endpoint{address, o.port};
+  if (s.acceptor.open(endpoint.protocol(), ec); ec) return fail("socket: " + ec.message());
+  (void)s.acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+  if (s.acceptor.bind(endpoint, ec); ec) {
+    return fail("listen: cannot bind " + o.host + ":" + std::to_string(o.port) + ": " +
+                ec.message());
+  }
+  if (s.acceptor.listen(asio::socket_base::max_listen_connections, ec); ec) {
+    return fail("listen: " + ec.message());
+  }
+  asio::co_spawn(s.accept_strand, s.accept_loop(), asio::detached);
+  if (o.handle_signals) {
+    s.signals.add(SIGINT);
+    s.signals.add(SIGTERM);
+    s.signals.async_wait([this](const beast::error_code& err, int signal) {
+      if (err) return;
+      spdlog::info("signal {}: draining", signal);
+      request_shutdown();
+    });
+  }
+  return s.acceptor.local_endpoint().port();
+}
+
+void HttpServer::request_shutdown() {
+  Impl& s = *impl_;
+  {
+    std::lock_guard lock(s.mu);
+    if (s.shutdown_requested) return;
+    s.shutdown_requested = true;
+  }
+  s.draining.store(true);
+  asio::post(s.accept_strand, [&s] {
+    beast::error_code ec;
+    s.acceptor.close(ec);
+    s.signals.cancel();
+  });
+  std::lock_guard lock(s.mu);
+  for (auto& [id, live] : s.live) {
+    // On the connection's strand, so `idle` and the stream are not touched concurrently. The
+    // entry cannot go away before this runs: erasing it happens on the same strand, later.
+    asio::post(live.executor, [&s, id = id] {
+      std::lock_guard inner(s.mu);
+      auto it = s.live.find(id);
+      if (it != s.live.end() && *it->second.idle) it->second.stream->cancel();
+    });
+  }
+  s.cv.notify_all();
+}
+
+void HttpServer::run() {
+  Impl& s = *impl_;
+  std::vector<std::thread> threads;
+  auto work = asio::make_work_guard(s.ioc);
+  std::size_t n = s.options.threads;
+  if (n == 0) n = std::max(1u, std::thread::hardware_concurrency());
+  for (std::size_t i = 0; i < n; ++i) threads.emplace_back([&s] { s.ioc.run(); });
+  {
+    std::unique_lock lock(s.mu);
+    s.cv.wait(lock, [&] { return s.shutdown_requested; });
+    if (!s.cv.wait_for(lock, s.options.drain_timeout, [&] { return s.live.empty(); })) {
+      spdlog::warn("drain timeout: {} connections still open", s.live.size());
+    }
+  }
+  work.reset();
+  s.ioc.stop();
+  for (std::thread& t : threads) t.join();
+}
+
+bool HttpServer::draining() const {
+  return impl_->draining.load();
+}
+
+std::size_t HttpServer::open_connections() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->live.size();
+}
+
+const ServerOptions& HttpServer::options() const {
+  return impl_->options;
+}
+
+asio::io_context& HttpServer::io_context() {
+  return impl_->ioc;
+}
+
+}  // namespace prefixgate::serving

@@ -1,0 +1,127 @@
+#include "prefixgate/serving/metrics.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+#include <vector>
+
+namespace prefixgate::serving {
+namespace {
+
+bool has_line(const std::string& text, const std::string& line) {
+  return text.find("\n" + line + "\n") != std::string::npos || text.starts_with(line + "\n");
+}
+
+TEST(MetricsTest, LabelledCountersRenderOneSeriesPerLabelSet) {
+  Metrics m;
+  CounterFamily& requests = m.counter("t_requests_total", "Requests.", {"route", "status"});
+  requests.add({"/v1/chat/completions", "200"});
+  requests.add({"/v1/chat/completions", "200"}, 2);
+  requests.add({"/v1/models", "404"});
+  const std::string text = m.render();
+  EXPECT_TRUE(has_line(text, "# HELP t_requests_total Requests.")) << text;
+  EXPECT_TRUE(has_line(text, "# TYPE t_requests_total counter")) << text;
+  EXPECT_TRUE(has_line(text, R"(t_requests_total{route="/v1/chat/completions",status="200"} 3)"))
+      << text;
+  EXPECT_TRUE(has_line(text, R"(t_requests_total{route="/v1/models",status="404"} 1)")) << text;
+}
+
+TEST(MetricsTest, UnlabelledFamiliesRenderAtZero) {
+  Metrics m;
+  m.counter("t_errors_total", "Errors.");
+  m.histogram("t_latency_seconds", "Latency.", {0.1, 1});
+  const std::string text = m.render();
+  EXPECT_TRUE(has_line(text, "t_errors_total 0")) << text;
+  EXPECT_TRUE(has_line(text, R"(t_latency_seconds_bucket{le="+Inf"} 0)")) << text;
+  EXPECT_TRUE(has_line(text, "t_latency_seconds_count 0")) << text;
+}
+
+TEST(MetricsTest, HistogramBucketsAreCumulativeAndInclusive) {
+  Metrics m;
+  Histogram& h = m.histogram("t_h", "H.", {0.1, 1, 10});
+  for (double v : {0.05, 0.1, 0.5, 1.0, 20.0}) h.observe(v);
+  const std::string text = m.render();
+  EXPECT_TRUE(has_line(text, R"(t_h_bucket{le="0.1"} 2)")) << text;  // le is inclusive
+  EXPECT_TRUE(has_line(text, R"(t_h_bucket{le="1"} 4)")) << text;
+  EXPECT_TRUE(has_line(text, R"(t_h_bucket{le="10"} 4)")) << text;
+  EXPECT_TRUE(has_line(text, R"(t_h_bucket{le="+Inf"} 5)")) << text;
+  EXPECT_TRUE(has_line(text, "t_h_sum 21.65")) << text;
+  EXPECT_TRUE(has_line(text, "t_h_count 5")) << text;
+}
+
+TEST(MetricsTest, LabelledHistogramPutsLeLast) {
+  Metrics m;
+  m.histogram("t_ttft", "T.", {"replica"}, {1}).observe({"http://a"}, 0.5);
+  const std::string text = m.render();
+  EXPECT_TRUE(has_line(text, R"(t_ttft_bucket{replica="http://a",le="1"} 1)")) << text;
+  EXPECT_TRUE(has_line(text, R"(t_ttft_count{replica="http://a"} 1)")) << text;
+}
+
+TEST(MetricsTest, LabelValuesAreEscaped) {
+  Metrics m;
+  m.counter("t_c", "C.", {"tenant"}).add({"a\"b\\c\nd"});
+  EXPECT_TRUE(has_line(m.render(), R"(t_c{tenant="a\"b\\c\nd"} 1)")) << m.render();
+}
+
+TEST(MetricsTest, CallbacksAreReadAtRenderWithTheirType) {
+  Metrics m;
+  double value = 1;
+  m.callback("t_gauge", "G.", MetricType::kGauge, [&] { return value; });
+  m.callback("t_total", "T.", MetricType::kCounter, {"replica"}, [] {
+    return std::vector<Sample>{{{"a"}, 7}, {{"b"}, 0.25}};
+  });
+  value = 42;
+  const std::string text = m.render();
+  EXPECT_TRUE(has_line(text, "# TYPE t_gauge gauge")) << text;
+  EXPECT_TRUE(has_line(text, "t_gauge 42")) << text;
+  EXPECT_TRUE(has_line(text, "# TYPE t_total counter")) << text;
+  EXPECT_TRUE(has_line(text, R"(t_total{replica="a"} 7)")) << text;
+  EXPECT_TRUE(has_line(text, R"(t_total{replica="b"} 0.25)")) << text;
+}
+
+TEST(MetricsTest, FamiliesRenderInRegistrationOrder) {
+  Metrics m;
+  m.callback("t_b", "B.", MetricType::kGauge, [] { return 1.0; });
+  m.counter("t_a", "A.");
+  const std::string text = m.render();
+  EXPECT_LT(text.find("t_b"), text.find("t_a"));
+}
+
+TEST(MetricsTest, ValuesUseShortestFormAndPrometheusSpecials) {
+  std::string out;
+  for (double v : {3.0, 0.1, 1e21, -2.5}) {
+    append_metric_value(v, out);
+    out += ' ';
+  }
+  append_metric_value(std::numeric_limits<double>::infinity(), out);
+  out += ' ';
+  append_metric_value(std::numeric_limits<double>::quiet_NaN(), out);
+  EXPECT_EQ(out, "3 0.1 1e+21 -2.5 +Inf NaN");
+}
+
+TEST(MetricsTest, ConcurrentObservationsAreAllCounted) {
+  Metrics m;
+  CounterFamily& c = m.counter("t_c", "C.", {"thread"});
+  Counter& shared = m.counter("t_shared", "S.");
+  Histogram& h = m.histogram("t_h", "H.", {1});
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 10000; ++i) {
+        c.add({std::to_string(t % 2)});
+        shared.add();
+        h.observe(0.5);
+        if (i % 1000 == 0) (void)m.render();
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  const std::string text = m.render();
+  EXPECT_TRUE(has_line(text, R"(t_c{thread="0"} 20000)")) << text;
+  EXPECT_TRUE(has_line(text, R"(t_c{thread="1"} 20000)")) << text;
+  EXPECT_TRUE(has_line(text, "t_shared 40000")) << text;
+  EXPECT_TRUE(has_line(text, "t_h_count 40000")) << text;
+}
+
+}  // namespace
+}  // namespace prefixgate::serving
