@@ -1,12 +1,13 @@
 #include "prefixgate/canonicalize/block_hash.h"
 
+#include "prefixgate/base/check.h"
+
 // Inlined XXH3: block hashes are 72-byte inputs, where call overhead is a large share of the cost.
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
 #include <array>
 #include <bit>
-#include <cassert>
 #include <cstring>
 
 namespace prefixgate::canon {
@@ -70,7 +71,7 @@ std::uint64_t chain_block_hash(std::uint64_t parent, std::span<const TokenId> bl
 
 std::vector<std::uint64_t> block_hashes(std::span<const TokenId> tokens, std::size_t block_size,
                                         std::uint64_t root) {
-  assert(block_size > 0);
+  PG_DCHECK(block_size > 0);
   std::vector<std::uint64_t> out;
   const std::size_t blocks = tokens.size() / block_size;
   out.reserve(blocks);

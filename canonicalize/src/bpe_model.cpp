@@ -1,9 +1,10 @@
 #include "bpe_model.h"
 
 #include <algorithm>
-#include <cassert>
 #include <climits>
 #include <cstdio>
+
+#include "prefixgate/base/check.h"
 
 namespace prefixgate::canon::internal {
 namespace {
@@ -63,7 +64,7 @@ Result<BpeModel> BpeModel::create(BpeModelSpec spec) {
 
 void BpeModel::encode_word(std::string_view word, std::vector<TokenId>& out,
                            BpeScratch& scratch) const {
-  assert(!word.empty());
+  PG_DCHECK(!word.empty());
   if (word.size() == 1) {
     out.push_back(byte_ids_[static_cast<unsigned char>(word[0])]);
     return;
@@ -113,7 +114,7 @@ void BpeModel::merge_short(std::string_view word, std::vector<TokenId>& out) con
 void BpeModel::merge(std::string_view word, std::vector<TokenId>& out, BpeScratch& scratch) const {
   auto& symbols = scratch.symbols;
   auto& heap = scratch.heap;
-  assert(word.size() < std::size_t{INT32_MAX});
+  PG_DCHECK(word.size() < std::size_t{INT32_MAX});
   const auto n = static_cast<std::int32_t>(word.size());
   symbols.resize(word.size());
   heap.clear();

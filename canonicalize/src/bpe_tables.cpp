@@ -4,13 +4,14 @@
 
 #include <algorithm>
 #include <bit>
-#include <cassert>
+
+#include "prefixgate/base/check.h"
 
 namespace prefixgate::canon::internal {
 
 void TokenLookup::build(const std::vector<std::string_view>& tokens,
                         const std::vector<bool>& include) {
-  assert(tokens.size() == include.size());
+  PG_DCHECK(tokens.size() == include.size());
   tokens_ = tokens.data();
   std::size_t count = 0;
   for (bool b : include) count += b;

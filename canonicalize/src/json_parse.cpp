@@ -16,7 +16,6 @@
 #include <simdjson.h>
 
 #include <algorithm>
-#include <cassert>
 #include <charconv>
 #include <cstddef>
 #include <cstdint>
@@ -26,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "prefixgate/base/check.h"
 #include "prefixgate/canonicalize/json.h"
 
 namespace prefixgate::json {
@@ -524,7 +524,7 @@ class TreeBuilder {
   }
 
   std::size_t offset_of(const char* p) const {
-    assert(p >= input_.data() && p <= input_.data() + input_.size());
+    PG_DCHECK(p >= input_.data() && p <= input_.data() + input_.size());
     return static_cast<std::size_t>(p - input_.data());
   }
 

@@ -1,7 +1,6 @@
 // The two json::Value writers (compact and RFC 8785 canonical) and their building blocks:
 // string quoting, ECMAScript number formatting and UTF-16 key order.
 #include <algorithm>
-#include <cassert>
 #include <charconv>
 #include <cmath>
 #include <cstddef>
@@ -13,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "prefixgate/base/check.h"
 #include "prefixgate/canonicalize/json.h"
 
 namespace prefixgate::json {
@@ -79,7 +79,7 @@ std::uint32_t next_utf16_key(std::string_view s, std::size_t& pos) {
 void append_positive_finite(double x, std::string& out) {
   char sci[32];
   const auto [sci_end, ec] = std::to_chars(sci, sci + sizeof sci, x, std::chars_format::scientific);
-  assert(ec == std::errc());
+  PG_DCHECK(ec == std::errc());
   (void)ec;
   // sci is "d[.ddd]e(+|-)x": gather the digits and the exponent.
   char digits[24];
@@ -120,7 +120,7 @@ void append_positive_finite(double x, std::string& out) {
     char exp_text[8];
     const auto [exp_end, exp_ec] =
         std::to_chars(exp_text, exp_text + sizeof exp_text, std::abs(n - 1));
-    assert(exp_ec == std::errc());
+    PG_DCHECK(exp_ec == std::errc());
     (void)exp_ec;
     out.append(exp_text, exp_end);
   }

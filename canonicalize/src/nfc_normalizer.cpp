@@ -3,10 +3,10 @@
 #include <utf8proc.h>
 
 #include <algorithm>
-#include <cassert>
 #include <cstdlib>
 #include <memory>
 
+#include "prefixgate/base/check.h"
 #include "utf8_decode.h"
 
 namespace prefixgate::canon::internal {
@@ -44,7 +44,7 @@ bool nfc_chunk(std::string_view chunk, std::vector<utf8proc_int32_t>& code_point
   code_points.clear();
   for (std::size_t pos = 0; pos < chunk.size();) {
     const DecodedCodePoint d = decode_utf8(chunk, pos);
-    assert(d.cp != kInvalidCodePoint);
+    PG_DCHECK(d.cp != kInvalidCodePoint);
     pos += d.bytes;
     const std::size_t at = code_points.size();
     code_points.resize(at + 4);

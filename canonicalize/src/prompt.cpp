@@ -1,7 +1,8 @@
 #include "prefixgate/canonicalize/prompt.h"
 
 #include <algorithm>
-#include <cassert>
+
+#include "prefixgate/base/check.h"
 
 namespace prefixgate::canon {
 
@@ -11,7 +12,7 @@ std::size_t AnalyzedPrompt::stable_prefix_tokens() const {
 }
 
 AnalyzedPrompt analyze_prompt(const ParsedRequest& request, const PromptModel& model) {
-  assert(model.tokenizer != nullptr);
+  PG_DCHECK(model.tokenizer != nullptr);
   AnalyzedPrompt out;
   out.block_size = model.block_size;
   out.rendered = render_prompt(request, model.chat_template);

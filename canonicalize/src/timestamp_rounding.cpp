@@ -2,11 +2,11 @@
 // rounded down, so a prompt that states "now" changes once per granularity instead of once
 // per request.
 #include <algorithm>
-#include <cassert>
 #include <cstdint>
 #include <numeric>
 #include <string>
 
+#include "prefixgate/base/check.h"
 #include "volatile_internal.h"
 
 namespace prefixgate::canon {
@@ -92,7 +92,7 @@ std::string rewrite_epoch(std::string_view text, const Candidate& c, std::int64_
   const std::int64_t rounded = seconds - second_of_day + second_of_day / step * step;
   std::string out = std::to_string(millis ? rounded * 1000 : rounded);
   // The detector's range starts at a midnight with the full width, so the width is kept.
-  assert(out.size() == c.epoch_digits);
+  PG_DCHECK(out.size() == c.epoch_digits);
   if (c.time.fraction_pos != kNoPos) {
     out += '.';
     out.append(c.time.fraction_len, '0');

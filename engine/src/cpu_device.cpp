@@ -20,14 +20,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <thread>
 
 #include "cpu_device_kernels.h"
 #include "cpu_device_pool.h"
 #include "device_checks.h"
+#include "prefixgate/base/check.h"
 
 namespace prefixgate::engine {
 namespace {
@@ -38,14 +37,6 @@ constexpr std::size_t kQueryTile = 128;
 // waking the workers (tens of microseconds) would cost more than it saves.
 constexpr std::size_t kMinParallelMacs = 1 << 18;
 constexpr std::size_t kMinParallelAttentionMacs = 1 << 20;
-
-// A scheduler that breaks these would corrupt memory: stop loudly in every build.
-void check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "cpu device: broken invariant: %s\n", what);
-    std::abort();
-  }
-}
 
 std::size_t thread_count(int requested) {
   if (requested > 0) return static_cast<std::size_t>(requested);
@@ -77,7 +68,7 @@ class CpuDevice final : public Device {
         inv_freq_(model.spec.rope_inv_freq()),
         pool_(thread_count(threads)),
         scratch_(pool_.size()) {
-    check(weights_ != nullptr, "model has weights");
+    PG_CHECK(weights_ != nullptr, "model has weights");
     openblas_set_num_threads(1);
   }
 
@@ -89,7 +80,7 @@ class CpuDevice final : public Device {
   }
 
   void init_kv_cache(std::size_t num_pages, std::size_t page_tokens) override {
-    check(page_tokens > 0, "page_tokens > 0");
+    PG_CHECK(page_tokens > 0, "page_tokens > 0");
     num_pages_ = num_pages;
     page_tokens_ = page_tokens;
     kv_dim_ = spec_.num_kv_heads * spec_.head_dim;

@@ -4,9 +4,10 @@
 
 #include <algorithm>
 #include <bit>
-#include <cassert>
 #include <cmath>
 #include <cstdint>
+
+#include "prefixgate/base/check.h"
 
 namespace prefixgate::engine::cpu {
 
@@ -128,7 +129,7 @@ void exp_shifted(float* x, std::size_t n, float shift) {
 }
 
 void softmax_masked(float* row, std::size_t valid, std::size_t width) {
-  assert(valid >= 1 && valid <= width);
+  PG_DCHECK(valid >= 1 && valid <= width);
   std::int32_t max_bits = ordered_bits(row[0]);
   for (std::size_t j = 1; j < valid; ++j) max_bits = std::max(max_bits, ordered_bits(row[j]));
   exp_shifted(row, valid, from_ordered_bits(max_bits));

@@ -1,11 +1,11 @@
 // The built-in models: fixed shapes, weights generated from a seed, the byte tokenizer. Their
 // text is noise, but every matrix is dense and every step is the real computation, so they
 // measure the engine and the cache honestly without a download.
-#include <cassert>
 #include <cmath>
 #include <utility>
 
 #include "model_internal.h"
+#include "prefixgate/base/check.h"
 #include "prefixgate/engine/model.h"
 
 namespace prefixgate::engine {
@@ -123,8 +123,8 @@ ModelWeights generate_weights(const ModelSpec& spec, std::uint64_t seed) {
 }
 
 Model make_generated_model(ModelSpec spec, std::uint64_t seed) {
-  assert(validate_spec(spec, spec.id).ok());
-  assert(spec.vocab_size >= canon::make_byte_tokenizer()->vocab_size());
+  PG_DCHECK(validate_spec(spec, spec.id).ok());
+  PG_DCHECK(spec.vocab_size >= canon::make_byte_tokenizer()->vocab_size());
   Model model;
   model.weights = std::make_shared<const ModelWeights>(generate_weights(spec, seed));
   model.spec = std::move(spec);

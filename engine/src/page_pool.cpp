@@ -1,6 +1,6 @@
 #include "prefixgate/engine/page_pool.h"
 
-#include <cassert>
+#include "prefixgate/base/check.h"
 
 namespace prefixgate::engine {
 
@@ -15,7 +15,7 @@ bool PagePool::allocate(std::size_t n, std::vector<PageId>& out) {
   for (std::size_t i = 0; i < n; ++i) {
     const PageId page = free_.back();
     free_.pop_back();
-    assert(refcounts_[page] == 0);
+    PG_DCHECK(refcounts_[page] == 0);
     refcounts_[page] = 1;
     out.push_back(page);
   }
@@ -23,17 +23,17 @@ bool PagePool::allocate(std::size_t n, std::vector<PageId>& out) {
 }
 
 void PagePool::retain(PageId page) {
-  assert(page < refcounts_.size() && refcounts_[page] > 0);
+  PG_DCHECK(page < refcounts_.size() && refcounts_[page] > 0);
   ++refcounts_[page];
 }
 
 void PagePool::release(PageId page) {
-  assert(page < refcounts_.size() && refcounts_[page] > 0);
+  PG_DCHECK(page < refcounts_.size() && refcounts_[page] > 0);
   if (--refcounts_[page] == 0) free_.push_back(page);
 }
 
 std::uint32_t PagePool::refcount(PageId page) const {
-  assert(page < refcounts_.size());
+  PG_DCHECK(page < refcounts_.size());
   return refcounts_[page];
 }
 

@@ -3,9 +3,9 @@
 #include "prefixgate/engine/radix_cache.h"
 
 #include <algorithm>
-#include <cassert>
 #include <limits>
 
+#include "prefixgate/base/check.h"
 #include "prefixgate/canonicalize/block_hash.h"
 #include "radix_cache_node.h"
 
@@ -50,8 +50,8 @@ RadixCache::RadixCache(PagePool& pool, std::size_t page_tokens, std::string mode
       model_id_(std::move(model_id)),
       slot_tokens_(pool.capacity() * page_tokens),
       slots_(pool.capacity()) {
-  assert(page_tokens_ > 0);
-  assert(pool.capacity() <= std::numeric_limits<PageId>::max());
+  PG_DCHECK(page_tokens_ > 0);
+  PG_DCHECK(pool.capacity() <= std::numeric_limits<PageId>::max());
   for (std::size_t page = 0; page < slots_.size(); ++page) {
     slots_[page].tokens = slot_tokens_.data() + page * page_tokens_;
     slots_[page].page = static_cast<PageId>(page);
@@ -84,13 +84,13 @@ RadixCache::Node* RadixCache::find_child(const Node* parent, std::uint64_t hash,
 }
 
 void RadixCache::lru_add(Node* node) {
-  assert(node->cached && !node->in_lru && node->child_count == 0 && node->lock_count == 0);
+  PG_DCHECK(node->cached && !node->in_lru && node->child_count == 0 && node->lock_count == 0);
   lru_.emplace(node->last_used, node->page);
   node->in_lru = true;
 }
 
 void RadixCache::lru_remove(Node* node) {
-  assert(node->in_lru);
+  PG_DCHECK(node->in_lru);
   lru_.erase({node->last_used, node->page});
   node->in_lru = false;
 }
@@ -102,7 +102,7 @@ void RadixCache::touch(Node* node, std::uint64_t now) {
   }
   // Re-key the set entry in place rather than free and allocate a set node.
   auto handle = lru_.extract({node->last_used, node->page});
-  assert(!handle.empty());
+  PG_DCHECK(!handle.empty());
   node->last_used = now;
   handle.value().first = now;
   lru_.insert(std::move(handle));
@@ -148,7 +148,7 @@ std::size_t RadixCache::cached_prefix_tokens(std::string_view salt,
 
 void RadixCache::lock(Node* node) {
   if (node == nullptr) return;
-  assert(node->cached);
+  PG_DCHECK(node->cached);
   ++node->direct_locks;
   for (Node* n = node; !is_root(n); n = n->parent) {
     if (n->lock_count++ == 0 && n->in_lru) lru_remove(n);
@@ -157,10 +157,10 @@ void RadixCache::lock(Node* node) {
 
 void RadixCache::unlock(Node* node) {
   if (node == nullptr) return;
-  assert(node->cached && node->direct_locks > 0);
+  PG_DCHECK(node->cached && node->direct_locks > 0);
   --node->direct_locks;
   for (Node* n = node; !is_root(n); n = n->parent) {
-    assert(n->lock_count > 0);
+    PG_DCHECK(n->lock_count > 0);
     if (--n->lock_count == 0 && n->child_count == 0) lru_add(n);
   }
 }
@@ -169,7 +169,7 @@ RadixCache::Node* RadixCache::insert(std::string_view salt, std::span<const Toke
                                      std::span<const PageId> pages,
                                      std::vector<PageId>* cached_pages) {
   const std::size_t blocks = tokens.size() / page_tokens_;
-  assert(pages.size() >= blocks);
+  PG_DCHECK(pages.size() >= blocks);
   if (cached_pages != nullptr) cached_pages->clear();
   if (blocks == 0) return nullptr;
 
@@ -193,12 +193,12 @@ RadixCache::Node* RadixCache::insert(std::string_view salt, std::span<const Toke
     if (!fresh) {
       if (child->parent != node || !same_tokens(*child, block)) break;  // collision
     } else {
-      assert(pages[i] < slots_.size());
+      PG_DCHECK(pages[i] < slots_.size());
       Node& slot = slots_[pages[i]];
       if (slot.cached) {
         // The caller's page already holds another cached block: its K/V cannot be these
         // tokens', so caching it twice would hand out wrong K/V. A scheduler bug.
-        assert(!"insert: page already caches another block");
+        PG_DCHECK(false, "insert: page already caches another block");
         by_hash_.erase(it);
         break;
       }
@@ -229,7 +229,7 @@ RadixCache::Node* RadixCache::insert(std::string_view salt, std::span<const Toke
 }
 
 bool RadixCache::remove_leaf(Node* leaf) {
-  assert(leaf->cached && leaf->child_count == 0 && leaf->lock_count == 0);
+  PG_DCHECK(leaf->cached && leaf->child_count == 0 && leaf->lock_count == 0);
   lru_remove(leaf);
   by_hash_.erase(leaf->hash);
   events_.push_back({CacheEvent::Kind::kRemoved, leaf->hash, 0, leaf->salt_root->salt});

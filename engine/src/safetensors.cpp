@@ -7,12 +7,13 @@
 #include <unistd.h>
 
 #include <bit>
-#include <cassert>
 #include <cmath>
 #include <cstring>
 #include <fstream>
 #include <limits>
 #include <unordered_set>
+
+#include "prefixgate/base/check.h"
 
 namespace prefixgate::engine::safetensors {
 
@@ -303,7 +304,7 @@ const TensorInfo* SafetensorsFile::find(std::string_view name) const {
 
 void SafetensorsFile::read_f32(const TensorInfo& info, std::span<float> out) const {
   // parse_header checked the range against the file size, and the caller sized `out`.
-  assert(out.size() == info.numel && info.data_begin + info.data_bytes <= size_);
+  PG_DCHECK(out.size() == info.numel && info.data_begin + info.data_bytes <= size_);
   to_f32(info.dtype, data_ + info.data_begin, info.numel, out.data());
 }
 
@@ -313,7 +314,7 @@ Status write_file(const std::string& path, std::span<const TensorToWrite> tensor
   for (const TensorToWrite& t : tensors) {
     std::size_t numel = 1;
     for (std::size_t d : t.shape) numel *= d;
-    assert(numel == t.values.size());
+    PG_DCHECK(numel == t.values.size());
     const std::size_t bytes = numel * dtype_bytes(dtype);
     // Our tensor names are ASCII identifiers with dots: nothing to escape.
     header += "\"" + t.name + "\":{\"dtype\":\"" + dtype_name(dtype) + "\",\"shape\":[";

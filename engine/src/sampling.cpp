@@ -3,10 +3,11 @@
 #include "prefixgate/engine/sampling.h"
 
 #include <algorithm>
-#include <cassert>
 #include <cmath>
 #include <numeric>
 #include <vector>
+
+#include "prefixgate/base/check.h"
 
 namespace prefixgate::engine {
 namespace {
@@ -42,7 +43,7 @@ canon::TokenId argmax(std::span<const float> logits) {
 
 canon::TokenId sample_token(std::span<const float> logits, const SamplingParams& params,
                             std::uint64_t step) {
-  assert(!logits.empty());
+  PG_DCHECK(!logits.empty());
   const std::size_t vocab = logits.size();
   const bool use_top_k = params.top_k > 0 && static_cast<std::size_t>(params.top_k) < vocab;
   const bool use_top_p = params.top_p < 1.0;

@@ -1,7 +1,8 @@
 #include "prefixgate/engine/scheduler.h"
 
 #include <algorithm>
-#include <cassert>
+
+#include "prefixgate/base/check.h"
 
 namespace prefixgate::engine {
 
@@ -37,7 +38,7 @@ const char* finish_reason_name(FinishReason reason) {
 
 Scheduler::Scheduler(SchedulerConfig config, RadixCache& cache, PagePool& pool)
     : config_(config), cache_(cache), pool_(pool) {
-  assert(config_.max_num_batched_tokens > 0 && config_.max_num_seqs > 0);
+  PG_DCHECK(config_.max_num_batched_tokens > 0 && config_.max_num_seqs > 0);
 }
 
 Scheduler::~Scheduler() {
@@ -45,7 +46,7 @@ Scheduler::~Scheduler() {
 }
 
 void Scheduler::add(SequenceRequest request) {
-  assert(!request.prompt.empty());
+  PG_DCHECK(!request.prompt.empty());
   auto seq = std::make_unique<Sequence>();
   seq->id = request.id;
   seq->salt = std::move(request.salt);
@@ -141,7 +142,7 @@ bool Scheduler::ensure_pages(Sequence& seq, std::size_t positions, bool may_pree
   for (;;) {
     if (pool_.free_count() >= needed) {
       const bool ok = pool_.allocate(needed, seq.pages);
-      assert(ok);
+      PG_DCHECK(ok);
       return ok;
     }
     if (cache_.evict(needed - pool_.free_count()) > 0) continue;

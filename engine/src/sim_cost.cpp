@@ -2,9 +2,9 @@
 // bytes) plus a fixed host overhead. The formulas are in sim_device.h; the constants and their
 // sources in engine/SIM.md.
 #include <algorithm>
-#include <cassert>
 #include <cmath>
 
+#include "prefixgate/base/check.h"
 #include "prefixgate/engine/sim_device.h"
 
 namespace prefixgate::engine {
@@ -94,7 +94,7 @@ std::size_t kv_capacity_tokens(const SimProfile& profile) {
 }
 
 std::size_t kv_capacity_pages(const SimProfile& profile, std::size_t page_tokens) {
-  assert(page_tokens > 0);
+  PG_DCHECK(page_tokens > 0);
   return kv_capacity_tokens(profile) / page_tokens;
 }
 

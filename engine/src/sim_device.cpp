@@ -4,10 +4,11 @@
 #include "prefixgate/engine/sim_device.h"
 
 #include <algorithm>
-#include <cassert>
 #include <cmath>
 #include <thread>
 #include <utility>
+
+#include "prefixgate/base/check.h"
 
 namespace prefixgate::engine {
 namespace {
@@ -26,7 +27,7 @@ std::uint64_t mix64(std::uint64_t x) {
 
 canon::TokenId sim_next_token(const ModelSpec& spec, canon::TokenId last_token,
                               std::size_t position, std::uint64_t seed) {
-  assert(spec.vocab_size > 1);
+  PG_DCHECK(spec.vocab_size > 1);
   std::size_t ordinary = std::min<std::size_t>(spec.bos_token, spec.eos_token);
   if (ordinary == 0 || ordinary > spec.vocab_size) ordinary = spec.vocab_size;
   const std::uint64_t h = mix64(mix64(mix64(seed) ^ last_token) ^ position);
@@ -38,7 +39,7 @@ canon::TokenId sim_next_token(const ModelSpec& spec, canon::TokenId last_token,
 
 SimDevice::SimDevice(SimProfile profile, double speedup)
     : profile_(std::move(profile)), output_model_(profile_.model), speedup_(speedup) {
-  assert(speedup_ > 0 && !std::isnan(speedup_));
+  PG_DCHECK(speedup_ > 0 && !std::isnan(speedup_));
 }
 
 std::size_t SimDevice::kv_page_bytes(std::size_t page_tokens) const {
@@ -47,14 +48,14 @@ std::size_t SimDevice::kv_page_bytes(std::size_t page_tokens) const {
 }
 
 void SimDevice::init_kv_cache(std::size_t num_pages, std::size_t page_tokens) {
-  assert(page_tokens > 0);
-  assert(num_pages <= kv_capacity_pages(profile_, page_tokens));
+  PG_DCHECK(page_tokens > 0);
+  PG_DCHECK(num_pages <= kv_capacity_pages(profile_, page_tokens));
   num_pages_ = num_pages;
   page_tokens_ = page_tokens;
 }
 
 StepOutput SimDevice::execute(std::span<const SequenceStep> batch) {
-  assert(page_tokens_ > 0 && "init_kv_cache() before execute()");
+  PG_DCHECK(page_tokens_ > 0, "init_kv_cache() before execute()");
   StepOutput out;
   out.tokens.assign(batch.size(), 0);
   work_.clear();
@@ -62,15 +63,15 @@ StepOutput SimDevice::execute(std::span<const SequenceStep> batch) {
     const SequenceStep& step = batch[i];
     const std::size_t end = step.start_position + step.tokens.size();
     // The device a real one would be: its pages must hold every position it writes or reads.
-    assert(!step.tokens.empty());
-    assert(end <= profile_.model.max_position);
-    assert(step.pages.size() * page_tokens_ >= end);
+    PG_DCHECK(!step.tokens.empty());
+    PG_DCHECK(end <= profile_.model.max_position);
+    PG_DCHECK(step.pages.size() * page_tokens_ >= end);
     for (std::size_t p = 0; p < (end + page_tokens_ - 1) / page_tokens_; ++p) {
-      assert(step.pages[p] < num_pages_);
+      PG_DCHECK(step.pages[p] < num_pages_);
     }
     work_.push_back({step.start_position, step.tokens.size(), step.sample});
     if (step.sample) {
-      assert(step.sampling != nullptr);
+      PG_DCHECK(step.sampling != nullptr);
       out.tokens[i] = sim_next_token(output_model_, step.tokens.back(), end, step.sampling->seed);
     }
   }

@@ -8,10 +8,11 @@
 #include <bit>
 #include <boost/unordered/unordered_flat_map.hpp>
 #include <boost/unordered/unordered_flat_set.hpp>
-#include <cassert>
 #include <deque>
 #include <list>
 #include <utility>
+
+#include "prefixgate/base/check.h"
 
 namespace prefixgate::gateway {
 namespace {
@@ -165,7 +166,7 @@ struct PrefixIndex::Impl {
     rs.expiry_queue.clear();
     rs.lru.clear();
     rs.lru_pos.clear();
-    assert(rs.predicted == 0);
+    PG_DCHECK(rs.predicted == 0);
   }
 
   void expire(ReplicaId r, Clock::time_point now) {
@@ -216,36 +217,36 @@ std::size_t PrefixIndex::replica_count() const {
 }
 
 void PrefixIndex::apply_snapshot(ReplicaId replica, std::span<const std::uint64_t> hashes) {
-  assert(replica < impl_->replicas.size());
+  PG_DCHECK(replica < impl_->replicas.size());
   impl_->clear_confirmed(replica);
   for (std::uint64_t hash : hashes) impl_->store(replica, hash);
 }
 
 void PrefixIndex::apply_stored(ReplicaId replica, std::uint64_t hash) {
-  assert(replica < impl_->replicas.size());
+  PG_DCHECK(replica < impl_->replicas.size());
   impl_->store(replica, hash);
 }
 
 void PrefixIndex::apply_removed(ReplicaId replica, std::uint64_t hash) {
-  assert(replica < impl_->replicas.size());
+  PG_DCHECK(replica < impl_->replicas.size());
   if (impl_->replicas[replica].confirmed.erase(hash) == 0) return;
   impl_->unstore(replica, hash);
 }
 
 void PrefixIndex::apply_cleared(ReplicaId replica) {
-  assert(replica < impl_->replicas.size());
+  PG_DCHECK(replica < impl_->replicas.size());
   impl_->clear_confirmed(replica);
 }
 
 void PrefixIndex::reset(ReplicaId replica) {
-  assert(replica < impl_->replicas.size());
+  PG_DCHECK(replica < impl_->replicas.size());
   impl_->clear_confirmed(replica);
   impl_->clear_predictions(replica);
 }
 
 void PrefixIndex::predict(ReplicaId replica, std::span<const std::uint64_t> hashes,
                           Clock::time_point now) {
-  assert(replica < impl_->replicas.size());
+  PG_DCHECK(replica < impl_->replicas.size());
   Impl& im = *impl_;
   ReplicaState& rs = im.replicas[replica];
   if (rs.config.kind == ReplicaKind::kPrefixgate) {
@@ -286,7 +287,7 @@ void PrefixIndex::longest_match(std::span<const std::uint64_t> hashes, Clock::ti
                                 std::span<std::size_t> out) const {
   const Impl& im = *impl_;
   const std::size_t n_replicas = im.replicas.size();
-  assert(out.size() == n_replicas);
+  PG_DCHECK(out.size() == n_replicas);
   const std::size_t words = im.words;
   std::fill(out.begin(), out.end(), hashes.size());
   if (n_replicas == 0) return;
@@ -324,7 +325,7 @@ void PrefixIndex::longest_match(std::span<const std::uint64_t> hashes, Clock::ti
 }
 
 std::size_t PrefixIndex::blocks(ReplicaId replica) const {
-  assert(replica < impl_->replicas.size());
+  PG_DCHECK(replica < impl_->replicas.size());
   const ReplicaState& rs = impl_->replicas[replica];
   return rs.confirmed.size() + rs.predicted;
 }

@@ -4,19 +4,21 @@
 #include <cuda_fp8.h>
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "launchers.h"
+#include "prefixgate/base/check.h"
 #include "prefixgate/kernels/params.h"
 #include "random_value.h"
 
 namespace prefixgate::kernels {
 
+// Shapes are checked before any launch (unsupported_attention_shape() at device creation): a
+// launch with another one is a bug in the caller.
 void unsupported_shape(const char* what) {
-  std::fprintf(stderr, "prefixgate kernels: unsupported shape: %s\n", what);
-  std::abort();
+  PG_CHECK(false, std::string("prefixgate kernels: unsupported shape: ") + what);
+  __builtin_unreachable();
 }
 
 const char* unsupported_attention_shape(int head_dim, int group) {

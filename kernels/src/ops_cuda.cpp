@@ -10,26 +10,24 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <string>
 #include <tuple>
 #include <vector>
 
 #include "launchers.h"
+#include "prefixgate/base/check.h"
 #include "prefixgate/kernels/ops.h"
 
 namespace prefixgate::kernels {
 namespace {
 
+// A failing CUDA or cuBLASLt call after start-up, as a broken invariant with the library's words.
 void check(cudaError_t status, const char* what) {
-  if (status != cudaSuccess) {
-    std::fprintf(stderr, "cuda: %s: %s\n", what, cudaGetErrorString(status));
-    std::abort();
-  }
+  PG_CHECK(status == cudaSuccess, std::string("cuda: ") + what + ": " + cudaGetErrorString(status));
 }
 void check(cublasStatus_t status, const char* what) {
-  if (status != CUBLAS_STATUS_SUCCESS) {
-    std::fprintf(stderr, "cublasLt: %s: status %d\n", what, static_cast<int>(status));
-    std::abort();
-  }
+  PG_CHECK(status == CUBLAS_STATUS_SUCCESS, std::string("cublasLt: ") + what + ": status " +
+                                                std::to_string(static_cast<int>(status)));
 }
 
 constexpr std::size_t kGemmWorkspaceBytes = 32u << 20;

@@ -18,14 +18,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <string>
 #include <tuple>
 
 #include "../device_checks.h"
+#include "prefixgate/base/check.h"
 #include "prefixgate/engine/sampling.h"
 #include "prefixgate/kernels/device_buffer.h"
 #include "step_layout.h"
@@ -36,15 +35,8 @@ namespace {
 namespace k = kernels;
 using Buffer = kernels::DeviceBuffer;
 
-void check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "cuda device: broken invariant: %s\n", what);
-    std::abort();
-  }
-}
-
-Error error(std::string message) {
-  return Error{ErrorCode::kInvalidValue, std::move(message), "device"};
+Error error(ErrorCode code, std::string message) {
+  return Error{code, std::move(message), "device"};
 }
 
 struct LayerBuffers {
@@ -97,7 +89,7 @@ class CudaDeviceImpl final : public CudaDevice {
   }
 
   void init_kv_cache(std::size_t num_pages, std::size_t page_tokens) override {
-    check(page_tokens > 0, "page_tokens > 0");
+    PG_CHECK(page_tokens > 0, "page_tokens > 0");
     num_pages_ = num_pages;
     page_tokens_ = page_tokens;
     const std::size_t per_layer = 2 * shapes_.kv_heads * page_tokens;  // rows of head_dim
@@ -107,11 +99,11 @@ class CudaDeviceImpl final : public CudaDevice {
     if (options_.kv_dtype == k::KvDtype::kFp8E4m3) {
       kv_scales_ = Buffer(ops_.get(), num_pages * spec_.num_layers * per_layer * sizeof(float));
     }
-    if (!kv_.ok() || !kv_scales_.ok()) {
-      std::fprintf(stderr, "cuda device: the KV pool of %zu pages (%zu MiB) does not fit\n",
-                   num_pages, num_pages * kv_page_bytes(page_tokens) >> 20);
-      std::abort();
-    }
+    // init_kv_cache() is given a pool that kv_pages_for_utilization() sized to fit.
+    PG_CHECK(kv_.ok() && kv_scales_.ok(),
+             "the KV pool of " + std::to_string(num_pages) + " pages (" +
+                 std::to_string(num_pages * kv_page_bytes(page_tokens) >> 20) +
+                 " MiB) fits in GPU memory");
     // Pages are not cleared: every position is written before it is read.
   }
 
@@ -202,8 +194,9 @@ Status CudaDeviceImpl::allocate_weights() {
   }
   weight_bytes_ += embed_.bytes() + lm_head_.bytes() + final_norm_.bytes();
   if (!ok) {
-    return error("the weights (" + std::to_string(weight_bytes_ >> 20) +
-                 " MiB in bf16) do not fit in GPU memory");
+    return error(ErrorCode::kResourceExhausted, "the weights (" +
+                                                    std::to_string(weight_bytes_ >> 20) +
+                                                    " MiB in bf16) do not fit in GPU memory");
   }
   const std::vector<double> inv_freq = spec_.rope_inv_freq();
   ops_->copy_to_device(inv_freq_.as(), inv_freq.data(), inv_freq.size() * sizeof(double));
@@ -220,12 +213,12 @@ void CudaDeviceImpl::upload(const ModelWeights& w) {
     for (const std::vector<float>* part : parts) {
       for (float v : *part) bits.push_back(k::to_bf16(v));
     }
-    check(bits.size() * 2 == dst.bytes(), "weight tensor size");
+    PG_CHECK(bits.size() * 2 == dst.bytes(), "weight tensor size");
     ops_->copy_to_device(dst.as(), bits.data(), dst.bytes());
     ops_->synchronize();
   };
   const auto put_f32 = [&](const Buffer& dst, const std::vector<float>& v) {
-    check(v.size() * sizeof(float) == dst.bytes(), "norm size");
+    PG_CHECK(v.size() * sizeof(float) == dst.bytes(), "norm size");
     ops_->copy_to_device(dst.as(), v.data(), dst.bytes());
     ops_->synchronize();
   };
@@ -294,8 +287,8 @@ Status CudaDeviceImpl::reserve(std::size_t tokens, std::size_t seqs) {
                   act_.ok() && cos_.ok() && sin_.ok() && last_.ok() && logits_.ok() &&
                   sampled_.ok();
   if (!ok) {
-    return error("activation buffers for " + std::to_string(tokens) +
-                 " tokens per step do not fit in GPU memory");
+    return error(ErrorCode::kResourceExhausted, "activation buffers for " + std::to_string(tokens) +
+                                                    " tokens per step do not fit in GPU memory");
   }
   capacity_tokens_ = tokens;
   capacity_seqs_ = seqs;
@@ -324,9 +317,9 @@ void CudaDeviceImpl::stage(std::span<const SequenceStep> batch, const StepLayout
     if (staging_ != nullptr) ops_->free_host(staging_);
     staging_bytes_ = std::max(l.bytes, 2 * staging_bytes_);
     staging_ = ops_->alloc_host(staging_bytes_);
-    check(staging_ != nullptr, "pinned host memory for the step's metadata");
+    PG_CHECK(staging_ != nullptr, "pinned host memory for the step's metadata");
     meta_ = Buffer(ops_.get(), staging_bytes_);
-    check(meta_.ok(), "device memory for the step's metadata");
+    PG_CHECK(meta_.ok(), "device memory for the step's metadata");
   }
   write_step(batch, page_tokens_, l, static_cast<std::uint8_t*>(staging_));
   ops_->copy_to_device(meta_.as(), staging_, l.bytes);
@@ -341,10 +334,8 @@ StepOutput CudaDeviceImpl::execute(std::span<const SequenceStep> batch) {
   const std::size_t total = l.tokens;
   const std::size_t capacity_before = capacity_tokens_ + capacity_seqs_;
   const Status reserved = reserve(total, batch.size());
-  if (!reserved.ok()) {
-    std::fprintf(stderr, "cuda device: %s\n", reserved.error().message.c_str());
-    std::abort();  // the pool was sized with room for max_batch_tokens: a scheduler bug
-  }
+  // The buffers were sized for max_batch_tokens at start: more is a scheduler bug.
+  PG_CHECK(reserved.ok(), reserved.ok() ? std::string() : reserved.error().message);
   const void* meta_before = meta_.as();
   stage(batch, l);
   const Shapes& s = shapes_;
@@ -363,7 +354,7 @@ StepOutput CudaDeviceImpl::execute(std::span<const SequenceStep> batch) {
     if (bytes > workspace_.bytes()) {
       release_graphs();
       workspace_ = Buffer(ops_.get(), std::max(bytes, 2 * workspace_.bytes()));
-      check(workspace_.ok(), "device memory for decode attention's workspace");
+      PG_CHECK(workspace_.ok(), "device memory for decode attention's workspace");
     }
   }
   // Graphs hold pointers: buffers that moved invalidate them.
@@ -554,7 +545,8 @@ Status check_shape(const ModelSpec& spec) {
   const char* why = k::unsupported_attention_shape(
       static_cast<int>(spec.head_dim), static_cast<int>(spec.num_heads / spec.num_kv_heads));
   if (why != nullptr)
-    return error(std::string("the cuda device cannot run ") + spec.id + ": " + why);
+    return error(ErrorCode::kUnsupported,
+                 std::string("the cuda device cannot run ") + spec.id + ": " + why);
   return {};
 }
 
@@ -571,7 +563,7 @@ Result<std::unique_ptr<CudaDevice>> finish(std::unique_ptr<CudaDeviceImpl> devic
 Result<std::unique_ptr<CudaDevice>> make_cuda_device(const Model& model,
                                                      std::unique_ptr<k::Ops> ops,
                                                      const CudaDeviceOptions& options) {
-  if (model.weights == nullptr) return error("the model has no weights");
+  if (model.weights == nullptr) return error(ErrorCode::kInternal, "the model has no weights");
   if (const Status shape = check_shape(model.spec); !shape.ok()) return shape.error();
   auto device = std::make_unique<CudaDeviceImpl>(model.spec, std::move(ops), options);
   if (const Status allocated = device->allocate_weights(); !allocated.ok()) {

@@ -1,11 +1,11 @@
 #include "server/live_stats.h"
 
 #include <algorithm>
-#include <cassert>
 #include <cctype>
 #include <chrono>
 #include <cmath>
 
+#include "prefixgate/base/check.h"
 #include "prefixgate/canonicalize/json.h"
 
 namespace prefixgate::gateway::server {
@@ -308,7 +308,7 @@ void LiveStats::record_change(const LiveChange& c, std::int64_t now_ms) {
 }
 
 const LiveStats::Sample& LiveStats::sample_at(std::size_t age) const {
-  assert(age < size_);
+  PG_DCHECK(age < size_);
   return ring_[(head_ + ring_.size() - 1 - age) % ring_.size()];
 }
 

@@ -1,7 +1,8 @@
 #include "server/replica_set.h"
 
 #include <algorithm>
-#include <cassert>
+
+#include "prefixgate/base/check.h"
 
 namespace prefixgate::gateway::server {
 
@@ -18,7 +19,7 @@ ReplicaSet::ReplicaSet(std::vector<UpstreamConfig> upstreams, std::unique_ptr<Ro
     s.view.healthy = false;  // until the first health check answers
     state_.push_back(s);
   }
-  assert(state_.size() == index_.replica_count());
+  PG_DCHECK(state_.size() == index_.replica_count());
 }
 
 RouteDecision ReplicaSet::route(const RouteRequest& request, std::span<const ReplicaId> exclude,

@@ -13,10 +13,11 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <memory>
+#include <string>
 #include <vector>
+
+#include "prefixgate/base/check.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/common_interface_defs.h>
@@ -29,9 +30,10 @@ namespace {
 // Enough for the kernels' register arrays, and for ASan's larger frames.
 constexpr std::size_t kStackBytes = 256 * 1024;
 
+// What the GPU would refuse or hang on: the emulator stops, as a broken invariant.
 [[noreturn]] void fail(const char* what) {
-  std::fprintf(stderr, "cuda emulator: %s\n", what);
-  std::abort();
+  PG_CHECK(false, std::string("cuda emulator: ") + what);
+  __builtin_unreachable();
 }
 
 enum class Wait { kNone, kBlock, kWarp };
@@ -199,9 +201,7 @@ void switch_to_scheduler(bool exiting) {
                                  b.scheduler_stack_size);
 #endif
   switch_context(f.context, b.scheduler);
-  if (exiting) {
-    std::abort();  // a finished fiber is never resumed
-  }
+  PG_CHECK(!exiting, "a finished fiber is never resumed");
 #if PG_EMU_ASAN
   __sanitizer_finish_switch_fiber(f.fake_stack, &b.scheduler_stack, &b.scheduler_stack_size);
 #endif

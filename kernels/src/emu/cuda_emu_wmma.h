@@ -10,11 +10,11 @@
 #include <cuda_bf16.h>
 
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
+#include <string>
 #include <type_traits>
 
 #include "cuda_emu.h"
+#include "prefixgate/base/check.h"
 
 namespace nvcuda::wmma {
 
@@ -54,15 +54,10 @@ namespace detail {
 // bytes. Where the GPU's behaviour is undefined, the emulator stops.
 template <class T>
 void check_matrix(const T* p, unsigned ldm) {
-  if (reinterpret_cast<std::uintptr_t>(p) % 32 != 0) {
-    std::fprintf(stderr, "cuda emulator: wmma pointer %p is not 256-bit aligned\n",
-                 static_cast<const void*>(p));
-    std::abort();
-  }
-  if (ldm * sizeof(T) % 16 != 0) {
-    std::fprintf(stderr, "cuda emulator: wmma ldm %u is not a multiple of 16 bytes\n", ldm);
-    std::abort();
-  }
+  PG_CHECK(reinterpret_cast<std::uintptr_t>(p) % 32 == 0,
+           "cuda emulator: a wmma pointer is not 256-bit aligned");
+  PG_CHECK(ldm * sizeof(T) % 16 == 0,
+           "cuda emulator: wmma ldm " + std::to_string(ldm) + " is not a multiple of 16 bytes");
 }
 
 inline float to_float(float v) {

@@ -3,6 +3,7 @@
 //
 //   PG_CHECK(pages.size() * page_tokens >= end, "the step's pages cover its tokens");
 //   PG_DCHECK(node->lock_count > 0, "unlocking a node nobody locked");
+//   PG_DCHECK(page < refcounts_.size());  // the condition is the message
 //
 // PG_CHECK is on in every build: for invariants whose breach would corrupt memory or serve wrong
 // tokens (a scheduler handing a device a page it does not own, a CUDA call failing after start).
@@ -19,25 +20,34 @@ namespace prefixgate::internal {
 [[noreturn]] void check_failed(const char* file, int line, const char* condition,
                                std::string_view message) noexcept;
 
+// The optional message of a check.
+inline std::string_view check_message() {
+  return {};
+}
+inline std::string_view check_message(std::string_view message) {
+  return message;
+}
+
 }  // namespace prefixgate::internal
 
-#define PG_CHECK(condition, message)                                                   \
-  do {                                                                                 \
-    if (!(condition)) [[unlikely]] {                                                   \
-      ::prefixgate::internal::check_failed(__FILE__, __LINE__, #condition, (message)); \
-    }                                                                                  \
+#define PG_CHECK(condition, ...)                                                                \
+  do {                                                                                          \
+    if (!(condition)) [[unlikely]] {                                                            \
+      ::prefixgate::internal::check_failed(__FILE__, __LINE__, #condition,                      \
+                                           ::prefixgate::internal::check_message(__VA_ARGS__)); \
+    }                                                                                           \
   } while (false)
 
 #ifdef NDEBUG
 // Compiled out; the condition stays visible to the compiler (no unused-variable warnings) but
 // is never evaluated.
-#define PG_DCHECK(condition, message) \
-  do {                                \
-    if (false) {                      \
-      (void)(condition);              \
-      (void)(message);                \
-    }                                 \
+#define PG_DCHECK(condition, ...)                               \
+  do {                                                          \
+    if (false) {                                                \
+      (void)(condition);                                        \
+      (void)::prefixgate::internal::check_message(__VA_ARGS__); \
+    }                                                           \
   } while (false)
 #else
-#define PG_DCHECK(condition, message) PG_CHECK(condition, message)
+#define PG_DCHECK(condition, ...) PG_CHECK(condition __VA_OPT__(, ) __VA_ARGS__)
 #endif
