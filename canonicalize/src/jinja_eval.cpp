@@ -88,11 +88,19 @@ Value Interpreter::getattr(const Value& obj, std::string_view name) {
   if (obj.is_undefined()) return fail(ErrorKind::kUndefined, "undefined value has no attribute '" + std::string(name) + "'");
   if (obj.is_dict()) {
     const DictData& d = obj.dict();
-    if (!d.is_namespace && has_method(obj, name)) return bound_method(obj, name);
+    if (!d.is_namespace && has_method(obj, name)) {
+      if (is_mutating_method(name)) return Value();
+      return bound_method(obj, name);
+    }
     const Value* v = d.find(name);
     return v != nullptr ? *v : Value();
   }
-  if ((obj.is_string() || obj.is_list()) && has_method(obj, name)) return bound_method(obj, name);
+  if ((obj.is_string() || obj.is_list()) && has_method(obj, name)) {
+    // The sandbox hides mutating methods: reading one gives an undefined value (calling it
+    // fails in eval_call).
+    if (is_mutating_method(name)) return Value();
+    return bound_method(obj, name);
+  }
   if (obj.is_native()) return obj.native().getattr(name);
   return Value();
 }

@@ -236,7 +236,7 @@ Value Interpreter::run_macro(const Stmt& def, Scope* parent, CallArgs& args, con
     scope.set(p.name, p.default_value ? eval(*p.default_value, scope) : Value());
     if (failed_) return Value();
   }
-  scope.set(program_.varargs_id, Value::list(std::move(varargs)));
+  scope.set(program_.varargs_id, Value::tuple(std::move(varargs)));
   scope.set(program_.kwargs_id, Value(std::move(kwargs)));
   if (!caller.is_undefined()) scope.set(program_.caller_id, caller);
   return capture(def.bodies[0], scope);

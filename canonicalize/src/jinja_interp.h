@@ -114,6 +114,9 @@ class Interpreter {
 bool has_method(const Value& self, std::string_view name);
 Value call_method(Interpreter& in, const Value& self, std::string_view name, CallArgs& args);
 
+// append, pop, update, ...: methods the immutable sandbox refuses.
+bool is_mutating_method(std::string_view name);
+
 // A bound method as a first-class value (`{% set f = s.upper %}`).
 Value bound_method(const Value& self, std::string_view name);
 

@@ -531,6 +531,10 @@ class BoundMethod : public Native {
 
 }  // namespace
 
+bool is_mutating_method(std::string_view name) {
+  return contains(kMutatingMethods, name);
+}
+
 bool has_method(const Value& self, std::string_view name) {
   if (contains(kMutatingMethods, name)) return self.is_list() || self.is_dict();
   if (self.is_string()) return contains(kStrMethods, name);

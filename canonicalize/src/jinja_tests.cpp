@@ -105,6 +105,8 @@ bool t_sameas(Interpreter&, const Value& v, CallArgs& args) {
   const Value other = arg(args, 0, "other");
   if (v.is_none() || other.is_none()) return v.is_none() && other.is_none();
   if (v.is_bool() || other.is_bool()) return v.is_bool() && other.is_bool() && v.as_bool() == other.as_bool();
+  // CPython caches small ints and templates compare literals; equal ints count as the same.
+  if (v.is_int() && other.is_int()) return v.as_int() == other.as_int();
   if (v.is_dict() && other.is_dict()) return &v.dict() == &other.dict();
   if (v.is_list() && other.is_list()) return &v.list() == &other.list();
   if (v.is_native() && other.is_native()) return &v.native() == &other.native();
