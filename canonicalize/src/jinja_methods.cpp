@@ -137,20 +137,11 @@ Value do_split(Interpreter& in, const Value& self, const CallArgs& args, bool fr
       parts = std::move(words);
     } else if (!from_right) {
       for (std::int64_t k = 0; k < maxsplit; ++k) parts.push_back(words[static_cast<std::size_t>(k)]);
-      // The rest is kept as is, with its leading whitespace stripped and trailing kept... as
-      // Python: everything after the last split point, minus leading whitespace.
-      std::size_t rest = words[static_cast<std::size_t>(maxsplit)].first;
-      std::size_t end = text.size();
-      while (end > rest) {
-        std::size_t b = end - 1;
-        while (b > rest && (static_cast<unsigned char>(text[b]) & 0xC0) == 0x80) --b;
-        if (!py_isspace(decode_utf8(text, b).cp)) break;
-        end = b;
-      }
-      parts.emplace_back(rest, end);
+      // Python keeps the rest as it is from the next word on, trailing whitespace included.
+      parts.emplace_back(words[static_cast<std::size_t>(maxsplit)].first, text.size());
     } else {
       const std::size_t keep = words.size() - static_cast<std::size_t>(maxsplit);
-      parts.emplace_back(words[0].first, words[keep - 1].second);
+      parts.emplace_back(0, words[keep - 1].second);  // rsplit keeps leading whitespace
       for (std::size_t k = keep; k < words.size(); ++k) parts.push_back(words[k]);
     }
   } else {

@@ -71,7 +71,8 @@ class Value {
   Value(std::string_view s, SourceId source = kNoSource);
   Value(const std::string& s, SourceId source = kNoSource)  // NOLINT
       : Value(std::string_view(s), source) {}
-  Value(const char* s) : Value(std::string_view(s)) {}  // NOLINT
+  Value(const char* s, SourceId source = kNoSource)  // NOLINT
+      : Value(std::string_view(s), source) {}
   static Value list(std::vector<Value> items, SourceId source = kNoSource);
   static Value tuple(std::vector<Value> items);
   static Value dict(std::vector<std::pair<std::string, Value>> items, SourceId source = kNoSource);
