@@ -32,8 +32,8 @@ enum class ExprKind : std::uint8_t {
   kCompare,  // children[0] ops[0] children[1] ops[1] children[2] ...
   kAnd,
   kOr,
-  kCond,     // children[0] if children[1] else children[2] (null: undefined)
-  kConcat,   // children joined with ~
+  kCond,    // children[0] if children[1] else children[2] (null: undefined)
+  kConcat,  // children joined with ~
 };
 
 enum class BinOp : std::uint8_t { kAdd, kSub, kMul, kDiv, kFloorDiv, kMod, kPow };

@@ -29,7 +29,8 @@ Value b_namespace(Interpreter& in, CallArgs& args) {
   auto d = std::make_shared<DictData>();
   d->is_namespace = true;
   for (const Value& a : args.positional) {
-    if (!a.is_dict()) return in.fail(ErrorKind::kType, "namespace() takes a mapping and keyword arguments");
+    if (!a.is_dict())
+      return in.fail(ErrorKind::kType, "namespace() takes a mapping and keyword arguments");
     for (const auto& [k, v] : a.dict().items) d->set(k, v);
   }
   for (const auto& [k, v] : args.named) d->set(Value(std::string_view(k)), v);
@@ -39,7 +40,8 @@ Value b_namespace(Interpreter& in, CallArgs& args) {
 Value b_dict(Interpreter& in, CallArgs& args) {
   auto d = std::make_shared<DictData>();
   for (const Value& a : args.positional) {
-    if (!a.is_dict()) return in.fail(ErrorKind::kType, "dict() takes a mapping and keyword arguments");
+    if (!a.is_dict())
+      return in.fail(ErrorKind::kType, "dict() takes a mapping and keyword arguments");
     for (const auto& [k, v] : a.dict().items) d->set(k, v);
   }
   for (const auto& [k, v] : args.named) d->set(Value(std::string_view(k)), v);
@@ -53,7 +55,9 @@ Value b_range(Interpreter& in, CallArgs& args) {
   }
   for (std::size_t i = 0; i < args.positional.size(); ++i) {
     const Value& v = args.positional[i];
-    if (!v.is_int() && !v.is_bool()) return in.fail(ErrorKind::kType, "'" + std::string(type_name(v)) + "' object cannot be interpreted as an integer");
+    if (!v.is_int() && !v.is_bool())
+      return in.fail(ErrorKind::kType, "'" + std::string(type_name(v)) +
+                                           "' object cannot be interpreted as an integer");
     n[i] = v.is_int() ? v.as_int() : v.as_bool();
   }
   std::int64_t start = 0, stop = n[0], step = 1;
@@ -80,7 +84,8 @@ Value b_raise_exception(Interpreter& in, CallArgs& args) {
 
 Value b_strftime_now(Interpreter& in, CallArgs& args) {
   const Value* fmt = args.get(0, "format");
-  if (fmt == nullptr || !fmt->is_string()) return in.fail(ErrorKind::kType, "strftime_now() takes a format string");
+  if (fmt == nullptr || !fmt->is_string())
+    return in.fail(ErrorKind::kType, "strftime_now() takes a format string");
   if (!in.options().now) {
     return in.fail(ErrorKind::kUnsupported,
                    "the template calls strftime_now() but no date was given to render with");
@@ -127,7 +132,8 @@ class Cycler : public Native, public std::enable_shared_from_this<Cycler> {
 };
 
 Value b_cycler(Interpreter& in, CallArgs& args) {
-  if (args.positional.empty()) return in.fail(ErrorKind::kType, "at least one item has to be provided");
+  if (args.positional.empty())
+    return in.fail(ErrorKind::kType, "at least one item has to be provided");
   return Value(std::make_shared<Cycler>(args.positional));
 }
 
@@ -167,9 +173,12 @@ int days_from_civil(int y, int m, int d) {
 
 Value make_builtin(std::string_view name) {
   static constexpr std::pair<std::string_view, Builtin::Fn> kBuiltins[] = {
-      {"namespace", b_namespace},       {"dict", b_dict},
-      {"range", b_range},               {"raise_exception", b_raise_exception},
-      {"strftime_now", b_strftime_now}, {"cycler", b_cycler},
+      {"namespace", b_namespace},
+      {"dict", b_dict},
+      {"range", b_range},
+      {"raise_exception", b_raise_exception},
+      {"strftime_now", b_strftime_now},
+      {"cycler", b_cycler},
       {"joiner", b_joiner},
   };
   for (const auto& [n, fn] : kBuiltins) {
@@ -183,9 +192,9 @@ Value make_builtin(std::string_view name) {
 std::string format_time(const CivilTime& t, std::string_view format) {
   static constexpr const char* kDays[] = {"Monday", "Tuesday",  "Wednesday", "Thursday",
                                           "Friday", "Saturday", "Sunday"};
-  static constexpr const char* kMonths[] = {"January", "February", "March",     "April",
-                                            "May",     "June",     "July",      "August",
-                                            "September", "October", "November", "December"};
+  static constexpr const char* kMonths[] = {"January",   "February", "March",    "April",
+                                            "May",       "June",     "July",     "August",
+                                            "September", "October",  "November", "December"};
   const int month = t.month >= 1 && t.month <= 12 ? t.month : 1;
   const int days = days_from_civil(t.year, month, t.day);
   const int weekday = ((days % 7) + 7 + 3) % 7;  // 1970-01-01 was a Thursday (index 3)

@@ -43,8 +43,8 @@ bool ModelChatTemplates::uses_strftime_now() const {
          (tool_use_template && tool_use_template->uses_strftime_now());
 }
 
-Result<ModelChatTemplates> load_chat_templates(std::string_view tokenizer_config_json,
-                                               std::optional<std::string_view> chat_template_jinja) {
+Result<ModelChatTemplates> load_chat_templates(
+    std::string_view tokenizer_config_json, std::optional<std::string_view> chat_template_jinja) {
   auto config = json::parse(tokenizer_config_json);
   if (!config) return config.error();
   if (!config->is_object()) {
@@ -88,8 +88,8 @@ Result<ModelChatTemplates> load_chat_templates(std::string_view tokenizer_config
     const json::Value* name = entry.find("name");
     const json::Value* source = entry.find("template");
     if (name == nullptr || source == nullptr || !name->is_string() || !source->is_string()) {
-      return make_error(ErrorCode::kWrongType, "a named chat template needs string name and template",
-                        param);
+      return make_error(ErrorCode::kWrongType,
+                        "a named chat template needs string name and template", param);
     }
     if (name->as_string() != "default" && name->as_string() != "tool_use") continue;
     auto t = compile_named(source->as_string(), param);

@@ -42,8 +42,8 @@ Value openai_content(const Message& m, jinja::Context& ctx) {
     const ContentPart& part = m.parts[j];
     if (!part.is_text()) continue;
     const std::string part_path = m.content_is_string ? path : path + "[" + std::to_string(j) + "]";
-    parts.push_back(Value::dict({{"type", Value("text")},
-                                 {"text", Value(part.text, ctx.add_source(part_path))}}));
+    parts.push_back(Value::dict(
+        {{"type", Value("text")}, {"text", Value(part.text, ctx.add_source(part_path))}}));
   }
   return Value::list(std::move(parts));
 }
@@ -97,8 +97,8 @@ Value message_value(const ParsedRequest& request, const Message& m, bool openai,
   data->items.emplace_back(Value("content"),
                            openai ? openai_content(m, ctx) : string_content(m, ctx));
   const json::Value* raw = nullptr;
-  if (const json::Value* list = request.body.find("messages"); list != nullptr && list->is_array() &&
-                                                              m.index < list->as_array().size()) {
+  if (const json::Value* list = request.body.find("messages");
+      list != nullptr && list->is_array() && m.index < list->as_array().size()) {
     raw = &list->as_array()[m.index];
   }
   if (m.role == Role::kAssistant && m.tool_calls.is_array() && !m.tool_calls.as_array().empty()) {
@@ -132,7 +132,8 @@ Value tool_value(const json::Value& tool, std::size_t i, jinja::Context& ctx) {
   auto data = std::make_shared<jinja::DictData>();
   data->source = ctx.add_source(path);
   const json::Value* type = tool.find("type");
-  data->items.emplace_back(Value("type"), type != nullptr ? Value::from_json(*type) : Value("function"));
+  data->items.emplace_back(Value("type"),
+                           type != nullptr ? Value::from_json(*type) : Value("function"));
   const json::Value* fn = tool.find("function");
   if (fn != nullptr && fn->is_object()) {
     auto f = std::make_shared<jinja::DictData>();

@@ -85,7 +85,9 @@ bool slice_indices(Interpreter& in, const Value& start_v, const Value& stop_v, c
 }  // namespace
 
 Value Interpreter::getattr(const Value& obj, std::string_view name) {
-  if (obj.is_undefined()) return fail(ErrorKind::kUndefined, "undefined value has no attribute '" + std::string(name) + "'");
+  if (obj.is_undefined())
+    return fail(ErrorKind::kUndefined,
+                "undefined value has no attribute '" + std::string(name) + "'");
   if (obj.is_dict()) {
     const DictData& d = obj.dict();
     if (!d.is_namespace && has_method(obj, name)) {
@@ -106,7 +108,8 @@ Value Interpreter::getattr(const Value& obj, std::string_view name) {
 }
 
 Value Interpreter::getitem(const Value& obj, const Value& key) {
-  if (obj.is_undefined()) return fail(ErrorKind::kUndefined, "undefined value is not subscriptable");
+  if (obj.is_undefined())
+    return fail(ErrorKind::kUndefined, "undefined value is not subscriptable");
   if (obj.is_dict()) {
     const Value* v = obj.dict().find(key);
     if (v != nullptr) return *v;
@@ -193,7 +196,8 @@ Value Interpreter::eval_binary(BinOp op, const Value& a, const Value& b) {
         if (ints && y >= 0) {
           std::int64_t acc = 1;
           for (std::int64_t i = 0; i < y; ++i) {
-            if (__builtin_mul_overflow(acc, x, &acc)) return fail(ErrorKind::kLimit, "integer overflow");
+            if (__builtin_mul_overflow(acc, x, &acc))
+              return fail(ErrorKind::kLimit, "integer overflow");
             if (acc == 0 || acc == 1) break;
           }
           return Value(acc);
@@ -215,8 +219,8 @@ Value Interpreter::eval_binary(BinOp op, const Value& a, const Value& b) {
       return a.list().is_tuple ? Value::tuple(std::move(items)) : Value::list(std::move(items));
     }
     if (a.is_string()) {
-      return fail(ErrorKind::kType, "can only concatenate str (not \"" +
-                                        std::string(type_name(b)) + "\") to str");
+      return fail(ErrorKind::kType,
+                  "can only concatenate str (not \"" + std::string(type_name(b)) + "\") to str");
     }
     return type_error();
   }
@@ -284,8 +288,8 @@ Value Interpreter::eval_compare(const Expr& e, Scope& scope) {
         } else if (right.is_dict() && !right.dict().is_namespace) {
           result = right.dict().find(left) != nullptr;
         } else if (!right.is_undefined()) {
-          return fail(ErrorKind::kType, "argument of type '" + std::string(type_name(right)) +
-                                            "' is not iterable");
+          return fail(ErrorKind::kType,
+                      "argument of type '" + std::string(type_name(right)) + "' is not iterable");
         }
         if (e.cmp[i] == CmpOp::kNotIn) result = !result;
         break;
@@ -334,7 +338,8 @@ Value Interpreter::eval_call(const Expr& e, Scope& scope) {
     }
     if (obj.is_undefined()) {
       offset_ = callee_expr.offset;
-      return fail(ErrorKind::kUndefined, "'" + describe(*callee_expr.children[0]) + "' is undefined");
+      return fail(ErrorKind::kUndefined,
+                  "'" + describe(*callee_expr.children[0]) + "' is undefined");
     }
     callee = getattr(obj, callee_expr.name);
   } else {
@@ -384,7 +389,8 @@ Value Interpreter::eval(const Expr& e, Scope& scope) {
         Value k = eval(*e.children[i], scope);
         Value v = eval(*e.children[i + 1], scope);
         if (failed_) return Value();
-        if (k.is_list() && !k.list().is_tuple) return fail(ErrorKind::kType, "unhashable type: 'list'");
+        if (k.is_list() && !k.list().is_tuple)
+          return fail(ErrorKind::kType, "unhashable type: 'list'");
         if (k.is_dict()) return fail(ErrorKind::kType, "unhashable type: 'dict'");
         d->set(std::move(k), std::move(v));
       }
@@ -437,9 +443,8 @@ Value Interpreter::eval(const Expr& e, Scope& scope) {
       if (step == 1) {
         if (start < stop) {
           const std::size_t from = cp_offset(s.text, static_cast<std::size_t>(start));
-          const std::size_t to =
-              from + cp_offset(std::string_view(s.text).substr(from),
-                               static_cast<std::size_t>(stop - start));
+          const std::size_t to = from + cp_offset(std::string_view(s.text).substr(from),
+                                                  static_cast<std::size_t>(stop - start));
           b.append_part(s, from, to);
         }
         return std::move(b).build();
@@ -475,7 +480,8 @@ Value Interpreter::eval(const Expr& e, Scope& scope) {
     case ExprKind::kPos: {
       Value v = eval(*e.children[0], scope);
       if (failed_) return Value();
-      if (v.is_undefined()) return fail(ErrorKind::kUndefined, "undefined value used in arithmetic");
+      if (v.is_undefined())
+        return fail(ErrorKind::kUndefined, "undefined value used in arithmetic");
       if (!numeric(v)) {
         return fail(ErrorKind::kType, "bad operand type for unary " +
                                           std::string(e.kind == ExprKind::kNeg ? "-" : "+") +

@@ -88,7 +88,8 @@ class Caller : public Native {
   std::string_view type_name() const override { return "Macro"; }
   bool callable() const override { return true; }
   Value call(Interpreter& in, CallArgs& args) override {
-    if (!*alive_) return in.fail(ErrorKind::kUnsupported, "caller() used after its call block ended");
+    if (!*alive_)
+      return in.fail(ErrorKind::kUnsupported, "caller() used after its call block ended");
     return in.run_macro(block_, &scope_, args, Value());
   }
 

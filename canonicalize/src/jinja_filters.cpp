@@ -3,8 +3,8 @@
 #include "jinja_filters.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -49,8 +49,8 @@ Value f_title(Interpreter&, const Value& input, CallArgs&) {
   bool word_start = true;
   for (std::size_t i = 0; i < s.size();) {
     const auto d = decode_utf8(s, i);
-    const bool sep = py_isspace(d.cp) || d.cp == '-' || d.cp == '(' || d.cp == '{' ||
-                     d.cp == '[' || d.cp == '<';
+    const bool sep =
+        py_isspace(d.cp) || d.cp == '-' || d.cp == '(' || d.cp == '{' || d.cp == '[' || d.cp == '<';
     if (sep) {
       out.append(s, i, d.bytes);
       word_start = true;
@@ -99,27 +99,33 @@ Value f_default(Interpreter&, const Value& input, CallArgs& args) {
 Value f_length(Interpreter& in, const Value& input, CallArgs&) {
   const std::int64_t n = py_len(input);
   if (n < 0) {
-    return in.fail(ErrorKind::kType, "object of type '" + std::string(type_name(input)) +
-                                         "' has no len()");
+    return in.fail(ErrorKind::kType,
+                   "object of type '" + std::string(type_name(input)) + "' has no len()");
   }
   return Value(n);
 }
 
 Value f_first(Interpreter& in, const Value& input, CallArgs&) {
   std::vector<Value> items;
-  if (!iterate(input, items)) return in.fail(ErrorKind::kType, "'" + std::string(type_name(input)) + "' object is not iterable");
+  if (!iterate(input, items))
+    return in.fail(ErrorKind::kType,
+                   "'" + std::string(type_name(input)) + "' object is not iterable");
   return items.empty() ? Value() : items.front();
 }
 
 Value f_last(Interpreter& in, const Value& input, CallArgs&) {
   std::vector<Value> items;
-  if (!iterate(input, items)) return in.fail(ErrorKind::kType, "'" + std::string(type_name(input)) + "' object is not iterable");
+  if (!iterate(input, items))
+    return in.fail(ErrorKind::kType,
+                   "'" + std::string(type_name(input)) + "' object is not iterable");
   return items.empty() ? Value() : items.back();
 }
 
 Value f_list(Interpreter& in, const Value& input, CallArgs&) {
   std::vector<Value> items;
-  if (!iterate(input, items)) return in.fail(ErrorKind::kType, "'" + std::string(type_name(input)) + "' object is not iterable");
+  if (!iterate(input, items))
+    return in.fail(ErrorKind::kType,
+                   "'" + std::string(type_name(input)) + "' object is not iterable");
   return Value::list(std::move(items));
 }
 
@@ -144,7 +150,8 @@ Value f_reverse(Interpreter& in, const Value& input, CallArgs&) {
     return std::move(b).build();
   }
   std::vector<Value> items;
-  if (!iterate(input, items)) return in.fail(ErrorKind::kType, "argument to reverse() must be a sequence");
+  if (!iterate(input, items))
+    return in.fail(ErrorKind::kType, "argument to reverse() must be a sequence");
   std::reverse(items.begin(), items.end());
   return Value::list(std::move(items));
 }
@@ -196,7 +203,8 @@ Value f_int(Interpreter& in, const Value& input, CallArgs& args) {
   if (input.is_int()) return input;
   if (input.is_bool()) return Value(std::int64_t{input.as_bool() ? 1 : 0});
   if (input.is_float()) {
-    if (!std::isfinite(input.as_float())) return in.fail(ErrorKind::kType, "cannot convert float infinity or NaN to integer");
+    if (!std::isfinite(input.as_float()))
+      return in.fail(ErrorKind::kType, "cannot convert float infinity or NaN to integer");
     return Value(static_cast<std::int64_t>(std::trunc(input.as_float())));
   }
   if (input.is_string()) {
@@ -226,7 +234,8 @@ Value f_abs(Interpreter& in, const Value& input, CallArgs&) {
   if (input.is_int()) return Value(input.as_int() < 0 ? -input.as_int() : input.as_int());
   if (input.is_bool()) return Value(std::int64_t{input.as_bool() ? 1 : 0});
   if (input.is_float()) return Value(std::fabs(input.as_float()));
-  return in.fail(ErrorKind::kType, "bad operand type for abs(): '" + std::string(type_name(input)) + "'");
+  return in.fail(ErrorKind::kType,
+                 "bad operand type for abs(): '" + std::string(type_name(input)) + "'");
 }
 
 // round(value, precision=0, method='common'): 'common' is Python's round(), which rounds the
@@ -242,8 +251,12 @@ Value f_round(Interpreter& in, const Value& input, CallArgs& args) {
   if (input.is_int() || input.is_bool()) {
     if (method == "common") return input.is_bool() ? Value(std::int64_t{input.as_bool()}) : input;
   }
-  if (!input.is_number() && !input.is_bool()) return in.fail(ErrorKind::kType, "type " + std::string(type_name(input)) + " doesn't define __round__ method");
-  const double x = input.is_float() ? input.as_float() : input.is_int() ? static_cast<double>(input.as_int()) : (input.as_bool() ? 1.0 : 0.0);
+  if (!input.is_number() && !input.is_bool())
+    return in.fail(ErrorKind::kType,
+                   "type " + std::string(type_name(input)) + " doesn't define __round__ method");
+  const double x = input.is_float() ? input.as_float()
+                   : input.is_int() ? static_cast<double>(input.as_int())
+                                    : (input.as_bool() ? 1.0 : 0.0);
   if (!std::isfinite(x)) return Value(x);
   if (method == "common") {
     if (precision < 0 || precision > 30) return Value(x);
@@ -264,7 +277,8 @@ Value f_indent(Interpreter& in, const Value& input, CallArgs& args) {
   if (width.is_string()) {
     indention = std::string(width.as_string());
   } else if (width.is_int()) {
-    if (width.as_int() > 0 && !in.check_size(static_cast<std::size_t>(width.as_int()))) return Value();
+    if (width.as_int() > 0 && !in.check_size(static_cast<std::size_t>(width.as_int())))
+      return Value();
     indention.assign(static_cast<std::size_t>(std::max<std::int64_t>(0, width.as_int())), ' ');
   } else {
     return in.fail(ErrorKind::kType, "indent width must be an int or a string");
@@ -316,7 +330,8 @@ Value f_tojson(Interpreter& in, const Value& input, CallArgs& args) {
   const Value indent = arg(args, 1, "indent", Value(None{}));
   const Value separators = arg(args, 2, "separators", Value(None{}));
   const bool sort_keys = truthy(arg(args, 3, "sort_keys", Value(false)));
-  if (ensure_ascii) return in.fail(ErrorKind::kUnsupported, "tojson(ensure_ascii=True) is not supported");
+  if (ensure_ascii)
+    return in.fail(ErrorKind::kUnsupported, "tojson(ensure_ascii=True) is not supported");
   // json.dumps' defaults: ', ' between items unless indenting, ': ' after keys.
   std::string item_sep = indent.is_none() ? ", " : ",";
   std::string key_sep = ": ";

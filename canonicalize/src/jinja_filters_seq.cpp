@@ -20,7 +20,8 @@ bool items_of(Interpreter& in, const Value& input, std::vector<Value>& items) {
 // The positional arguments after the first `skip`, for a test or filter applied per item.
 CallArgs rest(const CallArgs& args, std::size_t skip) {
   CallArgs out;
-  for (std::size_t i = skip; i < args.positional.size(); ++i) out.positional.push_back(args.positional[i]);
+  for (std::size_t i = skip; i < args.positional.size(); ++i)
+    out.positional.push_back(args.positional[i]);
   return out;
 }
 
@@ -41,7 +42,9 @@ Value select_impl(Interpreter& in, const Value& input, CallArgs& args, bool by_a
     const Value& name = args.positional[next];
     if (!name.is_string()) return in.fail(ErrorKind::kType, "test name must be a string");
     test = find_test(name.as_string());
-    if (test < 0) return in.fail(ErrorKind::kUnsupported, "no test named '" + std::string(name.as_string()) + "'");
+    if (test < 0)
+      return in.fail(ErrorKind::kUnsupported,
+                     "no test named '" + std::string(name.as_string()) + "'");
   }
   CallArgs test_args = rest(args, next + 1);
   std::vector<Value> out;
@@ -93,7 +96,8 @@ Value key_for(Interpreter& in, const Value& item, const std::vector<std::string>
   if (attrs.empty()) return sort_key(item, case_sensitive);
   if (attrs.size() == 1) return sort_key(lookup_attribute(in, item, attrs[0]), case_sensitive);
   std::vector<Value> parts;
-  for (const std::string& a : attrs) parts.push_back(sort_key(lookup_attribute(in, item, a), case_sensitive));
+  for (const std::string& a : attrs)
+    parts.push_back(sort_key(lookup_attribute(in, item, a), case_sensitive));
   return Value::list(std::move(parts));
 }
 
@@ -125,7 +129,8 @@ Value lookup_attribute(Interpreter& in, const Value& item, std::string_view attr
   std::size_t start = 0;
   for (;;) {
     const std::size_t dot = attribute.find('.', start);
-    const std::string_view part = attribute.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start);
+    const std::string_view part = attribute.substr(
+        start, dot == std::string_view::npos ? std::string_view::npos : dot - start);
     Value key{part};
     if (!part.empty() && part.find_first_not_of("0123456789") == std::string_view::npos) {
       key = Value(static_cast<std::int64_t>(std::stoll(std::string(part))));
@@ -163,7 +168,8 @@ Value filter_map(Interpreter& in, const Value& input, CallArgs& args) {
   out.reserve(items.size());
   if (args.positional.empty()) {
     const Value attribute = arg(args, 99, "attribute");
-    if (!attribute.is_string()) return in.fail(ErrorKind::kType, "map needs a filter name or attribute=");
+    if (!attribute.is_string())
+      return in.fail(ErrorKind::kType, "map needs a filter name or attribute=");
     const Value* fallback = args.get(99, "default");
     for (const Value& item : items) {
       Value v = lookup_attribute(in, item, attribute.as_string());
@@ -240,11 +246,13 @@ Value filter_sort(Interpreter& in, const Value& input, CallArgs& args) {
 }
 
 Value filter_dictsort(Interpreter& in, const Value& input, CallArgs& args) {
-  if (!input.is_dict() || input.dict().is_namespace) return in.fail(ErrorKind::kType, "dictsort needs a mapping");
+  if (!input.is_dict() || input.dict().is_namespace)
+    return in.fail(ErrorKind::kType, "dictsort needs a mapping");
   const bool case_sensitive = truthy(arg(args, 0, "case_sensitive", Value(false)));
   const std::string by = to_str(arg(args, 1, "by", Value("key")));
   const bool reverse = truthy(arg(args, 2, "reverse", Value(false)));
-  if (by != "key" && by != "value") return in.fail(ErrorKind::kType, "You can only sort by either \"key\" or \"value\"");
+  if (by != "key" && by != "value")
+    return in.fail(ErrorKind::kType, "You can only sort by either \"key\" or \"value\"");
   std::vector<std::pair<Value, Value>> keyed;
   for (const auto& [k, v] : input.dict().items) {
     keyed.emplace_back(sort_key(by == "key" ? k : v, case_sensitive), Value::tuple({k, v}));
@@ -259,7 +267,8 @@ Value filter_batch(Interpreter& in, const Value& input, CallArgs& args) {
   std::vector<Value> items;
   if (!items_of(in, input, items)) return Value();
   const Value count_v = arg(args, 0, "linecount");
-  if (!count_v.is_int() || count_v.as_int() <= 0) return in.fail(ErrorKind::kType, "batch needs a positive line count");
+  if (!count_v.is_int() || count_v.as_int() <= 0)
+    return in.fail(ErrorKind::kType, "batch needs a positive line count");
   const auto count = static_cast<std::size_t>(count_v.as_int());
   const Value* fill = args.get(1, "fill_with");
   std::vector<Value> out, row;
@@ -293,14 +302,20 @@ Value filter_sum(Interpreter& in, const Value& input, CallArgs& args) {
   Value total = arg(args, 1, "start", Value(std::int64_t{0}));
   for (const Value& item : items) {
     const Value v = attribute.is_none() ? item : lookup_attribute(in, item, to_str(attribute));
-    if (!v.is_number() && !v.is_bool()) return in.fail(ErrorKind::kType, "unsupported operand type(s) for +");
+    if (!v.is_number() && !v.is_bool())
+      return in.fail(ErrorKind::kType, "unsupported operand type(s) for +");
     if (total.is_int() && v.is_int()) {
       std::int64_t r = 0;
-      if (__builtin_add_overflow(total.as_int(), v.as_int(), &r)) return in.fail(ErrorKind::kLimit, "integer overflow");
+      if (__builtin_add_overflow(total.as_int(), v.as_int(), &r))
+        return in.fail(ErrorKind::kLimit, "integer overflow");
       total = Value(r);
     } else {
-      const double a = total.is_float() ? total.as_float() : total.is_int() ? static_cast<double>(total.as_int()) : 0.0;
-      const double b = v.is_float() ? v.as_float() : v.is_int() ? static_cast<double>(v.as_int()) : (v.as_bool() ? 1.0 : 0.0);
+      const double a = total.is_float() ? total.as_float()
+                       : total.is_int() ? static_cast<double>(total.as_int())
+                                        : 0.0;
+      const double b = v.is_float() ? v.as_float()
+                       : v.is_int() ? static_cast<double>(v.as_int())
+                                    : (v.as_bool() ? 1.0 : 0.0);
       total = Value(a + b);
     }
   }

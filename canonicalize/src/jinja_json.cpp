@@ -84,8 +84,8 @@ class Dumper {
     } else if (v.is_dict() && !v.dict().is_namespace) {
       return dump_dict(v.dict(), level);
     } else {
-      in_.fail(ErrorKind::kType, "Object of type " + std::string(type_name(v)) +
-                                     " is not JSON serializable");
+      in_.fail(ErrorKind::kType,
+               "Object of type " + std::string(type_name(v)) + " is not JSON serializable");
       return false;
     }
     return true;
@@ -125,8 +125,8 @@ class Dumper {
       out.swap(out_);
       out_.swap(saved);
     } else {
-      in_.fail(ErrorKind::kType, "keys must be str, int, float, bool or None, not " +
-                                     std::string(type_name(k)));
+      in_.fail(ErrorKind::kType,
+               "keys must be str, int, float, bool or None, not " + std::string(type_name(k)));
       return false;
     }
     return true;

@@ -1,7 +1,7 @@
 #include "jinja_lexer.h"
 
-#include <charconv>
 #include <cctype>
+#include <charconv>
 #include <cstring>
 
 #include "jinja_unicode.h"
@@ -66,8 +66,7 @@ std::size_t rstrip_end(std::string_view s, std::size_t from, std::size_t to) {
 
 class Lexer {
  public:
-  Lexer(std::string source, LexResult& out, ErrorDetail& error)
-      : out_(out), error_(error) {
+  Lexer(std::string source, LexResult& out, ErrorDetail& error) : out_(out), error_(error) {
     out_.source = std::move(source);
     src_ = out_.source;
   }
@@ -268,7 +267,8 @@ class Lexer {
     const auto start = static_cast<std::uint32_t>(p);
     if (c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) {
       std::size_t q = p + 1;
-      while (q < src_.size() && (src_[q] == '_' || std::isalnum(static_cast<unsigned char>(src_[q]))))
+      while (q < src_.size() &&
+             (src_[q] == '_' || std::isalnum(static_cast<unsigned char>(src_[q]))))
         ++q;
       push(Tok::kName, start, std::string(src_.substr(p, q - p)));
       p = q;
@@ -276,9 +276,9 @@ class Lexer {
     }
     if (c >= '0' && c <= '9') return number(p);
     if (c == '\'' || c == '"') return string(p);
-    static constexpr const char* kOps[] = {"//", "**", "==", "!=", ">=", "<=", "+", "-", "/", "*",
-                                           "%",  "~",  "[",  "]",  "(",  ")",  "{", "}", ">", "<",
-                                           "=",  ".",  ":",  "|",  ",",  ";"};
+    static constexpr const char* kOps[] = {"//", "**", "==", "!=", ">=", "<=", "+", "-", "/",
+                                           "*",  "%",  "~",  "[",  "]",  "(",  ")", "{", "}",
+                                           ">",  "<",  "=",  ".",  ":",  "|",  ",", ";"};
     for (const char* op : kOps) {
       const std::size_t n = std::strlen(op);
       if (src_.compare(p, n, op) == 0) {
@@ -292,8 +292,8 @@ class Lexer {
         return true;
       }
     }
-    return fail(p, "unexpected char '" + std::string(src_.substr(p, decode_utf8(src_, p).bytes)) +
-                       "'");
+    return fail(
+        p, "unexpected char '" + std::string(src_.substr(p, decode_utf8(src_, p).bytes)) + "'");
   }
 
   bool number(std::size_t& p) {
@@ -374,7 +374,8 @@ class Lexer {
         case 'u':
         case 'U': {
           const std::size_t n = e == 'x' ? 2 : e == 'u' ? 4 : 8;
-          if (q + n > src_.size()) return fail(q - 2, "truncated \\" + std::string(1, e) + " escape");
+          if (q + n > src_.size())
+            return fail(q - 2, "truncated \\" + std::string(1, e) + " escape");
           std::uint32_t cp = 0;
           const auto r = std::from_chars(src_.data() + q, src_.data() + q + n, cp, 16);
           if (r.ec != std::errc() || r.ptr != src_.data() + q + n || cp > 0x10FFFF ||

@@ -13,16 +13,16 @@ namespace prefixgate::canon::jinja {
 namespace {
 
 constexpr std::string_view kStrMethods[] = {
-    "startswith", "endswith", "split",   "rsplit",  "strip",   "lstrip",     "rstrip",
-    "upper",      "lower",    "title",   "capitalize", "replace", "format",  "find",
-    "rfind",      "index",    "count",   "join",    "isdigit", "isalpha",    "isalnum",
-    "isspace",    "islower",  "isupper", "splitlines", "swapcase", "zfill", "__mod__"};
+    "startswith", "endswith", "split",   "rsplit",     "strip",    "lstrip",  "rstrip",
+    "upper",      "lower",    "title",   "capitalize", "replace",  "format",  "find",
+    "rfind",      "index",    "count",   "join",       "isdigit",  "isalpha", "isalnum",
+    "isspace",    "islower",  "isupper", "splitlines", "swapcase", "zfill",   "__mod__"};
 constexpr std::string_view kDictMethods[] = {"items", "keys", "values", "get"};
 constexpr std::string_view kListMethods[] = {"index", "count"};
 // Methods Python has but the immutable sandbox refuses: calling one is a SecurityError there.
-constexpr std::string_view kMutatingMethods[] = {"append", "extend", "insert", "pop", "remove",
-                                                 "clear", "sort", "reverse", "update",
-                                                 "setdefault", "popitem"};
+constexpr std::string_view kMutatingMethods[] = {"append", "extend",     "insert", "pop",
+                                                 "remove", "clear",      "sort",   "reverse",
+                                                 "update", "setdefault", "popitem"};
 
 template <std::size_t N>
 bool contains(const std::string_view (&list)[N], std::string_view name) {
@@ -136,7 +136,8 @@ Value do_split(Interpreter& in, const Value& self, const CallArgs& args, bool fr
     if (maxsplit < 0 || static_cast<std::size_t>(maxsplit) + 1 >= words.size()) {
       parts = std::move(words);
     } else if (!from_right) {
-      for (std::int64_t k = 0; k < maxsplit; ++k) parts.push_back(words[static_cast<std::size_t>(k)]);
+      for (std::int64_t k = 0; k < maxsplit; ++k)
+        parts.push_back(words[static_cast<std::size_t>(k)]);
       // Python keeps the rest as it is from the next word on, trailing whitespace included.
       parts.emplace_back(words[static_cast<std::size_t>(maxsplit)].first, text.size());
     } else {
@@ -164,7 +165,8 @@ Value do_affix(Interpreter& in, const Value& self, const CallArgs& args, bool pr
   if (affix.is_string()) return Value(affix_match(self, affix, prefix));
   if (affix.is_list() && affix.list().is_tuple) {
     for (const Value& a : affix.list().items) {
-      if (!a.is_string()) return in.fail(ErrorKind::kType, "tuple for startswith must only contain str");
+      if (!a.is_string())
+        return in.fail(ErrorKind::kType, "tuple for startswith must only contain str");
       if (affix_match(self, a, prefix)) return Value(true);
     }
     return Value(false);
@@ -265,7 +267,8 @@ Value do_format(Interpreter& in, const Value& self, const CallArgs& args) {
       ++i;
     } else if (c == '{') {
       const std::size_t close = f.find('}', i);
-      if (close == std::string_view::npos) return in.fail(ErrorKind::kType, "single '{' encountered in format string");
+      if (close == std::string_view::npos)
+        return in.fail(ErrorKind::kType, "single '{' encountered in format string");
       const std::string_view field = f.substr(i + 1, close - i - 1);
       if (field.find_first_of(":!.[") != std::string_view::npos) {
         return in.fail(ErrorKind::kUnsupported, "format specs in str.format() are not supported");
@@ -282,7 +285,9 @@ Value do_format(Interpreter& in, const Value& self, const CallArgs& args) {
           if (name == field) v = &value;
         }
       }
-      if (v == nullptr) return in.fail(ErrorKind::kType, "missing argument for format field {" + std::string(field) + "}");
+      if (v == nullptr)
+        return in.fail(ErrorKind::kType,
+                       "missing argument for format field {" + std::string(field) + "}");
       append_str(*v, b);
       i = close;
     } else if (c == '}') {
@@ -306,7 +311,8 @@ Value do_percent(Interpreter& in, const Value& self, const CallArgs& args) {
     }
     std::size_t j = i + 1;
     std::string spec = "%";
-    while (j < f.size() && std::string_view("-+ 0#").find(f[j]) != std::string_view::npos) spec += f[j++];
+    while (j < f.size() && std::string_view("-+ 0#").find(f[j]) != std::string_view::npos)
+      spec += f[j++];
     while (j < f.size() && std::isdigit(static_cast<unsigned char>(f[j]))) spec += f[j++];
     if (j < f.size() && f[j] == '.') {
       spec += f[j++];
@@ -319,7 +325,8 @@ Value do_percent(Interpreter& in, const Value& self, const CallArgs& args) {
       b.append("%");
       continue;
     }
-    if (next >= args.positional.size()) return in.fail(ErrorKind::kType, "not enough arguments for format string");
+    if (next >= args.positional.size())
+      return in.fail(ErrorKind::kType, "not enough arguments for format string");
     const Value& v = args.positional[next++];
     char buf[128];
     if (conv == 's' || conv == 'r') {
@@ -335,21 +342,28 @@ Value do_percent(Interpreter& in, const Value& self, const CallArgs& args) {
       std::snprintf(buf, sizeof buf, (spec + "s").c_str(), text.c_str());
       b.append(std::strlen(buf) + 1 < sizeof buf ? std::string_view(buf) : std::string_view(text));
     } else if (conv == 'd' || conv == 'i' || conv == 'x' || conv == 'X' || conv == 'o') {
-      if (!v.is_int() && !v.is_bool() && !v.is_float()) return in.fail(ErrorKind::kType, "%d format: a number is required");
-      const long long n = v.is_float() ? static_cast<long long>(v.as_float())
-                          : v.is_bool() ? (v.as_bool() ? 1 : 0) : v.as_int();
+      if (!v.is_int() && !v.is_bool() && !v.is_float())
+        return in.fail(ErrorKind::kType, "%d format: a number is required");
+      const long long n = v.is_float()  ? static_cast<long long>(v.as_float())
+                          : v.is_bool() ? (v.as_bool() ? 1 : 0)
+                                        : v.as_int();
       std::snprintf(buf, sizeof buf, (spec + "ll" + (conv == 'i' ? 'd' : conv)).c_str(), n);
       b.append(buf);
     } else if (conv == 'f' || conv == 'F' || conv == 'e' || conv == 'g') {
-      if (!v.is_int() && !v.is_bool() && !v.is_float()) return in.fail(ErrorKind::kType, "must be real number");
-      const double x = v.is_float() ? v.as_float() : v.is_bool() ? (v.as_bool() ? 1 : 0) : static_cast<double>(v.as_int());
+      if (!v.is_int() && !v.is_bool() && !v.is_float())
+        return in.fail(ErrorKind::kType, "must be real number");
+      const double x = v.is_float()  ? v.as_float()
+                       : v.is_bool() ? (v.as_bool() ? 1 : 0)
+                                     : static_cast<double>(v.as_int());
       std::snprintf(buf, sizeof buf, (spec + conv).c_str(), x);
       b.append(buf);
     } else {
-      return in.fail(ErrorKind::kUnsupported, std::string("format character '") + conv + "' is not supported");
+      return in.fail(ErrorKind::kUnsupported,
+                     std::string("format character '") + conv + "' is not supported");
     }
   }
-  if (next < args.positional.size()) return in.fail(ErrorKind::kType, "not all arguments converted during string formatting");
+  if (next < args.positional.size())
+    return in.fail(ErrorKind::kType, "not all arguments converted during string formatting");
   return std::move(b).build();
 }
 
@@ -372,10 +386,14 @@ Value string_method(Interpreter& in, const Value& self, std::string_view name, C
   if (name == "join") {
     const Value items_v = arg_or_undefined(args, 0, "iterable");
     std::vector<Value> items;
-    if (!iterate(items_v, items) || items_v.is_undefined()) return in.fail(ErrorKind::kType, "can only join an iterable");
+    if (!iterate(items_v, items) || items_v.is_undefined())
+      return in.fail(ErrorKind::kType, "can only join an iterable");
     StrBuilder b;
     for (std::size_t i = 0; i < items.size(); ++i) {
-      if (!items[i].is_string()) return in.fail(ErrorKind::kType, "sequence item " + std::to_string(i) + ": expected str instance, " + std::string(type_name(items[i])) + " found");
+      if (!items[i].is_string())
+        return in.fail(ErrorKind::kType, "sequence item " + std::to_string(i) +
+                                             ": expected str instance, " +
+                                             std::string(type_name(items[i])) + " found");
       if (i > 0) b.append(self);
       b.append(items[i]);
       if (!in.check_size(b.size())) return Value();
@@ -384,12 +402,15 @@ Value string_method(Interpreter& in, const Value& self, std::string_view name, C
   }
   if (name == "find" || name == "rfind" || name == "index" || name == "count") {
     const Value sub = arg_or_undefined(args, 0, "sub");
-    if (!sub.is_string()) return in.fail(ErrorKind::kType, "must be str, not " + std::string(type_name(sub)));
+    if (!sub.is_string())
+      return in.fail(ErrorKind::kType, "must be str, not " + std::string(type_name(sub)));
     const std::string_view needle = sub.as_string();
     if (name == "count") {
       if (needle.empty()) return Value(static_cast<std::int64_t>(cp_count(s) + 1));
       std::int64_t n = 0;
-      for (std::size_t at = s.find(needle); at != std::string_view::npos; at = s.find(needle, at + needle.size())) ++n;
+      for (std::size_t at = s.find(needle); at != std::string_view::npos;
+           at = s.find(needle, at + needle.size()))
+        ++n;
       return Value(n);
     }
     const std::size_t at = name == "rfind" ? s.rfind(needle) : s.find(needle);
@@ -405,7 +426,8 @@ Value string_method(Interpreter& in, const Value& self, std::string_view name, C
     for (std::size_t i = 0; i < s.size();) {
       const auto d = decode_utf8(s, i);
       const char32_t cp = d.cp;
-      const bool brk = cp == '\n' || cp == '\r' || cp == '\v' || cp == '\f' || cp == 0x1C || cp == 0x1D || cp == 0x1E || cp == 0x85 || cp == 0x2028 || cp == 0x2029;
+      const bool brk = cp == '\n' || cp == '\r' || cp == '\v' || cp == '\f' || cp == 0x1C ||
+                       cp == 0x1D || cp == 0x1E || cp == 0x85 || cp == 0x2028 || cp == 0x2029;
       if (!brk) {
         i += d.bytes;
         continue;
@@ -543,7 +565,8 @@ Value call_method(Interpreter& in, const Value& self, std::string_view name, Cal
   if (self.is_string()) return string_method(in, self, name, args);
   if (self.is_dict()) return dict_method(in, self, name, args);
   if (self.is_list()) return list_method(in, self, name, args);
-  return in.fail(ErrorKind::kType, "'" + std::string(type_name(self)) + "' object has no attribute '" + std::string(name) + "'");
+  return in.fail(ErrorKind::kType, "'" + std::string(type_name(self)) +
+                                       "' object has no attribute '" + std::string(name) + "'");
 }
 
 Value bound_method(const Value& self, std::string_view name) {

@@ -117,7 +117,8 @@ class Parser {
         ExprPtr e = parse_tuple(true, {});
         if (!e) return false;
         s->exprs.push_back(std::move(e));
-        if (cur().type != Tok::kVarEnd) return fail("expected end of print statement, got " + describe(cur()));
+        if (cur().type != Tok::kVarEnd)
+          return fail("expected end of print statement, got " + describe(cur()));
         next();
         body.push_back(std::move(s));
       } else if (t.type == Tok::kBlockBegin) {
@@ -188,7 +189,8 @@ class Parser {
   }
 
   bool parse_target(Target& target, bool allow_attr, std::initializer_list<const char*> end_names) {
-    if (cur().type != Tok::kName) return fail("expected a name to assign to, got " + describe(cur()));
+    if (cur().type != Tok::kName)
+      return fail("expected a name to assign to, got " + describe(cur()));
     if (allow_attr && peek().type == Tok::kOp && peek().value == ".") {
       target.object = intern(cur().value);
       next();
@@ -200,7 +202,8 @@ class Parser {
     }
     const bool parenthesized = skip_op("(");
     for (;;) {
-      if (cur().type != Tok::kName) return fail("expected a name to assign to, got " + describe(cur()));
+      if (cur().type != Tok::kName)
+        return fail("expected a name to assign to, got " + describe(cur()));
       target.names.push_back(intern(cur().value));
       next();
       if (!skip_op(",")) break;
@@ -512,11 +515,11 @@ class Parser {
     ExprPtr cmp;
     for (;;) {
       CmpOp op;
-      if (cur().type == Tok::kOp && (cur().value == "==" || cur().value == "!=" ||
-                                      cur().value == "<" || cur().value == ">" ||
-                                      cur().value == "<=" || cur().value == ">=")) {
+      if (cur().type == Tok::kOp &&
+          (cur().value == "==" || cur().value == "!=" || cur().value == "<" || cur().value == ">" ||
+           cur().value == "<=" || cur().value == ">=")) {
         const std::string& v = cur().value;
-        op = v == "==" ? CmpOp::kEq
+        op = v == "=="   ? CmpOp::kEq
              : v == "!=" ? CmpOp::kNe
              : v == "<"  ? CmpOp::kLt
              : v == ">"  ? CmpOp::kGt
@@ -583,8 +586,8 @@ class Parser {
   ExprPtr parse_math2() {
     ExprPtr left = parse_pow();
     while (left && (is_op("*") || is_op("/") || is_op("//") || is_op("%"))) {
-      const BinOp op = is_op("*")   ? BinOp::kMul
-                       : is_op("/") ? BinOp::kDiv
+      const BinOp op = is_op("*")    ? BinOp::kMul
+                       : is_op("/")  ? BinOp::kDiv
                        : is_op("//") ? BinOp::kFloorDiv
                                      : BinOp::kMod;
       const std::uint32_t offset = cur().offset;
@@ -902,8 +905,8 @@ class Parser {
     next();
     if (is_op("(")) {
       if (!parse_call_args(n->args)) return nullptr;
-    } else if ((cur().type == Tok::kName || cur().type == Tok::kString ||
-                cur().type == Tok::kInt || cur().type == Tok::kFloat ||
+    } else if ((cur().type == Tok::kName || cur().type == Tok::kString || cur().type == Tok::kInt ||
+                cur().type == Tok::kFloat ||
                 (cur().type == Tok::kOp &&
                  (cur().value == "(" || cur().value == "[" || cur().value == "{"))) &&
                !is_name("else") && !is_name("or") && !is_name("and")) {

@@ -11,16 +11,18 @@ Error to_error(const ErrorDetail& d) {
                  : std::string();
   switch (d.kind) {
     case ErrorKind::kSyntax:
-      return make_error(ErrorCode::kInvalidValue, "chat template syntax error" + where + ": " + d.text);
+      return make_error(ErrorCode::kInvalidValue,
+                        "chat template syntax error" + where + ": " + d.text);
     case ErrorKind::kUnsupported:
-      return make_error(ErrorCode::kUnsupported, "chat template not supported" + where + ": " + d.text);
-    case ErrorKind::kRaised:
-      return make_error(ErrorCode::kInvalidValue, d.text);
+      return make_error(ErrorCode::kUnsupported,
+                        "chat template not supported" + where + ": " + d.text);
+    case ErrorKind::kRaised: return make_error(ErrorCode::kInvalidValue, d.text);
     case ErrorKind::kType:
     case ErrorKind::kUndefined:
       return make_error(ErrorCode::kInvalidValue, "chat template error" + where + ": " + d.text);
     case ErrorKind::kLimit:
-      return make_error(ErrorCode::kTooLarge, "chat template exceeded a limit" + where + ": " + d.text);
+      return make_error(ErrorCode::kTooLarge,
+                        "chat template exceeded a limit" + where + ": " + d.text);
   }
   return make_error(ErrorCode::kInvalidValue, d.text);
 }

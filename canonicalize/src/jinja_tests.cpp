@@ -8,16 +8,36 @@ namespace {
 
 using TestFn = bool (*)(Interpreter& in, const Value& v, CallArgs& args);
 
-bool t_defined(Interpreter&, const Value& v, CallArgs&) { return !v.is_undefined(); }
-bool t_undefined(Interpreter&, const Value& v, CallArgs&) { return v.is_undefined(); }
-bool t_none(Interpreter&, const Value& v, CallArgs&) { return v.is_none(); }
-bool t_string(Interpreter&, const Value& v, CallArgs&) { return v.is_string(); }
-bool t_number(Interpreter&, const Value& v, CallArgs&) { return v.is_number() || v.is_bool(); }
-bool t_integer(Interpreter&, const Value& v, CallArgs&) { return v.is_int(); }
-bool t_float(Interpreter&, const Value& v, CallArgs&) { return v.is_float(); }
-bool t_boolean(Interpreter&, const Value& v, CallArgs&) { return v.is_bool(); }
-bool t_true(Interpreter&, const Value& v, CallArgs&) { return v.is_bool() && v.as_bool(); }
-bool t_false(Interpreter&, const Value& v, CallArgs&) { return v.is_bool() && !v.as_bool(); }
+bool t_defined(Interpreter&, const Value& v, CallArgs&) {
+  return !v.is_undefined();
+}
+bool t_undefined(Interpreter&, const Value& v, CallArgs&) {
+  return v.is_undefined();
+}
+bool t_none(Interpreter&, const Value& v, CallArgs&) {
+  return v.is_none();
+}
+bool t_string(Interpreter&, const Value& v, CallArgs&) {
+  return v.is_string();
+}
+bool t_number(Interpreter&, const Value& v, CallArgs&) {
+  return v.is_number() || v.is_bool();
+}
+bool t_integer(Interpreter&, const Value& v, CallArgs&) {
+  return v.is_int();
+}
+bool t_float(Interpreter&, const Value& v, CallArgs&) {
+  return v.is_float();
+}
+bool t_boolean(Interpreter&, const Value& v, CallArgs&) {
+  return v.is_bool();
+}
+bool t_true(Interpreter&, const Value& v, CallArgs&) {
+  return v.is_bool() && v.as_bool();
+}
+bool t_false(Interpreter&, const Value& v, CallArgs&) {
+  return v.is_bool() && !v.as_bool();
+}
 bool t_mapping(Interpreter&, const Value& v, CallArgs&) {
   return v.is_dict() && !v.dict().is_namespace;
 }
@@ -26,11 +46,15 @@ bool t_iterable(Interpreter&, const Value& v, CallArgs&) {
   return v.is_string() || v.is_list() || (v.is_dict() && !v.dict().is_namespace) ||
          v.is_undefined();
 }
-bool t_sequence(Interpreter& in, const Value& v, CallArgs& a) { return t_iterable(in, v, a); }
+bool t_sequence(Interpreter& in, const Value& v, CallArgs& a) {
+  return t_iterable(in, v, a);
+}
 bool t_callable(Interpreter&, const Value& v, CallArgs&) {
   return v.is_native() && v.native().callable();
 }
-bool t_escaped(Interpreter&, const Value&, CallArgs&) { return false; }
+bool t_escaped(Interpreter&, const Value&, CallArgs&) {
+  return false;
+}
 
 bool integer_arg(Interpreter& in, const Value& v, std::int64_t& out) {
   if (v.is_int()) {
@@ -67,18 +91,31 @@ bool compare(Interpreter& in, const Value& a, const Value& b, bool want_less, bo
   bool ok = true;
   const bool r = or_equal ? !less(want_less ? b : a, want_less ? a : b, ok)
                           : less(want_less ? a : b, want_less ? b : a, ok);
-  if (!ok) in.fail(ErrorKind::kType, "comparison not supported between instances of '" +
-                                         std::string(type_name(a)) + "' and '" +
-                                         std::string(type_name(b)) + "'");
+  if (!ok)
+    in.fail(ErrorKind::kType, "comparison not supported between instances of '" +
+                                  std::string(type_name(a)) + "' and '" +
+                                  std::string(type_name(b)) + "'");
   return ok && r;
 }
 
-bool t_eq(Interpreter&, const Value& v, CallArgs& args) { return equals(v, arg(args, 0, "other")); }
-bool t_ne(Interpreter&, const Value& v, CallArgs& args) { return !equals(v, arg(args, 0, "other")); }
-bool t_lt(Interpreter& in, const Value& v, CallArgs& args) { return compare(in, v, arg(args, 0, "other"), true, false); }
-bool t_le(Interpreter& in, const Value& v, CallArgs& args) { return compare(in, v, arg(args, 0, "other"), true, true); }
-bool t_gt(Interpreter& in, const Value& v, CallArgs& args) { return compare(in, v, arg(args, 0, "other"), false, false); }
-bool t_ge(Interpreter& in, const Value& v, CallArgs& args) { return compare(in, v, arg(args, 0, "other"), false, true); }
+bool t_eq(Interpreter&, const Value& v, CallArgs& args) {
+  return equals(v, arg(args, 0, "other"));
+}
+bool t_ne(Interpreter&, const Value& v, CallArgs& args) {
+  return !equals(v, arg(args, 0, "other"));
+}
+bool t_lt(Interpreter& in, const Value& v, CallArgs& args) {
+  return compare(in, v, arg(args, 0, "other"), true, false);
+}
+bool t_le(Interpreter& in, const Value& v, CallArgs& args) {
+  return compare(in, v, arg(args, 0, "other"), true, true);
+}
+bool t_gt(Interpreter& in, const Value& v, CallArgs& args) {
+  return compare(in, v, arg(args, 0, "other"), false, false);
+}
+bool t_ge(Interpreter& in, const Value& v, CallArgs& args) {
+  return compare(in, v, arg(args, 0, "other"), false, true);
+}
 
 bool t_in(Interpreter& in, const Value& v, CallArgs& args) {
   const Value seq = arg(args, 0, "seq");
@@ -92,7 +129,8 @@ bool t_in(Interpreter& in, const Value& v, CallArgs& args) {
   if (seq.is_dict()) return seq.dict().find(v) != nullptr;
   std::vector<Value> items;
   if (!iterate(seq, items)) {
-    in.fail(ErrorKind::kType, "argument of type '" + std::string(type_name(seq)) + "' is not iterable");
+    in.fail(ErrorKind::kType,
+            "argument of type '" + std::string(type_name(seq)) + "' is not iterable");
     return false;
   }
   for (const Value& item : items) {
@@ -104,7 +142,8 @@ bool t_in(Interpreter& in, const Value& v, CallArgs& args) {
 bool t_sameas(Interpreter&, const Value& v, CallArgs& args) {
   const Value other = arg(args, 0, "other");
   if (v.is_none() || other.is_none()) return v.is_none() && other.is_none();
-  if (v.is_bool() || other.is_bool()) return v.is_bool() && other.is_bool() && v.as_bool() == other.as_bool();
+  if (v.is_bool() || other.is_bool())
+    return v.is_bool() && other.is_bool() && v.as_bool() == other.as_bool();
   // CPython caches small ints and templates compare literals; equal ints count as the same.
   if (v.is_int() && other.is_int()) return v.as_int() == other.as_int();
   if (v.is_dict() && other.is_dict()) return &v.dict() == &other.dict();
@@ -135,19 +174,45 @@ struct TestEntry {
 };
 
 constexpr TestEntry kTests[] = {
-    {"defined", t_defined},   {"undefined", t_undefined}, {"none", t_none},
-    {"string", t_string},     {"number", t_number},       {"integer", t_integer},
-    {"float", t_float},       {"boolean", t_boolean},     {"true", t_true},
-    {"false", t_false},       {"mapping", t_mapping},     {"iterable", t_iterable},
-    {"sequence", t_sequence}, {"callable", t_callable},   {"escaped", t_escaped},
-    {"odd", t_odd},           {"even", t_even},           {"divisibleby", t_divisibleby},
-    {"eq", t_eq},             {"equalto", t_eq},          {"==", t_eq},
-    {"ne", t_ne},             {"!=", t_ne},               {"lt", t_lt},
-    {"lessthan", t_lt},       {"<", t_lt},                {"le", t_le},
-    {"<=", t_le},             {"gt", t_gt},               {"greaterthan", t_gt},
-    {">", t_gt},              {"ge", t_ge},               {">=", t_ge},
-    {"in", t_in},             {"sameas", t_sameas},       {"lower", t_lower},
-    {"upper", t_upper},       {"filter", t_filter},       {"test", t_test},
+    {"defined", t_defined},
+    {"undefined", t_undefined},
+    {"none", t_none},
+    {"string", t_string},
+    {"number", t_number},
+    {"integer", t_integer},
+    {"float", t_float},
+    {"boolean", t_boolean},
+    {"true", t_true},
+    {"false", t_false},
+    {"mapping", t_mapping},
+    {"iterable", t_iterable},
+    {"sequence", t_sequence},
+    {"callable", t_callable},
+    {"escaped", t_escaped},
+    {"odd", t_odd},
+    {"even", t_even},
+    {"divisibleby", t_divisibleby},
+    {"eq", t_eq},
+    {"equalto", t_eq},
+    {"==", t_eq},
+    {"ne", t_ne},
+    {"!=", t_ne},
+    {"lt", t_lt},
+    {"lessthan", t_lt},
+    {"<", t_lt},
+    {"le", t_le},
+    {"<=", t_le},
+    {"gt", t_gt},
+    {"greaterthan", t_gt},
+    {">", t_gt},
+    {"ge", t_ge},
+    {">=", t_ge},
+    {"in", t_in},
+    {"sameas", t_sameas},
+    {"lower", t_lower},
+    {"upper", t_upper},
+    {"filter", t_filter},
+    {"test", t_test},
 };
 
 }  // namespace

@@ -41,11 +41,11 @@ utf8proc_int32_t as_utf8proc(char32_t cp) {
 // text (German, Turkish, ligatures); Python applies these.
 bool special_upper(char32_t cp, std::string& out) {
   switch (cp) {
-    case 0xDF: out += "SS"; return true;                  // ß
-    case 0xFB00: out += "FF"; return true;                // ﬀ
-    case 0xFB01: out += "FI"; return true;                // ﬁ
-    case 0xFB02: out += "FL"; return true;                // ﬂ
-    case 0x149: out += "\xCA\xBCN"; return true;          // ŉ
+    case 0xDF: out += "SS"; return true;          // ß
+    case 0xFB00: out += "FF"; return true;        // ﬀ
+    case 0xFB01: out += "FI"; return true;        // ﬁ
+    case 0xFB02: out += "FL"; return true;        // ﬂ
+    case 0x149: out += "\xCA\xBCN"; return true;  // ŉ
     default: return false;
   }
 }

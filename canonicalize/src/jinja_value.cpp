@@ -52,8 +52,7 @@ namespace {
 // json.loads() gives an int for a number with neither fraction nor exponent.
 Value number_from_json(const json::Number& n) {
   const std::string& src = n.source;
-  const bool integral_text =
-      !src.empty() && src.find_first_of(".eE") == std::string::npos;
+  const bool integral_text = !src.empty() && src.find_first_of(".eE") == std::string::npos;
   if (integral_text) {
     std::int64_t i = 0;
     const auto r = std::from_chars(src.data(), src.data() + src.size(), i);
@@ -319,8 +318,8 @@ void append_float(double x, std::string& out) {
   const std::size_t e_pos = sci.find('e');
   std::string_view mantissa = sci.substr(0, e_pos);
   int exponent = 0;
-  std::from_chars(sci.data() + e_pos + 1 + (sci[e_pos + 1] == '+' ? 1 : 0),
-                  sci.data() + sci.size(), exponent);
+  std::from_chars(sci.data() + e_pos + 1 + (sci[e_pos + 1] == '+' ? 1 : 0), sci.data() + sci.size(),
+                  exponent);
   bool negative = false;
   if (!mantissa.empty() && mantissa[0] == '-') {
     negative = true;

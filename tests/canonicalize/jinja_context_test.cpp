@@ -72,7 +72,8 @@ TEST(ChatTemplateTest, LoaderErrors) {
   ASSERT_FALSE(syntax.ok());
   EXPECT_EQ(syntax.error().code, ErrorCode::kInvalidValue);
   EXPECT_EQ(syntax.error().param, "chat_template");
-  auto no_default = load_chat_templates(R"({"chat_template": [{"name": "tool_use", "template": "t"}]})");
+  auto no_default =
+      load_chat_templates(R"({"chat_template": [{"name": "tool_use", "template": "t"}]})");
   ASSERT_FALSE(no_default.ok());
   EXPECT_EQ(no_default.error().code, ErrorCode::kNotFound);
 }
@@ -81,8 +82,9 @@ TEST(ChatTemplateTest, LoaderErrors) {
 // arguments parsed ({} when not JSON), empty tool_calls dropped, tools as model_dump() orders
 // them, chat_template_kwargs merged, add_generation_prompt from the request.
 TEST(ChatTemplateTest, ContextIsWhatVllmRenders) {
-  const ModelChatTemplates m =
-      model("{{ messages|tojson }}\n{{ tools|tojson }}\n{{ add_generation_prompt }} {{ enable_thinking }}");
+  const ModelChatTemplates m = model(
+      "{{ messages|tojson }}\n{{ tools|tojson }}\n{{ add_generation_prompt }} {{ enable_thinking "
+      "}}");
   const ParsedRequest request = chat(R"({
     "messages": [
       {"role": "system", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
@@ -97,15 +99,16 @@ TEST(ChatTemplateTest, ContextIsWhatVllmRenders) {
     "add_generation_prompt": false,
     "chat_template_kwargs": {"enable_thinking": false}
   })");
-  EXPECT_EQ(rendered(request, m),
-            R"([{"role": "system", "content": "a\nb"}, {"role": "user", "content": "hi", "name": "ann"}, )"
-            R"({"role": "assistant", "content": "", "tool_calls": [)"
-            R"({"id": "c1", "type": "function", "function": {"name": "f", "arguments": {"x": 1.0, "y": [true, null]}}}, )"
-            R"({"id": "c2", "type": "function", "function": {"name": "g", "arguments": {}}}]}, )"
-            R"({"role": "tool", "content": "42", "tool_call_id": "c1"}, {"role": "assistant", "content": "done"}])"
-            "\n"
-            R"([{"type": "function", "function": {"name": "f", "description": null, "parameters": {"type": "object"}, "strict": true}}])"
-            "\nFalse False");
+  EXPECT_EQ(
+      rendered(request, m),
+      R"([{"role": "system", "content": "a\nb"}, {"role": "user", "content": "hi", "name": "ann"}, )"
+      R"({"role": "assistant", "content": "", "tool_calls": [)"
+      R"({"id": "c1", "type": "function", "function": {"name": "f", "arguments": {"x": 1.0, "y": [true, null]}}}, )"
+      R"({"id": "c2", "type": "function", "function": {"name": "g", "arguments": {}}}]}, )"
+      R"({"role": "tool", "content": "42", "tool_call_id": "c1"}, {"role": "assistant", "content": "done"}])"
+      "\n"
+      R"([{"type": "function", "function": {"name": "f", "description": null, "parameters": {"type": "object"}, "strict": true}}])"
+      "\nFalse False");
   // Without tools, `tools` is none; add_generation_prompt defaults to true.
   EXPECT_EQ(rendered(chat(R"({"messages":[{"role":"user","content":"x"}]})"),
                      model("{{ tools is none }} {{ add_generation_prompt }}")),
@@ -127,8 +130,9 @@ TEST(ChatTemplateTest, TemplatesThatLoopOverContentGetParts) {
             "<plain><one\ntwo>");
   ChatRenderOptions as_string;
   as_string.content_format = ContentFormat::kString;
-  EXPECT_EQ(rendered(request, model("{% for m in messages %}<{{ m['content'] }}>{% endfor %}"
-                                    "{% for p in [] %}{% endfor %}"),
+  EXPECT_EQ(rendered(request,
+                     model("{% for m in messages %}<{{ m['content'] }}>{% endfor %}"
+                           "{% for p in [] %}{% endfor %}"),
                      as_string),
             "<plain><one\ntwo>");
 }
@@ -136,7 +140,8 @@ TEST(ChatTemplateTest, TemplatesThatLoopOverContentGetParts) {
 TEST(ChatTemplateTest, SegmentsNameTheFieldsAndTheVolatileTail) {
   const ModelChatTemplates m = model(
       "{{ bos_token }}{% for message in messages %}<|{{ message['role'] }}|>"
-      "{{ message['content'] | trim }}<|end|>{% endfor %}{% if tools %}{{ tools[0] | tojson }}{% endif %}"
+      "{{ message['content'] | trim }}<|end|>{% endfor %}{% if tools %}{{ tools[0] | tojson }}{% "
+      "endif %}"
       "{% if add_generation_prompt %}<|assistant|>{% endif %}");
   const ParsedRequest request = chat(R"({"messages": [
       {"role": "system", "content": "  be brief  "},
@@ -148,8 +153,10 @@ TEST(ChatTemplateTest, SegmentsNameTheFieldsAndTheVolatileTail) {
   ASSERT_TRUE(p.ok()) << p.error().message;
   const std::string tool_json =
       R"({"type": "function", "function": {"name": "f", "description": null, "parameters": null}})";
-  EXPECT_EQ(p->text, "<s><|system|>be brief<|end|><|user|>first<|end|><|assistant|>ok<|end|>"
-                     "<|user|>second question<|end|>" + tool_json + "<|assistant|>");
+  EXPECT_EQ(p->text,
+            "<s><|system|>be brief<|end|><|user|>first<|end|><|assistant|>ok<|end|>"
+            "<|user|>second question<|end|>" +
+                tool_json + "<|assistant|>");
   // Segments cover the text in order, without gaps.
   std::size_t pos = 0;
   for (const Segment& s : p->segments) {
@@ -175,11 +182,13 @@ TEST(ChatTemplateTest, RaisedErrorsAreBadRequests) {
       "{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}"
       "{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}"
       "{% endif %}{% endfor %}");
-  auto p = render_prompt(chat(R"({"messages":[{"role":"user","content":"a"},{"role":"user","content":"b"}]})"), m);
+  auto p = render_prompt(
+      chat(R"({"messages":[{"role":"user","content":"a"},{"role":"user","content":"b"}]})"), m);
   ASSERT_FALSE(p.ok());
   EXPECT_EQ(p.error().code, ErrorCode::kInvalidValue);
   EXPECT_EQ(http_status(p.error()), 400);
-  EXPECT_EQ(p.error().message, "Conversation roles must alternate user/assistant/user/assistant/...");
+  EXPECT_EQ(p.error().message,
+            "Conversation roles must alternate user/assistant/user/assistant/...");
 }
 
 TEST(ChatTemplateTest, DatesComeFromTheCaller) {

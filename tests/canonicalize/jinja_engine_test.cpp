@@ -341,9 +341,10 @@ TEST(JinjaEngineTest, SyntaxErrorsCarryLineAndColumn) {
 }
 
 TEST(JinjaEngineTest, UnsupportedConstructsAreNamed) {
-  for (const char* tmpl : {"{% include 'x' %}", "{% extends 'base' %}", "{% block b %}{% endblock %}",
-                           "{% import 'm' as m %}", "{{ x | nosuchfilter }}", "{{ x is nosuchtest }}",
-                           "{% for x in y recursive %}{% endfor %}"}) {
+  for (const char* tmpl :
+       {"{% include 'x' %}", "{% extends 'base' %}", "{% block b %}{% endblock %}",
+        "{% import 'm' as m %}", "{{ x | nosuchfilter }}", "{{ x is nosuchtest }}",
+        "{% for x in y recursive %}{% endfor %}"}) {
     ErrorDetail d;
     auto t = Template::compile(tmpl, &d);
     ASSERT_FALSE(t.ok()) << tmpl;
@@ -374,22 +375,19 @@ TEST(JinjaEngineTest, RuntimeErrorsAreTyped) {
     const char* tmpl;
     ErrorKind kind;
   };
-  for (const Expect& e : {Expect{"{{ 1 + 'a' }}", ErrorKind::kType},
-                          Expect{"{{ 'a' + 1 }}", ErrorKind::kType},
-                          Expect{"{{ 1 / 0 }}", ErrorKind::kType},
-                          Expect{"{{ 'abc'.nope() }}", ErrorKind::kUndefined},
-                          Expect{"{{ [1].append(2) }}", ErrorKind::kType},
-                          Expect{"{{ 1 < 'a' }}", ErrorKind::kType},
-                          Expect{"{% for x in 5 %}{% endfor %}", ErrorKind::kType},
-                          Expect{"{% set a, b = [1] %}", ErrorKind::kType},
-                          Expect{"{% set x = 1 %}{% set x.y = 2 %}", ErrorKind::kType},
-                          Expect{"{{ none() }}", ErrorKind::kType},
-                          Expect{"{{ u.attr }}", ErrorKind::kUndefined},
-                          Expect{"{{ u['k'] }}", ErrorKind::kUndefined},
-                          Expect{"{{ u + 1 }}", ErrorKind::kUndefined},
-                          Expect{"{{ u() }}", ErrorKind::kUndefined},
-                          Expect{"{{ u.strip() }}", ErrorKind::kUndefined},
-                          Expect{"{{ strftime_now('%Y') }}", ErrorKind::kUnsupported}}) {
+  for (const Expect& e :
+       {Expect{"{{ 1 + 'a' }}", ErrorKind::kType}, Expect{"{{ 'a' + 1 }}", ErrorKind::kType},
+        Expect{"{{ 1 / 0 }}", ErrorKind::kType},
+        Expect{"{{ 'abc'.nope() }}", ErrorKind::kUndefined},
+        Expect{"{{ [1].append(2) }}", ErrorKind::kType}, Expect{"{{ 1 < 'a' }}", ErrorKind::kType},
+        Expect{"{% for x in 5 %}{% endfor %}", ErrorKind::kType},
+        Expect{"{% set a, b = [1] %}", ErrorKind::kType},
+        Expect{"{% set x = 1 %}{% set x.y = 2 %}", ErrorKind::kType},
+        Expect{"{{ none() }}", ErrorKind::kType}, Expect{"{{ u.attr }}", ErrorKind::kUndefined},
+        Expect{"{{ u['k'] }}", ErrorKind::kUndefined}, Expect{"{{ u + 1 }}", ErrorKind::kUndefined},
+        Expect{"{{ u() }}", ErrorKind::kUndefined},
+        Expect{"{{ u.strip() }}", ErrorKind::kUndefined},
+        Expect{"{{ strftime_now('%Y') }}", ErrorKind::kUnsupported}}) {
     ErrorDetail d;
     RenderOptions no_date;  // strftime_now needs a date
     const std::string out = render(e.tmpl, {}, no_date, &d);
@@ -408,12 +406,14 @@ TEST(JinjaEngineTest, LimitsStopRunawayTemplates) {
   RenderOptions o = fixed_now();
   o.limits.max_output_bytes = 1000;
   ErrorDetail d;
-  EXPECT_TRUE(render("{% for i in range(100000) %}xxxxxxxxxx{% endfor %}", {}, o, &d).starts_with("ERROR"));
+  EXPECT_TRUE(
+      render("{% for i in range(100000) %}xxxxxxxxxx{% endfor %}", {}, o, &d).starts_with("ERROR"));
   EXPECT_EQ(d.kind, ErrorKind::kLimit);
 
   o = fixed_now();
   o.limits.max_loop_iterations = 5000;
-  EXPECT_TRUE(render("{% for i in range(100) %}{% for j in range(100) %}{% endfor %}{% endfor %}", {}, o, &d)
+  EXPECT_TRUE(render("{% for i in range(100) %}{% for j in range(100) %}{% endfor %}{% endfor %}",
+                     {}, o, &d)
                   .starts_with("ERROR"));
   EXPECT_EQ(d.kind, ErrorKind::kLimit);
 
@@ -441,7 +441,8 @@ TEST(JinjaEngineTest, GenerationBlocksRenderTheirBody) {
 
 TEST(JinjaEngineTest, ReportsStrftimeNowAndContentLoops) {
   EXPECT_TRUE(Template::compile("{{ strftime_now('%Y') }}")->uses_strftime_now());
-  EXPECT_TRUE(Template::compile("{% if strftime_now is defined %}x{% endif %}")->uses_strftime_now());
+  EXPECT_TRUE(
+      Template::compile("{% if strftime_now is defined %}x{% endif %}")->uses_strftime_now());
   EXPECT_FALSE(Template::compile("{{ date_string }}")->uses_strftime_now());
   EXPECT_TRUE(Template::compile("{% for m in messages %}{% for p in m['content'] %}{% endfor %}"
                                 "{% endfor %}")
@@ -456,7 +457,8 @@ TEST(JinjaEngineTest, ProvenanceFollowsStringsThroughTrimSliceAndConcat) {
   const SourceId tools = ctx.add_source("tools[0]");
   ctx.set("content", Value("  Hello world  ", user));
   ctx.set("tool", Value::dict({{"name", Value("f")}}, tools));
-  auto t = Template::compile("<{{ content | trim }}>[{{ '<' + content[2:7] + '>' }}]{{ tool | tojson }}");
+  auto t = Template::compile(
+      "<{{ content | trim }}>[{{ '<' + content[2:7] + '>' }}]{{ tool | tojson }}");
   ASSERT_TRUE(t.ok());
   auto out = t->render(ctx);
   ASSERT_TRUE(out.ok()) << out.error().message;
@@ -466,7 +468,8 @@ TEST(JinjaEngineTest, ProvenanceFollowsStringsThroughTrimSliceAndConcat) {
   EXPECT_EQ(out->spans[0].end, 12u);
   EXPECT_EQ(out->spans[0].source, user);
   EXPECT_EQ(out->spans[0].source_offset, 2u);  // after the two trimmed spaces
-  EXPECT_EQ(out->text.substr(out->spans[1].begin, out->spans[1].end - out->spans[1].begin), "Hello");
+  EXPECT_EQ(out->text.substr(out->spans[1].begin, out->spans[1].end - out->spans[1].begin),
+            "Hello");
   EXPECT_EQ(out->spans[1].source, user);
   EXPECT_EQ(out->spans[2].source, tools);
   EXPECT_EQ(out->spans[2].end, out->text.size());
@@ -476,7 +479,9 @@ TEST(JinjaEngineTest, ProvenanceFollowsStringsThroughTrimSliceAndConcat) {
 }
 
 TEST(JinjaEngineTest, CompiledTemplateRendersRepeatedlyWithDifferentContexts) {
-  auto t = Template::compile("{% set ns = namespace(n=0) %}{% for m in messages %}{% set ns.n = ns.n + 1 %}{% endfor %}{{ ns.n }}");
+  auto t = Template::compile(
+      "{% set ns = namespace(n=0) %}{% for m in messages %}{% set ns.n = ns.n + 1 %}{% endfor %}{{ "
+      "ns.n }}");
   ASSERT_TRUE(t.ok());
   for (int n = 0; n < 3; ++n) {
     Context ctx;

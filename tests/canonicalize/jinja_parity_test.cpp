@@ -59,8 +59,8 @@ constexpr Divergence kDivergences[] = {
 
 const Divergence* divergence(std::string_view model, std::string_view conversation) {
   for (const Divergence& d : kDivergences) {
-    if (model == d.model && (conversation == d.conversation ||
-                             conversation == std::string(d.conversation) + "+gen")) {
+    if (model == d.model &&
+        (conversation == d.conversation || conversation == std::string(d.conversation) + "+gen")) {
       return &d;
     }
   }
@@ -92,8 +92,8 @@ std::vector<Case> load_cases() {
       json::Value body = *entry.find("body");
       body.set("model", "m");
       body.set("add_generation_prompt", agp);
-      cases.push_back(Case{entry.find("name")->as_string() + (agp ? "+gen" : ""),
-                           json::to_json(body)});
+      cases.push_back(
+          Case{entry.find("name")->as_string() + (agp ? "+gen" : ""), json::to_json(body)});
     }
   }
   return cases;
@@ -130,7 +130,8 @@ std::optional<std::vector<Outcome>> run_reference(const std::string& config_path
   }
   std::string output;
   char buffer[1 << 16];
-  for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) output.append(buffer, n);
+  for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;)
+    output.append(buffer, n);
   const int status = pclose(pipe);
   if (status != 0) {
     error = "`" + command + "` failed (status " + std::to_string(status) + "). " + kHowToInstall;
@@ -218,8 +219,8 @@ int compare_model(const std::string& label, const std::string& config_path,
     EXPECT_TRUE(ours.ok()) << label << " " << c.name << ": " << ours.error().message;
     if (!ours) continue;
     ++rendered;
-    EXPECT_EQ(ours->text, ref.text) << label << " " << c.name << ": "
-                                    << first_difference(ours->text, ref.text);
+    EXPECT_EQ(ours->text, ref.text)
+        << label << " " << c.name << ": " << first_difference(ours->text, ref.text);
   }
   return rendered;
 }

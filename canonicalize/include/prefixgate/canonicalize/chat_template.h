@@ -47,9 +47,9 @@ struct ModelChatTemplates {
 // in transformers. `chat_template` may be a string or a list of {"name", "template"}.
 // Errors: kInvalidJson, kWrongType, kNotFound (no chat template at all), and the template's
 // own syntax (kInvalidValue) or kUnsupported errors; Error::param names the template.
-Result<ModelChatTemplates> load_chat_templates(std::string_view tokenizer_config_json,
-                                               std::optional<std::string_view> chat_template_jinja =
-                                                   std::nullopt);
+Result<ModelChatTemplates> load_chat_templates(
+    std::string_view tokenizer_config_json,
+    std::optional<std::string_view> chat_template_jinja = std::nullopt);
 
 // How message content reaches the template (vLLM's --chat-template-content-format).
 enum class ContentFormat {

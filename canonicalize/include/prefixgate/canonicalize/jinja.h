@@ -62,12 +62,12 @@ struct Undefined {
 // dicts are shared, immutable (the sandbox forbids mutating them) except namespace() objects.
 class Value {
  public:
-  Value() = default;  // Jinja2's Undefined
-  Value(None) : v_(None{}) {}                       // NOLINT
-  Value(bool b) : v_(b) {}                          // NOLINT
+  Value() = default;                                  // Jinja2's Undefined
+  Value(None) : v_(None{}) {}                         // NOLINT
+  Value(bool b) : v_(b) {}                            // NOLINT
   Value(int i) : v_(static_cast<std::int64_t>(i)) {}  // NOLINT
-  Value(std::int64_t i) : v_(i) {}                  // NOLINT
-  Value(double d) : v_(d) {}                        // NOLINT
+  Value(std::int64_t i) : v_(i) {}                    // NOLINT
+  Value(double d) : v_(d) {}                          // NOLINT
   Value(std::string_view s, SourceId source = kNoSource);
   Value(const std::string& s, SourceId source = kNoSource)  // NOLINT
       : Value(std::string_view(s), source) {}
@@ -140,10 +140,10 @@ class Context {
 };
 
 struct RenderLimits {
-  std::size_t max_output_bytes = 64u << 20;       // kTooLarge beyond
-  std::size_t max_loop_iterations = 1u << 22;     // all loops of one render together
-  std::size_t max_call_depth = 200;               // macro/caller nesting and expression depth
-  std::size_t max_value_bytes = 64u << 20;        // one string or list built while rendering
+  std::size_t max_output_bytes = 64u << 20;    // kTooLarge beyond
+  std::size_t max_loop_iterations = 1u << 22;  // all loops of one render together
+  std::size_t max_call_depth = 200;            // macro/caller nesting and expression depth
+  std::size_t max_value_bytes = 64u << 20;     // one string or list built while rendering
 };
 
 struct RenderOptions {
@@ -177,9 +177,9 @@ enum class ErrorKind {
 // A typed view of a failed compile or render. Error::message says the same for a person.
 struct ErrorDetail {
   ErrorKind kind = ErrorKind::kSyntax;
-  int line = 0;        // 1-based position in the template source; 0 when unknown
-  int column = 0;      // 1-based, in bytes
-  std::string text;    // what went wrong; for kRaised exactly the template's message
+  int line = 0;      // 1-based position in the template source; 0 when unknown
+  int column = 0;    // 1-based, in bytes
+  std::string text;  // what went wrong; for kRaised exactly the template's message
 };
 
 struct Program;
