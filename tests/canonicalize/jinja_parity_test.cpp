@@ -211,7 +211,9 @@ int compare_model(const std::string& label, const std::string& config_path,
     if (!ref.ok) {
       EXPECT_FALSE(ours.ok()) << label << " " << c.name << ": the reference raised \"" << ref.text
                               << "\", we rendered";
-      if (!ours.ok()) {
+      // raise_exception() messages must agree; other failures (a TypeError in the template)
+      // are worded by each engine in its own way, and our wording starts "chat template".
+      if (!ours.ok() && !ours.error().message.starts_with("chat template")) {
         EXPECT_EQ(ours.error().message, ref.text) << label << " " << c.name;
       }
       continue;
@@ -267,7 +269,8 @@ TEST(JinjaParityTest, ChatTemplateFolder) {
     const auto source = read_file(entry.path().string());
     ASSERT_TRUE(source.has_value());
     ++templates;
-    compare_model(entry.path().stem().string(), gptoss_config, source);
+    const int rendered = compare_model(entry.path().stem().string(), gptoss_config, source);
+    EXPECT_GE(rendered, 8) << entry.path() << " rendered too few conversations";
   }
   EXPECT_GT(templates, 0) << "no .jinja files in " << dir;
 }
