@@ -1,6 +1,8 @@
 // Chat templates: a chat request rendered into the prompt text an engine sees, and tokenized.
 //
-// Built-in templates (no Jinja at run time; each is the fixed rendering of a model family):
+// Built-in templates (no Jinja at run time; each is the fixed rendering of a model family; to
+// render the Jinja template a model ships, byte for byte as its engine does, see
+// chat_template.h):
 //   llama-3 - <|begin_of_text|><|start_header_id|>{role}<|end_header_id|>\n\n{content}<|eot_id|>
 //             ... ending with the assistant header (the generation prompt). Content is trimmed of
 //             leading/trailing whitespace as Meta's template does. Tools are listed in the system
