@@ -8,7 +8,7 @@
 //   auto model = canon::load_chat_templates(tokenizer_config_json_text, chat_template_jinja_text);
 //   if (!model) return model.error();
 //   auto prompt = canon::render_prompt(request, *model, {.now = today});
-//   if (!prompt) return reply(canon::http_status(prompt.error()), ...);   // e.g. roles must
+//   if (!prompt) return reply(http_status(prompt.error()), ...);   // e.g. roles must
 //   use(prompt->text, prompt->segments);                                  // alternate (400)
 //
 // canonicalize/ does no I/O: callers read tokenizer_config.json and chat_template.jinja.
@@ -23,7 +23,7 @@
 #include "prefixgate/canonicalize/jinja.h"
 #include "prefixgate/canonicalize/render.h"
 #include "prefixgate/canonicalize/request.h"
-#include "prefixgate/canonicalize/status.h"
+#include "prefixgate/base/status.h"
 
 namespace prefixgate::canon {
 

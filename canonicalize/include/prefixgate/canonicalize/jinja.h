@@ -38,7 +38,7 @@
 #include <vector>
 
 #include "prefixgate/canonicalize/json.h"
-#include "prefixgate/canonicalize/status.h"
+#include "prefixgate/base/status.h"
 
 namespace prefixgate::canon::jinja {
 
