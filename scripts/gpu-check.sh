@@ -57,7 +57,7 @@ else
     --target kernels_gpu_tests prefixgate-gpu-bench prefixgate-engine >"$out/build.log" 2>&1 \
     || { tail -40 "$out/build.log"; exit 1; }
   tests=build/release/tests/kernels_gpu_tests
-  bench=build/release/bench/prefixgate-gpu-bench
+  bench=build/release/tools/prefixgate-gpu-bench/prefixgate-gpu-bench
   engine=build/release/engine/prefixgate-engine
   note "Binaries: built here (build/release)"
 fi
