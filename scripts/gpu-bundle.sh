@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A self-contained bundle of the engine's binaries for a GPU host that has glibc, the CUDA driver
-# and toolkit, cmake and ninja, but none of the Debian -dev libraries this build uses (issue 7).
+# and toolkit, cmake and ninja, but none of the Debian -dev libraries this build uses.
 # Builds the `static` preset (PREFIXGATE_STATIC=ON: static libstdc++, libgcc and archives, an
 # $ORIGIN rpath), copies the executables to OUTDIR/bin (stripped) and the shared libraries they
 # still need, other than glibc's and CUDA's, to OUTDIR/lib; checks with ldd that nothing else
