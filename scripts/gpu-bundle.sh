@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A self-contained bundle of the engine's binaries for a GPU host that has glibc, the CUDA driver
-# and toolkit, cmake and ninja, but none of the Debian -dev libraries this build uses (issue 7).
+# and toolkit, cmake and ninja, but none of the Debian -dev libraries this build uses.
 # Builds the `static` preset (PREFIXGATE_STATIC=ON: static libstdc++, libgcc and archives, an
 # $ORIGIN rpath), copies the executables to OUTDIR/bin (stripped) and the shared libraries they
 # still need, other than glibc's and CUDA's, to OUTDIR/lib; checks with ldd that nothing else
@@ -9,7 +9,7 @@
 # it with DYNAMIC_ARCH), which xz packs ~10x. Unpack on the host with `cmake -E tar xf`.
 #
 # Usage: scripts/gpu-bundle.sh OUTDIR [CMAKE_ARGS...]
-#   e.g. scripts/gpu-bundle.sh build/gpu-bundle -DPREFIXGATE_SHARED_DIR=/work/shared
+#   e.g. scripts/gpu-bundle.sh build/gpu-bundle -DCMAKE_CUDA_ARCHITECTURES=90a-real
 #        scripts/gpu-bundle.sh --check-config [CMAKE_ARGS...]
 # The bundle is not built by scripts/test.sh: the static build costs minutes of CI time. CI runs
 # --check-config instead (seconds): the preset configures, and the engine's link line is static

@@ -57,7 +57,7 @@ else
     --target kernels_gpu_tests prefixgate-gpu-bench prefixgate-engine >"$out/build.log" 2>&1 \
     || { tail -40 "$out/build.log"; exit 1; }
   tests=build/release/tests/kernels_gpu_tests
-  bench=build/release/bench/prefixgate-gpu-bench
+  bench=build/release/tools/prefixgate-gpu-bench/prefixgate-gpu-bench
   engine=build/release/engine/prefixgate-engine
   note "Binaries: built here (build/release)"
 fi
@@ -89,7 +89,7 @@ cat "$out/bench.log" >>"$summary"
 note '```'
 ((status == 0)) || failed=1
 if [[ -s $out/bench.json ]]; then
-  # Issue 7's targets, read off the benchmark's JSON.
+  # The GPU targets (kernels/README.md), read off the benchmark's JSON.
   python3 - "$out/bench.json" >"$out/targets.md" <<'PY'
 import json, sys
 rows = json.load(open(sys.argv[1]))["results"]
@@ -115,7 +115,7 @@ print(line("TTFT, cold over an 8k cached prefix",
            pick("engine", lambda n: n.startswith("TTFT speedup")), ">= 5x", lambda r: r["value"]))
 PY
   note ""
-  note "## Targets"
+  note "## GPU targets"
   cat "$out/targets.md" >>"$summary"
 fi
 

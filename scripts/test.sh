@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it: dependencies, the formatting check, a release build with
-# all tests, every test again under AddressSanitizer + UndefinedBehaviorSanitizer, and the
-# concurrent parts (the engine thread, the engine and gateway servers) under ThreadSanitizer.
+# all tests, the tests again under AddressSanitizer + UndefinedBehaviorSanitizer (all but those
+# labelled asan-skip, which that build leaves out), and the tests labelled concurrent (the engine
+# thread, the engine and gateway servers) under ThreadSanitizer. Labels: CONTRIBUTING.md.
 # Usage: scripts/test.sh            (from anywhere; builds under build/)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,19 +32,20 @@ cmake --preset asan >/dev/null
 cmake --build --preset asan -j "$jobs"
 ctest --preset asan -j "$jobs"
 
-phase "tsan build and the concurrent tests (engine loop, engine and gateway servers)"
+phase "tsan build and the tests labelled concurrent"
 cmake --preset tsan >/dev/null
-cmake --build --preset tsan -j "$jobs" --target engine_loop_tests engine_server_tests \
-  prefixgate prefixgate-engine
+# concurrent_tests: the concurrent suites that run in-process, and the servers every concurrent
+# suite starts (tests/CMakeLists.txt).
+cmake --build --preset tsan -j "$jobs" --target concurrent_tests
 export TSAN_OPTIONS="halt_on_error=1 report_signal_unsafe=0"
-# The engine's server tests run servers in-process as well as as binaries: built with TSan.
-ctest --test-dir build/tsan -j "$jobs" --output-on-failure --no-tests=error -L server
+# Suites with threads in the test process (the engine loop, the engine's server in-process and
+# as a binary): built with TSan.
 ctest --test-dir build/tsan -j "$jobs" --output-on-failure --no-tests=error \
-  -R '^(EngineLoopTest|KvEventLogTest)\.'
-# The gateway's tests talk to it only as a process: the release-built tests drive the
-# TSan-built gateway and engines (a race makes a server exit, and its test fail).
+  -L concurrent -LE process-only
+# Suites that reach the servers only as processes: the release-built tests drive the TSan-built
+# gateway and engines (a race makes a server exit, and its test fail).
 PREFIXGATE_GATEWAY_BIN="$PWD/build/tsan/gateway/prefixgate" \
   PREFIXGATE_ENGINE_BIN="$PWD/build/tsan/engine/prefixgate-engine" \
   ctest --test-dir build/release -j "$jobs" --output-on-failure --no-tests=error \
-  -R '^(Gateway|Stats|Observability|OpenAi)'
+  -L concurrent -L process-only
 phase "done"

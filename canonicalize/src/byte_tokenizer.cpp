@@ -19,8 +19,9 @@ class ByteTokenizer final : public Tokenizer {
   ByteTokenizer() {
     std::vector<internal::AddedToken> tokens;
     for (std::size_t i = 0; i < kSpecials.size(); ++i) {
-      tokens.push_back({std::string(kSpecials[i]), static_cast<TokenId>(kFirstSpecialId + i),
-                        /*special=*/true, /*lstrip=*/false, /*rstrip=*/false});
+      tokens.push_back({.content = std::string(kSpecials[i]),
+                        .id = static_cast<TokenId>(kFirstSpecialId + i),
+                        .special = true});
     }
     specials_ = internal::AddedTokenMatcher(std::move(tokens));
   }

@@ -264,7 +264,7 @@ Status parse_prompts(const Value& body, ParsedRequest& req) {
   const Value* prompt = body.find("prompt");
   if (prompt == nullptr || prompt->is_null()) return missing("prompt");
   if (prompt->is_string()) {
-    req.prompts.push_back(Prompt{prompt->as_string(), {}, false});
+    req.prompts.push_back(Prompt{.text = prompt->as_string(), .token_ids = {}, .is_tokens = false});
     return {};
   }
   if (!prompt->is_array()) {

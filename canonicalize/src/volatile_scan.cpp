@@ -92,7 +92,8 @@ class ScanMemo {
     Entry& e = entries_[hash.low64 % entries_.size()];
     if (e.valid && e.size == text.size() && XXH128_isEqual(e.hash, hash)) return e.found;
     std::vector<Candidate> found = scan_uncached(text);
-    if (found.size() <= kMaxCandidates) e = Entry{true, hash, text.size(), found};
+    if (found.size() <= kMaxCandidates)
+      e = Entry{.valid = true, .hash = hash, .size = text.size(), .found = found};
     return found;
   }
 

@@ -12,42 +12,44 @@
 namespace prefixgate::canon::volatile_detail {
 namespace {
 
+enum NameForm { kFull, kAbbreviated };
+
 struct Name {
   std::string_view text;  // lower case
   int value;
-  bool abbreviated;
+  NameForm form;
 };
 
 // "May" is listed once, as an abbreviation: it is also the three-letter form RFC 2822 uses.
 constexpr std::array<Name, 24> kMonths = {{
-    {"january", 1, false},  {"february", 2, false},  {"march", 3, false},
-    {"april", 4, false},    {"may", 5, true},        {"june", 6, false},
-    {"july", 7, false},     {"august", 8, false},    {"september", 9, false},
-    {"october", 10, false}, {"november", 11, false}, {"december", 12, false},
-    {"jan", 1, true},       {"feb", 2, true},        {"mar", 3, true},
-    {"apr", 4, true},       {"jun", 6, true},        {"jul", 7, true},
-    {"aug", 8, true},       {"sep", 9, true},        {"sept", 9, true},
-    {"oct", 10, true},      {"nov", 11, true},       {"dec", 12, true},
+    {"january", 1, kFull},     {"february", 2, kFull},    {"march", 3, kFull},
+    {"april", 4, kFull},       {"may", 5, kAbbreviated},  {"june", 6, kFull},
+    {"july", 7, kFull},        {"august", 8, kFull},      {"september", 9, kFull},
+    {"october", 10, kFull},    {"november", 11, kFull},   {"december", 12, kFull},
+    {"jan", 1, kAbbreviated},  {"feb", 2, kAbbreviated},  {"mar", 3, kAbbreviated},
+    {"apr", 4, kAbbreviated},  {"jun", 6, kAbbreviated},  {"jul", 7, kAbbreviated},
+    {"aug", 8, kAbbreviated},  {"sep", 9, kAbbreviated},  {"sept", 9, kAbbreviated},
+    {"oct", 10, kAbbreviated}, {"nov", 11, kAbbreviated}, {"dec", 12, kAbbreviated},
 }};
 
 constexpr std::array<Name, 17> kWeekdays = {{
-    {"monday", 1, false},
-    {"tuesday", 2, false},
-    {"wednesday", 3, false},
-    {"thursday", 4, false},
-    {"friday", 5, false},
-    {"saturday", 6, false},
-    {"sunday", 7, false},
-    {"mon", 1, true},
-    {"tue", 2, true},
-    {"tues", 2, true},
-    {"wed", 3, true},
-    {"thu", 4, true},
-    {"thur", 4, true},
-    {"thurs", 4, true},
-    {"fri", 5, true},
-    {"sat", 6, true},
-    {"sun", 7, true},
+    {"monday", 1, kFull},
+    {"tuesday", 2, kFull},
+    {"wednesday", 3, kFull},
+    {"thursday", 4, kFull},
+    {"friday", 5, kFull},
+    {"saturday", 6, kFull},
+    {"sunday", 7, kFull},
+    {"mon", 1, kAbbreviated},
+    {"tue", 2, kAbbreviated},
+    {"tues", 2, kAbbreviated},
+    {"wed", 3, kAbbreviated},
+    {"thu", 4, kAbbreviated},
+    {"thur", 4, kAbbreviated},
+    {"thurs", 4, kAbbreviated},
+    {"fri", 5, kAbbreviated},
+    {"sat", 6, kAbbreviated},
+    {"sun", 7, kAbbreviated},
 }};
 
 // The month or weekday whose name (any case) is the whole word at `pos`.
@@ -122,8 +124,8 @@ std::size_t parse_month(std::string_view text, std::size_t pos, TextualDate& d) 
   if (month == nullptr) return kNoPos;
   d.month = month->value;
   std::size_t i = pos + month->text.size();
-  d.month_abbr3 = month->abbreviated && month->text.size() == 3;
-  if (month->abbreviated && char_at(text, i, '.')) {
+  d.month_abbr3 = month->form == kAbbreviated && month->text.size() == 3;
+  if (month->form == kAbbreviated && char_at(text, i, '.')) {
     d.month_abbr3 = false;
     ++i;
   }
@@ -252,8 +254,8 @@ void detect_textual_dates(std::string_view text, const Token& token, std::vector
     if (const Name* weekday = name_at(text, pos, kWeekdays)) {
       d.weekday = true;
       i += weekday->text.size();
-      d.weekday_abbr3 = weekday->abbreviated && weekday->text.size() == 3;
-      if (weekday->abbreviated && char_at(text, i, '.')) {
+      d.weekday_abbr3 = weekday->form == kAbbreviated && weekday->text.size() == 3;
+      if (weekday->form == kAbbreviated && char_at(text, i, '.')) {
         d.weekday_abbr3 = false;
         ++i;
       }

@@ -58,8 +58,8 @@ void Scheduler::add(SequenceRequest request) {
   // next decode step.
   const std::size_t min_pages = (seq->prompt_len + 1 + page_tokens - 1) / page_tokens;
   if (seq->prompt_len >= config_.max_model_len || min_pages > pool_.capacity()) {
-    finished_outside_.push_back(
-        SequenceUpdate{seq->id, false, 0, FinishReason::kLength, seq->prompt_len, 0, false});
+    finished_outside_.push_back(SequenceUpdate{
+        .id = seq->id, .finished = FinishReason::kLength, .prompt_tokens = seq->prompt_len});
     return;
   }
   Sequence* raw = seq.get();
@@ -114,7 +114,10 @@ void Scheduler::finish_sequence(Sequence& seq, FinishReason reason,
   } else {
     waiting_.erase(std::find(waiting_.begin(), waiting_.end(), &seq));
   }
-  out.push_back(SequenceUpdate{seq.id, false, 0, reason, seq.prompt_len, seq.cached_tokens, false});
+  out.push_back(SequenceUpdate{.id = seq.id,
+                               .finished = reason,
+                               .prompt_tokens = seq.prompt_len,
+                               .cached_tokens = seq.cached_tokens});
   sequences_.erase(seq.id);
 }
 
@@ -244,13 +247,12 @@ std::vector<SequenceUpdate> Scheduler::complete(const StepPlan& plan, const Step
 
     const canon::TokenId token = output.tokens.at(i);
     seq.tokens.push_back(token);
-    SequenceUpdate u{seq.id,
-                     true,
-                     token,
-                     FinishReason::kNone,
-                     seq.prompt_len,
-                     seq.cached_tokens,
-                     !seq.first_token_sent};
+    SequenceUpdate u{.id = seq.id,
+                     .has_token = true,
+                     .token = token,
+                     .prompt_tokens = seq.prompt_len,
+                     .cached_tokens = seq.cached_tokens,
+                     .first_token = !seq.first_token_sent};
     seq.first_token_sent = true;
     if (!seq.prompt_cached) {  // the prompt is computed: share it with requests arriving now
       seq.prompt_cached = true;

@@ -38,7 +38,7 @@ std::string Canonical(std::string_view text) {
 }
 
 TEST(JcsTest, MatchesRfc8785TestVectors) {
-  const fs::path dir = fs::path(PREFIXGATE_SHARED_DIR) / "data" / "jcs";
+  const fs::path dir = fs::path(PREFIXGATE_DATA_DIR) / "jcs";
   ASSERT_TRUE(fs::is_directory(dir / "input")) << dir / "input"
                                                << " is missing";
   int checked = 0;
@@ -224,11 +224,10 @@ TEST(JcsTest, CanonicalizedAgreesWithCanonicalText) {
       R"("plain")",
       "7.0",
   };
-  const fs::path inputs = fs::path(PREFIXGATE_SHARED_DIR) / "data" / "jcs" / "input";
-  if (fs::is_directory(inputs)) {
-    for (const fs::directory_entry& entry : fs::directory_iterator(inputs)) {
-      docs.push_back(ReadFile(entry.path()));
-    }
+  const fs::path inputs = fs::path(PREFIXGATE_DATA_DIR) / "jcs" / "input";
+  ASSERT_TRUE(fs::is_directory(inputs)) << inputs << " is missing";
+  for (const fs::directory_entry& entry : fs::directory_iterator(inputs)) {
+    docs.push_back(ReadFile(entry.path()));
   }
   for (const std::string& text : docs) {
     SCOPED_TRACE(text);

@@ -1,5 +1,6 @@
 // A real HTTP/1.1 client for the server tests (Beast, async ops bounded by a deadline, so a
-// broken server fails a test instead of hanging it).
+// broken server fails a test instead of hanging it). The client's code is compiled once, in
+// test_client.cpp: instantiated in every test file, Beast was most of their compile time.
 #pragma once
 
 #include <boost/asio/connect.hpp>
@@ -29,38 +30,16 @@ struct HttpReply {
 
 class Client {
  public:
-  explicit Client(std::uint16_t port, std::chrono::seconds timeout = std::chrono::seconds(10))
-      : stream_(ioc_), timeout_(timeout) {
-    stream_.expires_after(timeout_);
-    beast::error_code ec;
-    stream_.socket().connect({asio::ip::make_address("127.0.0.1"), port}, ec);
-    connected_ = !ec;
-    reset_parser();
-  }
+  explicit Client(std::uint16_t port, std::chrono::seconds timeout = std::chrono::seconds(10));
+  ~Client();
 
   bool connected() const { return connected_; }
 
   bool send(http::verb verb, const std::string& target, const std::string& body = {},
-            const std::string& raw_content_type = "application/json") {
-    http::request<http::string_body> req{verb, target, 11};
-    req.set(http::field::host, "127.0.0.1");
-    if (!body.empty() || verb == http::verb::post) {
-      req.set(http::field::content_type, raw_content_type);
-      req.body() = body;
-      req.prepare_payload();
-    }
-    return run([&](auto done) { http::async_write(stream_, req, done); });
-  }
-
-  bool read_header() {
-    return run([&](auto done) { http::async_read_header(stream_, buffer_, *parser_, done); });
-  }
-
+            const std::string& raw_content_type = "application/json");
+  bool read_header();
   // Reads more of the body; false at the end of the message, on EOF or on the deadline.
-  bool read_some() {
-    if (parser_->is_done()) return false;
-    return run([&](auto done) { http::async_read_some(stream_, buffer_, *parser_, done); });
-  }
+  bool read_some();
 
   // Reads until `pred(body so far)` holds; false if the response ended or timed out first.
   template <class Pred>
@@ -71,37 +50,18 @@ class Client {
     return true;
   }
 
-  HttpReply read_all() {
-    HttpReply r;
-    r.ok = run([&](auto done) { http::async_read(stream_, buffer_, *parser_, done); });
-    r.status = static_cast<int>(parser_->get().result_int());
-    r.body = parser_->get().body();
-    r.content_type = std::string(parser_->get()[http::field::content_type]);
-    return r;
-  }
+  HttpReply read_all();
 
   int status() const { return static_cast<int>(parser_->get().result_int()); }
   const std::string& body() const { return parser_->get().body(); }
-  void close() {
-    beast::error_code ec;
-    stream_.socket().close(ec);
-  }
+  void close();
   // A second request on the same connection needs a fresh parser.
-  void reset_parser() {
-    parser_.emplace();
-    parser_->body_limit(64u << 20);
-  }
+  void reset_parser();
 
  private:
+  // Starts one async operation with a completion handler and runs it to the deadline.
   template <class Start>
-  bool run(Start start) {
-    bool ok = false;
-    stream_.expires_after(timeout_);
-    start([&](beast::error_code ec, std::size_t) { ok = !ec; });
-    ioc_.restart();
-    ioc_.run();
-    return ok;
-  }
+  bool run(Start start);
 
   asio::io_context ioc_;
   beast::tcp_stream stream_;
@@ -111,12 +71,8 @@ class Client {
   bool connected_ = false;
 };
 
-inline HttpReply request(std::uint16_t port, http::verb verb, const std::string& target,
-                         const std::string& body = {}) {
-  Client c(port);
-  if (!c.connected() || !c.send(verb, target, body)) return {};
-  return c.read_all();
-}
+HttpReply request(std::uint16_t port, http::verb verb, const std::string& target,
+                  const std::string& body = {});
 inline HttpReply post(std::uint16_t port, const std::string& target, const std::string& body) {
   return request(port, http::verb::post, target, body);
 }

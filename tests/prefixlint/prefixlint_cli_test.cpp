@@ -273,7 +273,7 @@ TEST(PrefixlintCliTest, LogHtmlIsASelfContainedPageWithTheSameCeilings) {
 }
 
 TEST(PrefixlintCliTest, CanonReproducesTheRfcVectors) {
-  const fs::path jcs = fs::path(PREFIXGATE_SHARED_DIR) / "data" / "jcs";
+  const fs::path jcs = fs::path(PREFIXGATE_DATA_DIR) / "jcs";
   for (const char* name : {"arrays.json", "structures.json", "values.json", "weird.json"}) {
     RunResult r = prefixlint("canon '" + (jcs / "input" / name).string() + "'");
     EXPECT_EQ(r.exit_code, 0) << r.err;

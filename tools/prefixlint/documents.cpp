@@ -60,7 +60,7 @@ Result<Document> document_from_json(json::Value value, Document doc) {
 canon::ParsedRequest plain_text_request(std::string text) {
   canon::ParsedRequest r;
   r.endpoint = canon::Endpoint::kCompletions;
-  r.prompts.push_back(canon::Prompt{text, {}, false});
+  r.prompts.push_back(canon::Prompt{.text = text, .token_ids = {}, .is_tokens = false});
   json::Object body;
   body.push_back(json::Member{"prompt", json::Value(std::move(text))});
   r.body = json::Value(std::move(body));
@@ -97,7 +97,7 @@ Result<std::vector<Document>> read_documents(const std::string& path) {
       if (!blank) {
         auto value = json::parse(line);
         if (!value) return in_file(path, line_no, value.error());
-        Document doc{path, line_no, pos, std::string(line), {}, false, {}, {}};
+        Document doc{.file = path, .line = line_no, .file_offset = pos, .raw = std::string(line)};
         auto parsed = document_from_json(std::move(*value), std::move(doc));
         if (!parsed) return in_file(path, line_no, parsed.error());
         docs.push_back(std::move(*parsed));
@@ -112,7 +112,7 @@ Result<std::vector<Document>> read_documents(const std::string& path) {
   const bool must_be_json = ends_with(path, ".json");
   auto value = json::parse(text);
   if (value && value->is_object()) {
-    Document doc{path, 1, 0, text, {}, false, {}, {}};
+    Document doc{.file = path, .raw = text};
     auto parsed = document_from_json(std::move(*value), std::move(doc));
     if (parsed) {
       docs.push_back(std::move(*parsed));
@@ -125,7 +125,7 @@ Result<std::vector<Document>> read_documents(const std::string& path) {
         value ? make_error(ErrorCode::kWrongType, "expected a JSON object (an OpenAI request)")
               : value.error());
   }
-  Document doc{path, 1, 0, text, plain_text_request(text), true, {}, {}};
+  Document doc{.file = path, .raw = text, .request = plain_text_request(text), .plain_text = true};
   docs.push_back(std::move(doc));
   return docs;
 }

@@ -13,14 +13,14 @@ namespace prefixgate::lint {
 
 // One request to lint, and where its bytes sit in the file it came from.
 struct Document {
-  std::string file;
+  std::string file = {};
   std::size_t line = 1;         // 1-based line of the file where the document starts
   std::size_t file_offset = 0;  // byte offset of `raw` in the file
-  std::string raw;              // the document's bytes as they appear in the file
-  canon::ParsedRequest request;
-  bool plain_text = false;  // a prompt text file, wrapped as a completion request
-  std::string tenant;       // from a log envelope's "tenant", else the cache salt
-  std::string timestamp;    // from a log envelope, if any
+  std::string raw = {};         // the document's bytes as they appear in the file
+  canon::ParsedRequest request = {};
+  bool plain_text = false;     // a prompt text file, wrapped as a completion request
+  std::string tenant = {};     // from a log envelope's "tenant", else the cache salt
+  std::string timestamp = {};  // from a log envelope, if any
 };
 
 // Reads a whole file ("-" is standard input). Fails with a message naming the file.

@@ -1,7 +1,7 @@
 // The cpu device on builtin:small: what a prefix-cache hit saves on a 2k-token prompt, and
 // decode throughput at batch 1 and 16.
 //
-//   ./build/r/bench/engine_bench --benchmark_filter=Cpu
+//   build/release/microbench/engine_bench --benchmark_filter=Cpu
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>

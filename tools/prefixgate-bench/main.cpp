@@ -148,7 +148,7 @@ int main(int argc, char** argv) {
   cmp->add_option("--json", compare.json_out, "write the results as JSON");
   cmp->add_option("--svg", compare.svg_out, "write the chart (default: --json's path, .svg)");
   cmp->add_option("--log-dir", compare.fleet.log_dir,
-                  "engine and gateway logs (default build/bench/compare-logs)");
+                  "engine and gateway logs (default build/results/compare-logs)");
   cmp->add_option("--engine-bin", compare.fleet.engine_bin, "prefixgate-engine to run");
   cmp->add_option("--gateway-bin", compare.fleet.gateway_bin, "prefixgate to run");
 
@@ -181,7 +181,8 @@ int main(int argc, char** argv) {
   ovh->add_option("--gateway-arg", overhead.gateway_args, "an extra prefixgate flag (repeatable)")
       ->allow_extra_args(false);
   ovh->add_option("--out-dir", overhead.out_dir, "where results go")->capture_default_str();
-  ovh->add_option("--lua", overhead.lua, "the wrk script (default bench/overhead_request.lua)");
+  ovh->add_option("--lua", overhead.lua,
+                  "the wrk script (default tools/prefixgate-bench/overhead_request.lua)");
   ovh->add_option("--engine-bin", overhead.engine_bin, "prefixgate-engine to run");
   ovh->add_option("--gateway-bin", overhead.gateway_bin, "prefixgate to run");
 

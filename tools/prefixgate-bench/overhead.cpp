@@ -1,6 +1,6 @@
 // prefixgate-bench overhead: the gateway's cost with a fast upstream, side by side in one run.
 //
-// Three targets get the same wrk load (bench/overhead_request.lua: POST /v1/chat/completions with
+// Three targets get the same wrk load (overhead_request.lua: POST /v1/chat/completions with
 // a ~2 KB system prompt, two tools, a user message, max_tokens 1):
 //   direct      wrk -> prefixgate-engine (sim device, --sim-speedup inf: no simulated GPU time,
 //               only the engine's own HTTP, tokenization and scheduler step)
@@ -144,8 +144,7 @@ int run_overhead(const OverheadFlags& f) {
   for (const char* tool : {"wrk", "nginx"}) {
     if (!on_path(tool)) {
       std::cerr << "prefixgate-bench overhead: '" << tool
-                << "' is not installed (Debian: apt-get install wrk nginx; bench/overhead.sh "
-                   "installs them)\n";
+                << "' is not installed (Debian: sudo apt-get install wrk nginx)\n";
       return 2;
     }
   }
@@ -155,7 +154,7 @@ int run_overhead(const OverheadFlags& f) {
   const std::string gateway_bin =
       f.gateway_bin.empty() ? dir + "/../../gateway/prefixgate" : f.gateway_bin;
   const std::string lua =
-      f.lua.empty() ? std::string(PREFIXGATE_SOURCE_DIR) + "/bench/overhead_request.lua" : f.lua;
+      f.lua.empty() ? std::string(PREFIXGATE_BENCH_ASSET_DIR) + "/overhead_request.lua" : f.lua;
   for (const std::string& file : {engine_bin, gateway_bin, lua}) {
     if (access(file.c_str(), R_OK) != 0) {
       std::cerr << "prefixgate-bench overhead: cannot read '" << file << "'\n";

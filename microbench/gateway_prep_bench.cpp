@@ -1,7 +1,8 @@
 // The gateway's per-request CPU before routing: prepare_request (parse, canonicalization stage,
 // tenant salt, stream usage, render, tokenize, block hashes, prompt lint) on the request that
-// bench/overhead.sh sends through wrk, with the gateway's default rules and model. This is the
-// part of the overhead that is ours rather than the kernel's TCP; compare runs side by side.
+// `prefixgate-bench overhead` sends through wrk, with the gateway's default rules and model. This
+// is the part of the overhead that is ours rather than the kernel's TCP; compare runs side by
+// side.
 #include <benchmark/benchmark.h>
 
 #include <fstream>
@@ -17,8 +18,8 @@ namespace prefixgate::gateway::server {
 namespace {
 
 std::string overhead_request_body() {
-  std::ifstream in(PREFIXGATE_BENCH_DIR "/overhead_request.json", std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read bench/overhead_request.json");
+  std::ifstream in(PREFIXGATE_OVERHEAD_REQUEST, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " PREFIXGATE_OVERHEAD_REQUEST);
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();

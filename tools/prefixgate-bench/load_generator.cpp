@@ -30,10 +30,10 @@ struct RunState {
   std::size_t issued = 0;  // requests sent so far
   std::size_t finished = 0;
   std::size_t failed = 0;
-  std::size_t next_session = 0;       // closed loop
-  std::size_t active = 0;             // session coroutines (closed-loop workers) not yet ended
-  bool stopped = false;               // no new requests (duration reached)
-  std::deque<RequestRecord> records;  // stable addresses while coroutines fill them
+  std::size_t next_session = 0;            // closed loop
+  std::size_t active = 0;                  // session coroutines (closed-loop workers) not yet ended
+  bool stopped = false;                    // no new requests (duration reached)
+  std::deque<RequestRecord> records = {};  // stable addresses while coroutines fill them
 };
 
 bool may_issue(RunState& st) {
@@ -93,7 +93,8 @@ asio::awaitable<void> open_session(RunState& st, const Session& session, double 
 std::vector<RequestRecord> run_load(const Workload& workload, const HttpTarget& target,
                                     const LoadOptions& options) {
   asio::io_context ioc(1);
-  RunState st{workload, target, options, BenchClock::now(), 0, 0, 0, 0, 0, 0, false, {}};
+  RunState st{
+      .workload = workload, .target = target, .options = options, .zero = BenchClock::now()};
   st.limit = workload.requests();
   if (options.max_requests > 0) st.limit = std::min(st.limit, options.max_requests);
 

@@ -320,7 +320,7 @@ int run_compare(CompareFlags flags) {
                            "' (build it, or pass --engine-bin/--gateway-bin)");
       }
     }
-    if (flags.fleet.log_dir.empty()) flags.fleet.log_dir = "build/bench/compare-logs";
+    if (flags.fleet.log_dir.empty()) flags.fleet.log_dir = "build/results/compare-logs";
     for (const std::string& r : flags.rule_sets) {
       if (r != "as-sent" && r != "default" && r != "canonical") {
         return usage_error("--rule-sets: unknown rule set '" + r +

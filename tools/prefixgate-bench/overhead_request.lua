@@ -1,11 +1,11 @@
--- wrk script for bench/overhead.sh: every connection sends the same realistic chat completion
--- (overhead_request.json: a ~2 KB system prompt, two tools, a user message, max_tokens 1), and
--- done() prints one machine-readable line that overhead.sh parses:
+-- wrk script for `prefixgate-bench overhead` and gateway_instructions.sh: every connection sends
+-- the same realistic chat completion (overhead_request.json: a ~2 KB system prompt, two tools, a
+-- user message, max_tokens 1), and done() prints one machine-readable line that they parse:
 --   PGBENCH requests=N duration_us=N errors=N non2xx=N rps=F p50_us=N p90_us=N p99_us=N
 -- Latencies are wrk's own (microseconds, from the request write to the last response byte).
 
 -- The body lives in overhead_request.json beside this script, so the Google Benchmark of the
--- gateway's request preparation (bench/gateway_prep_bench.cpp) measures the very same request.
+-- gateway's request preparation (microbench/gateway_prep_bench.cpp) measures the very same request.
 local here = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 local file = assert(io.open(here .. "overhead_request.json", "rb"))
 local body = file:read("*a"):gsub("%s+$", "")

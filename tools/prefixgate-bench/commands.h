@@ -79,7 +79,7 @@ struct OverheadFlags {
   bool pin = true;
   bool profile = false;
   std::vector<std::string> gateway_args;
-  std::string out_dir = "build/bench";
+  std::string out_dir = "build/results";
   std::string lua;
   std::string engine_bin;
   std::string gateway_bin;

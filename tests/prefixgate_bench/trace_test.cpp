@@ -21,8 +21,8 @@ std::string read(const std::string& path) {
 
 TEST(TraceTest, ParsesMooncakeSyntheticTrace) {
   const std::string text =
-      read(std::string(PREFIXGATE_SHARED_DIR) + "/data/traces/mooncake_synthetic_trace.jsonl");
-  ASSERT_FALSE(text.empty()) << "missing shared trace under " << PREFIXGATE_SHARED_DIR;
+      read(std::string(PREFIXGATE_DATA_DIR) + "/traces/mooncake_synthetic_trace.jsonl");
+  ASSERT_FALSE(text.empty()) << "missing the trace under " << PREFIXGATE_DATA_DIR;
   auto trace = parse_trace(text);
   ASSERT_TRUE(trace.ok()) << trace.error().message;
   ASSERT_EQ(trace->size(), 3993u);
@@ -36,7 +36,7 @@ TEST(TraceTest, ParsesMooncakeSyntheticTrace) {
 
 TEST(TraceTest, MooncakeSyntheticCeilingIsItsPublishedSharing) {
   auto trace = parse_trace(
-      read(std::string(PREFIXGATE_SHARED_DIR) + "/data/traces/mooncake_synthetic_trace.jsonl"));
+      read(std::string(PREFIXGATE_DATA_DIR) + "/traces/mooncake_synthetic_trace.jsonl"));
   ASSERT_TRUE(trace.ok());
   TraceOptions o;
   o.length_scale = 1.0 / 16;  // 32-token blocks: two engine pages per trace block

@@ -1,0 +1,49 @@
+// The gateway tests' HTTP client (processes.h), compiled once for every test file that uses it.
+#include "gateway_server/processes.h"
+
+#include <cctype>
+
+namespace prefixgate::gateway::testing {
+
+Reply call(std::uint16_t port, http::verb verb, const std::string& target, const std::string& body,
+           const std::map<std::string, std::string>& headers, std::chrono::seconds timeout) {
+  asio::io_context ioc;
+  beast::tcp_stream stream(ioc);
+  Reply reply;
+  http::request<http::string_body> req{verb, target, 11};
+  req.set(http::field::host, "127.0.0.1");
+  for (const auto& [k, v] : headers) req.set(k, v);
+  if (verb == http::verb::post) {
+    if (headers.find("content-type") == headers.end()) {
+      req.set(http::field::content_type, "application/json");
+    }
+    req.body() = body;
+    req.prepare_payload();
+  }
+  beast::flat_buffer buffer;
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(64u << 20);
+  stream.expires_after(timeout);
+  stream.async_connect({asio::ip::make_address("127.0.0.1"), port}, [&](beast::error_code ec) {
+    if (ec) return;
+    // A server may answer before it has read the whole request (413): read even if the
+    // write failed.
+    http::async_write(stream, req, [&](beast::error_code, std::size_t) {
+      http::async_read(stream, buffer, parser,
+                       [&](beast::error_code rec, std::size_t) { reply.ok = !rec; });
+    });
+  });
+  ioc.run();
+  if (parser.is_header_done()) {
+    reply.status = static_cast<int>(parser.get().result_int());
+    for (const auto& f : parser.get()) {
+      std::string name(f.name_string());
+      for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      reply.headers[name] = std::string(f.value());
+    }
+    reply.body = parser.get().body();
+  }
+  return reply;
+}
+
+}  // namespace prefixgate::gateway::testing
