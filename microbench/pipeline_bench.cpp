@@ -61,8 +61,8 @@ void BM_ParseCanonicalizeRenderHash(benchmark::State& state) {
     }
     auto canon_req =
         parse_request_value(canonicalize(*req, policy).body, Endpoint::kChatCompletions);
-    AnalyzedPrompt p = analyze_prompt(*canon_req, model);
-    benchmark::DoNotOptimize(p.block_hashes.data());
+    auto p = analyze_prompt(*canon_req, model);
+    benchmark::DoNotOptimize(p->block_hashes.data());
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * body.size()));
 }

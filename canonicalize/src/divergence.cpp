@@ -151,11 +151,14 @@ Divergence compare_analyzed(const ParsedRequest& old_request, const AnalyzedProm
   return d;
 }
 
-Divergence compare_prompts(const ParsedRequest& old_request, const ParsedRequest& new_request,
-                           const PromptModel& model, const CanonicalizationPolicy& policy) {
-  const AnalyzedPrompt old_prompt = analyze_prompt(old_request, model);
-  const AnalyzedPrompt new_prompt = analyze_prompt(new_request, model);
-  Divergence d = compare_analyzed(old_request, old_prompt, new_request, new_prompt);
+Result<Divergence> compare_prompts(const ParsedRequest& old_request,
+                                   const ParsedRequest& new_request, const PromptModel& model,
+                                   const CanonicalizationPolicy& policy) {
+  auto old_prompt = analyze_prompt(old_request, model);
+  if (!old_prompt) return old_prompt.error();
+  auto new_prompt = analyze_prompt(new_request, model);
+  if (!new_prompt) return new_prompt.error();
+  Divergence d = compare_analyzed(old_request, *old_prompt, new_request, *new_prompt);
 
   const auto canonical = [&](const ParsedRequest& r) {
     auto req = parse_request_value(canonicalize(r, policy).body, r.endpoint);
@@ -163,12 +166,14 @@ Divergence compare_prompts(const ParsedRequest& old_request, const ParsedRequest
   };
   const ParsedRequest old_canon = canonical(old_request);
   const ParsedRequest new_canon = canonical(new_request);
-  const AnalyzedPrompt old_cp = analyze_prompt(old_canon, model);
-  const AnalyzedPrompt new_cp = analyze_prompt(new_canon, model);
+  auto old_cp = analyze_prompt(old_canon, model);
+  if (!old_cp) return old_cp.error();
+  auto new_cp = analyze_prompt(new_canon, model);
+  if (!new_cp) return new_cp.error();
   d.canonical_common_prefix_tokens =
-      common_prefix_length(old_cp.tokens.tokens, new_cp.tokens.tokens);
+      common_prefix_length(old_cp->tokens.tokens, new_cp->tokens.tokens);
   d.canonicalization_keeps_prefix =
-      d.canonical_common_prefix_tokens >= new_cp.stable_prefix_tokens();
+      d.canonical_common_prefix_tokens >= new_cp->stable_prefix_tokens();
   return d;
 }
 

@@ -76,4 +76,59 @@ PromptLint lint_prompt(const AnalyzedPrompt& prompt, const LintOptions& options)
   return out;
 }
 
+namespace {
+
+// Where a template's strftime_now() output starts in the prompt: the first byte at which two
+// renderings with different dates (differing in every field) part.
+std::optional<std::size_t> template_date_at(const ParsedRequest& request,
+                                            const PromptModel& model) {
+  if (!model.chat_format.uses_strftime_now()) return std::nullopt;
+  ChatRenderOptions one, other;
+  one.now = jinja::CivilTime{2001, 2, 3, 4, 5, 6};
+  other.now = jinja::CivilTime{2012, 11, 10, 9, 8, 7};
+  auto a = model.chat_format.render(request, one);
+  auto b = model.chat_format.render(request, other);
+  if (!a || !b || a->text == b->text) return std::nullopt;
+  const auto [ia, ib] =
+      std::mismatch(a->text.begin(), a->text.end(), b->text.begin(), b->text.end());
+  return static_cast<std::size_t>(ia - a->text.begin());
+}
+
+}  // namespace
+
+PromptLint lint_request(const ParsedRequest& request, const PromptModel& model,
+                        const AnalyzedPrompt& prompt, const LintOptions& options) {
+  PromptLint out = lint_prompt(prompt, options);
+  const std::optional<std::size_t> at = template_date_at(request, model);
+  if (!at) return out;
+  const RenderedPrompt& r = prompt.rendered;
+  Finding f;
+  f.rule = Rule::kDate;
+  f.kind = "strftime_now";
+  f.field = "chat_template";
+  f.prompt_begin = std::min(*at, r.text.size());
+  // The date as this rendering wrote it: up to the end of its line.
+  f.prompt_end = std::min(r.text.find('\n', f.prompt_begin), r.text.size());
+  f.excerpt = r.text.substr(f.prompt_begin, f.prompt_end - f.prompt_begin);
+  f.in_volatile_tail = f.prompt_begin >= r.volatile_tail_begin;
+  f.severity = f.in_volatile_tail ? Severity::kInfo : Severity::kError;
+  f.token_offset = prompt.tokens.token_at_byte(f.prompt_begin);
+  if (options.explain) {
+    f.message = f.in_volatile_tail
+                    ? "the model's chat template writes today's date after the cacheable prefix"
+                    : "the model's chat template writes today's date (strftime_now) into the "
+                      "cacheable prefix: every cached copy of this prefix is lost at midnight";
+    f.hint =
+        "pass the date yourself so that it changes only when you choose (for Llama 3.x "
+        "templates, chat_template_kwargs {\"date_string\": ...}), or serve a template "
+        "without strftime_now";
+  }
+  if (!f.in_volatile_tail)
+    out.stable_prefix_tokens = std::min(out.stable_prefix_tokens, f.token_offset);
+  const auto pos = std::find_if(out.findings.begin(), out.findings.end(),
+                                [&](const Finding& g) { return g.prompt_begin > f.prompt_begin; });
+  out.findings.insert(pos, std::move(f));
+  return out;
+}
+
 }  // namespace prefixgate::canon

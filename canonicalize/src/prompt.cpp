@@ -11,11 +11,14 @@ std::size_t AnalyzedPrompt::stable_prefix_tokens() const {
   return tokens.token_at_byte(rendered.volatile_tail_begin);
 }
 
-AnalyzedPrompt analyze_prompt(const ParsedRequest& request, const PromptModel& model) {
+Result<AnalyzedPrompt> analyze_prompt(const ParsedRequest& request, const PromptModel& model,
+                                      const ChatRenderOptions& options) {
   PG_DCHECK(model.tokenizer != nullptr);
+  auto rendered = model.chat_format.render(request, options);
+  if (!rendered) return rendered.error();
   AnalyzedPrompt out;
   out.block_size = model.block_size;
-  out.rendered = render_prompt(request, model.chat_template);
+  out.rendered = std::move(*rendered);
   out.tokens = tokenize_request(request, out.rendered, *model.tokenizer);
   out.block_hashes = block_hashes(out.tokens.tokens, model.block_size,
                                   block_hash_root(model.model_id, request.cache_salt));

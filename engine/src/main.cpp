@@ -28,6 +28,8 @@ namespace {
 
 struct Flags {
   std::string model = "builtin:tiny";
+  std::string tokenizer;      // overrides the model's tokenizer and chat template
+  std::string chat_template;  // a built-in template over the model's own
   std::string device = "cpu";
   std::string sim_profile;  // default: h100 with the model's shape
   std::string sim_speedup = "1";
@@ -63,6 +65,13 @@ int main(int argc, char** argv) {
   CLI::App app{"prefixgate-engine: an OpenAI-compatible serving replica with a radix prefix cache"};
   app.add_option("--model", f.model, "builtin:tiny, builtin:small, or a Hugging Face folder")
       ->capture_default_str();
+  app.add_option("--tokenizer", f.tokenizer,
+                 "serve with this tokenizer and chat template instead of the model's: byte, a "
+                 "tokenizer.json, or a Hugging Face model folder (its tokenizer.json and chat "
+                 "template)");
+  app.add_option("--chat-template", f.chat_template,
+                 "a built-in chat template (llama-3, chatml, plain) instead of the model's own")
+      ->check(CLI::IsMember({"llama-3", "llama3", "chatml", "qwen", "plain"}));
   app.add_option("--device", f.device,
                  "cpu (real forward pass), cuda (the same on an NVIDIA GPU) or sim (GPU cost "
                  "model)")
@@ -143,8 +152,18 @@ int main(int argc, char** argv) {
   }
   spdlog::set_level(spdlog::level::from_str(f.log_level));
 
-  auto model = engine::load_model(f.model);
+  // The sim device models the GPU's work from the shape alone: no weights to read.
+  auto model = engine::load_model(f.model, {.weights = f.device != "sim"});
   if (!model) return fail("model " + f.model + ": " + model.error().message);
+  if (!f.tokenizer.empty() || !f.chat_template.empty()) {
+    const std::string tokenizer = f.tokenizer.empty() ? f.model : f.tokenizer;
+    if (prefixgate::Status s = engine::use_tokenizer(
+            *model, tokenizer.starts_with("builtin:") ? "byte" : tokenizer, f.chat_template);
+        !s) {
+      return fail("--tokenizer " + tokenizer + ": " + s.error().message);
+    }
+  }
+  spdlog::info("prompts: {} with {}", model->tokenizer->name(), model->chat_format.name());
 
   std::unique_ptr<engine::Device> device;
   std::size_t num_pages = (f.kv_cache_tokens + f.block_size - 1) / f.block_size;
@@ -226,7 +245,7 @@ int main(int argc, char** argv) {
   engine::server::ServedModel served;
   served.name = f.served_model_name.empty() ? f.model : f.served_model_name;
   served.tokenizer = model->tokenizer;
-  served.chat_template = model->chat_template;
+  served.chat_format = model->chat_format;
   served.eos_token = tokens.eos_token;
   served.max_model_len = config.scheduler.max_model_len;
   served.vocab_size = tokens.vocab_size;

@@ -5,10 +5,11 @@
 #include <utility>
 
 #include "model_internal.h"
+#include "prefixgate/model_folder/prompt_model.h"
 
 namespace prefixgate::engine {
 
-Result<Model> load_model(std::string_view source) {
+Result<Model> load_model(std::string_view source, const LoadOptions& options) {
   if (source.starts_with("builtin:")) {
     auto spec = builtin_spec(source);
     if (!spec) return spec.error();
@@ -19,7 +20,41 @@ Result<Model> load_model(std::string_view source) {
                       "no model given: use builtin:tiny, builtin:small or a Hugging Face folder",
                       "model");
   }
-  return internal::load_hf_folder(std::string(source));
+  return internal::load_hf_folder(std::string(source), options);
+}
+
+Status use_tokenizer(Model& model, const std::string& tokenizer, const std::string& chat_template) {
+  auto loaded = load_prompt_model({.tokenizer = tokenizer, .chat_template = chat_template});
+  if (!loaded) return loaded.error();
+  const std::size_t vocab = loaded->tokenizer->vocab_size();
+  if (model.weights != nullptr && vocab > model.spec.vocab_size) {
+    return make_error(ErrorCode::kInvalidValue,
+                      tokenizer + ": the tokenizer's " + std::to_string(vocab) +
+                          " ids do not fit the model's vocabulary of " +
+                          std::to_string(model.spec.vocab_size),
+                      "tokenizer");
+  }
+  if (model.weights == nullptr) model.spec.vocab_size = vocab;
+  // The end of an assistant turn in the new token space: the folder's eos_token, else the
+  // built-in template's turn end, else what the model had if the tokenizer still has it.
+  std::string turn_end = loaded->eos_token;
+  if (turn_end.empty() && loaded->chat_format.templates() == nullptr) {
+    turn_end =
+        loaded->chat_format.builtin() == canon::ChatTemplate::kChatml ? "<|im_end|>" : "<|eot_id|>";
+  }
+  if (const auto id = loaded->tokenizer->special_token(turn_end)) {
+    model.spec.eos_token = *id;
+    model.spec.eos_tokens = {*id};
+  } else if (model.spec.eos_token >= vocab) {
+    return make_error(ErrorCode::kInvalidValue,
+                      tokenizer + ": no end-of-turn token (" +
+                          (turn_end.empty() ? std::string("none named") : turn_end) +
+                          ") in the tokenizer",
+                      "tokenizer");
+  }
+  model.tokenizer = std::move(loaded->tokenizer);
+  model.chat_format = loaded->chat_format;
+  return {};
 }
 
 namespace internal {

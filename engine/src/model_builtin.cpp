@@ -129,7 +129,7 @@ Model make_generated_model(ModelSpec spec, std::uint64_t seed) {
   model.weights = std::make_shared<const ModelWeights>(generate_weights(spec, seed));
   model.spec = std::move(spec);
   model.tokenizer = canon::make_byte_tokenizer();
-  model.chat_template = canon::ChatTemplate::kLlama3;
+  model.chat_format = canon::ChatTemplate::kLlama3;
   return model;
 }
 

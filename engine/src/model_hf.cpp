@@ -14,6 +14,8 @@
 
 #include "model_internal.h"
 #include "prefixgate/engine/model.h"
+#include "prefixgate/model_folder/prompt_model.h"
+#include "prefixgate/model_folder/text_file.h"
 #include "safetensors.h"
 
 namespace prefixgate::engine {
@@ -25,18 +27,6 @@ using canon::TokenId;
 
 using internal::kChatTemplateKey;
 using internal::kTokenizerKey;
-
-Result<std::string> read_text_file(const fs::path& path) {
-  std::error_code ec;
-  if (!fs::is_regular_file(path, ec)) {
-    return make_error(ErrorCode::kNotFound, path.string() + ": not found");
-  }
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (!in) return make_error(ErrorCode::kInvalidValue, path.string() + ": cannot be read");
-  return std::move(text).str();
-}
 
 // Typed access to config.json's top-level fields; errors carry the file and the field.
 class Config {
@@ -269,50 +259,58 @@ Result<ModelSpec> read_spec(const Config& config) {
   return spec;
 }
 
-Result<std::shared_ptr<const canon::Tokenizer>> read_tokenizer(const Config& config,
-                                                               const fs::path& folder) {
+// The tokenizer and chat format: the byte tokenizer when config.json says so; the template
+// config.json names (a built-in one), else the folder's own (chat_template.jinja or
+// tokenizer_config.json), else a built-in one told from the vocabulary.
+Result<LoadedPromptModel> read_prompt_side(const Config& config, const fs::path& folder) {
   auto kind = config.string(kTokenizerKey);
   if (!kind) return kind.error();
-  if (*kind) {
-    if (**kind != "byte") {
-      return config.unsupported(kTokenizerKey, "\"" + std::string(**kind) + "\" (only byte)");
-    }
-    return std::shared_ptr<const canon::Tokenizer>(canon::make_byte_tokenizer());
+  if (*kind && **kind != "byte") {
+    return config.unsupported(kTokenizerKey, "\"" + std::string(**kind) + "\" (only byte)");
   }
-  const fs::path path = folder / "tokenizer.json";
-  auto text = read_text_file(path);
-  if (!text) return text.error();
-  auto tokenizer = canon::load_tokenizer_json(*text);
-  if (!tokenizer) {
-    Error e = tokenizer.error();
-    e.message = path.string() + ": " + e.message;
-    return e;
-  }
-  return std::shared_ptr<const canon::Tokenizer>(std::move(*tokenizer));
-}
-
-Result<canon::ChatTemplate> read_chat_template(const Config& config,
-                                               const canon::Tokenizer& tokenizer) {
   auto name = config.string(kChatTemplateKey);
   if (!name) return name.error();
+  std::string named;
   if (*name) {
-    auto tmpl = canon::chat_template_from_name(**name);
-    if (!tmpl) return config.unsupported(kChatTemplateKey, "\"" + std::string(**name) + "\"");
-    return *tmpl;
+    if (!canon::chat_template_from_name(**name)) {
+      return config.unsupported(kChatTemplateKey, "\"" + std::string(**name) + "\"");
+    }
+    named = std::string(**name);
   }
-  // Qwen-style vocabularies mark turns with <|im_start|>; Llama-3's with <|start_header_id|>.
-  return tokenizer.special_token("<|im_start|>") ? canon::ChatTemplate::kChatml
-                                                 : canon::ChatTemplate::kLlama3;
+  if (*kind) return load_prompt_model({.tokenizer = "byte", .chat_template = named});
+  auto loaded = load_prompt_model({.tokenizer = folder.string(), .chat_template = named});
+  if (loaded || loaded.error().code != ErrorCode::kNotFound || !named.empty()) return loaded;
+  // No template of its own: Qwen-style vocabularies mark turns with <|im_start|>, Llama-3's
+  // with <|start_header_id|>.
+  loaded =
+      load_prompt_model({.tokenizer = (folder / "tokenizer.json").string(), .chat_template = ""});
+  if (loaded && loaded->tokenizer->special_token("<|im_start|>")) {
+    loaded->chat_format = canon::ChatTemplate::kChatml;
+  }
+  return loaded;
+}
+
+// The text of the token that ends an assistant turn: the folder's eos_token for its own
+// template, the built-in template's turn end otherwise.
+std::string turn_end_text(const LoadedPromptModel& prompt) {
+  if (prompt.chat_format.templates() != nullptr) return prompt.eos_token;
+  switch (prompt.chat_format.builtin()) {
+    case canon::ChatTemplate::kChatml: return "<|im_end|>";
+    case canon::ChatTemplate::kLlama3: return "<|eot_id|>";
+    case canon::ChatTemplate::kPlain: return "";
+  }
+  return "";
 }
 
 // eos_token is the template's end-of-turn token when config.json lists it (Llama 3.1 lists
 // <|end_of_text|> first, but a chat turn ends with <|eot_id|>), otherwise the first listed.
 Status read_special_ids(const Config& config, const canon::Tokenizer& tokenizer,
-                        canon::ChatTemplate tmpl, ModelSpec& spec) {
+                        const std::string& turn_end_token, ModelSpec& spec) {
   auto eos = config.token_ids("eos_token_id");
   if (!eos) return eos.error();
+  // The llama-3 turn end when none is named: a plain-template folder keeps its old behaviour.
   const std::optional<TokenId> turn_end =
-      tokenizer.special_token(tmpl == canon::ChatTemplate::kChatml ? "<|im_end|>" : "<|eot_id|>");
+      tokenizer.special_token(turn_end_token.empty() ? "<|eot_id|>" : turn_end_token);
   std::vector<TokenId> listed = std::move(*eos);
   if (listed.empty()) {
     if (!turn_end) return config.missing("eos_token_id");
@@ -460,7 +458,7 @@ Result<ModelWeights> read_weights(const TensorIndex& index, const ModelSpec& spe
 
 namespace internal {
 
-Result<Model> load_hf_folder(const std::string& folder_text) {
+Result<Model> load_hf_folder(const std::string& folder_text, const LoadOptions& options) {
   const fs::path folder = fs::path(folder_text).lexically_normal();
   std::error_code ec;
   if (!fs::is_directory(folder, ec)) {
@@ -468,7 +466,7 @@ Result<Model> load_hf_folder(const std::string& folder_text) {
                       folder_text + ": not a folder (nor builtin:tiny or builtin:small)", "model");
   }
   const fs::path config_path = folder / "config.json";
-  auto config_text = read_text_file(config_path);
+  auto config_text = read_text_file(config_path.string());
   if (!config_text) return config_text.error();
   auto config = Config::parse(*config_text, config_path.string());
   if (!config) return config.error();
@@ -478,9 +476,10 @@ Result<Model> load_hf_folder(const std::string& folder_text) {
   spec->id = (folder.has_filename() ? folder : folder.parent_path()).filename().string();
 
   Model model;
-  auto tokenizer = read_tokenizer(*config, folder);
-  if (!tokenizer) return tokenizer.error();
-  model.tokenizer = std::move(*tokenizer);
+  auto prompt = read_prompt_side(*config, folder);
+  if (!prompt) return prompt.error();
+  model.tokenizer = std::move(prompt->tokenizer);
+  model.chat_format = prompt->chat_format;
   if (model.tokenizer->vocab_size() > spec->vocab_size) {
     return make_error(ErrorCode::kInvalidValue,
                       config->path() + ": vocab_size " + std::to_string(spec->vocab_size) +
@@ -488,13 +487,14 @@ Result<Model> load_hf_folder(const std::string& folder_text) {
                           std::to_string(model.tokenizer->vocab_size()) + " ids",
                       "vocab_size");
   }
-  auto tmpl = read_chat_template(*config, *model.tokenizer);
-  if (!tmpl) return tmpl.error();
-  model.chat_template = *tmpl;
-  if (Status s = read_special_ids(*config, *model.tokenizer, *tmpl, *spec); !s) {
+  if (Status s = read_special_ids(*config, *model.tokenizer, turn_end_text(*prompt), *spec); !s) {
     return s.error();
   }
   if (Status s = validate_spec(*spec, config->path()); !s) return s.error();
+  if (!options.weights) {
+    model.spec = std::move(*spec);
+    return model;
+  }
 
   auto index = TensorIndex::open(folder);
   if (!index) return index.error();

@@ -92,12 +92,15 @@ Status write_hf_folder(const Model& model, const std::string& folder_text,
             (spec.tie_word_embeddings ? "true" : "false") + ",\n";
   config += "  \"bos_token_id\": " + std::to_string(spec.bos_token) + ",\n";
   config += "  \"eos_token_id\": " + eos + ",\n";
-  config += std::string("  \"torch_dtype\": \"") + torch_dtype + "\",\n";
   if (model.tokenizer && model.tokenizer->name() == "byte") {
     config += "  \"" + std::string(kTokenizerKey) + "\": \"byte\",\n";
   }
-  config += "  \"" + std::string(kChatTemplateKey) + "\": \"" +
-            canon::chat_template_name(model.chat_template) + "\"\n}\n";
+  // A model's own template is not written: copy its tokenizer_config.json beside the folder.
+  if (model.chat_format.templates() == nullptr) {
+    config += "  \"" + std::string(kChatTemplateKey) + "\": \"" +
+              canon::chat_template_name(model.chat_format.builtin()) + "\",\n";
+  }
+  config += std::string("  \"torch_dtype\": \"") + torch_dtype + "\"\n}\n";
 
   const fs::path config_path = folder / "config.json";
   std::ofstream out(config_path, std::ios::binary | std::ios::trunc);

@@ -33,6 +33,6 @@ Model make_generated_model(ModelSpec spec, std::uint64_t seed);
 Status validate_spec(const ModelSpec& spec, std::string_view source);
 
 // A Hugging Face folder (see model.h).
-Result<Model> load_hf_folder(const std::string& folder);
+Result<Model> load_hf_folder(const std::string& folder, const LoadOptions& options);
 
 }  // namespace prefixgate::engine::internal

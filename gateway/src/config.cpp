@@ -166,7 +166,7 @@ Status apply_model(const std::string& name, const YAML::Node& m, const std::stri
     if (k == "tokenizer") {
       auto s = scalar<std::string>(kv.second, sub);
       if (!s) return s.error();
-      mc.tokenizer_path = *s == "byte" || *s == "builtin" ? "" : *s;
+      mc.tokenizer = *s == "builtin" ? "byte" : *s;
     } else if (k == "chat_template") {
       auto s = scalar<std::string>(kv.second, sub);
       if (!s) return s.error();
@@ -180,8 +180,20 @@ Status apply_model(const std::string& name, const YAML::Node& m, const std::stri
       auto s = scalar<std::string>(kv.second, sub);
       if (!s) return s.error();
       mc.model_id = *s;
+    } else if (k == "template_errors") {
+      auto s = scalar<std::string>(kv.second, sub);
+      if (!s) return s.error();
+      if (*s == "reject") {
+        mc.template_errors = TemplateErrorAction::kReject;
+      } else if (*s == "route_on_text") {
+        mc.template_errors = TemplateErrorAction::kRouteOnText;
+      } else {
+        return bad(sub, sub + ": '" + *s + "' is not reject or route_on_text");
+      }
     } else {
-      return bad(sub, sub + ": unknown key (tokenizer, chat_template, block_size, model_id)");
+      return bad(sub, sub +
+                          ": unknown key (tokenizer, chat_template, block_size, model_id, "
+                          "template_errors)");
     }
   }
   cfg.models.push_back(std::move(mc));
@@ -289,6 +301,10 @@ const char* rule_mode_name(RuleMode mode) {
     case RuleMode::kRewrite: return "rewrite";
   }
   return "off";
+}
+
+const char* template_error_action_name(TemplateErrorAction action) {
+  return action == TemplateErrorAction::kReject ? "reject" : "route_on_text";
 }
 
 Result<UpstreamConfig> parse_upstream_url(std::string_view url, std::string param) {

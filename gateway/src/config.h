@@ -30,12 +30,20 @@ struct UpstreamConfig {
 };
 
 // How requests for one model become tokens; the defaults are the engine's builtin models.
+// What the gateway does with a request its model's chat template refuses (raise_exception(),
+// a render limit): answer 400 as the engine rendering the same template would, or route on the
+// request's text (the built-in plain rendering) and let the engine answer.
+enum class TemplateErrorAction { kReject, kRouteOnText };
+const char* template_error_action_name(TemplateErrorAction action);
+
 struct ModelConfig {
-  std::string name;            // request `model` this applies to; "" = the default for all
-  std::string tokenizer_path;  // tokenizer.json; "" = the builtin byte tokenizer
-  std::string chat_template = "llama-3";
+  std::string name;  // request `model` this applies to; "" = the default for all
+  // "byte", a tokenizer.json, or a Hugging Face model folder (its tokenizer and chat template).
+  std::string tokenizer = "byte";
+  std::string chat_template;  // a built-in name; "" = the folder's own template, else llama-3
   std::size_t block_size = 16;
   std::string model_id = "builtin:tiny";  // seeds the block-hash root, as the engine's model_id
+  TemplateErrorAction template_errors = TemplateErrorAction::kReject;
 };
 
 enum class RuleMode { kOff, kObserve, kRewrite };

@@ -12,7 +12,9 @@ class DivergenceTest : public ::testing::Test {
     auto b = parse_request(new_body, Endpoint::kChatCompletions);
     EXPECT_TRUE(a) << a.error().message;
     EXPECT_TRUE(b) << b.error().message;
-    return compare_prompts(*a, *b, model_, CanonicalizationPolicy{});
+    auto d = compare_prompts(*a, *b, model_, CanonicalizationPolicy{});
+    EXPECT_TRUE(d) << d.error().message;
+    return d ? *d : Divergence{};
   }
 
   std::unique_ptr<Tokenizer> tokenizer_ = make_byte_tokenizer();

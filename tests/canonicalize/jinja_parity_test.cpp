@@ -15,6 +15,7 @@
 // a newer config than the package's): set PREFIXGATE_CHAT_TEMPLATES_DIR to a folder of
 // <model>.jinja files and ChatTemplateFolder compares each of them the same way.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -117,7 +118,10 @@ std::optional<std::vector<Outcome>> run_reference(const std::string& config_path
   json::Array requests;
   for (const Case& c : cases) requests.push_back(*json::parse(c.body));
   spec.set("requests", std::move(requests));
-  const std::string spec_path = testing::TempDir() + "/jinja_parity_cases.json";
+  // One file per process and call: ctest runs the models' tests in parallel processes.
+  static int calls = 0;
+  const std::string spec_path = testing::TempDir() + "/jinja_parity_cases_" +
+                                std::to_string(getpid()) + "_" + std::to_string(++calls) + ".json";
   {
     std::ofstream out(spec_path, std::ios::binary);
     out << json::to_json(spec);

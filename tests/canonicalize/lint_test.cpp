@@ -12,7 +12,9 @@ struct Fixture {
   PromptLint lint(std::string_view body) {
     auto r = parse_request(body, Endpoint::kChatCompletions);
     EXPECT_TRUE(r) << r.error().message;
-    prompt = analyze_prompt(*r, model);
+    auto p = analyze_prompt(*r, model);
+    EXPECT_TRUE(p) << p.error().message;
+    if (p) prompt = std::move(*p);
     return lint_prompt(prompt);
   }
   AnalyzedPrompt prompt;

@@ -99,7 +99,8 @@ TEST_F(ModelHfTest, RoundTripKeepsSpecWeightsTokenizerAndTemplate) {
   EXPECT_EQ(b.eos_tokens, a.eos_tokens);
   EXPECT_EQ(b.bos_token, a.bos_token);
   EXPECT_EQ(loaded->tokenizer->name(), "byte");
-  EXPECT_EQ(loaded->chat_template, canon::ChatTemplate::kLlama3);
+  EXPECT_EQ(loaded->chat_format.builtin(), canon::ChatTemplate::kLlama3);
+  EXPECT_EQ(loaded->chat_format.templates(), nullptr);
   EXPECT_EQ(loaded->weights->embed, model_.weights->embed);
   EXPECT_TRUE(loaded->weights->lm_head.empty());  // tied
   for (std::size_t i = 0; i < a.num_layers; ++i) {
@@ -350,7 +351,8 @@ TEST_F(ModelHfTest, TokenizerJsonWithImStartSelectsChatmlAndItsEndOfTurn) {
   write_file(folder_ / "tokenizer.json", chatml_tokenizer_json());
   auto loaded = load_model(folder_.string());
   ASSERT_TRUE(loaded.ok()) << loaded.error().message;
-  EXPECT_EQ(loaded->chat_template, canon::ChatTemplate::kChatml);
+  EXPECT_EQ(loaded->chat_format.builtin(), canon::ChatTemplate::kChatml);
+  EXPECT_EQ(loaded->chat_format.templates(), nullptr);
   EXPECT_EQ(loaded->tokenizer->vocab_size(), 259u);
   EXPECT_EQ(loaded->spec.eos_token, 257u);  // <|im_end|> ends a chatml turn
   EXPECT_EQ(loaded->spec.eos_tokens, (std::vector<canon::TokenId>{257, 258}));

@@ -69,7 +69,7 @@ TEST(ModelSpecTest, BuiltinWeightsAreDeterministicAndScaledByFanIn) {
   EXPECT_EQ(a->weights->layers[1].wq, b->weights->layers[1].wq);
   EXPECT_EQ(a->weights->embed, b->weights->embed);
   EXPECT_NE(a->weights->layers[0].wq, a->weights->layers[1].wq);  // separate streams
-  EXPECT_EQ(a->chat_template, canon::ChatTemplate::kLlama3);
+  EXPECT_EQ(a->chat_format.builtin(), canon::ChatTemplate::kLlama3);
   EXPECT_EQ(a->tokenizer->name(), "byte");
 
   const ModelWeights other = internal::generate_weights(a->spec, 1);

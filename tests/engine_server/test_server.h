@@ -38,7 +38,7 @@ class TestServer {
     ServedModel model;
     model.name = "test-model";
     model.tokenizer = canon::make_byte_tokenizer();
-    model.chat_template = canon::ChatTemplate::kLlama3;
+    model.chat_format = canon::ChatTemplate::kLlama3;
     model.eos_token = 999;
     model.max_model_len = config.max_model_len;
     model.vocab_size = 1000;

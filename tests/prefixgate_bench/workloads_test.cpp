@@ -18,7 +18,9 @@ std::vector<canon::TokenId> tokens_of(const Turn& turn) {
   EXPECT_TRUE(req.ok()) << (req.ok() ? "" : req.error().message);
   if (!req) return {};
   const canon::PromptModel model{canon::ChatTemplate::kLlama3, tokenizer.get(), 16, "builtin:tiny"};
-  return canon::analyze_prompt(*req, model).tokens.tokens;
+  auto prompt = canon::analyze_prompt(*req, model);
+  EXPECT_TRUE(prompt) << prompt.error().message;
+  return prompt ? prompt->tokens.tokens : std::vector<canon::TokenId>{};
 }
 
 std::vector<std::string> bodies(const Workload& w) {

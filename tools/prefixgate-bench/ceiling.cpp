@@ -59,7 +59,7 @@ Result<CeilingResult> compute_ceiling(const Workload& workload, const CeilingMod
     return make_error(ErrorCode::kInvalidValue, "ceiling: no tokenizer");
   }
   PrefixCeiling ceiling(model.block_size);
-  const canon::PromptModel prompt_model{model.chat_template, model.tokenizer, model.block_size,
+  const canon::PromptModel prompt_model{model.chat_format, model.tokenizer, model.block_size,
                                         model.model_id};
   std::size_t n = 0;
   for (const Turn* turn : nominal_order(workload)) {
@@ -76,8 +76,9 @@ Result<CeilingResult> compute_ceiling(const Workload& workload, const CeilingMod
       if (!again) return again.error();
       request = std::move(*again);
     }
-    const canon::AnalyzedPrompt prompt = canon::analyze_prompt(request, prompt_model);
-    ceiling.add(prompt.block_hashes, prompt.tokens.tokens.size(), n >= warmup);
+    auto prompt = canon::analyze_prompt(request, prompt_model);
+    if (!prompt) return prompt.error();
+    ceiling.add(prompt->block_hashes, prompt->tokens.tokens.size(), n >= warmup);
     ++n;
   }
   return CeilingResult{ceiling.hit_rate(), ceiling.prompt_tokens(), ceiling.hit_tokens()};

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "prefixgate/base/status.h"
+#include "prefixgate/canonicalize/chat_format.h"
 #include "prefixgate/canonicalize/policy.h"
 #include "prefixgate/canonicalize/render.h"
 #include "prefixgate/canonicalize/tokenizer.h"
@@ -50,7 +51,7 @@ class PrefixCeiling {
 
 struct CeilingModel {
   const canon::Tokenizer* tokenizer = nullptr;
-  canon::ChatTemplate chat_template = canon::ChatTemplate::kLlama3;
+  canon::ChatFormat chat_format;  // built-in llama-3, or the model's own template
   std::size_t block_size = 16;
   std::string model_id = "builtin:tiny";
   // Applied to each request before it is rendered: what the gateway rewrites before the engine

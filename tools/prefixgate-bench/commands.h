@@ -32,8 +32,8 @@ struct WorkloadFlags {
 };
 
 struct CeilingFlags {
-  std::string tokenizer = "byte";  // byte, or the path of a tokenizer.json
-  std::string chat_template = "llama-3";
+  std::string tokenizer = "byte";  // byte, a tokenizer.json or a model folder
+  std::string chat_template;       // a built-in name; "" = the folder's own, else llama-3
   std::size_t block_size = 16;
   std::string model_id;  // "": the workload's model
   // Which ceiling the "of ceiling" column reads against, to match what the gateway rewrites:

@@ -12,6 +12,7 @@
 
 #include "ceiling.h"
 #include "commands.h"
+#include "prefixgate/model_folder/prompt_model.h"
 #include "report.h"
 
 namespace prefixgate::bench {
@@ -171,27 +172,13 @@ struct Ceilings {
 
 Result<Ceilings> compute_ceilings(const Workload& w, const CeilingFlags& f,
                                   const std::string& model, const LoadOptions& load) {
-  std::unique_ptr<canon::Tokenizer> tokenizer;
-  if (f.tokenizer == "byte") {
-    tokenizer = canon::make_byte_tokenizer();
-  } else {
-    auto text = read_file(f.tokenizer);
-    if (!text) return text.error();
-    auto t = canon::load_tokenizer_json(*text);
-    if (!t) return t.error();
-    tokenizer = std::move(*t);
+  auto loaded = load_prompt_model({.tokenizer = f.tokenizer, .chat_template = f.chat_template});
+  if (!loaded) {
+    return make_error(loaded.error().code, "--tokenizer/--template: " + loaded.error().message);
   }
   CeilingModel m;
-  m.tokenizer = tokenizer.get();
-  if (f.chat_template == "llama-3") {
-    m.chat_template = canon::ChatTemplate::kLlama3;
-  } else if (f.chat_template == "chatml") {
-    m.chat_template = canon::ChatTemplate::kChatml;
-  } else if (f.chat_template == "plain") {
-    m.chat_template = canon::ChatTemplate::kPlain;
-  } else {
-    return make_error(ErrorCode::kInvalidValue, "--template: unknown '" + f.chat_template + "'");
-  }
+  m.tokenizer = loaded->tokenizer.get();
+  m.chat_format = loaded->chat_format;
   m.block_size = f.block_size;
   m.model_id = f.model_id.empty() ? model : f.model_id;
   Ceilings c;

@@ -76,9 +76,12 @@ void add_workload_flags(CLI::App& app, bench::WorkloadFlags& w, bench::CeilingFl
       ->capture_default_str();
   // ceiling
   app.add_option("--tokenizer", c.tokenizer,
-                 "ceiling: byte (the builtin models) or a tokenizer.json, as the engines tokenize")
+                 "ceiling: byte (the builtin models), a tokenizer.json or a model folder, as the "
+                 "engines tokenize")
       ->capture_default_str();
-  app.add_option("--template", c.chat_template, "ceiling: llama-3 | chatml | plain")
+  app.add_option("--template", c.chat_template,
+                 "ceiling: llama-3 | chatml | plain (default: the model folder's own, else "
+                 "llama-3)")
       ->capture_default_str();
   app.add_option("--block-size", c.block_size, "ceiling: the engines' KV page size in tokens")
       ->capture_default_str();

@@ -44,7 +44,9 @@ void add_tokens_command(CLI::App& app, std::function<int()>& run) {
   };
   auto opts = std::make_shared<Options>();
   CLI::App* cmd =
-      app.add_subcommand("tokens", "print a request's token ids and prefix-block hashes as JSON");
+      app.add_subcommand("tokens",
+                         "print a request's rendered prompt, token ids and prefix-block hashes as "
+                         "JSON");
   cmd->add_option("file", opts->file, "a request (.json) or prompt text; - for stdin")->required();
   add_model_flags(*cmd, opts->model, /*with_policy=*/false);
   cmd->callback([opts, &run] {
@@ -55,8 +57,12 @@ void add_tokens_command(CLI::App& app, std::function<int()>& run) {
       if (!docs) return fail(docs.error());
       json::Array out;
       for (const Document& doc : *docs) {
-        const canon::AnalyzedPrompt p = canon::analyze_prompt(doc.request, loaded->model);
-        std::string line = R"({"tokens":[)";
+        auto analyzed = canon::analyze_prompt(doc.request, loaded->model);
+        if (!analyzed) return fail(refused_by_template(opts->file, doc, analyzed.error()));
+        const canon::AnalyzedPrompt& p = *analyzed;
+        std::string line = R"({"text":)";
+        json::append_quoted(p.rendered.text, line);
+        line += R"(,"tokens":[)";
         for (std::size_t i = 0; i < p.tokens.tokens.size(); ++i) {
           if (i > 0) line += ',';
           line += std::to_string(p.tokens.tokens[i]);

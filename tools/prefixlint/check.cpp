@@ -63,15 +63,17 @@ json::Value number(std::size_t n) {
 
 }  // namespace
 
-FileReport check_documents(const std::string& file, const std::vector<Document>& docs,
-                           const canon::PromptModel& model) {
+Result<FileReport> check_documents(const std::string& file, const std::vector<Document>& docs,
+                                   const canon::PromptModel& model) {
   FileReport report;
   report.file = file;
   report.requests = docs.size();
   bool first = true;
   for (const Document& doc : docs) {
-    const canon::AnalyzedPrompt prompt = canon::analyze_prompt(doc.request, model);
-    canon::PromptLint lint = canon::lint_prompt(prompt);
+    auto analyzed = canon::analyze_prompt(doc.request, model);
+    if (!analyzed) return refused_by_template(file, doc, analyzed.error());
+    const canon::AnalyzedPrompt& prompt = *analyzed;
+    canon::PromptLint lint = canon::lint_request(doc.request, model, prompt);
     if (first || lint.stable_prefix_tokens < report.stable_prefix_tokens) {
       report.stable_prefix_tokens = lint.stable_prefix_tokens;
       report.prompt_tokens = prompt.tokens.tokens.size();
@@ -247,7 +249,9 @@ void add_check_command(CLI::App& app, std::function<int()>& run) {
       for (const std::string& file : opts->files) {
         auto docs = read_documents(file);
         if (!docs) return fail(docs.error());
-        reports.push_back(check_documents(file, *docs, loaded->model));
+        auto report = check_documents(file, *docs, loaded->model);
+        if (!report) return fail(report.error());
+        reports.push_back(std::move(*report));
       }
       if (opts->format == "json") {
         std::cout << render_json(reports);

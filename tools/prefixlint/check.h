@@ -29,8 +29,9 @@ struct FileReport {
   std::size_t prompt_tokens = 0;  // of the request with the smallest stable prefix
 };
 
-FileReport check_documents(const std::string& file, const std::vector<Document>& docs,
-                           const canon::PromptModel& model);
+// Errors: a request the model's chat template refuses, naming its file and line.
+Result<FileReport> check_documents(const std::string& file, const std::vector<Document>& docs,
+                                   const canon::PromptModel& model);
 
 enum class OutputFormat { kText, kJson, kSarif };
 

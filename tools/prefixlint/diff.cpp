@@ -101,8 +101,14 @@ void add_diff_command(CLI::App& app, std::function<int()>& run) {
       if (!old_doc) return fail(old_doc.error());
       auto new_doc = read_one(opts->new_file);
       if (!new_doc) return fail(new_doc.error());
-      const canon::Divergence d =
+      auto compared =
           canon::compare_prompts(old_doc->request, new_doc->request, loaded->model, loaded->policy);
+      if (!compared) {
+        return fail(
+            make_error(compared.error().code,
+                       "the model's chat template refuses a request: " + compared.error().message));
+      }
+      const canon::Divergence& d = *compared;
       std::cout << (opts->format == "json" ? diff_json(d) : diff_text(d));
       // 1 when the change costs cached prefix, so CI can gate on it.
       return d.diverged && d.prefix_tokens_lost > 0 ? 1 : 0;

@@ -79,6 +79,12 @@ Result<std::string> read_file(const std::string& path) {
   return buf.str();
 }
 
+Error refused_by_template(const std::string& file, const Document& doc, const Error& error) {
+  return make_error(error.code,
+                    file + ":" + std::to_string(doc.line) +
+                        ": the model's chat template refuses this request: " + error.message);
+}
+
 Result<std::vector<Document>> read_documents(const std::string& path) {
   auto contents = read_file(path);
   if (!contents) return contents.error();

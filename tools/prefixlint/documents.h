@@ -30,6 +30,10 @@ Result<std::string> read_file(const std::string& path);
 // for .jsonl, the line.
 Result<std::vector<Document>> read_documents(const std::string& path);
 
+// "FILE:LINE: the model's chat template refuses this request: ..." for a request that
+// analyze_prompt() could not render.
+Error refused_by_template(const std::string& file, const Document& doc, const Error& error);
+
 // Wraps plain prompt text as a completion request, so text and requests share one pipeline.
 canon::ParsedRequest plain_text_request(std::string text);
 

@@ -76,8 +76,8 @@ bool resynchronizes(const std::string& old_text, const std::string& new_text, st
   return false;
 }
 
-LogReport analyze_log(const std::string& file, const std::vector<Document>& docs,
-                      const LoadedModel& loaded, std::size_t history_limit) {
+Result<LogReport> analyze_log(const std::string& file, const std::vector<Document>& docs,
+                              const LoadedModel& loaded, std::size_t history_limit) {
   LogReport report;
   report.file = file;
   report.block_size = loaded.model.block_size;
@@ -94,11 +94,14 @@ LogReport analyze_log(const std::string& file, const std::vector<Document>& docs
 
   for (std::size_t i = 0; i < docs.size(); ++i) {
     const Document& doc = docs[i];
-    canon::AnalyzedPrompt prompt = canon::analyze_prompt(doc.request, loaded.model);
+    auto analyzed = canon::analyze_prompt(doc.request, loaded.model);
+    if (!analyzed) return refused_by_template(file, doc, analyzed.error());
+    canon::AnalyzedPrompt& prompt = *analyzed;
     auto canon_req = canon::parse_request_value(
         canon::canonicalize(doc.request, loaded.policy).body, doc.request.endpoint);
-    const canon::AnalyzedPrompt canon_prompt =
-        canon::analyze_prompt(canon_req ? *canon_req : doc.request, loaded.model);
+    auto canon_analyzed = canon::analyze_prompt(canon_req ? *canon_req : doc.request, loaded.model);
+    if (!canon_analyzed) return refused_by_template(file, doc, canon_analyzed.error());
+    const canon::AnalyzedPrompt& canon_prompt = *canon_analyzed;
 
     std::size_t owner = 0, canon_owner = 0;
     const std::size_t hit_blocks = as_sent.match(prompt.block_hashes, &owner);
@@ -299,7 +302,9 @@ void add_log_command(CLI::App& app, std::function<int()>& run) {
       if (!loaded) return fail(loaded.error());
       auto docs = read_documents(opts->file);
       if (!docs) return fail(docs.error());
-      const LogReport report = analyze_log(opts->file, *docs, *loaded, opts->history);
+      auto analyzed = analyze_log(opts->file, *docs, *loaded, opts->history);
+      if (!analyzed) return fail(analyzed.error());
+      const LogReport& report = *analyzed;
       std::cout << (opts->format == "json"   ? log_json(report)
                     : opts->format == "html" ? log_html(report)
                                              : log_text(report));

@@ -3,15 +3,18 @@
 #include <charconv>
 
 #include "documents.h"
+#include "prefixgate/model_folder/prompt_model.h"
 
 namespace prefixgate::lint {
 
 void add_model_flags(CLI::App& app, ModelFlags& flags, bool with_policy) {
   app.add_option("--tokenizer", flags.tokenizer,
-                 "'byte' (the embedded default) or the path of a Hugging Face tokenizer.json")
+                 "'byte' (the embedded default), a Hugging Face tokenizer.json, or a model "
+                 "folder (its tokenizer.json and its own chat template)")
       ->capture_default_str();
-  app.add_option("--template", flags.chat_template, "chat template: llama-3, chatml or plain")
-      ->capture_default_str();
+  app.add_option("--template", flags.chat_template,
+                 "a built-in chat template: llama-3, chatml or plain (default: the model "
+                 "folder's own, else llama-3)");
   app.add_option("--block-size", flags.block_size, "tokens per prefix-cache block")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 16));
@@ -44,24 +47,22 @@ Result<std::chrono::seconds> parse_duration(const std::string& text) {
 
 Result<LoadedModel> load_model(const ModelFlags& flags) {
   LoadedModel out;
-  if (flags.tokenizer == "byte") {
-    out.tokenizer = canon::make_byte_tokenizer();
-  } else {
-    auto text = read_file(flags.tokenizer);
-    if (!text) return make_error(text.error().code, "--tokenizer: " + text.error().message);
-    auto tok = canon::load_tokenizer_json(*text);
-    if (!tok) {
-      return make_error(tok.error().code,
-                        "--tokenizer " + flags.tokenizer + ": " + tok.error().message);
+  if (!flags.chat_template.empty()) {
+    if (auto tmpl = canon::chat_template_from_name(flags.chat_template); !tmpl) {
+      return make_error(tmpl.error().code, "--template: " + tmpl.error().message);
     }
-    out.tokenizer = std::move(*tok);
   }
-  auto tmpl = canon::chat_template_from_name(flags.chat_template);
-  if (!tmpl) return make_error(tmpl.error().code, "--template: " + tmpl.error().message);
+  auto loaded =
+      load_prompt_model({.tokenizer = flags.tokenizer, .chat_template = flags.chat_template});
+  if (!loaded) {
+    return make_error(loaded.error().code, "--tokenizer: " + loaded.error().message);
+  }
+  out.tokenizer = std::move(loaded->tokenizer);
   auto granularity = parse_duration(flags.granularity);
   if (!granularity) return granularity.error();
   out.policy.timestamp_granularity = *granularity;
-  out.model = canon::PromptModel{*tmpl, out.tokenizer.get(), flags.block_size, flags.model_id};
+  out.model = canon::PromptModel{loaded->chat_format, out.tokenizer.get(), flags.block_size,
+                                 flags.model_id};
   return out;
 }
 

@@ -12,8 +12,9 @@
 namespace prefixgate::lint {
 
 struct ModelFlags {
-  std::string tokenizer = "byte";  // "byte" or a path to a Hugging Face tokenizer.json
-  std::string chat_template = "llama-3";
+  // "byte", a Hugging Face tokenizer.json, or a model folder (its tokenizer and chat template)
+  std::string tokenizer = "byte";
+  std::string chat_template;  // a built-in name; "" = the folder's own template, else llama-3
   std::size_t block_size = canon::kDefaultBlockSize;
   std::string model_id = "builtin:tiny";
   std::string granularity = "1h";  // timestamp rounding of the canonicalization policy
@@ -22,7 +23,7 @@ struct ModelFlags {
 void add_model_flags(CLI::App& app, ModelFlags& flags, bool with_policy);
 
 struct LoadedModel {
-  std::unique_ptr<canon::Tokenizer> tokenizer;
+  std::shared_ptr<const canon::Tokenizer> tokenizer;
   canon::PromptModel model;
   canon::CanonicalizationPolicy policy;
 };

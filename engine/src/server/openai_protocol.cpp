@@ -7,6 +7,7 @@
 
 #include "prefixgate/canonicalize/block_hash.h"
 #include "prefixgate/canonicalize/json.h"
+#include "prefixgate/model_folder/prompt_model.h"
 
 namespace prefixgate::engine::server {
 namespace {
@@ -173,8 +174,11 @@ Result<GenerationPlan> plan_generation(std::string_view body, canon::Endpoint en
     return make_error(ErrorCode::kUnsupported, "prompt must be a single prompt, not a batch",
                       "prompt");
   }
-  const canon::RenderedPrompt rendered = canon::render_prompt(*req, model.chat_template);
-  plan.request.prompt = canon::tokenize_request(*req, rendered, *model.tokenizer).tokens;
+  canon::ChatRenderOptions render;
+  if (model.chat_format.uses_strftime_now()) render.now = local_time_now();
+  auto rendered = model.chat_format.render(*req, render);
+  if (!rendered) return rendered.error();  // the model's template refused the request
+  plan.request.prompt = canon::tokenize_request(*req, *rendered, *model.tokenizer).tokens;
   std::vector<canon::TokenId>& prompt = plan.request.prompt;
   if (prompt.empty())
     return make_error(ErrorCode::kInvalidValue, "the prompt is empty", prompt_param);

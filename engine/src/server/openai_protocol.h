@@ -15,7 +15,7 @@
 #include <string_view>
 
 #include "prefixgate/base/status.h"
-#include "prefixgate/canonicalize/render.h"
+#include "prefixgate/canonicalize/chat_format.h"
 #include "prefixgate/canonicalize/request.h"
 #include "prefixgate/canonicalize/tokenizer.h"
 #include "prefixgate/engine/engine_loop.h"
@@ -26,7 +26,7 @@ namespace prefixgate::engine::server {
 struct ServedModel {
   std::string name;  // the `model` clients send and responses carry
   std::shared_ptr<const canon::Tokenizer> tokenizer;
-  canon::ChatTemplate chat_template = canon::ChatTemplate::kLlama3;
+  canon::ChatFormat chat_format;  // built-in llama-3 unless the model brings its own template
   canon::TokenId eos_token = 0;
   std::size_t max_model_len = 8192;
   std::size_t vocab_size = 0;

@@ -264,6 +264,10 @@ Result<std::uint16_t> Gateway::start() {
     ctx.endpoints.push_back(results.begin()->endpoint());
   }
   ctx.m = register_proxy_metrics(ctx.metrics, *ctx.replicas);
+  ctx.prep.template_errors = ctx.m.template_errors;
+  for (const ModelEntry& e : ctx.models->entries()) {
+    spdlog::info("model {}: {}", e.name.empty() ? "default" : e.name, e.description);
+  }
   std::vector<std::string> replica_names;
   for (const UpstreamConfig& up : ctx.config.upstreams) replica_names.push_back(up.url);
   ctx.stats = std::make_unique<LiveStats>(LiveStatsOptions{}, std::move(replica_names),

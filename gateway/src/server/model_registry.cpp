@@ -1,31 +1,10 @@
 #include "server/model_registry.h"
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 
-#include "prefixgate/canonicalize/render.h"
+#include "prefixgate/model_folder/prompt_model.h"
 
 namespace prefixgate::gateway::server {
-namespace {
-
-Result<std::unique_ptr<canon::Tokenizer>> load_tokenizer(const ModelConfig& m,
-                                                         const std::string& key) {
-  if (m.tokenizer_path.empty()) return canon::make_byte_tokenizer();
-  std::ifstream in(m.tokenizer_path, std::ios::binary);
-  if (!in) {
-    return make_error(ErrorCode::kNotFound, key + ": cannot read " + m.tokenizer_path, key);
-  }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  auto tok = canon::load_tokenizer_json(ss.str());
-  if (!tok) {
-    return make_error(tok.error().code, key + ": " + tok.error().message, key);
-  }
-  return std::move(*tok);
-}
-
-}  // namespace
 
 Result<std::unique_ptr<ModelRegistry>> ModelRegistry::load(const std::vector<ModelConfig>& models) {
   auto registry = std::make_unique<ModelRegistry>();
@@ -40,27 +19,30 @@ Result<std::unique_ptr<ModelRegistry>> ModelRegistry::load(const std::vector<Mod
   }
   for (const ModelConfig& m : all) {
     const std::string key = "models." + (m.name.empty() ? std::string("default") : m.name);
-    auto tmpl = canon::chat_template_from_name(m.chat_template);
-    if (!tmpl) {
-      return make_error(tmpl.error().code, key + ".chat_template: " + tmpl.error().message,
-                        key + ".chat_template");
+    auto loaded = load_prompt_model({.tokenizer = m.tokenizer, .chat_template = m.chat_template});
+    if (!loaded) {
+      // chat_template names were checked with the configuration: what fails here is the
+      // tokenizer, the folder or the folder's template.
+      return make_error(loaded.error().code, key + ".tokenizer: " + loaded.error().message,
+                        key + ".tokenizer");
     }
-    auto tok = load_tokenizer(m, key + ".tokenizer");
-    if (!tok) return tok.error();
-    Entry e;
+    ModelEntry e;
     e.name = m.name;
-    e.tokenizer = std::move(*tok);
-    e.prompt_model = canon::PromptModel{*tmpl, e.tokenizer.get(), m.block_size, m.model_id};
+    e.tokenizer = std::move(loaded->tokenizer);
+    e.prompt_model =
+        canon::PromptModel{loaded->chat_format, e.tokenizer.get(), m.block_size, m.model_id};
+    e.template_errors = m.template_errors;
+    e.description = loaded->description;
     registry->entries_.push_back(std::move(e));
   }
   return registry;
 }
 
-const canon::PromptModel& ModelRegistry::for_model(std::string_view name) const {
+const ModelEntry& ModelRegistry::for_model(std::string_view name) const {
   for (std::size_t i = 1; i < entries_.size(); ++i) {
-    if (entries_[i].name == name) return entries_[i].prompt_model;
+    if (entries_[i].name == name) return entries_[i];
   }
-  return entries_[0].prompt_model;
+  return entries_[0];
 }
 
 }  // namespace prefixgate::gateway::server

@@ -1,8 +1,9 @@
-// Per-model prompt settings (tokenizer, chat template, block size, hash-root model id), loaded
+// Per-model prompt settings (tokenizer, chat format, block size, hash-root model id), loaded
 // once at start. A request's `model` picks its entry; unknown models use the default entry.
 //
-//   auto models = ModelRegistry::load(config.models);   // reads tokenizer.json files
-//   const canon::PromptModel& m = models->for_model(request.model);
+//   auto models = ModelRegistry::load(config.models);   // reads tokenizers and model folders
+//   const ModelEntry& m = models->for_model(request.model);
+//   canon::analyze_prompt(request, m.prompt_model);
 #pragma once
 
 #include <memory>
@@ -15,18 +16,23 @@
 
 namespace prefixgate::gateway::server {
 
+struct ModelEntry {
+  std::string name;  // "" for the default entry
+  std::shared_ptr<const canon::Tokenizer> tokenizer;
+  canon::PromptModel prompt_model;  // borrows `tokenizer`
+  TemplateErrorAction template_errors = TemplateErrorAction::kReject;
+  std::string description;  // what was loaded, for the start-up log
+};
+
 class ModelRegistry {
  public:
+  // Errors name the configuration key ("models.qwen3.tokenizer: /models/qwen3: ...").
   static Result<std::unique_ptr<ModelRegistry>> load(const std::vector<ModelConfig>& models);
-  const canon::PromptModel& for_model(std::string_view name) const;
+  const ModelEntry& for_model(std::string_view name) const;
+  const std::vector<ModelEntry>& entries() const { return entries_; }
 
  private:
-  struct Entry {
-    std::string name;
-    std::unique_ptr<canon::Tokenizer> tokenizer;
-    canon::PromptModel prompt_model;
-  };
-  std::vector<Entry> entries_;  // entries_[0] is the default
+  std::vector<ModelEntry> entries_;  // entries_[0] is the default
 };
 
 }  // namespace prefixgate::gateway::server

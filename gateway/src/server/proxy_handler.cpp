@@ -41,6 +41,12 @@ std::string redacted_excerpt(std::string_view text) {
 // findings to the log (at most canonicalization.log_samples_per_s lines per second).
 void record_prep(GatewayContext& ctx, const RequestInfo& info, const PreparedRequest& prep) {
   record_live_prep(ctx, prep);
+  if (!prep.template_error.empty()) {
+    if (ctx.finding_log.allow(SteadyClock::now())) {
+      spdlog::info("chat template refused request {}: {} (routed on its text)", info.request_id,
+                   prep.template_error);
+    }
+  }
   for (const StageChange& ch : prep.changes) {
     ctx.m.canonicalization->add({ch.rule, rule_mode_name(ch.mode)});
     if (ch.mode == RuleMode::kObserve && ctx.finding_log.allow(SteadyClock::now())) {

@@ -47,6 +47,11 @@ ProxyMetrics register_proxy_metrics(serving::Metrics& m, const ReplicaSet& repli
                             "Volatile content found in prompts, by lint rule.", {"rule"});
   out.kv_events =
       &m.counter(p + "kv_events_total", "kv_events lines applied.", {"replica", "type"});
+  out.template_errors = &m.counter(
+      p + "template_errors_total",
+      "Requests a model's chat template refused, by model and action (reject: answered 400; "
+      "route_on_text: routed on the request's text).",
+      {"model", "action"});
 
   const ReplicaSet* rs = &replicas;
   const auto per_replica = [rs](auto read) {

@@ -24,6 +24,7 @@ struct ProxyMetrics {
   serving::CounterFamily* canonicalization = nullptr;         // rule, mode
   serving::CounterFamily* findings = nullptr;                 // rule
   serving::CounterFamily* kv_events = nullptr;                // replica, type
+  serving::CounterFamily* template_errors = nullptr;          // model, action
 };
 
 // Registers every family in `metrics` (in the order /metrics shows them) and returns the ones

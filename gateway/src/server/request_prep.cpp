@@ -2,6 +2,7 @@
 
 #include "prefixgate/canonicalize/lint.h"
 #include "prefixgate/canonicalize/prompt.h"
+#include "prefixgate/model_folder/prompt_model.h"
 
 namespace prefixgate::gateway::server {
 
@@ -59,8 +60,25 @@ Result<PreparedRequest> prepare_request(std::string_view body, canon::Endpoint e
   }
   out.upstream_body = modified ? json::to_json(req.body) : std::string(body);
 
-  const canon::PromptModel& model = options.models->for_model(req.model);
-  canon::AnalyzedPrompt prompt = canon::analyze_prompt(req, model);
+  const ModelEntry& entry = options.models->for_model(req.model);
+  const canon::PromptModel& model = entry.prompt_model;
+  out.model = entry.name;
+  canon::ChatRenderOptions render;
+  if (model.chat_format.uses_strftime_now()) render.now = local_time_now();
+  auto analyzed = canon::analyze_prompt(req, model, render);
+  if (!analyzed && options.template_errors != nullptr) {
+    options.template_errors->add({entry.name.empty() ? "default" : entry.name,
+                                  template_error_action_name(entry.template_errors)});
+  }
+  if (!analyzed && entry.template_errors == TemplateErrorAction::kRouteOnText) {
+    // Routed on the request's text: the plain rendering of the same messages.
+    out.template_error = analyzed.error().message;
+    canon::PromptModel plain = model;
+    plain.chat_format = canon::ChatTemplate::kPlain;
+    analyzed = canon::analyze_prompt(req, plain);
+  }
+  if (!analyzed) return analyzed.error();
+  canon::AnalyzedPrompt& prompt = *analyzed;
   out.block_hashes = std::move(prompt.block_hashes);
   out.prompt_tokens = prompt.tokens.tokens.size();
   out.block_size = model.block_size;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "prefixgate/canonicalize/request.h"
+#include "prefixgate/serving/metrics.h"
 #include "server/canonicalize_stage.h"
 #include "server/model_registry.h"
 
@@ -28,6 +29,8 @@ struct PrepOptions {
   const ModelRegistry* models = nullptr;
   canon::RequestLimits limits;
   bool lint = false;  // collect volatile-content findings (for rules in observe mode)
+  // Requests a model's chat template refused, by model and what was done (may be null).
+  serving::CounterFamily* template_errors = nullptr;
 };
 
 struct PromptFinding {
@@ -48,6 +51,10 @@ struct PreparedRequest {
   std::size_t block_size = 16;
   std::vector<StageChange> changes;
   std::vector<PromptFinding> findings;  // lint findings (volatile content in the prompt)
+  // The model's template refused the request and the model routes on its text instead
+  // (TemplateErrorAction::kRouteOnText): the template's message.
+  std::string template_error;
+  std::string model;  // the registry entry's name ("" for the default), for metric labels
 };
 
 // The cache_salt an isolated tenant's requests carry ("" when not isolated).
@@ -58,6 +65,8 @@ std::string tenant_salt(const Tenant& tenant, std::string_view client_salt);
 std::string session_key_for(std::string_view header, const json::Value& body,
                             std::string_view api_key);
 
+// Errors: the request's (parse, limits), and the model's chat template refusing it when the
+// model's template_errors is reject (400, as the engine would answer).
 Result<PreparedRequest> prepare_request(std::string_view body, canon::Endpoint endpoint,
                                         const Tenant& tenant, const PrepOptions& options);
 

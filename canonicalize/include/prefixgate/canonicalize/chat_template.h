@@ -20,10 +20,10 @@
 #include <utility>
 #include <vector>
 
+#include "prefixgate/base/status.h"
 #include "prefixgate/canonicalize/jinja.h"
 #include "prefixgate/canonicalize/render.h"
 #include "prefixgate/canonicalize/request.h"
-#include "prefixgate/base/status.h"
 
 namespace prefixgate::canon {
 

@@ -4,8 +4,8 @@
 // byte, token and block of the rendered prompts, the field it lies in, its cause, how many
 // prefix tokens it costs, and whether the canonicalization policy would have kept the prefix.
 //
-//   canon::Divergence d = canon::compare_prompts(old_req, new_req, model, policy);
-//   if (d.diverged) print(d.token_index, d.field, canon::cause_name(d.cause));
+//   auto d = canon::compare_prompts(old_req, new_req, model, policy);
+//   if (d && d->diverged) print(d->token_index, d->field, canon::cause_name(d->cause));
 #pragma once
 
 #include <cstddef>
@@ -48,8 +48,10 @@ struct Divergence {
   bool canonicalization_keeps_prefix = false;  // canonical forms share the new stable prefix
 };
 
-Divergence compare_prompts(const ParsedRequest& old_request, const ParsedRequest& new_request,
-                           const PromptModel& model, const CanonicalizationPolicy& policy);
+// Errors: a request the model's chat template refuses (analyze_prompt's).
+Result<Divergence> compare_prompts(const ParsedRequest& old_request,
+                                   const ParsedRequest& new_request, const PromptModel& model,
+                                   const CanonicalizationPolicy& policy);
 
 // Compares two already-analyzed prompts without the canonicalization pass (its fields are
 // left zero): for callers that compare many pairs and canonicalize themselves.

@@ -37,8 +37,8 @@
 #include <variant>
 #include <vector>
 
-#include "prefixgate/canonicalize/json.h"
 #include "prefixgate/base/status.h"
+#include "prefixgate/canonicalize/json.h"
 
 namespace prefixgate::canon::jinja {
 

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,15 @@ struct LintOptions {
 };
 
 PromptLint lint_prompt(const AnalyzedPrompt& prompt, const LintOptions& options = {});
+
+// lint_prompt(), plus what the model's chat template itself puts into the prompt: a template
+// that writes today's date (strftime_now()) breaks every cached prefix daily. That finding
+// (rule volatile-date, kind "strftime_now", field "chat_template", error) sits where the date
+// starts, found by rendering the request with two other dates; there is none when the template
+// does not call strftime_now() or this request sets the date itself (the Llama 3.x templates'
+// date_string in chat_template_kwargs).
+PromptLint lint_request(const ParsedRequest& request, const PromptModel& model,
+                        const AnalyzedPrompt& prompt, const LintOptions& options = {});
 
 // The finding's message and hint as lint_prompt writes them, for a span found elsewhere.
 std::string finding_message(const VolatileSpan& span, bool in_volatile_tail);

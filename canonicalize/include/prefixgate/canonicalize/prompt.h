@@ -4,9 +4,9 @@
 // so the gateway (routing), the engine (cache keys), prefixlint and the benchmark agree.
 //
 //   canon::PromptModel model{canon::ChatTemplate::kLlama3, tokenizer.get(), 16, "builtin:tiny"};
-//   canon::AnalyzedPrompt p = canon::analyze_prompt(request, model);
-//   p.block_hashes;            // chained XXH3 block hashes, salted by request.cache_salt
-//   p.stable_prefix_tokens();  // tokens before the final user turn
+//   auto p = canon::analyze_prompt(request, model);  // fails only where the template raises
+//   p->block_hashes;            // chained XXH3 block hashes, salted by request.cache_salt
+//   p->stable_prefix_tokens();  // tokens before the final user turn
 #pragma once
 
 #include <cstddef>
@@ -14,14 +14,16 @@
 #include <string>
 #include <vector>
 
+#include "prefixgate/base/status.h"
 #include "prefixgate/canonicalize/block_hash.h"
+#include "prefixgate/canonicalize/chat_format.h"
 #include "prefixgate/canonicalize/render.h"
 
 namespace prefixgate::canon {
 
 // How a model turns requests into tokens. `tokenizer` is borrowed and must outlive its use.
 struct PromptModel {
-  ChatTemplate chat_template = ChatTemplate::kLlama3;
+  ChatFormat chat_format;  // built-in llama-3 unless the model brings its own template
   const Tokenizer* tokenizer = nullptr;
   std::size_t block_size = kDefaultBlockSize;
   std::string model_id = "builtin:tiny";  // seeds the block-hash root
@@ -37,7 +39,9 @@ struct AnalyzedPrompt {
   std::size_t stable_prefix_tokens() const;
 };
 
-AnalyzedPrompt analyze_prompt(const ParsedRequest& request, const PromptModel& model);
+// Renders (ChatFormat::render: its errors), tokenizes and hashes `request`.
+Result<AnalyzedPrompt> analyze_prompt(const ParsedRequest& request, const PromptModel& model,
+                                      const ChatRenderOptions& options = {});
 
 // Tokens two token streams share from the start.
 std::size_t common_prefix_length(const std::vector<TokenId>& a, const std::vector<TokenId>& b);

@@ -6,7 +6,9 @@
 //                                demo, tests and benchmarks. Their text is noise; their compute
 //                                and caching are real.
 //   PATH                         a Hugging Face folder: config.json (LlamaForCausalLM and
-//                                compatible), *.safetensors in F32/F16/BF16, tokenizer.json.
+//                                compatible), *.safetensors in F32/F16/BF16, tokenizer.json,
+//                                and the model's chat template (chat_template.jinja or
+//                                tokenizer_config.json's), rendered as transformers does.
 //
 //   auto model = engine::load_model("builtin:tiny");
 //   if (!model) return fail(model.error());
@@ -20,7 +22,7 @@
 #include <vector>
 
 #include "prefixgate/base/status.h"
-#include "prefixgate/canonicalize/render.h"
+#include "prefixgate/canonicalize/chat_format.h"
 #include "prefixgate/canonicalize/tokenizer.h"
 #include "prefixgate/engine/model_spec.h"
 
@@ -51,14 +53,27 @@ struct Model {
   ModelSpec spec;
   std::shared_ptr<const ModelWeights> weights;
   std::shared_ptr<const canon::Tokenizer> tokenizer;
-  canon::ChatTemplate chat_template = canon::ChatTemplate::kLlama3;
+  canon::ChatFormat chat_format;  // built-in llama-3 unless the model brings its own template
+};
+
+struct LoadOptions {
+  // Read *.safetensors. Off for the sim device, which needs only the shape: a folder with
+  // config.json and the tokenizer files is then enough.
+  bool weights = true;
 };
 
 // The built-in shapes, without weights (the sim device needs only these).
 Result<ModelSpec> builtin_spec(std::string_view name);
 
 // Loads "builtin:tiny", "builtin:small" or a Hugging Face folder. Errors name the file and field.
-Result<Model> load_model(std::string_view source);
+Result<Model> load_model(std::string_view source, const LoadOptions& options = {});
+
+// Serves `model` with another tokenizer and chat format (the engine's --tokenizer, as vLLM's):
+// `tokenizer` is "byte", a tokenizer.json or a model folder (prefixgate/model_folder). The ids
+// must fit the model's vocabulary when it has weights; without weights (the sim device) the
+// vocabulary becomes the tokenizer's. The end-of-turn token is the folder's eos_token, else the
+// built-in template's. Errors: the loader's, and kInvalidValue for a vocabulary too small.
+Status use_tokenizer(Model& model, const std::string& tokenizer, const std::string& chat_template);
 
 // Writes weights as a safetensors file (F32, or BF16/F16 when `dtype` says so), with
 // config.json beside it: how tests build a Hugging Face folder to load.
