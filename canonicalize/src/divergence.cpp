@@ -153,10 +153,11 @@ Divergence compare_analyzed(const ParsedRequest& old_request, const AnalyzedProm
 
 Result<Divergence> compare_prompts(const ParsedRequest& old_request,
                                    const ParsedRequest& new_request, const PromptModel& model,
-                                   const CanonicalizationPolicy& policy) {
-  auto old_prompt = analyze_prompt(old_request, model);
+                                   const CanonicalizationPolicy& policy,
+                                   const ChatRenderOptions& options) {
+  auto old_prompt = analyze_prompt(old_request, model, options);
   if (!old_prompt) return old_prompt.error();
-  auto new_prompt = analyze_prompt(new_request, model);
+  auto new_prompt = analyze_prompt(new_request, model, options);
   if (!new_prompt) return new_prompt.error();
   Divergence d = compare_analyzed(old_request, *old_prompt, new_request, *new_prompt);
 
@@ -166,9 +167,9 @@ Result<Divergence> compare_prompts(const ParsedRequest& old_request,
   };
   const ParsedRequest old_canon = canonical(old_request);
   const ParsedRequest new_canon = canonical(new_request);
-  auto old_cp = analyze_prompt(old_canon, model);
+  auto old_cp = analyze_prompt(old_canon, model, options);
   if (!old_cp) return old_cp.error();
-  auto new_cp = analyze_prompt(new_canon, model);
+  auto new_cp = analyze_prompt(new_canon, model, options);
   if (!new_cp) return new_cp.error();
   d.canonical_common_prefix_tokens =
       common_prefix_length(old_cp->tokens.tokens, new_cp->tokens.tokens);

@@ -78,10 +78,12 @@ PromptLint lint_prompt(const AnalyzedPrompt& prompt, const LintOptions& options)
 
 namespace {
 
-// Where a template's strftime_now() output starts in the prompt: the first byte at which two
-// renderings with different dates (differing in every field) part.
-std::optional<std::size_t> template_date_at(const ParsedRequest& request,
-                                            const PromptModel& model) {
+// Where a template's strftime_now() output sits in `text` (the prompt as rendered today): it
+// starts where two renderings with other dates (differing in every field) part, and ends where
+// `text` and one of them join again.
+std::optional<std::pair<std::size_t, std::size_t>> template_date_span(const ParsedRequest& request,
+                                                                      const PromptModel& model,
+                                                                      std::string_view text) {
   if (!model.chat_format.uses_strftime_now()) return std::nullopt;
   ChatRenderOptions one, other;
   one.now = jinja::CivilTime{2001, 2, 3, 4, 5, 6};
@@ -89,9 +91,16 @@ std::optional<std::size_t> template_date_at(const ParsedRequest& request,
   auto a = model.chat_format.render(request, one);
   auto b = model.chat_format.render(request, other);
   if (!a || !b || a->text == b->text) return std::nullopt;
-  const auto [ia, ib] =
-      std::mismatch(a->text.begin(), a->text.end(), b->text.begin(), b->text.end());
-  return static_cast<std::size_t>(ia - a->text.begin());
+  const std::string_view x = a->text, y = b->text;
+  const std::size_t begin = static_cast<std::size_t>(
+      std::mismatch(x.begin(), x.end(), y.begin(), y.end()).first - x.begin());
+  std::size_t suffix = 0;
+  while (suffix < text.size() - std::min(begin, text.size()) && suffix < x.size() - begin &&
+         text[text.size() - 1 - suffix] == x[x.size() - 1 - suffix]) {
+    ++suffix;
+  }
+  const std::size_t start = std::min(begin, text.size());
+  return std::pair{start, std::max(start, text.size() - suffix)};
 }
 
 }  // namespace
@@ -99,16 +108,15 @@ std::optional<std::size_t> template_date_at(const ParsedRequest& request,
 PromptLint lint_request(const ParsedRequest& request, const PromptModel& model,
                         const AnalyzedPrompt& prompt, const LintOptions& options) {
   PromptLint out = lint_prompt(prompt, options);
-  const std::optional<std::size_t> at = template_date_at(request, model);
-  if (!at) return out;
   const RenderedPrompt& r = prompt.rendered;
+  const auto span = template_date_span(request, model, r.text);
+  if (!span) return out;
   Finding f;
   f.rule = Rule::kDate;
   f.kind = "strftime_now";
   f.field = "chat_template";
-  f.prompt_begin = std::min(*at, r.text.size());
-  // The date as this rendering wrote it: up to the end of its line.
-  f.prompt_end = std::min(r.text.find('\n', f.prompt_begin), r.text.size());
+  f.prompt_begin = span->first;
+  f.prompt_end = span->second;
   f.excerpt = r.text.substr(f.prompt_begin, f.prompt_end - f.prompt_begin);
   f.in_volatile_tail = f.prompt_begin >= r.volatile_tail_begin;
   f.severity = f.in_volatile_tail ? Severity::kInfo : Severity::kError;

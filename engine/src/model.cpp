@@ -13,7 +13,9 @@ Result<Model> load_model(std::string_view source, const LoadOptions& options) {
   if (source.starts_with("builtin:")) {
     auto spec = builtin_spec(source);
     if (!spec) return spec.error();
-    return internal::make_generated_model(std::move(*spec), internal::kBuiltinSeed);
+    Model model = internal::make_generated_model(std::move(*spec), internal::kBuiltinSeed);
+    if (!options.weights) model.weights.reset();
+    return model;
   }
   if (source.empty()) {
     return make_error(ErrorCode::kInvalidValue,

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "prefixgate/canonicalize/chat_format.h"
+
 namespace prefixgate::canon {
 namespace {
 
@@ -104,6 +106,43 @@ TEST(LintTest, WithoutExplanationsFindsTheSameSpans) {
     EXPECT_TRUE(bare.findings[i].message.empty());
     EXPECT_TRUE(bare.findings[i].hint.empty());
   }
+}
+
+// A template that writes today's date unless the request passes one, as Llama 3.x's do.
+TEST(LintTest, ATemplatesStrftimeNowIsAVolatileDateUnlessTheRequestSetsTheDate) {
+  auto templates = load_chat_templates(R"({"chat_template":
+      "{%- if not date_string is defined %}{%- set date_string = strftime_now('%d %b %Y') %}{%- endif %}System. Today: {{ date_string }}.\n{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}"})");
+  ASSERT_TRUE(templates.ok()) << templates.error().message;
+  auto tokenizer = make_byte_tokenizer();
+  const PromptModel model{ChatFormat(std::make_shared<ModelChatTemplates>(std::move(*templates))),
+                          tokenizer.get(), 16, "builtin:tiny"};
+  ASSERT_TRUE(model.chat_format.uses_strftime_now());
+  const auto lint = [&](std::string_view body) {
+    auto r = parse_request(body, Endpoint::kChatCompletions);
+    EXPECT_TRUE(r.ok());
+    ChatRenderOptions today;
+    today.now = jinja::CivilTime{2026, 12, 1, 9, 30, 0};
+    auto p = analyze_prompt(*r, model, today);
+    EXPECT_TRUE(p.ok()) << p.error().message;
+    return std::pair{lint_request(*r, model, *p), p->rendered.text};
+  };
+  const auto [dated, text] = lint(R"({"messages":[{"role":"system","content":"Be brief."},
+      {"role":"user","content":"hi"}]})");
+  ASSERT_EQ(dated.findings.size(), 1u);
+  const Finding& f = dated.findings[0];
+  EXPECT_EQ(f.rule, Rule::kDate);
+  EXPECT_EQ(f.kind, "strftime_now");
+  EXPECT_EQ(f.field, "chat_template");
+  EXPECT_EQ(f.severity, Severity::kError);
+  EXPECT_EQ(f.excerpt, "01 Dec 2026");
+  EXPECT_EQ(text.substr(f.prompt_begin, f.prompt_end - f.prompt_begin), "01 Dec 2026");
+  EXPECT_EQ(dated.stable_prefix_tokens, std::string("System. Today: ").size());
+  EXPECT_FALSE(f.message.empty());
+
+  const auto [fixed, unused] = lint(R"({"messages":[{"role":"user","content":"hi"}],
+      "chat_template_kwargs":{"date_string":"26 Jul 2024"}})");
+  EXPECT_TRUE(fixed.findings.empty());
+  (void)unused;
 }
 
 }  // namespace

@@ -333,6 +333,45 @@ std::string chatml_tokenizer_json() {
          vocab + R"(},"merges":[]}})";
 }
 
+// A folder that ships its chat template renders with it, and its eos_token ends a turn.
+TEST_F(ModelHfTest, TokenizerConfigsChatTemplateIsTheModelsFormat) {
+  const fs::path config = folder_ / "config.json";
+  replace_in_file(config, "  \"prefixgate_tokenizer\": \"byte\",\n", "");
+  replace_in_file(config, ",\n  \"prefixgate_chat_template\": \"llama-3\"", "");
+  replace_in_file(config, "\"eos_token_id\": [260,257]", "\"eos_token_id\": [258, 257]");
+  write_file(folder_ / "tokenizer.json", chatml_tokenizer_json());
+  write_file(folder_ / "tokenizer_config.json",
+             R"({"eos_token": {"content": "<|im_end|>", "special": true},
+                 "chat_template": "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"})");
+  auto loaded = load_model(folder_.string());
+  ASSERT_TRUE(loaded.ok()) << loaded.error().message;
+  ASSERT_NE(loaded->chat_format.templates(), nullptr);
+  EXPECT_EQ(loaded->spec.eos_token, 257u);  // tokenizer_config's eos_token: <|im_end|>
+  EXPECT_EQ(loaded->spec.eos_tokens, (std::vector<canon::TokenId>{257, 258}));
+  auto request = canon::parse_request(R"({"messages":[{"role":"user","content":"hi"}]})",
+                                      canon::Endpoint::kChatCompletions);
+  ASSERT_TRUE(request.ok());
+  auto prompt = loaded->chat_format.render(*request);
+  ASSERT_TRUE(prompt.ok()) << prompt.error().message;
+  EXPECT_EQ(prompt->text, "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
+
+  // A template that does not parse is named with its file.
+  write_file(folder_ / "tokenizer_config.json", R"({"chat_template": "{% if %}"})");
+  const Error bad = load_error();
+  EXPECT_NE(bad.message.find("tokenizer_config.json"), std::string::npos) << bad.message;
+
+  // Without weights (the sim device) the folder needs no *.safetensors.
+  write_file(folder_ / "tokenizer_config.json",
+             R"({"chat_template": "{{ messages[0].content }}"})");
+  for (const auto& entry : fs::directory_iterator(folder_)) {
+    if (entry.path().extension() == ".safetensors") fs::remove(entry.path());
+  }
+  EXPECT_FALSE(load_model(folder_.string()).ok());
+  auto shape_only = load_model(folder_.string(), {.weights = false});
+  ASSERT_TRUE(shape_only.ok()) << shape_only.error().message;
+  EXPECT_EQ(shape_only->weights, nullptr);
+}
+
 TEST_F(ModelHfTest, TokenizerJsonWithImStartSelectsChatmlAndItsEndOfTurn) {
   const fs::path config = folder_ / "config.json";
   replace_in_file(config, "  \"prefixgate_tokenizer\": \"byte\",\n", "");

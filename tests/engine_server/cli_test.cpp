@@ -76,11 +76,27 @@ TEST(EngineCliTest, HelpDocumentsEveryFlag) {
   Process p = spawn({"--help"});
   const std::string out = read_rest(p);
   EXPECT_EQ(wait_exit(p), 0);
-  for (const char* flag :
-       {"--model", "--device", "--sim-profile", "--sim-speedup", "--kv-cache-tokens",
-        "--max-num-batched-tokens", "--max-num-seqs", "--max-model-len", "--block-size",
-        "--threads", "--served-model-name", "--log-level", "--host", "--port", "--kv-cache-dtype",
-        "--gpu-memory-utilization", "--cuda-device", "--no-cuda-graphs"}) {
+  for (const char* flag : {"--model",
+                           "--device",
+                           "--sim-profile",
+                           "--sim-speedup",
+                           "--kv-cache-tokens",
+                           "--max-num-batched-tokens",
+                           "--max-num-seqs",
+                           "--max-model-len",
+                           "--block-size",
+                           "--threads",
+                           "--served-model-name",
+                           "--log-level",
+                           "--host",
+                           "--port",
+                           "--kv-cache-dtype",
+                           "--gpu-memory-utilization",
+                           "--cuda-device",
+                           "--no-cuda-graphs",
+                           "--tokenizer",
+                           "--chat-template",
+                           "--max-connections"}) {
     EXPECT_NE(out.find(flag), std::string::npos) << flag;
   }
 }
@@ -90,7 +106,9 @@ TEST(EngineCliTest, InvalidFlagsExitWithTwo) {
                                         {"--device", "tpu"},
                                         {"--port", "notaport"},
                                         {"--kv-cache-dtype", "fp4"},
-                                        {"--gpu-memory-utilization", "1.5"}}) {
+                                        {"--gpu-memory-utilization", "1.5"},
+                                        {"--chat-template", "vicuna"},
+                                        {"--max-connections", "0"}}) {
     Process p = spawn(args);
     const std::string out = read_rest(p);
     EXPECT_EQ(wait_exit(p), 2) << args[0];
@@ -107,6 +125,24 @@ TEST(EngineCliTest, CudaDeviceWithoutGpuExitsWithOneAndSaysWhy) {
   EXPECT_EQ(wait_exit(p), 1) << out;
   EXPECT_NE(out.find("--device cuda: "), std::string::npos) << out;
   EXPECT_EQ(out.find("listening on"), std::string::npos) << out;
+}
+
+// A tokenizer that cannot be loaded, or that does not fit the model's vocabulary, stops the
+// engine at start-up with exit 1 and the reason.
+TEST(EngineCliTest, ABadTokenizerExitsWithOneAndSaysWhy) {
+  const std::string tiny = std::string(PREFIXGATE_SOURCE_DIR) + "/tests/data/models/tiny-chatml";
+  for (std::vector<std::string> args :
+       {std::vector<std::string>{"--tokenizer", "/nonexistent/folder"},
+        // builtin:tiny's 263-id embedding table cannot serve the folder's 269 ids on the cpu
+        // device (the sim device has no table: its vocabulary becomes the tokenizer's).
+        {"--device", "cpu", "--tokenizer", tiny}}) {
+    args.insert(args.end(), {"--model", "builtin:tiny", "--port", "0"});
+    Process p = spawn(args);
+    const std::string out = read_rest(p);
+    EXPECT_EQ(wait_exit(p), 1) << out;
+    EXPECT_NE(out.find("--tokenizer "), std::string::npos) << out;
+    EXPECT_EQ(out.find("listening on"), std::string::npos) << out;
+  }
 }
 
 TEST(EngineCliTest, ServesTinyModelAndDrainsOnSigterm) {

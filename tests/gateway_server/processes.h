@@ -44,12 +44,15 @@ inline std::string engine_bin() {
   return binary_under_test("PREFIXGATE_ENGINE_BIN", PREFIXGATE_ENGINE_BIN);
 }
 
+// A sim replica of builtin:tiny; `extra` flags go last (a --tokenizer, say).
 inline std::unique_ptr<Process> start_engine(std::uint16_t& port,
-                                             const std::string& speedup = "inf") {
-  auto p = std::make_unique<Process>(
-      engine_bin(),
-      std::vector<std::string>{"--device", "sim", "--sim-profile", "h100:builtin:tiny",
-                               "--sim-speedup", speedup, "--port", "0", "--log-level", "warn"});
+                                             const std::string& speedup = "inf",
+                                             const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> args{"--device",      "sim",   "--sim-profile", "h100:builtin:tiny",
+                                "--sim-speedup", speedup, "--port",        "0",
+                                "--log-level",   "warn"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  auto p = std::make_unique<Process>(engine_bin(), std::move(args));
   port = p->wait_listening();
   return p;
 }

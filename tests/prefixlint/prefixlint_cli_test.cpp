@@ -300,6 +300,58 @@ TEST(PrefixlintCliTest, TokensPrintsIdsAndBlockHashes) {
   // Block size and model id change the hashes, not the tokens.
   RunResult r32 = prefixlint("tokens --block-size 32 examples/prompts/daily-digest.json");
   EXPECT_EQ(parse_json(r32.out).find("block_hashes")->as_array().size(), tokens / 32);
+  // The rendered prompt the tokens are of: the byte tokenizer has one token per byte.
+  const std::string text = doc.find("text")->as_string();
+  EXPECT_TRUE(text.starts_with("<|begin_of_text|><|start_header_id|>system")) << text;
+}
+
+TEST(PrefixlintCliTest, TokensOfAModelFolderUseItsTokenizerAndTemplate) {
+  RunResult r = prefixlint("tokens --tokenizer tests/data/models/tiny-chatml -",
+                           R"({"messages":[{"role":"user","content":"the cat"}]})");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json::Value doc = parse_json(r.out);
+  EXPECT_EQ(doc.find("text")->as_string(),
+            "<|im_start|>user\nthe cat<|im_end|>\n<|im_start|>assistant\n");
+  // <|im_start|> is one special token (266); "the" and " cat" merge ("Ġt"+"he" is one token).
+  const json::Array& ids = doc.find("tokens")->as_array();
+  ASSERT_FALSE(ids.empty());
+  EXPECT_EQ(as_size(&ids[0]), 266u);
+  EXPECT_LT(ids.size(), doc.find("text")->as_string().size() - 20);
+
+  RunResult builtin = prefixlint(
+      "tokens --tokenizer tests/data/models/tiny-chatml --template "
+      "llama-3 -",
+      R"({"messages":[{"role":"user","content":"the cat"}]})");
+  ASSERT_EQ(builtin.exit_code, 0) << builtin.err;
+  EXPECT_TRUE(parse_json(builtin.out).find("text")->as_string().starts_with("<|begin_of_text|>"));
+}
+
+TEST(PrefixlintCliTest, CheckReportsATemplateThatWritesTodaysDate) {
+  const std::string request =
+      R"({"messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"hi"}]})";
+  RunResult dated =
+      prefixlint("check --format json --tokenizer tests/data/models/tiny-dated -", request);
+  EXPECT_EQ(dated.exit_code, 1) << dated.err;
+  const json::Value doc = parse_json(dated.out);
+  const json::Value& finding =
+      doc.find("files")->as_array().at(0).find("findings")->as_array().at(0);
+  EXPECT_EQ(finding.find("rule")->as_string(), "volatile-date");
+  EXPECT_EQ(finding.find("severity")->as_string(), "error");
+  EXPECT_EQ(finding.find("field")->as_string(), "chat_template");
+  // The template writes "Today is 01 Dec 2026.": the finding is the date, at its first token.
+  EXPECT_EQ(finding.find("excerpt")->as_string().size(), std::string("01 Dec 2026").size());
+
+  RunResult plain = prefixlint("check --tokenizer tests/data/models/tiny-chatml -", request);
+  EXPECT_EQ(plain.exit_code, 0) << plain.out << plain.err;
+}
+
+TEST(PrefixlintCliTest, ModelFolderErrorsExitTwoNamingTheProblem) {
+  RunResult missing = prefixlint("tokens --tokenizer tests/data/models/nope -", "{}");
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("tests/data/models/nope"), std::string::npos) << missing.err;
+  RunResult bad_template = prefixlint("tokens --tokenizer byte --template vicuna -", "{}");
+  EXPECT_EQ(bad_template.exit_code, 2);
+  EXPECT_NE(bad_template.err.find("--template"), std::string::npos) << bad_template.err;
 }
 
 }  // namespace

@@ -57,7 +57,7 @@ void add_tokens_command(CLI::App& app, std::function<int()>& run) {
       if (!docs) return fail(docs.error());
       json::Array out;
       for (const Document& doc : *docs) {
-        auto analyzed = canon::analyze_prompt(doc.request, loaded->model);
+        auto analyzed = canon::analyze_prompt(doc.request, loaded->model, loaded->render);
         if (!analyzed) return fail(refused_by_template(opts->file, doc, analyzed.error()));
         const canon::AnalyzedPrompt& p = *analyzed;
         std::string line = R"({"text":)";

@@ -64,13 +64,14 @@ json::Value number(std::size_t n) {
 }  // namespace
 
 Result<FileReport> check_documents(const std::string& file, const std::vector<Document>& docs,
-                                   const canon::PromptModel& model) {
+                                   const canon::PromptModel& model,
+                                   const canon::ChatRenderOptions& render) {
   FileReport report;
   report.file = file;
   report.requests = docs.size();
   bool first = true;
   for (const Document& doc : docs) {
-    auto analyzed = canon::analyze_prompt(doc.request, model);
+    auto analyzed = canon::analyze_prompt(doc.request, model, render);
     if (!analyzed) return refused_by_template(file, doc, analyzed.error());
     const canon::AnalyzedPrompt& prompt = *analyzed;
     canon::PromptLint lint = canon::lint_request(doc.request, model, prompt);
@@ -249,7 +250,7 @@ void add_check_command(CLI::App& app, std::function<int()>& run) {
       for (const std::string& file : opts->files) {
         auto docs = read_documents(file);
         if (!docs) return fail(docs.error());
-        auto report = check_documents(file, *docs, loaded->model);
+        auto report = check_documents(file, *docs, loaded->model, loaded->render);
         if (!report) return fail(report.error());
         reports.push_back(std::move(*report));
       }

@@ -31,7 +31,8 @@ struct FileReport {
 
 // Errors: a request the model's chat template refuses, naming its file and line.
 Result<FileReport> check_documents(const std::string& file, const std::vector<Document>& docs,
-                                   const canon::PromptModel& model);
+                                   const canon::PromptModel& model,
+                                   const canon::ChatRenderOptions& render = {});
 
 enum class OutputFormat { kText, kJson, kSarif };
 

@@ -101,8 +101,8 @@ void add_diff_command(CLI::App& app, std::function<int()>& run) {
       if (!old_doc) return fail(old_doc.error());
       auto new_doc = read_one(opts->new_file);
       if (!new_doc) return fail(new_doc.error());
-      auto compared =
-          canon::compare_prompts(old_doc->request, new_doc->request, loaded->model, loaded->policy);
+      auto compared = canon::compare_prompts(old_doc->request, new_doc->request, loaded->model,
+                                             loaded->policy, loaded->render);
       if (!compared) {
         return fail(
             make_error(compared.error().code,

@@ -94,12 +94,13 @@ Result<LogReport> analyze_log(const std::string& file, const std::vector<Documen
 
   for (std::size_t i = 0; i < docs.size(); ++i) {
     const Document& doc = docs[i];
-    auto analyzed = canon::analyze_prompt(doc.request, loaded.model);
+    auto analyzed = canon::analyze_prompt(doc.request, loaded.model, loaded.render);
     if (!analyzed) return refused_by_template(file, doc, analyzed.error());
     canon::AnalyzedPrompt& prompt = *analyzed;
     auto canon_req = canon::parse_request_value(
         canon::canonicalize(doc.request, loaded.policy).body, doc.request.endpoint);
-    auto canon_analyzed = canon::analyze_prompt(canon_req ? *canon_req : doc.request, loaded.model);
+    auto canon_analyzed =
+        canon::analyze_prompt(canon_req ? *canon_req : doc.request, loaded.model, loaded.render);
     if (!canon_analyzed) return refused_by_template(file, doc, canon_analyzed.error());
     const canon::AnalyzedPrompt& canon_prompt = *canon_analyzed;
 

@@ -63,6 +63,7 @@ Result<LoadedModel> load_model(const ModelFlags& flags) {
   out.policy.timestamp_granularity = *granularity;
   out.model = canon::PromptModel{loaded->chat_format, out.tokenizer.get(), flags.block_size,
                                  flags.model_id};
+  if (out.model.chat_format.uses_strftime_now()) out.render.now = local_time_now();
   return out;
 }
 

@@ -26,6 +26,8 @@ struct LoadedModel {
   std::shared_ptr<const canon::Tokenizer> tokenizer;
   canon::PromptModel model;
   canon::CanonicalizationPolicy policy;
+  // The date a template's strftime_now() writes: today, as the engine would render it.
+  canon::ChatRenderOptions render;
 };
 
 // Loads the tokenizer and resolves the template; errors name the flag.

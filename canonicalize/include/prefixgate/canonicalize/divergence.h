@@ -51,7 +51,8 @@ struct Divergence {
 // Errors: a request the model's chat template refuses (analyze_prompt's).
 Result<Divergence> compare_prompts(const ParsedRequest& old_request,
                                    const ParsedRequest& new_request, const PromptModel& model,
-                                   const CanonicalizationPolicy& policy);
+                                   const CanonicalizationPolicy& policy,
+                                   const ChatRenderOptions& options = {});
 
 // Compares two already-analyzed prompts without the canonicalization pass (its fields are
 // left zero): for callers that compare many pairs and canonicalize themselves.
