@@ -295,6 +295,7 @@ class Parser {
     switch (c) {
       case '(': return parse_group(at, fold);
       case '[': {
+        if (fold) return unsupported(at, "a character class inside (?i)");
         auto set = parse_class(at);
         if (!set) return set.error();
         return set_ast(std::move(*set));
@@ -470,6 +471,7 @@ class Parser {
     auto item = class_escape(at, e);
     if (!item) return item.error();
     if (*item) {
+      if (fold) return unsupported(at, "a class escape inside (?i)");
       Regex::Set set;
       set.items.push_back(**item);
       return set_ast(std::move(set));
