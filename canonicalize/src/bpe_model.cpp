@@ -76,6 +76,26 @@ Result<BpeModel> BpeModel::create(BpeModelSpec spec) {
     const BpeMergeSpec& s = spec.merges[rank];
     m.merges_.insert(s.left, s.right, Merge{static_cast<std::uint32_t>(rank), s.merged});
   }
+  if (spec.alphabet == BpeAlphabet::kChars) {
+    // The characters that some token has right before the SentencePiece space marker "▁".
+    constexpr std::string_view kMarker = "\u2581";
+    if (m.lookup_.find(kMarker)) {
+      m.space_marker_ = std::string(kMarker);
+      for (std::size_t id = 0; id < m.tokens_.size(); ++id) {
+        const std::string_view t = m.tokens_[id];
+        for (std::size_t pos = t.find(kMarker, 1); pos != std::string_view::npos;
+             pos = t.find(kMarker, pos + 1)) {
+          std::size_t start = pos - 1;
+          while (start > 0 && (static_cast<unsigned char>(t[start]) & 0xC0) == 0x80) --start;
+          const std::string before(t.substr(start, pos - start));
+          if (before != kMarker && std::find(m.joins_marker_.begin(), m.joins_marker_.end(),
+                                             before) == m.joins_marker_.end()) {
+            m.joins_marker_.push_back(before);
+          }
+        }
+      }
+    }
+  }
   m.ignore_merges_ = spec.ignore_merges;
   m.byte_fallback_ = spec.byte_fallback;
   m.unknown_ = spec.unknown;
@@ -86,6 +106,11 @@ Result<BpeModel> BpeModel::create(BpeModelSpec spec) {
 void BpeModel::encode_word(std::string_view word, std::vector<TokenId>& out, BpeScratch& scratch,
                            std::vector<std::uint32_t>* lengths) const {
   PG_DCHECK(!word.empty());
+  if (alphabet_ == BpeAlphabet::kBytes && word.size() == 1) {
+    out.push_back(byte_ids_[static_cast<unsigned char>(word[0])]);
+    if (lengths) lengths->push_back(1);
+    return;
+  }
   if (ignore_merges_) {
     if (const auto id = lookup_.find(word)) {
       out.push_back(*id);
@@ -93,32 +118,57 @@ void BpeModel::encode_word(std::string_view word, std::vector<TokenId>& out, Bpe
       return;
     }
   }
-  if (alphabet_ == BpeAlphabet::kBytes) {
-    if (word.size() == 1) {
-      out.push_back(byte_ids_[static_cast<unsigned char>(word[0])]);
-      if (lengths) lengths->push_back(1);
-      return;
-    }
-    if (word.size() <= kShortWord) {
-      if (lengths) {
-        merge_short<true>(word, out, lengths);
-      } else {
-        merge_short<false>(word, out, nullptr);
+  if (alphabet_ == BpeAlphabet::kChars) {
+    // A long word (SentencePiece-style tokenizers often have no pre-tokenizer: the whole text is
+    // one word) is cut where no token can span the cut, and the parts merged one by one, which
+    // gives the same tokens: merges are local.
+    std::size_t begin = 0;
+    if (word.size() > kShortWord && !space_marker_.empty()) {
+      for (std::size_t pos = word.find(space_marker_, 1); pos != std::string_view::npos;
+           pos = word.find(space_marker_, pos + 1)) {
+        if (!can_cut_before_marker(word, pos)) continue;
+        encode_chars(word.substr(begin, pos - begin), out, scratch, lengths);
+        begin = pos;
       }
-      return;
     }
-    auto& symbols = scratch.symbols;
-    PG_DCHECK(word.size() < std::size_t{INT32_MAX});
-    const auto n = static_cast<std::int32_t>(word.size());
-    symbols.resize(word.size());
-    for (std::int32_t i = 0; i < n; ++i) {
-      symbols[i] = {byte_ids_[static_cast<unsigned char>(word[i])], 1, i - 1, i + 1 < n ? i + 1 : -1};
+    encode_chars(word.substr(begin), out, scratch, lengths);
+    return;
+  }
+  if (word.size() <= kShortWord) {
+    if (lengths) {
+      merge_short<true>(word, out, lengths);
+    } else {
+      merge_short<false>(word, out, nullptr);
     }
-  } else {
-    char_symbols(word, scratch);
-    if (scratch.symbols.empty()) return;
+    return;
+  }
+  auto& symbols = scratch.symbols;
+  PG_DCHECK(word.size() < std::size_t{INT32_MAX});
+  const auto n = static_cast<std::int32_t>(word.size());
+  symbols.resize(word.size());
+  for (std::int32_t i = 0; i < n; ++i) {
+    symbols[i] = {byte_ids_[static_cast<unsigned char>(word[i])], 1, i - 1, i + 1 < n ? i + 1 : -1};
   }
   merge(out, scratch, lengths);
+}
+
+void BpeModel::encode_chars(std::string_view word, std::vector<TokenId>& out,
+                            BpeScratch& scratch, std::vector<std::uint32_t>* lengths) const {
+  char_symbols(word, scratch);
+  if (!scratch.symbols.empty()) merge(out, scratch, lengths);
+}
+
+bool BpeModel::can_cut_before_marker(std::string_view word, std::size_t pos) const {
+  // The code point before the marker: a token holding it followed by the marker could span the
+  // cut (so could a run of markers).
+  std::size_t start = pos - 1;
+  while (start > 0 && pos - start < 4 && (static_cast<unsigned char>(word[start]) & 0xC0) == 0x80) {
+    --start;
+  }
+  const std::string_view before = word.substr(start, pos - start);
+  if (before.size() != decode_utf8(word, start).bytes) return false;  // malformed: be safe
+  if (word.substr(start).starts_with(space_marker_)) return false;
+  return std::find(joins_marker_.begin(), joins_marker_.end(), before) == joins_marker_.end();
 }
 
 void BpeModel::char_symbols(std::string_view word, BpeScratch& scratch) const {

@@ -100,6 +100,10 @@ class BpeModel {
 
   // The initial symbols of a kChars word, into scratch.symbols.
   void char_symbols(std::string_view word, BpeScratch& scratch) const;
+  void encode_chars(std::string_view word, std::vector<TokenId>& out, BpeScratch& scratch,
+                    std::vector<std::uint32_t>* lengths) const;
+  // Whether no token can span word[pos] (a space marker) and what precedes it.
+  bool can_cut_before_marker(std::string_view word, std::size_t pos) const;
   template <bool kLengths>
   void merge_short(std::string_view word, std::vector<TokenId>& out,
                    std::vector<std::uint32_t>* lengths) const;
@@ -121,6 +125,10 @@ class BpeModel {
   std::optional<TokenId> unknown_;
   bool fuse_unknown_ = false;
   bool ignore_merges_ = false;
+  // kChars: "▁" when the vocabulary has it, and the characters some token has right before it
+  // (a word is never cut between those and the marker).
+  std::string space_marker_;
+  std::vector<std::string> joins_marker_;
 };
 
 }  // namespace prefixgate::canon::internal
