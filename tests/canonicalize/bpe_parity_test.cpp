@@ -217,12 +217,22 @@ TEST_P(TokenizerParityTest, SpecialFlagsFollowTokenizerJson) {
   std::vector<TokenId> ids;
   tok.encode("hello", ids);
   for (TokenId id : ids) EXPECT_FALSE(tok.is_special(id));
-  for (const char* special : {"<|eot_id|>", "<|im_end|>", "</s>", "<eos>", "<|endoftext|>",
-                              "<｜end▁of▁sentence｜>"}) {
+  // Each family's end-of-turn token is special (Gemma's "</s>", by contrast, is a non-special
+  // added token).
+  int specials = 0;
+  for (const char* special : {"<|eot_id|>", "<|im_end|>", "<eos>", "<|endoftext|>",
+                              "<｜end▁of▁sentence｜>", "<end_of_turn>"}) {
     if (const auto id = tok.special_token(special)) {
       EXPECT_TRUE(tok.is_special(*id)) << special;
+      ++specials;
     }
   }
+  if (std::string(family.package) == "llama2" || std::string(family.package) == "mistral_nemo") {
+    ASSERT_TRUE(tok.special_token("</s>").has_value());
+    EXPECT_TRUE(tok.is_special(*tok.special_token("</s>")));
+    ++specials;
+  }
+  EXPECT_GT(specials, 0) << family.name;
   if (std::string(family.package) == "qwen3") {
     // <think> is an added token that tokenizer.json does not mark special: it stays text.
     ASSERT_TRUE(tok.special_token("<think>").has_value());
