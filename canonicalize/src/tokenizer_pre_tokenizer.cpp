@@ -101,7 +101,26 @@ const char* behavior_name(SplitBehavior b) {
 
 }  // namespace
 
+const PatternScanner& gpt2_scanner() {
+  static const PatternScanner scanner(SplitPattern::kGpt2);
+  return scanner;
+}
+
 PreTokenizer::PreTokenizer(std::vector<PreTokenizerStep> steps) : steps_(std::move(steps)) {
+  // [Split(known regex, Isolated)], optionally followed by a ByteLevel that neither prepends
+  // nor splits; or a lone ByteLevel splitting with GPT-2's pattern.
+  const std::size_t n = steps_.size();
+  const PreTokenizerStep* last = n > 0 ? &steps_[n - 1] : nullptr;
+  const bool plain_byte_level = last && last->kind == PreTokenizerStep::Kind::kByteLevel &&
+                                !last->add_prefix_space && !last->use_regex;
+  const std::size_t splits = plain_byte_level ? n - 1 : n;
+  if (splits == 1 && steps_[0].kind == PreTokenizerStep::Kind::kSplit && steps_[0].scanner &&
+      steps_[0].behavior == SplitBehavior::kIsolated && !steps_[0].invert) {
+    single_scanner_ = &*steps_[0].scanner;
+  } else if (n == 1 && last->kind == PreTokenizerStep::Kind::kByteLevel &&
+             !last->add_prefix_space && last->use_regex) {
+    single_scanner_ = &gpt2_scanner();
+  }
   for (const PreTokenizerStep& s : steps_) {
     if (s.kind == PreTokenizerStep::Kind::kByteLevel) byte_level_ = true;
     if (s.kind == PreTokenizerStep::Kind::kMetaspace && s.prepend_scheme == PrependScheme::kFirst) {
@@ -165,7 +184,7 @@ void PreTokenizer::run(std::string_view text, const std::uint32_t* origin,
 }
 
 void PreTokenizer::split_step(const PreTokenizerStep& step, PreTokenizerScratch& s) const {
-  static const PatternScanner kGpt2(SplitPattern::kGpt2);
+  const PatternScanner& gpt2 = gpt2_scanner();
   s.next_pieces.clear();
   const std::string_view text = s.text;
   for (const PieceRange piece : s.pieces) {
@@ -174,7 +193,7 @@ void PreTokenizer::split_step(const PreTokenizerStep& step, PreTokenizerScratch&
     SplitBehavior behavior = step.behavior;
     bool invert = step.invert;
     if (step.kind == PreTokenizerStep::Kind::kByteLevel) {
-      scanner = &kGpt2;
+      scanner = &gpt2;
       behavior = SplitBehavior::kIsolated;
       invert = false;
     } else if (step.scanner) {

@@ -76,12 +76,20 @@ class PreTokenizer {
  public:
   PreTokenizer() = default;
   explicit PreTokenizer(std::vector<PreTokenizerStep> steps);
+  // Movable only: single_scanner_ points into steps_.
+  PreTokenizer(PreTokenizer&&) = default;
+  PreTokenizer& operator=(PreTokenizer&&) = default;
+  PreTokenizer(const PreTokenizer&) = delete;
+  PreTokenizer& operator=(const PreTokenizer&) = delete;
 
   bool byte_level() const { return byte_level_; }
   // Metaspace with prepend_scheme "first" needs to know where pieces came from.
   bool needs_origin() const { return needs_origin_; }
   // Whether some step rewrites the text (so offsets need an origin to map back).
   bool rewrites() const { return rewrites_; }
+  // When the whole pipeline is one hand-written scanner splitting in isolation (Llama 3, Qwen,
+  // GPT-2), that scanner: callers can then take pre-tokens one by one without run().
+  const PatternScanner* single_scanner() const { return single_scanner_; }
   std::string describe() const;
 
   // Splits `text` (with `origin`: text.size() + 1 input offsets, or null when not tracked;
@@ -96,6 +104,7 @@ class PreTokenizer {
   bool byte_level_ = false;
   bool needs_origin_ = false;
   bool rewrites_ = false;
+  const PatternScanner* single_scanner_ = nullptr;
 };
 
 // Reads root.pre_tokenizer. Errors: kUnsupported naming the type or option we do not implement
