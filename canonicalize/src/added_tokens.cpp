@@ -23,7 +23,8 @@ std::size_t skip_white_space_forward(std::string_view text, std::size_t pos) {
 std::optional<std::size_t> code_point_before(std::string_view text, std::size_t pos,
                                              std::size_t limit, DecodedCodePoint& d) {
   std::size_t start = pos - 1;
-  while (start > limit && pos - start < 4 && (static_cast<unsigned char>(text[start]) & 0xC0) == 0x80) {
+  while (start > limit && pos - start < 4 &&
+         (static_cast<unsigned char>(text[start]) & 0xC0) == 0x80) {
     --start;
   }
   d = decode_utf8(text, start);

@@ -269,9 +269,9 @@ Result<std::unique_ptr<Tokenizer>> load_tokenizer_json(std::string_view tokenize
   auto model_type = optional_string(*model, "type");
   if (!model_type) return model_type.error();
   if (*model_type != std::optional<std::string_view>("BPE")) {
-    return unsupported(model->child_path("type"),
-                       "model type \"" + std::string(model_type->value_or("")) +
-                           "\" is not supported (only \"BPE\" is)");
+    return unsupported(model->child_path("type"), "model type \"" +
+                                                      std::string(model_type->value_or("")) +
+                                                      "\" is not supported (only \"BPE\" is)");
   }
 
   auto normalizer = internal::read_normalizer(root);
@@ -297,9 +297,9 @@ Result<std::unique_ptr<Tokenizer>> load_tokenizer_json(std::string_view tokenize
   std::vector<bool> byte_level = model_spec.byte_level;
   auto bpe = BpeModel::create(std::move(model_spec));
   if (!bpe) return bpe.error();
-  return std::unique_ptr<Tokenizer>(std::make_unique<internal::BpeTokenizer>(BpeTokenizerSpec{
-      std::move(*bpe), std::move(*normalizer), std::move(*pre_tokenizer), std::move(*decoder),
-      std::move(*added), std::move(byte_level)}));
+  return std::unique_ptr<Tokenizer>(std::make_unique<internal::BpeTokenizer>(
+      BpeTokenizerSpec{std::move(*bpe), std::move(*normalizer), std::move(*pre_tokenizer),
+                       std::move(*decoder), std::move(*added), std::move(byte_level)}));
 }
 
 }  // namespace prefixgate::canon

@@ -152,8 +152,8 @@ void BpeModel::encode_word(std::string_view word, std::vector<TokenId>& out, Bpe
   merge(out, scratch, lengths);
 }
 
-void BpeModel::encode_chars(std::string_view word, std::vector<TokenId>& out,
-                            BpeScratch& scratch, std::vector<std::uint32_t>* lengths) const {
+void BpeModel::encode_chars(std::string_view word, std::vector<TokenId>& out, BpeScratch& scratch,
+                            std::vector<std::uint32_t>* lengths) const {
   char_symbols(word, scratch);
   if (!scratch.symbols.empty()) merge(out, scratch, lengths);
 }
@@ -202,8 +202,7 @@ void BpeModel::char_symbols(std::string_view word, BpeScratch& scratch) const {
       add(*id, bytes);
       continue;
     }
-    if (byte_fallback_ &&
-        std::all_of(ch.begin(), ch.end(), [&](char c) {
+    if (byte_fallback_ && std::all_of(ch.begin(), ch.end(), [&](char c) {
           return fallback_ids_[static_cast<unsigned char>(c)] != kNoToken;
         })) {
       for (char c : ch) add(fallback_ids_[static_cast<unsigned char>(c)], 1);

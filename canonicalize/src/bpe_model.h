@@ -45,8 +45,8 @@ struct BpeModelSpec {
   std::vector<bool> byte_level;
   std::vector<BpeMergeSpec> merges;  // in rank order
   bool ignore_merges = false;
-  bool byte_fallback = false;          // kChars only
-  std::optional<TokenId> unknown;      // kChars only
+  bool byte_fallback = false;      // kChars only
+  std::optional<TokenId> unknown;  // kChars only
   bool fuse_unknown = false;
 };
 

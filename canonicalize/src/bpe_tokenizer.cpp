@@ -55,8 +55,8 @@ BpeTokenizer::BpeTokenizer(BpeTokenizerSpec spec)
   const std::string norm = normalizer_.empty() ? "none" : normalizer_.describe();
   name_ = std::string("BPE (") +
           (model_.alphabet() == BpeAlphabet::kBytes ? "byte-level" : "SentencePiece-style") +
-          "; normalizer " + norm + "; pre-tokenizer " + pre_tokenizer_.describe() +
-          "; decoder " + decoder_.describe() + "; " + std::to_string(id_limit_) + " ids)";
+          "; normalizer " + norm + "; pre-tokenizer " + pre_tokenizer_.describe() + "; decoder " +
+          decoder_.describe() + "; " + std::to_string(id_limit_) + " ids)";
 }
 
 void BpeTokenizer::encode(std::string_view text, std::vector<TokenId>& out,
@@ -83,8 +83,8 @@ void BpeTokenizer::encode_section(std::string_view text, std::size_t begin, std:
   const std::string_view section = text.substr(begin, end - begin);
   // Where normalized bytes came from is needed for offsets (once the text may be rewritten)
   // and for Metaspace's prepend_scheme "first".
-  const bool need_origin = pre_tokenizer_.needs_origin() ||
-                           (byte_offsets != nullptr && pre_tokenizer_.rewrites());
+  const bool need_origin =
+      pre_tokenizer_.needs_origin() || (byte_offsets != nullptr && pre_tokenizer_.rewrites());
   const bool track = need_origin || byte_offsets != nullptr;
   std::string_view normalized = section;
   const std::vector<std::uint32_t>* origin = nullptr;

@@ -53,9 +53,8 @@ void strip(std::string& token, char32_t c, std::size_t start, std::size_t stop) 
        ++i) {
     begin += encoded.size();
   }
-  for (std::size_t i = 0;
-       i < stop && end >= begin + encoded.size() &&
-       std::string_view(token).substr(0, end).ends_with(encoded);
+  for (std::size_t i = 0; i < stop && end >= begin + encoded.size() &&
+                          std::string_view(token).substr(0, end).ends_with(encoded);
        ++i) {
     end -= encoded.size();
   }

@@ -111,9 +111,8 @@ inline Status check_known_keys(const Field& f, std::string_view type,
     bool ok = false;
     for (std::string_view k : known) ok = ok || kv.key == k;
     if (!ok) {
-      return unsupported(f.child_path(kv.key),
-                         std::string(type) + " option \"" + std::string(kv.key) +
-                             "\" is not supported");
+      return unsupported(f.child_path(kv.key), std::string(type) + " option \"" +
+                                                   std::string(kv.key) + "\" is not supported");
     }
   }
   return {};

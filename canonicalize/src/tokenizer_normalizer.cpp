@@ -214,8 +214,9 @@ Status read_step(const Field& f, std::vector<Step>& steps) {
     step.text = std::string(*content);
     if (pattern->is_regex) {
       auto re = Regex::compile(pattern->text);
-      if (!re) return make_error(re.error().code, pattern->path + ": " + re.error().message,
-                                 pattern->path);
+      if (!re)
+        return make_error(re.error().code, pattern->path + ": " + re.error().message,
+                          pattern->path);
       step.pattern = std::make_shared<const Regex>(std::move(*re));
     } else {
       step.pattern = std::make_shared<const Regex>(Regex::literal(pattern->text));

@@ -38,7 +38,7 @@ class Normalizer {
   struct Step {
     enum class Kind { kNfc, kPrepend, kReplace, kStrip };
     Kind kind = Kind::kNfc;
-    std::string text;  // kPrepend: what to prepend; kReplace: the content
+    std::string text;                      // kPrepend: what to prepend; kReplace: the content
     std::shared_ptr<const Regex> pattern;  // kReplace
     bool left = false, right = false;      // kStrip
   };

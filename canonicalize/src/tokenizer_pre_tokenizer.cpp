@@ -32,9 +32,8 @@ void apply_behavior(const std::vector<Marked>& marked, SplitBehavior behavior,
       std::optional<PieceRange> acc;
       bool previous_match = false;
       for (const Marked& m : marked) {
-        const bool join = behavior == SplitBehavior::kContiguous
-                              ? m.second == previous_match
-                              : m.second && !previous_match;
+        const bool join = behavior == SplitBehavior::kContiguous ? m.second == previous_match
+                                                                 : m.second && !previous_match;
         if (join && acc) {
           acc->end = m.first.end;
         } else {
@@ -217,8 +216,7 @@ void PreTokenizer::split_step(const PreTokenizerStep& step, PreTokenizerScratch&
       }
     } else if (step.kind == PreTokenizerStep::Kind::kDigits) {
       mark_code_points(text, piece.begin, piece.end, is_numeric, s.marked);
-      behavior =
-          step.individual_digits ? SplitBehavior::kIsolated : SplitBehavior::kContiguous;
+      behavior = step.individual_digits ? SplitBehavior::kIsolated : SplitBehavior::kContiguous;
     } else if (step.kind == PreTokenizerStep::Kind::kMetaspace) {
       const char32_t replacement = decode_utf8(step.replacement, 0).cp;
       mark_code_points(
@@ -315,8 +313,8 @@ Result<SplitBehavior> read_behavior(const Field& f) {
   }
   if (v == "MergedWithNext" || v == "merged_with_next") return SplitBehavior::kMergedWithNext;
   if (v == "Contiguous" || v == "contiguous") return SplitBehavior::kContiguous;
-  return unsupported(f.child_path("behavior"), "Split behavior \"" + std::string(v) +
-                                                   "\" is not supported");
+  return unsupported(f.child_path("behavior"),
+                     "Split behavior \"" + std::string(v) + "\" is not supported");
 }
 
 Status read_step(const Field& f, std::vector<PreTokenizerStep>& steps) {
@@ -393,8 +391,7 @@ Status read_step(const Field& f, std::vector<PreTokenizerStep>& steps) {
     }
     auto replacement = required_string(f, "replacement");
     if (!replacement) return replacement.error();
-    if (replacement->empty() ||
-        decode_utf8(*replacement, 0).bytes != replacement->size() ||
+    if (replacement->empty() || decode_utf8(*replacement, 0).bytes != replacement->size() ||
         decode_utf8(*replacement, 0).cp == kInvalidCodePoint) {
       return invalid(f.child_path("replacement"), "must be a single character");
     }

@@ -4,10 +4,11 @@
 // match ends, or kNoMatch. It recurses only at choice points (kSplit, each candidate length of a
 // kRun, lookaheads), whose nesting the pattern bounds: repetition of more than one code point is
 // expanded at compile time, so the depth never grows with the text.
+#include "tokenizer_regex.h"
+
 #include <utf8proc.h>
 
 #include "prefixgate/base/check.h"
-#include "tokenizer_regex.h"
 #include "utf8_decode.h"
 
 namespace prefixgate::canon::internal {

@@ -56,12 +56,12 @@ class Regex {
   struct Set {
     struct Item {
       enum Kind : std::uint8_t { kRange, kCategories, kWhiteSpace } kind;
-      bool negated = false;  // the item is \S, \P{..}, \D, \W
+      bool negated = false;          // the item is \S, \P{..}, \D, \W
       char32_t low = 0, high = 0;    // kRange
       std::uint32_t categories = 0;  // kCategories: bit i = utf8proc category i
     };
-    std::vector<Item> items;  // the set holds a code point when any item does
-    bool negated = false;     // [^...]
+    std::vector<Item> items;         // the set holds a code point when any item does
+    bool negated = false;            // [^...]
     std::vector<std::uint64_t> bmp;  // filled by finish(): membership of U+0000..U+FFFF
 
     bool contains_slow(char32_t cp) const;

@@ -169,8 +169,8 @@ class Parser {
   }
 
   Error unsupported(std::size_t at, const std::string& what) const {
-    return make_error(ErrorCode::kUnsupported,
-                      what + " (at offset " + std::to_string(at) + " of the pattern) is not supported");
+    return make_error(ErrorCode::kUnsupported, what + " (at offset " + std::to_string(at) +
+                                                   " of the pattern) is not supported");
   }
   Error malformed(const std::string& what) const {
     return make_error(ErrorCode::kInvalidValue,
@@ -242,8 +242,8 @@ class Parser {
                                         ")");
       }
       if (!is_single(atom) && max > kMaxExpandedRepeat) {
-        return unsupported(atom_at, "a group repeated more than " +
-                                        std::to_string(kMaxExpandedRepeat) + " times");
+        return unsupported(
+            atom_at, "a group repeated more than " + std::to_string(kMaxExpandedRepeat) + " times");
       }
       Ast repeat;
       repeat.kind = Ast::Kind::kRepeat;
@@ -451,8 +451,8 @@ class Parser {
         }
         const auto mask = category_mask(name);
         if (!mask) {
-          return unsupported(at, "the Unicode property \\p{" + std::string(name) +
-                                     "} (general categories are)");
+          return unsupported(
+              at, "the Unicode property \\p{" + std::string(name) + "} (general categories are)");
         }
         item.kind = Item::kCategories;
         item.categories = *mask;
@@ -616,7 +616,8 @@ class RegexCompiler {
       case Ast::Kind::kSet:
       case Ast::Kind::kAny: return atom(a, next);
       case Ast::Kind::kConcat:
-        for (auto it = a.children.rbegin(); it != a.children.rend(); ++it) next = compile(*it, next);
+        for (auto it = a.children.rbegin(); it != a.children.rend(); ++it)
+          next = compile(*it, next);
         return next;
       case Ast::Kind::kAlternation: {
         std::uint32_t cur = compile(a.children.back(), next);

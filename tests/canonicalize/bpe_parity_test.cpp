@@ -70,14 +70,14 @@ std::vector<std::string> random_samples(std::size_t count) {
     char32_t low, high;
   };
   static constexpr Range kRanges[] = {
-      {0x20, 0x7E},       {0x20, 0x7E},       {0x20, 0x7E},       {0xA0, 0xFF},
-      {0x100, 0x17E},     {0x300, 0x36F},     {0x370, 0x3FF},     {0x400, 0x4FF},
-      {0x590, 0x5FF},     {0x600, 0x6FF},     {0x900, 0x97F},     {0xE00, 0xE7F},
-      {0x1100, 0x11FF},   {0xAC00, 0xD7A3},   {0x2000, 0x206F},   {0x20A0, 0x20BF},
-      {0x2100, 0x214F},   {0x2190, 0x22FF},   {0x3000, 0x303F},   {0x3040, 0x30FF},
-      {0x4E00, 0x9FFF},   {0x4E00, 0x9FFF},   {0xFF00, 0xFFEF},   {0x1F300, 0x1F64F},
-      {0x1F900, 0x1F9FF}, {0x1F3FB, 0x1F3FF}, {0xFE0F, 0xFE0F},   {0x200D, 0x200D},
-      {0x1D400, 0x1D7FF}, {0x30, 0x39},       {0x660, 0x669},     {0x9, 0xA},
+      {0x20, 0x7E},       {0x20, 0x7E},       {0x20, 0x7E},     {0xA0, 0xFF},
+      {0x100, 0x17E},     {0x300, 0x36F},     {0x370, 0x3FF},   {0x400, 0x4FF},
+      {0x590, 0x5FF},     {0x600, 0x6FF},     {0x900, 0x97F},   {0xE00, 0xE7F},
+      {0x1100, 0x11FF},   {0xAC00, 0xD7A3},   {0x2000, 0x206F}, {0x20A0, 0x20BF},
+      {0x2100, 0x214F},   {0x2190, 0x22FF},   {0x3000, 0x303F}, {0x3040, 0x30FF},
+      {0x4E00, 0x9FFF},   {0x4E00, 0x9FFF},   {0xFF00, 0xFFEF}, {0x1F300, 0x1F64F},
+      {0x1F900, 0x1F9FF}, {0x1F3FB, 0x1F3FF}, {0xFE0F, 0xFE0F}, {0x200D, 0x200D},
+      {0x1D400, 0x1D7FF}, {0x30, 0x39},       {0x660, 0x669},   {0x9, 0xA},
   };
   std::mt19937 rng(20240726);
   auto pick = [&](std::uint32_t n) { return static_cast<std::uint32_t>(rng() % n); };
@@ -90,7 +90,8 @@ std::vector<std::string> random_samples(std::size_t count) {
       const Range range = kRanges[pick(std::size(kRanges))];
       const std::uint32_t length = 1 + pick(8);
       for (std::uint32_t k = 0; k < length; ++k) {
-        const char32_t cp = range.low + pick(static_cast<std::uint32_t>(range.high - range.low + 1));
+        const char32_t cp =
+            range.low + pick(static_cast<std::uint32_t>(range.high - range.low + 1));
         const auto category = utf8proc_category(static_cast<utf8proc_int32_t>(cp));
         if (category == UTF8PROC_CATEGORY_CN || category == UTF8PROC_CATEGORY_CO ||
             category == UTF8PROC_CATEGORY_CS || cp == 0x85 || cp == 0xFEFF || cp == 0x17F) {
@@ -166,8 +167,7 @@ TEST_P(TokenizerParityTest, MatchesTheReferenceIdForId) {
       EXPECT_EQ(plain, ids) << family.name << " sample " << i;
 
       const std::string decoded = tok.decode(ids);
-      if (!family.reference_decoder_differs && decoded != ref.decoded &&
-          ++decoded_differing <= 5) {
+      if (!family.reference_decoder_differs && decoded != ref.decoded && ++decoded_differing <= 5) {
         ADD_FAILURE() << family.name << " sample " << i << " \"" << printable(ref.text)
                       << "\": decodes to \"" << printable(decoded) << "\", the reference to \""
                       << printable(ref.decoded) << "\"";
@@ -192,8 +192,7 @@ TEST_P(TokenizerParityTest, MatchesTheReferenceIdForId) {
           if (before != ref.text.substr(0, offsets[t])) {
             ADD_FAILURE() << family.name << " sample " << i << " \"" << printable(ref.text)
                           << "\": token " << t << " has offset " << offsets[t]
-                          << " but the tokens before it decode to \"" << printable(before)
-                          << "\"";
+                          << " but the tokens before it decode to \"" << printable(before) << "\"";
             break;
           }
         }

@@ -83,12 +83,12 @@ struct TokenizerJson {
     for (int b = 0; b < 256; ++b) vocab.push_back(std::string(1, static_cast<char>(b)));
     for (const auto& [l, r] : merges) vocab.push_back(l + r);
     for (const auto& t : extra_tokens) vocab.push_back(t);
-    std::string json =
-        R"({"version":"1.0","truncation":null,"padding":null,"added_tokens":)" + added_tokens +
-        R"(,"normalizer":)" + normalizer + R"(,"pre_tokenizer":)" + pre_tokenizer +
-        R"(,"post_processor":null,"decoder":)" + decoder + R"(,"model":{"type":)" +
-        json_string(model_type) + R"(,"dropout":null,"unk_token":null,"ignore_merges":)" +
-        (ignore_merges ? "true" : "false") + R"(,"vocab":{)";
+    std::string json = R"({"version":"1.0","truncation":null,"padding":null,"added_tokens":)" +
+                       added_tokens + R"(,"normalizer":)" + normalizer + R"(,"pre_tokenizer":)" +
+                       pre_tokenizer + R"(,"post_processor":null,"decoder":)" + decoder +
+                       R"(,"model":{"type":)" + json_string(model_type) +
+                       R"(,"dropout":null,"unk_token":null,"ignore_merges":)" +
+                       (ignore_merges ? "true" : "false") + R"(,"vocab":{)";
     for (std::size_t id = 0; id < vocab.size(); ++id) {
       if (id > 0) json += ',';
       json += json_string(byte_level(vocab[id])) + ":" + std::to_string(id);

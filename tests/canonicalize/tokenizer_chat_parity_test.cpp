@@ -106,7 +106,7 @@ TEST_P(TokenizerChatParityTest, RenderedPromptsTokenizeAsTheReference) {
   const auto rendered = render_reference(config_path, openai_content, cases, error);
   ASSERT_TRUE(rendered.has_value()) << error;
 
-  std::vector<std::string> prompts;      // the reference's, for the reference tokenizer
+  std::vector<std::string> prompts;        // the reference's, for the reference tokenizer
   std::vector<std::vector<TokenId>> ours;  // our ids for our own rendering
   for (std::size_t i = 0; i < cases.size(); ++i) {
     if (!(*rendered)[i]) continue;  // the template raised (e.g. Gemma on a tool message)

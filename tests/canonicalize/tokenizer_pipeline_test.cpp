@@ -123,8 +123,8 @@ TEST(TokenizerNormalizerTest, RefusesWhatItDoesNotImplement) {
   }
   const Error e = read_error("normalizer", R"({"type":"Prepend","prepend":"x","twice":true})");
   EXPECT_EQ(e.param, "normalizer.twice");
-  const Error re = read_error(
-      "normalizer", R"({"type":"Replace","pattern":{"Regex":"(?<=a)b"},"content":""})");
+  const Error re =
+      read_error("normalizer", R"({"type":"Replace","pattern":{"Regex":"(?<=a)b"},"content":""})");
   EXPECT_EQ(re.code, ErrorCode::kUnsupported);
   EXPECT_EQ(re.param, "normalizer.pattern.Regex");
 }
@@ -168,9 +168,9 @@ TEST(TokenizerPreTokenizerTest, ByteLevelPrefixSpaceAndRegex) {
   EXPECT_EQ(pre_tokenize(R"({"type":"ByteLevel","add_prefix_space":true,"use_regex":true})",
                          "Hello world"),
             (Strings{" Hello", " world"}));
-  EXPECT_EQ(pre_tokenize(R"({"type":"ByteLevel","add_prefix_space":true,"use_regex":false})",
-                         " x y"),
-            (Strings{" x y"}));
+  EXPECT_EQ(
+      pre_tokenize(R"({"type":"ByteLevel","add_prefix_space":true,"use_regex":false})", " x y"),
+      (Strings{" x y"}));
   // Each piece from an earlier Split gets its own prefix space.
   EXPECT_EQ(pre_tokenize(R"({"type":"Sequence","pretokenizers":[)"
                          R"({"type":"Split","pattern":{"String":"|"},"behavior":"Removed"},)"
@@ -189,9 +189,9 @@ TEST(TokenizerPreTokenizerTest, MetaspaceReplacesPrependsAndSplits) {
   EXPECT_EQ(pre_tokenize(R"({"type":"Metaspace","replacement":"▁","split":false})", "a b"),
             (Strings{"▁a▁b"}));
   // The older add_prefix_space=false means "never".
-  EXPECT_EQ(pre_tokenize(R"({"type":"Metaspace","replacement":"▁","add_prefix_space":false})",
-                         "a b"),
-            (Strings{"a", "▁b"}));
+  EXPECT_EQ(
+      pre_tokenize(R"({"type":"Metaspace","replacement":"▁","add_prefix_space":false})", "a b"),
+      (Strings{"a", "▁b"}));
   // "first": only a piece that starts at the very start of the input gets the prefix.
   const char* first =
       R"({"type":"Sequence","pretokenizers":[)"
@@ -232,8 +232,7 @@ TEST(TokenizerDecoderTest, EachDecoderAsHuggingFace) {
   EXPECT_EQ(decode(R"({"type":"Metaspace","replacement":"▁","prepend_scheme":"always"})",
                    {"▁▁Hey", "▁friend"}),
             "Hey friend");
-  EXPECT_EQ(decode(R"({"type":"Metaspace","replacement":"▁","prepend_scheme":"never"})",
-                   {"▁Hey"}),
+  EXPECT_EQ(decode(R"({"type":"Metaspace","replacement":"▁","prepend_scheme":"never"})", {"▁Hey"}),
             " Hey");
   const char* llama2 =
       R"({"type":"Sequence","decoders":[{"type":"Replace","pattern":{"String":"▁"},"content":" "},)"
@@ -241,9 +240,10 @@ TEST(TokenizerDecoderTest, EachDecoderAsHuggingFace) {
   EXPECT_EQ(decode(llama2, {"▁Hello", "▁", "<0xE4>", "<0xBD>", "<0xA0>", "!"}), "Hello 你!");
   EXPECT_EQ(decode(llama2, {"▁▁x"}), " x");  // Strip takes one space
   // Bytes that are not UTF-8 stay bytes (Hugging Face would write U+FFFD for each).
-  EXPECT_EQ(decode(R"({"type":"ByteFallback"})", {"<0xE4>", "a"}), "\xe4" "a");
-  EXPECT_EQ(decode(R"({"type":"Strip","content":"x","start":2,"stop":1})", {"xxxaxx", "x"}),
-            "xax");
+  EXPECT_EQ(decode(R"({"type":"ByteFallback"})", {"<0xE4>", "a"}),
+            "\xe4"
+            "a");
+  EXPECT_EQ(decode(R"({"type":"Strip","content":"x","start":2,"stop":1})", {"xxxaxx", "x"}), "xax");
   EXPECT_EQ(decode("null", {"a", "b"}), "a b");  // no decoder: Hugging Face joins with spaces
 }
 
@@ -275,8 +275,8 @@ std::string sentencepiece_json(std::string_view model_options, std::string_view 
   for (std::size_t i = 0; i < pieces.size(); ++i) {
     vocab += ",\"" + pieces[i] + "\":" + std::to_string(259 + i);
   }
-  return std::string(R"({"added_tokens":)") + std::string(added) +
-         R"(,"normalizer":)" + std::string(normalizer) +
+  return std::string(R"({"added_tokens":)") + std::string(added) + R"(,"normalizer":)" +
+         std::string(normalizer) +
          R"(,"pre_tokenizer":null,"decoder":{"type":"Sequence","decoders":[)"
          R"({"type":"Replace","pattern":{"String":"▁"},"content":" "},{"type":"ByteFallback"},)"
          R"({"type":"Fuse"},{"type":"Strip","content":" ","start":1,"stop":0}]},)"
@@ -352,8 +352,8 @@ TEST(AddedTokenFlagsTest, SingleWordNormalizedAndSkippedSpecials) {
       R"({"id":302,"content":"<xy>","special":true,"normalized":false},)"
       R"({"id":300,"content":"xy","single_word":true,"special":false,"normalized":false},)"
       R"({"id":301,"content":"zq","special":false,"normalized":true,"lstrip":true}])";
-  auto tok = load_tokenizer_json(
-      sentencepiece_json(R"("byte_fallback":true)", kLlama2Normalizer, added));
+  auto tok =
+      load_tokenizer_json(sentencepiece_json(R"("byte_fallback":true)", kLlama2Normalizer, added));
   ASSERT_TRUE(tok.ok()) << tok.error().message;
   const Tokenizer& t = **tok;
   // single_word: "xy" only where no word character touches it.

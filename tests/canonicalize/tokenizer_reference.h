@@ -126,7 +126,8 @@ inline std::string write_corpus(const std::vector<std::string>& samples, const s
   const std::string path = testing::TempDir() + "/" + name + ".json";
   std::ofstream out(path, std::ios::binary);
   out << "[";
-  for (std::size_t i = 0; i < samples.size(); ++i) out << (i ? ",\n" : "\n") << json_quote(samples[i]);
+  for (std::size_t i = 0; i < samples.size(); ++i)
+    out << (i ? ",\n" : "\n") << json_quote(samples[i]);
   out << "\n]\n";
   return path;
 }
@@ -141,8 +142,8 @@ inline std::optional<std::vector<ReferenceSample>> run_reference(const std::stri
                                                                  const std::string& corpus_path,
                                                                  const ReferenceOptions& options,
                                                                  std::string& error) {
-  std::string command = "node '" + kJsDir + "/tokenize_reference.mjs' " + family + " '" +
-                        corpus_path + "'";
+  std::string command =
+      "node '" + kJsDir + "/tokenize_reference.mjs' " + family + " '" + corpus_path + "'";
   if (!options.parse_special) command += " --no-special";
   if (!options.tokenizer_json_path.empty()) {
     command += " --tokenizer-json '" + options.tokenizer_json_path + "'";

@@ -2,6 +2,8 @@
 // iteration over empty matches, and, on random text, the same pre-tokens as the hand-written
 // scanners of the Llama 3, Qwen2 and GPT-2 patterns (which bpe_pretokenizer_test.cpp pins to
 // Hugging Face's output).
+#include "../../canonicalize/src/tokenizer_regex.h"
+
 #include <gtest/gtest.h>
 
 #include <random>
@@ -9,7 +11,6 @@
 #include <vector>
 
 #include "../../canonicalize/src/bpe_pretokenizer.h"
-#include "../../canonicalize/src/tokenizer_regex.h"
 
 namespace prefixgate::canon::internal {
 namespace {
@@ -73,7 +74,9 @@ TEST(TokenizerRegexTest, EmptyMatchesAdvanceAsOniguruma) {
 }
 
 TEST(TokenizerRegexTest, MalformedBytesMatchOnlyNegatedClasses) {
-  const std::string text = "a\xff" "b";
+  const std::string text =
+      "a\xff"
+      "b";
   EXPECT_EQ(all(compile("\\p{L}+"), text), (Strings{"a", "b"}));
   EXPECT_EQ(all(compile("[^\\p{L}]"), text), (Strings{"\xff"}));
   EXPECT_EQ(all(compile("."), text).size(), 3u);
@@ -84,12 +87,12 @@ TEST(TokenizerRegexTest, RefusesWhatItCannotMatchExactly) {
     const char* pattern;
     const char* says;
   };
-  for (const Case& c : {Case{"(?<=a)b", "lookbehind"}, Case{"(?<!a)b", "lookbehind"},
-                        Case{"^a", "anchor"}, Case{"a$", "anchor"}, Case{"\\bword", "anchor"},
-                        Case{"(a)\\1", "backreference"}, Case{"\\p{Han}+", "\\p{Han}"},
-                        Case{"[a[b]]", "nested"}, Case{"[a&&b]", "intersection"},
-                        Case{"(ab)+", "without bound"}, Case{"(?i:[a-z])", "(?i)"},
-                        Case{"a++", "possessive"}, Case{"(?<n>a)", "group syntax"}}) {
+  for (const Case& c :
+       {Case{"(?<=a)b", "lookbehind"}, Case{"(?<!a)b", "lookbehind"}, Case{"^a", "anchor"},
+        Case{"a$", "anchor"}, Case{"\\bword", "anchor"}, Case{"(a)\\1", "backreference"},
+        Case{"\\p{Han}+", "\\p{Han}"}, Case{"[a[b]]", "nested"}, Case{"[a&&b]", "intersection"},
+        Case{"(ab)+", "without bound"}, Case{"(?i:[a-z])", "(?i)"}, Case{"a++", "possessive"},
+        Case{"(?<n>a)", "group syntax"}}) {
     auto re = Regex::compile(c.pattern);
     ASSERT_FALSE(re.ok()) << c.pattern;
     EXPECT_EQ(re.error().code, ErrorCode::kUnsupported) << c.pattern;
@@ -108,12 +111,12 @@ TEST(TokenizerRegexTest, RefusesWhatItCannotMatchExactly) {
 // a malformed byte.
 TEST(TokenizerRegexTest, AgreesWithTheHandWrittenScanners) {
   const std::vector<std::string> alphabet = {
-      "a",  "Z",  "é", "ß",  "中", "7",  "٣",  "'",  "s",  "t",  "re", "LL", "d",      "!",
-      ".",  "-",  " ", "  ", "\t", "\n", "\r", "\u00a0", "\u3000", "\u2028", "\u0301",
-      "😀", "\xff", "ſ", "_", "ｱ"};
+      "a",  "Z",      "é",      "ß",      "中",     "7", "٣",    "'",  "s",  "t",
+      "re", "LL",     "d",      "!",      ".",      "-", " ",    "  ", "\t", "\n",
+      "\r", "\u00a0", "\u3000", "\u2028", "\u0301", "😀", "\xff", "ſ",  "_",  "ｱ"};
   std::mt19937 rng(7);
-  for (const SplitPattern pattern : {SplitPattern::kLlama3, SplitPattern::kQwen2,
-                                     SplitPattern::kGpt2}) {
+  for (const SplitPattern pattern :
+       {SplitPattern::kLlama3, SplitPattern::kQwen2, SplitPattern::kGpt2}) {
     const Regex re = compile(split_pattern_regex(pattern));
     const PatternScanner scanner(pattern);
     for (int round = 0; round < 3000; ++round) {
@@ -128,8 +131,7 @@ TEST(TokenizerRegexTest, AgreesWithTheHandWrittenScanners) {
         scanned.push_back({pos, end});
         pos = end;
       }
-      ASSERT_EQ(matches.size(), scanned.size()) << split_pattern_regex(pattern) << " on "
-                                                << text;
+      ASSERT_EQ(matches.size(), scanned.size()) << split_pattern_regex(pattern) << " on " << text;
       for (std::size_t i = 0; i < matches.size(); ++i) {
         ASSERT_EQ(matches[i].begin, scanned[i].begin) << text;
         ASSERT_EQ(matches[i].end, scanned[i].end) << text;

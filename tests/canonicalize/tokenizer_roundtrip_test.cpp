@@ -38,7 +38,8 @@ std::string nfc(const std::string& s) {
   const auto n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(s.data()),
                               static_cast<utf8proc_ssize_t>(s.size()), &out,
                               static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
-  std::string r = n >= 0 ? std::string(reinterpret_cast<char*>(out), static_cast<std::size_t>(n)) : s;
+  std::string r =
+      n >= 0 ? std::string(reinterpret_cast<char*>(out), static_cast<std::size_t>(n)) : s;
   std::free(out);
   return r;
 }
@@ -83,8 +84,8 @@ TEST_P(TokenizerRoundTripTest, DecodeGivesBackTheText) {
       if (family.sentencepiece && cp == 0x2581) continue;
       if (family.metaspace_first && s.empty() && cp == U' ') continue;
       std::uint8_t buf[4];
-      s.append(reinterpret_cast<const char*>(buf),
-               static_cast<std::size_t>(utf8proc_encode_char(static_cast<utf8proc_int32_t>(cp), buf)));
+      s.append(reinterpret_cast<const char*>(buf), static_cast<std::size_t>(utf8proc_encode_char(
+                                                       static_cast<utf8proc_int32_t>(cp), buf)));
     }
     std::vector<TokenId> ids;
     tok.encode(s, ids, {.parse_special = false});
@@ -93,16 +94,17 @@ TEST_P(TokenizerRoundTripTest, DecodeGivesBackTheText) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Families, TokenizerRoundTripTest,
-    testing::Values(Family{"llama3"}, Family{"llama3_1"}, Family{"qwen3", true},
-                    Family{"qwen2_5", true}, Family{"deepseek_v3"}, Family{"gptoss"},
-                    Family{"mistral_nemo"}, Family{"llama2", false, true},
-                    Family{"mistral_v3", false, true, true}, Family{"gemma2", false, true},
-                    Family{"gemma3", false, true}),
-    [](const testing::TestParamInfo<Family>& param_info) {
-      return std::string(param_info.param.name);
-    });
+INSTANTIATE_TEST_SUITE_P(Families, TokenizerRoundTripTest,
+                         testing::Values(Family{"llama3"}, Family{"llama3_1"},
+                                         Family{"qwen3", true}, Family{"qwen2_5", true},
+                                         Family{"deepseek_v3"}, Family{"gptoss"},
+                                         Family{"mistral_nemo"}, Family{"llama2", false, true},
+                                         Family{"mistral_v3", false, true, true},
+                                         Family{"gemma2", false, true},
+                                         Family{"gemma3", false, true}),
+                         [](const testing::TestParamInfo<Family>& param_info) {
+                           return std::string(param_info.param.name);
+                         });
 
 }  // namespace
 }  // namespace prefixgate::canon
