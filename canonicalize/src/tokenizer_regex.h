@@ -106,6 +106,25 @@ class Regex {
   std::uint32_t start_ = 0;
 };
 
+// Masks over utf8proc's general categories (bit i = UTF8PROC_CATEGORY i), for Regex::Set.
+namespace regex_category {
+inline constexpr std::uint32_t bit(int category) {
+  return std::uint32_t{1} << category;
+}
+inline constexpr std::uint32_t kLetters = bit(1) | bit(2) | bit(3) | bit(4) | bit(5);
+inline constexpr std::uint32_t kMarks = bit(6) | bit(7) | bit(8);
+inline constexpr std::uint32_t kNumbers = bit(9) | bit(10) | bit(11);
+inline constexpr std::uint32_t kPunctuation =
+    bit(12) | bit(13) | bit(14) | bit(15) | bit(16) | bit(17) | bit(18);
+inline constexpr std::uint32_t kSymbols = bit(19) | bit(20) | bit(21) | bit(22);
+inline constexpr std::uint32_t kSeparators = bit(23) | bit(24) | bit(25);
+inline constexpr std::uint32_t kOthers = bit(0) | bit(26) | bit(27) | bit(28) | bit(29);
+
+}  // namespace regex_category
+
+// The categories a \p{...} name stands for ("L", "Lu", "Letter", "Uppercase_Letter", ...).
+std::optional<std::uint32_t> category_mask(std::string_view name);
+
 // Simple case folding of one code point (CaseFolding.txt status C and S), as Oniguruma matches
 // a literal under (?i).
 char32_t fold_case(char32_t cp);
