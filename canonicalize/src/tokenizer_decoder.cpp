@@ -1,6 +1,7 @@
 #include "tokenizer_decoder.h"
 
 #include "byte_level.h"
+#include "tokenizer_json.h"
 #include "utf8_decode.h"
 
 namespace prefixgate::canon::internal {
@@ -265,6 +266,10 @@ Result<Decoder> read_decoder(const Field& root) {
   std::vector<Step> steps;
   if (Status s = read_step(*f, steps); !s) return s.error();
   return Decoder(std::move(steps), /*null_decoder=*/false);
+}
+
+Result<Decoder> decoder_from_json(std::string_view json) {
+  return read_component("decoder", json, read_decoder);
 }
 
 }  // namespace prefixgate::canon::internal

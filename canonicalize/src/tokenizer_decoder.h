@@ -17,7 +17,6 @@
 #include <vector>
 
 #include "prefixgate/base/status.h"
-#include "tokenizer_json.h"
 #include "tokenizer_regex.h"
 
 namespace prefixgate::canon::internal {
@@ -55,7 +54,11 @@ class Decoder {
 // becomes its byte; a token holding any other character is kept as its UTF-8.
 std::string byte_level_decode(std::string_view token);
 
+struct Field;  // tokenizer_json.h (simdjson stays out of this header)
+
 // Reads root.decoder. Errors: kUnsupported naming the type or option we do not implement.
 Result<Decoder> read_decoder(const Field& root);
+// The same from the JSON of the decoder alone ("null", {"type": ...}).
+Result<Decoder> decoder_from_json(std::string_view json);
 
 }  // namespace prefixgate::canon::internal

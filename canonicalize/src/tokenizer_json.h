@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "prefixgate/base/status.h"
 
@@ -136,6 +137,22 @@ inline Result<PatternSpec> read_pattern(const Field& owner) {
   if (!r) return r.error();
   if (*r) return PatternSpec{true, **r, f->child_path("Regex")};
   return unsupported(f->path, "a pattern must be {\"String\": ...} or {\"Regex\": ...}");
+}
+
+// Parses `json` as the value of root[key] and reads it with `reader` (a read_normalizer-like
+// function of the root): for building one component from its JSON alone.
+template <class Reader>
+auto read_component(std::string_view key, std::string_view json, Reader reader)
+    -> decltype(reader(std::declval<const Field&>())) {
+  const std::string doc = "{\"" + std::string(key) + "\":" + std::string(json) + "}";
+  simdjson::dom::parser parser;
+  const simdjson::padded_string padded(doc);
+  simdjson::dom::element root;
+  if (const auto err = parser.parse(padded).get(root); err != simdjson::SUCCESS) {
+    return make_error(ErrorCode::kInvalidJson,
+                      std::string(key) + " is not valid JSON: " + simdjson::error_message(err));
+  }
+  return reader(Field{root, ""});
 }
 
 }  // namespace prefixgate::canon::internal

@@ -1,6 +1,7 @@
 #include "tokenizer_normalizer.h"
 
 #include "char_class.h"
+#include "tokenizer_json.h"
 #include "utf8_decode.h"
 
 namespace prefixgate::canon::internal {
@@ -247,6 +248,10 @@ Result<Normalizer> read_normalizer(const Field& root) {
   std::vector<Step> steps;
   if (Status s = read_step(*f, steps); !s) return s.error();
   return Normalizer(std::move(steps));
+}
+
+Result<Normalizer> normalizer_from_json(std::string_view json) {
+  return read_component("normalizer", json, read_normalizer);
 }
 
 }  // namespace prefixgate::canon::internal

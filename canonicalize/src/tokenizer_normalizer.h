@@ -21,7 +21,6 @@
 
 #include "nfc_normalizer.h"
 #include "prefixgate/base/status.h"
-#include "tokenizer_json.h"
 #include "tokenizer_regex.h"
 
 namespace prefixgate::canon::internal {
@@ -63,7 +62,11 @@ class Normalizer {
   std::optional<NfcNormalizer> nfc_;  // built only when a step needs it (~20 ms, once)
 };
 
+struct Field;  // tokenizer_json.h (simdjson stays out of this header)
+
 // Reads root.normalizer. Errors: kUnsupported naming the type or option we do not implement.
 Result<Normalizer> read_normalizer(const Field& root);
+// The same from the JSON of the normalizer alone ("null", {"type": ...}).
+Result<Normalizer> normalizer_from_json(std::string_view json);
 
 }  // namespace prefixgate::canon::internal

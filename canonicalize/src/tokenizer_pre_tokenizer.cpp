@@ -2,6 +2,7 @@
 
 #include "char_class.h"
 #include "prefixgate/base/check.h"
+#include "tokenizer_json.h"
 #include "utf8_decode.h"
 
 namespace prefixgate::canon::internal {
@@ -444,6 +445,10 @@ Result<PreTokenizer> read_pre_tokenizer(const Field& root) {
   std::vector<PreTokenizerStep> steps;
   if (Status s = read_step(*f, steps); !s) return s.error();
   return PreTokenizer(std::move(steps));
+}
+
+Result<PreTokenizer> pre_tokenizer_from_json(std::string_view json) {
+  return read_component("pre_tokenizer", json, read_pre_tokenizer);
 }
 
 }  // namespace prefixgate::canon::internal

@@ -25,7 +25,6 @@
 
 #include "bpe_pretokenizer.h"
 #include "prefixgate/base/status.h"
-#include "tokenizer_json.h"
 #include "tokenizer_regex.h"
 
 namespace prefixgate::canon::internal {
@@ -107,8 +106,12 @@ class PreTokenizer {
   const PatternScanner* single_scanner_ = nullptr;
 };
 
+struct Field;  // tokenizer_json.h (simdjson stays out of this header)
+
 // Reads root.pre_tokenizer. Errors: kUnsupported naming the type or option we do not implement
 // (Error::param is its JSON path).
 Result<PreTokenizer> read_pre_tokenizer(const Field& root);
+// The same from the JSON of the pre_tokenizer alone ("null", {"type": ...}).
+Result<PreTokenizer> pre_tokenizer_from_json(std::string_view json);
 
 }  // namespace prefixgate::canon::internal

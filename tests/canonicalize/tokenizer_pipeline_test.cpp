@@ -18,32 +18,23 @@ namespace {
 
 using Strings = std::vector<std::string>;
 
-// Parses `json` as the value of `key` in a tokenizer.json root.
-template <class T, class Reader>
-T read(std::string_view key, std::string_view json, Reader reader) {
-  simdjson::dom::parser parser;
-  const std::string doc = "{\"" + std::string(key) + "\":" + std::string(json) + "}";
-  simdjson::dom::element root;
-  EXPECT_EQ(parser.parse(doc).get(root), simdjson::SUCCESS) << doc;
-  auto r = reader(Field{root, ""});
+// A component from its JSON, which must load.
+template <class T>
+T load(Result<T> r, std::string_view json) {
   EXPECT_TRUE(r.ok()) << json << ": " << r.error().message;
   return r ? std::move(*r) : T{};
 }
 
 Error read_error(std::string_view key, std::string_view json) {
-  simdjson::dom::parser parser;
-  const std::string doc = "{\"" + std::string(key) + "\":" + std::string(json) + "}";
-  simdjson::dom::element root;
-  EXPECT_EQ(parser.parse(doc).get(root), simdjson::SUCCESS);
   Status s;
   if (key == "normalizer") {
-    auto r = read_normalizer(Field{root, ""});
+    auto r = normalizer_from_json(json);
     if (!r) s = r.error();
   } else if (key == "pre_tokenizer") {
-    auto r = read_pre_tokenizer(Field{root, ""});
+    auto r = pre_tokenizer_from_json(json);
     if (!r) s = r.error();
   } else {
-    auto r = read_decoder(Field{root, ""});
+    auto r = decoder_from_json(json);
     if (!r) s = r.error();
   }
   EXPECT_FALSE(s.ok()) << json;
@@ -52,7 +43,7 @@ Error read_error(std::string_view key, std::string_view json) {
 
 std::string normalize(std::string_view json, std::string_view text,
                       std::vector<std::uint32_t>* origin = nullptr) {
-  const Normalizer n = read<Normalizer>("normalizer", json, read_normalizer);
+  const Normalizer n = load(normalizer_from_json(json), json);
   AlignedText out;
   if (!n.normalize(text, 0, origin != nullptr, out)) return std::string(text);
   if (origin) *origin = out.origin;
@@ -60,7 +51,7 @@ std::string normalize(std::string_view json, std::string_view text,
 }
 
 Strings pre_tokenize(std::string_view json, std::string_view text) {
-  const PreTokenizer p = read<PreTokenizer>("pre_tokenizer", json, read_pre_tokenizer);
+  const PreTokenizer p = load(pre_tokenizer_from_json(json), json);
   std::vector<std::uint32_t> origin(text.size() + 1);
   for (std::size_t i = 0; i < origin.size(); ++i) origin[i] = static_cast<std::uint32_t>(i);
   PreTokenizerScratch s;
@@ -71,7 +62,7 @@ Strings pre_tokenize(std::string_view json, std::string_view text) {
 }
 
 std::string decode(std::string_view json, Strings tokens) {
-  const Decoder d = read<Decoder>("decoder", json, read_decoder);
+  const Decoder d = load(decoder_from_json(json), json);
   return d.decode(std::move(tokens));
 }
 
@@ -267,8 +258,8 @@ std::string sentencepiece_json(std::string_view model_options, std::string_view 
                                std::string_view added = "[]") {
   std::string vocab = R"("<unk>":0,"<s>":1,"</s>":2)";
   for (int b = 0; b < 256; ++b) {
-    char t[16];
-    std::snprintf(t, sizeof t, R"(,"<0x%02X>":%d)", b, 3 + b);
+    char t[32];
+    std::snprintf(t, sizeof t, R"(,"<0x%02X>":%d)", static_cast<unsigned>(b), 3 + b);
     vocab += t;
   }
   const Strings pieces = {"▁", "a", "b", "c", "▁a", "ab", "▁ab", "é", "ca"};
