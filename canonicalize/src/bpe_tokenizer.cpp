@@ -121,21 +121,21 @@ void BpeTokenizer::encode_pieces(std::string_view text, const std::vector<std::u
                                  std::size_t begin, std::size_t end, std::size_t input_offset,
                                  std::vector<TokenId>& out, std::vector<std::size_t>* byte_offsets,
                                  Scratch& scratch) const {
-  if (const PatternScanner* scanner = pre_tokenizer_.single_scanner()) {
+  const PatternScanner* scanner = pre_tokenizer_.single_scanner();
+  if (scanner && model_.alphabet() == BpeAlphabet::kBytes) {
     // The common byte-level case: pre-tokens straight from the scanner into the model.
     const std::string_view section = text.substr(0, end);
     for (std::size_t p = begin; p < end;) {
       const std::size_t e = scanner->match_end(section, p);
       const std::string_view word = section.substr(p, e - p);
-      if (!byte_offsets) {
-        model_.encode_word(word, out, scratch.bpe);
-      } else {
-        scratch.lengths.clear();
-        model_.encode_word(word, out, scratch.bpe, &scratch.lengths);
+      const std::size_t first = out.size();
+      model_.encode_word(word, out, scratch.bpe);
+      if (byte_offsets) {
+        // Byte-level tokens cover exactly their bytes.
         std::size_t pos = p;
-        for (const std::uint32_t length : scratch.lengths) {
+        for (std::size_t i = first; i < out.size(); ++i) {
           byte_offsets->push_back(origin ? (*origin)[pos] : input_offset + pos);
-          pos += length;
+          pos += model_.token_bytes(out[i]).size();
         }
       }
       p = e;
