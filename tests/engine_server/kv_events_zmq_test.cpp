@@ -1,12 +1,13 @@
 // prefixgate-engine's cache events in vLLM's protocol: batches on a ZeroMQ PUB socket whose
 // blocks carry their token ids (so a subscriber can recompute the chained keys: for
 // prefixgate-engine they equal its own block hashes), a replay socket, and vLLM's metric names.
+#include "server/kv_events_zmq.h"
+
 #include <gtest/gtest.h>
 #include <zmq.h>
 
 #include "prefixgate/canonicalize/block_hash.h"
 #include "prefixgate/kv_events/wire.h"
-#include "server/kv_events_zmq.h"
 #include "test_client.h"
 #include "test_server.h"
 
@@ -98,8 +99,8 @@ TEST(KvEventsZmqTest, StoredBlocksCarryTokensWhoseKeysAreTheEnginesHashes) {
   EXPECT_EQ(chain.medium, kv_events::Medium::kGpu);
   EXPECT_EQ(chain.cache_salt, "tenant-z");
   ASSERT_EQ(chain.token_ids.size(), 48U);
-  const std::vector<std::uint64_t> keys = canon::block_hashes(
-      chain.token_ids, 16, canon::block_hash_root("test-model", "tenant-z"));
+  const std::vector<std::uint64_t> keys =
+      canon::block_hashes(chain.token_ids, 16, canon::block_hash_root("test-model", "tenant-z"));
   EXPECT_EQ(keys, chain.block_hashes);
 }
 
@@ -183,10 +184,13 @@ TEST(VllmBatchTest, ChainsBecomeOneStoredEventRemovalsOneRemovedEvent) {
   CacheEvent removed;
   removed.kind = CacheEvent::Kind::kRemoved;
   const std::vector<KvEventLog::Entry> entries{
-      stored(1, 100, true, ""), stored(2, 1, false, ""), stored(3, 2, false, ""),
+      stored(1, 100, true, ""),
+      stored(2, 1, false, ""),
+      stored(3, 2, false, ""),
       stored(4, 200, true, "s"),  // another salt's root: a new chain
       stored(5, 1, false, ""),    // a branch off block 1: a new chain with a parent
-      {6, [&] {
+      {6,
+       [&] {
          CacheEvent r = removed;
          r.block_hash = 3;
          return r;

@@ -52,16 +52,16 @@ void register_engine_metrics(ServerContext& ctx) {
        MetricType::kGauge, [](const EngineStats& s) { return s.scheduler.running; });
   vllm("vllm:num_requests_waiting", "Number of requests waiting to be processed.",
        MetricType::kGauge, [](const EngineStats& s) { return s.scheduler.waiting; });
-  vllm("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.",
-       MetricType::kGauge, [](const EngineStats& s) {
-         return s.kv_pages_total == 0 ? 0.0
-                                      : static_cast<double>(s.kv_pages_used) /
-                                            static_cast<double>(s.kv_pages_total);
+  vllm("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", MetricType::kGauge,
+       [](const EngineStats& s) {
+         return s.kv_pages_total == 0
+                    ? 0.0
+                    : static_cast<double>(s.kv_pages_used) / static_cast<double>(s.kv_pages_total);
        });
   vllm("vllm:num_preemptions_total", "Cumulative number of preemptions.", MetricType::kCounter,
        [](const EngineStats& s) { return s.scheduler.preemptions_total; });
-  vllm("vllm:prefix_cache_queries_total", "Prefix cache queries, in tokens.",
-       MetricType::kCounter, [](const EngineStats& s) { return s.scheduler.prompt_tokens_total; });
+  vllm("vllm:prefix_cache_queries_total", "Prefix cache queries, in tokens.", MetricType::kCounter,
+       [](const EngineStats& s) { return s.scheduler.prompt_tokens_total; });
   vllm("vllm:prefix_cache_hits_total", "Prefix cache hits, in tokens.", MetricType::kCounter,
        [](const EngineStats& s) { return s.scheduler.cached_prompt_tokens_total; });
   vllm("vllm:prompt_tokens_total", "Number of prefill tokens processed.", MetricType::kCounter,

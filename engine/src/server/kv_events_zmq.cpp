@@ -16,8 +16,7 @@ constexpr auto kWait = std::chrono::milliseconds(20);
 constexpr std::size_t kMaxEntriesPerBatch = 4096;
 
 double unix_seconds() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 }  // namespace
@@ -26,7 +25,7 @@ kv_events::EventBatch to_vllm_batch(const std::vector<KvEventLog::Entry>& entrie
                                     std::size_t block_size, double ts) {
   kv_events::EventBatch batch;
   batch.ts = ts;
-  kv_events::BlockStored* chain = nullptr;    // the BlockStored being extended
+  kv_events::BlockStored* chain = nullptr;     // the BlockStored being extended
   kv_events::BlockRemoved* removal = nullptr;  // the BlockRemoved being extended
   std::string chain_salt;
   for (const KvEventLog::Entry& entry : entries) {
@@ -90,8 +89,9 @@ struct ZmqKvEvents::Impl {
     const std::size_t block_size = engine.config().page_tokens;
     for (std::size_t i = 0; i < entries->size(); i += kMaxEntriesPerBatch) {
       const std::size_t end = std::min(entries->size(), i + kMaxEntriesPerBatch);
-      const std::vector<KvEventLog::Entry> part(entries->begin() + static_cast<std::ptrdiff_t>(i),
-                                                entries->begin() + static_cast<std::ptrdiff_t>(end));
+      const std::vector<KvEventLog::Entry> part(
+          entries->begin() + static_cast<std::ptrdiff_t>(i),
+          entries->begin() + static_cast<std::ptrdiff_t>(end));
       publisher->publish(
           kv_events::encode_event_batch(to_vllm_batch(part, block_size, unix_seconds())));
     }

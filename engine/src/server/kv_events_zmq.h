@@ -20,16 +20,15 @@
 namespace prefixgate::engine::server {
 
 struct ZmqKvEventsOptions {
-  std::string endpoint;               // "": not published
-  std::string replay_endpoint = {};   // "": no replay socket
+  std::string endpoint;                // "": not published
+  std::string replay_endpoint = {};    // "": no replay socket
   std::size_t buffer_batches = 10000;  // vLLM's buffer_steps
 };
 
 class ZmqKvEvents {
  public:
   // Binds the sockets and starts following the log from its first event.
-  static Result<std::unique_ptr<ZmqKvEvents>> start(EngineLoop& engine,
-                                                    ZmqKvEventsOptions options);
+  static Result<std::unique_ptr<ZmqKvEvents>> start(EngineLoop& engine, ZmqKvEventsOptions options);
   ~ZmqKvEvents();  // publishes what the log already holds, then stops
   ZmqKvEvents(const ZmqKvEvents&) = delete;
   ZmqKvEvents& operator=(const ZmqKvEvents&) = delete;

@@ -126,10 +126,10 @@ Result<std::uint16_t> Server::start() {
   if (!port) return port;
   const ServerOptions& o = impl_->ctx.options;
   if (!o.kv_events_endpoint.empty()) {
-    auto events = ZmqKvEvents::start(*impl_->engine,
-                                     {.endpoint = o.kv_events_endpoint,
-                                      .replay_endpoint = o.kv_events_replay_endpoint,
-                                      .buffer_batches = o.kv_events_buffer_batches});
+    auto events =
+        ZmqKvEvents::start(*impl_->engine, {.endpoint = o.kv_events_endpoint,
+                                            .replay_endpoint = o.kv_events_replay_endpoint,
+                                            .buffer_batches = o.kv_events_buffer_batches});
     if (!events) return events.error();
     impl_->zmq_events = std::move(*events);
   }
