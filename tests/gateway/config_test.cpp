@@ -93,5 +93,17 @@ TEST(ConfigTest, AnUpstreamModelMustBeConfigured) {
   EXPECT_TRUE(validate(cfg).ok());
 }
 
+TEST(ConfigTest, ExampleConfigsAreValid) {
+  for (const char* name : {"vllm-fleet.yaml", "sglang-fleet.yaml", "engine-as-vllm.yaml"}) {
+    auto cfg = load_config_file(std::string(PREFIXGATE_SOURCE_DIR) + "/examples/" + name);
+    ASSERT_TRUE(cfg.ok()) << name << ": " << cfg.error().message;
+    EXPECT_TRUE(validate(*cfg).ok()) << name;
+    for (const UpstreamConfig& up : cfg->upstreams) {
+      EXPECT_TRUE(has_kv_event_stream(up.kind)) << name;
+      EXPECT_FALSE(up.kv_events_replay.empty()) << name;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace prefixgate::gateway
