@@ -215,13 +215,16 @@ serving::ServerOptions http_options(const GatewayConfig& config, const GatewayOp
 }  // namespace
 
 struct Gateway::Impl {
+  // Declared first, destroyed last: the upstream pool's idle sockets and every coroutine frame
+  // are bound to the server's io_context, which must outlive them (the frames it destroys last
+  // only release what they own).
+  std::unique_ptr<serving::HttpServer> http;
   GatewayContext ctx;
   GatewayOptions options;
   GatewayHandler handler{ctx};
-  // The ZeroMQ followers of vllm and sglang upstreams: they write into ctx.replicas and ctx.m.
+  // The ZeroMQ followers of vllm and sglang upstreams: their thread writes into ctx.replicas and
+  // ctx.m, so they are destroyed (their thread joined) first.
   std::unique_ptr<KvEventFollowers> followers;
-  // Declared last, destroyed first: its connections and background loops refer to the above.
-  std::unique_ptr<serving::HttpServer> http;
 };
 
 Gateway::Gateway(GatewayConfig config, GatewayOptions options) : impl_(std::make_unique<Impl>()) {
