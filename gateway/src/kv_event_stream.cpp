@@ -11,7 +11,8 @@ KvEventStream::KvEventStream(BlockKeysConfig keys, KvStreamOptions options)
     : keys_(std::move(keys)), options_(options) {}
 
 std::optional<std::int64_t> KvEventStream::start() {
-  if (!options_.replay || positioned_ || replaying_) return std::nullopt;
+  if (!options_.replay || started_ || positioned_ || replaying_) return std::nullopt;
+  started_ = true;
   return ask_replay(0, ReplayReason::kStartup);
 }
 
@@ -43,6 +44,13 @@ std::optional<std::int64_t> KvEventStream::live(std::int64_t seq, std::string_vi
       pending_.emplace(seq, std::string(payload));
       return ask_replay(0, ReplayReason::kStartup);
     }
+  }
+  if (!positioned_ && options_.replay && !started_) {
+    // A batch before start() (the connection's notice can come after its first batch): the
+    // engine's history first, then this one.
+    started_ = true;
+    pending_.emplace(seq, std::string(payload));
+    return ask_replay(0, ReplayReason::kStartup);
   }
   if (!positioned_) {
     positioned_ = true;

@@ -95,7 +95,8 @@ TEST(KvEventStreamTest, AGapIsReplayedFromTheFirstMissingSequence) {
 
 TEST(KvEventStreamTest, WhatTheReplayNoLongerHasIsLostAndItsKeysUnknown) {
   Fixture f(true);
-  f.stream.replay_done(f.out);  // start-up replay answered nothing: the engine is new
+  ASSERT_EQ(f.stream.start(), 0);
+  f.stream.replay_done(f.out);  // the start-up replay brought nothing: the engine is new
   EXPECT_FALSE(f.live(0, 0));
   EXPECT_FALSE(f.live(1, 1));
   ASSERT_EQ(f.live(5, 5), 2);
@@ -121,6 +122,7 @@ TEST(KvEventStreamTest, WithoutAReplaySocketAGapIsLostAtOnce) {
 
 TEST(KvEventStreamTest, SequenceNumbersStartingOverMeanARestart) {
   Fixture f(true);
+  ASSERT_EQ(f.stream.start(), 0);
   f.stream.replay_done(f.out);
   for (std::int64_t i = 0; i < 4; ++i) f.live(i, static_cast<std::size_t>(i));
   EXPECT_TRUE(f.held(3));
@@ -153,6 +155,19 @@ TEST(KvEventStreamTest, BatchesAlreadyReplayedAreSkippedWhenTheyArriveLive) {
   EXPECT_EQ(f.stream.stats().batches, 5U);
 }
 
+TEST(KvEventStreamTest, ABatchBeforeStartAsksForTheHistoryFirst) {
+  Fixture f(true);
+  ASSERT_EQ(f.live(5, 5), 0);  // the engine's buffer first
+  EXPECT_FALSE(f.stream.start().has_value());
+  for (std::int64_t i = 3; i < 6; ++i) {
+    f.stream.replayed(i, store_batch(static_cast<std::size_t>(i - 3)), f.out);
+  }
+  f.stream.replay_done(f.out);
+  EXPECT_TRUE(f.held(0) && f.held(1) && f.held(2));
+  EXPECT_EQ(f.stream.next(), 6);
+  EXPECT_EQ(f.stream.stats().gaps_lost, 0U);
+}
+
 TEST(KvEventStreamTest, AStartUpReplayBeginsAtTheOldestBufferedBatch) {
   Fixture f(true);
   ASSERT_EQ(f.stream.start(), 0);
@@ -176,6 +191,7 @@ TEST(KvEventStreamTest, AnUndecodableBatchCountsAndLosesWhatWasKnown) {
 
 TEST(KvEventStreamTest, AReconnectionCatchesUpFromTheNextSequence) {
   Fixture f(true);
+  ASSERT_EQ(f.stream.start(), 0);
   f.stream.replay_done(f.out);
   f.live(0, 0);
   ASSERT_EQ(f.stream.reconnected(), 1);

@@ -52,7 +52,8 @@ class KvEventStream {
  public:
   KvEventStream(BlockKeysConfig keys, KvStreamOptions options);
 
-  // Where to replay from when the subscription starts (0 with a replay socket), or nullopt.
+  // Where to replay from when the subscription starts (0 with a replay socket), or nullopt
+  // (also once the first live batch asked for it).
   std::optional<std::int64_t> start();
   // The connection came back after a loss: where to replay from to catch up on what it missed
   // (the next sequence expected), or nullopt.
@@ -84,6 +85,7 @@ class KvEventStream {
   EngineBlockKeys keys_;
   KvStreamOptions options_;
   KvStreamStats stats_;
+  bool started_ = false;     // the start-up replay was asked for
   bool positioned_ = false;  // next_ is meaningful
   std::int64_t next_ = 0;
   std::optional<std::int64_t> last_live_;  // the last sequence received on the PUB socket
