@@ -144,6 +144,12 @@ int main(int argc, char** argv) {
                   "as-sent (every rule off), default (the gateway's defaults), canonical (every "
                   "rule rewrites); each row's ceiling uses the same rules")
       ->delimiter(',');
+  cmp->add_option("--upstream-kinds", compare.upstream_kinds,
+                  "how each gateway follows the engines, comma-separated, one row per kind: "
+                  "prefixgate (/v1/kv_events), vllm (the engines publish vLLM's ZeroMQ KV events "
+                  "and metric names), openai (predictions only)")
+      ->delimiter(',')
+      ->capture_default_str();
   cmp->add_option("--target", compare.targets,
                   "NAME=URL of an existing endpoint (repeatable): run against these instead of "
                   "starting replicas")

@@ -7,6 +7,7 @@
 #include "prefixgate/canonicalize/json.h"
 #include "prefixgate/serving/errors.h"
 #include "server/http_common.h"
+#include "server/kv_events_zmq.h"
 
 namespace prefixgate::engine::server {
 namespace {
@@ -92,6 +93,7 @@ struct Server::Impl {
   std::unique_ptr<serving::HttpServer> http;
   asio::thread_pool blocking{1};
   std::unique_ptr<EngineLoop> engine;
+  std::unique_ptr<ZmqKvEvents> zmq_events;  // follows the engine's log: destroyed before it
 };
 
 Server::Server(ServerOptions options, ServedModel model, EngineConfig engine_config,
@@ -110,6 +112,7 @@ Server::Server(ServerOptions options, ServedModel model, EngineConfig engine_con
 }
 
 Server::~Server() {
+  impl_->zmq_events.reset();
   impl_->engine.reset();
   impl_->blocking.join();
 }
@@ -119,7 +122,26 @@ EngineLoop& Server::engine() {
 }
 
 Result<std::uint16_t> Server::start() {
-  return impl_->http->start();
+  auto port = impl_->http->start();
+  if (!port) return port;
+  const ServerOptions& o = impl_->ctx.options;
+  if (!o.kv_events_endpoint.empty()) {
+    auto events =
+        ZmqKvEvents::start(*impl_->engine, {.endpoint = o.kv_events_endpoint,
+                                            .replay_endpoint = o.kv_events_replay_endpoint,
+                                            .buffer_batches = o.kv_events_buffer_batches});
+    if (!events) return events.error();
+    impl_->zmq_events = std::move(*events);
+  }
+  return port;
+}
+
+std::string Server::kv_events_endpoint() const {
+  return impl_->zmq_events ? impl_->zmq_events->endpoint() : std::string();
+}
+
+std::string Server::kv_events_replay_endpoint() const {
+  return impl_->zmq_events ? impl_->zmq_events->replay_endpoint() : std::string();
 }
 
 void Server::request_shutdown() {

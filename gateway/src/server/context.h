@@ -139,8 +139,10 @@ Response dashboard_response(GatewayContext& ctx, const Request& req, std::string
 // Closes a live-stats interval every LiveStatsOptions::interval_ms until the drain.
 Awaitable<void> run_stats_sampler(GatewayContext& ctx);
 
-// Background loops, one per replica.
+// Background loops, one per replica: /v1/kv_events (prefixgate upstreams), the /metrics load
+// read (vllm and sglang upstreams), and the health check (all).
 Awaitable<void> run_kv_events(GatewayContext& ctx, ReplicaId replica);
+Awaitable<void> run_load_scrape(GatewayContext& ctx, ReplicaId replica);
 Awaitable<void> run_health_checks(GatewayContext& ctx, ReplicaId replica);
 
 }  // namespace prefixgate::gateway::server

@@ -12,6 +12,7 @@
 #include "prefixgate/serving/server.h"
 #include "server/context.h"
 #include "server/gateway.h"
+#include "server/kv_events_zmq.h"
 #include "server/upstream_pool.h"
 
 namespace prefixgate::gateway::server {
@@ -221,6 +222,9 @@ struct Gateway::Impl {
   GatewayContext ctx;
   GatewayOptions options;
   GatewayHandler handler{ctx};
+  // The ZeroMQ followers of vllm and sglang upstreams: their thread writes into ctx.replicas and
+  // ctx.m, so they are destroyed (their thread joined) first.
+  std::unique_ptr<KvEventFollowers> followers;
 };
 
 Gateway::Gateway(GatewayConfig config, GatewayOptions options) : impl_(std::make_unique<Impl>()) {
@@ -234,7 +238,9 @@ Result<std::uint16_t> Gateway::start() {
   Impl& s = *impl_;
   GatewayContext& ctx = s.ctx;
   if (auto ok = validate(ctx.config); !ok) return ok.error();
-  auto policy = make_policy(ctx.config.policy);
+  PolicyConfig policy_config;
+  policy_config.cache_aware.offload_hit_weight = ctx.config.routing.offload_hit_weight;
+  auto policy = make_policy(ctx.config.policy, policy_config);
   if (!policy) return policy.error();
   auto models = ModelRegistry::load(ctx.config.models);
   if (!models) return models.error();
@@ -277,11 +283,16 @@ Result<std::uint16_t> Gateway::start() {
 
   auto port = s.http->start();
   if (!port) return port.error();
+  s.followers = std::make_unique<KvEventFollowers>(ctx);
+  if (Status st = s.followers->start(); !st) return st.error();
   asio::co_spawn(asio::make_strand(ioc), run_stats_sampler(ctx), asio::detached);
   for (ReplicaId r = 0; r < ctx.config.upstreams.size(); ++r) {
     asio::co_spawn(asio::make_strand(ioc), run_health_checks(ctx, r), asio::detached);
-    if (ctx.config.upstreams[r].kind == ReplicaKind::kPrefixgate) {
+    const ReplicaKind kind = ctx.config.upstreams[r].kind;
+    if (kind == ReplicaKind::kPrefixgate) {
       asio::co_spawn(asio::make_strand(ioc), run_kv_events(ctx, r), asio::detached);
+    } else if (has_kv_event_stream(kind)) {
+      asio::co_spawn(asio::make_strand(ioc), run_load_scrape(ctx, r), asio::detached);
     }
   }
   return port;
@@ -293,6 +304,7 @@ void Gateway::request_shutdown() {
 
 void Gateway::run() {
   if (impl_->http) impl_->http->run();
+  if (impl_->followers) impl_->followers->stop();
 }
 
 }  // namespace prefixgate::gateway::server
