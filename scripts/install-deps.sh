@@ -47,7 +47,9 @@ if [[ ! -f /usr/include/msgpack.hpp && ! -f /usr/local/include/msgpack.hpp ]]; t
   tmp=$(mktemp -d)
   chmod 755 "$tmp"  # apt downloads as _apt
   trap 'rm -rf "$tmp"' EXIT
-  (cd "$tmp" && apt-get download -qq libmsgpack-cxx-dev)
+  # The package lists may be missing on a machine that had every other package already.
+  (cd "$tmp" && apt-get download -qq libmsgpack-cxx-dev) ||
+    { "${sudo_cmd[@]}" apt-get update -qq && (cd "$tmp" && apt-get download -qq libmsgpack-cxx-dev); }
   dpkg-deb -x "$tmp"/libmsgpack-cxx-dev_*.deb "$tmp/root"
   "${sudo_cmd[@]}" mkdir -p /usr/local/include
   "${sudo_cmd[@]}" cp -r "$tmp/root/usr/include/." /usr/local/include/
