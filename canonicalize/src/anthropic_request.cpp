@@ -420,9 +420,10 @@ Result<MessagesRequest> parse_messages_request_value(json::Value body,
   out.chat.tool_schema_key = "input_schema";
   ConversionBuilder b(out.chat);
   json::Object options;
+  // Anthropic's prompt order: tools, system, messages (the order of the breakpoints).
+  if (Status s = convert_tools(body, b); !s) return s.error();
   if (Status s = convert_system(body, b); !s) return s.error();
   if (Status s = convert_messages(body, limits, b); !s) return s.error();
-  if (Status s = convert_tools(body, b); !s) return s.error();
   if (Status s = convert_tool_choice(body, options); !s) return s.error();
   if (Status s = convert_scalars(body, out, options); !s) return s.error();
   if (const Value* cc = present(body, "cache_control")) {

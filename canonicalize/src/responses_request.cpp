@@ -306,7 +306,7 @@ Status convert_scalars(const Value& body, ResponsesRequest& out, json::Object& c
     if (const Value* format = present(*text, "format")) {
       const Value* type = format->is_object() ? present(*format, "type") : nullptr;
       if (type == nullptr || !type->is_string() || type->as_string() != "text") {
-        return unsupported("text.format", "only {\"type\": \"text\"} is supported");
+        return unsupported("text.format", "is not supported: only {\"type\": \"text\"} is");
       }
     }
   }

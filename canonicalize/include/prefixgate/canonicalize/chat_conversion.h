@@ -87,7 +87,7 @@ struct ChatConversion {
   // body.tools[i] is the client's tools[i]; this is the client's name for its parameters
   // ("input_schema", "parameters").
   std::string tool_schema_key;
-  std::vector<Breakpoint> breakpoints;  // in the client's order
+  std::vector<Breakpoint> breakpoints;  // in Anthropic's prompt order: tools, system, messages
 };
 
 // The client's field behind a chat field (a rendered segment's source): "messages[0].content"
