@@ -87,10 +87,18 @@ void TextOutput::append(canon::TokenId token) {
   // neighbours), so appending keeps this linear in the output length.
   raw_ += tokenizer_.decode(std::span<const canon::TokenId>(&token, 1));
   std::size_t cut = std::string::npos;
-  for (const std::string& s : options_.stop) cut = std::min(cut, raw_.find(s, from));
-  if (cut != std::string::npos) {
+  const std::string* matched = nullptr;
+  for (const std::string& s : options_.stop) {
+    const std::size_t at = raw_.find(s, from);
+    if (at < cut) {
+      cut = at;
+      matched = &s;
+    }
+  }
+  if (matched != nullptr) {
     raw_.resize(cut);
     stopped_ = true;
+    stop_string_ = *matched;
   }
 }
 
