@@ -117,7 +117,10 @@ class Replier {
 canon::ChatReply next_chunk(Generation& g, bool with_usage) {
   canon::ChatReply chunk;
   chunk.text = g.output().take_delta(g.done());
-  if (with_usage) chunk.usage = chat_usage(g.usage());
+  if (with_usage) {  // the prompt's counts, for message_start: nothing generated yet
+    chunk.usage = chat_usage(g.usage());
+    chunk.usage->completion_tokens = 0;
+  }
   if (g.done()) {
     chunk.finish_reason = g.finish_reason();
     chunk.stop_string = g.output().stop_string();
