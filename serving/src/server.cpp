@@ -152,8 +152,8 @@ Awaitable<void> HttpServer::Impl::session(tcp::socket socket) {
       if (is_quiet_close(ec)) break;
       if (ec) {
         // Malformed HTTP or over a limit: answer, then close (the rest is still on the wire).
-        const std::string target =
-            parser.is_header_done() ? std::string(parser.get().target()) : std::string();
+        // The request line's target, when it was read before the error (empty otherwise).
+        const std::string target(parser.get().target());
         if (ec == http::error::body_limit) {
           co_await refuse(
               c, http::status::payload_too_large,
