@@ -392,6 +392,10 @@ Status convert_scalars(const Value& body, MessagesRequest& out, json::Object& ch
       if (!out.user_id.empty()) chat.push_back({"user", out.user_id});
     }
   }
+  if (const Value* ignore_eos = present(body, "ignore_eos")) {  // an engine extension
+    if (!ignore_eos->is_bool()) return wrong_type("ignore_eos", "a boolean", *ignore_eos);
+    chat.push_back({"ignore_eos", *ignore_eos});
+  }
   if (const Value* salt = present(body, "cache_salt")) {
     if (!salt->is_string()) return wrong_type("cache_salt", "a string", *salt);
     chat.push_back({"cache_salt", *salt});

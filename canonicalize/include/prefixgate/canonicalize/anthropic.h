@@ -27,7 +27,7 @@
 //   max_tokens (required, >= 1), stop_sequences -> max_tokens, stop
 //   temperature, top_p, top_k, stream -> the same (stream adds stream_options.include_usage)
 //   metadata.user_id -> user (consistent_hash's session key)
-//   cache_salt (a prefixgate extension, as on chat requests) -> cache_salt
+//   cache_salt, ignore_eos (extensions, as on prefixgate's and vLLM's chat requests) -> the same
 //   cache_control on a system block, a tool, a message block, or at the top level (the last
 //     block) -> ChatConversion::breakpoints
 // Refused (400, Error::param names the field): a missing or ill-typed field, an unknown role or

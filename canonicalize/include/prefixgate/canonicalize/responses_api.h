@@ -24,7 +24,8 @@
 //   tool_choice auto / none / required / {"type": "function", "name"} -> the chat equivalent
 //   parallel_tool_calls, temperature, top_p -> the same; max_output_tokens -> max_tokens
 //   stream -> the same, with stream_options.include_usage
-//   user, else prompt_cache_key -> user (consistent_hash's session key); cache_salt -> the same
+//   user, else prompt_cache_key -> user (consistent_hash's session key); cache_salt, ignore_eos
+//     (extensions, as on prefixgate's and vLLM's chat requests) -> the same
 // Refused with 400 (Error::param names the field): previous_response_id and conversation
 // (nothing is stored: send the whole conversation), store: true, background: true,
 // item_reference items and built-in tools (web_search, file_search, ...), a text.format other
