@@ -30,10 +30,11 @@ MessagesUsage messages_usage(const ChatUsage& usage, std::size_t breakpoint_toke
 }
 
 json::Value messages_usage_json(const MessagesUsage& usage) {
-  return json::Object{{"input_tokens", count_value(usage.input_tokens)},
-                      {"cache_creation_input_tokens", count_value(usage.cache_creation_input_tokens)},
-                      {"cache_read_input_tokens", count_value(usage.cache_read_input_tokens)},
-                      {"output_tokens", count_value(usage.output_tokens)}};
+  return json::Object{
+      {"input_tokens", count_value(usage.input_tokens)},
+      {"cache_creation_input_tokens", count_value(usage.cache_creation_input_tokens)},
+      {"cache_read_input_tokens", count_value(usage.cache_read_input_tokens)},
+      {"output_tokens", count_value(usage.output_tokens)}};
 }
 
 MessagesStop messages_stop(const ChatReply& reply, const std::vector<std::string>& stop_sequences) {
@@ -43,9 +44,8 @@ MessagesStop messages_stop(const ChatReply& reply, const std::vector<std::string
   }
   if (f == "length") return {"max_tokens", std::nullopt};
   if (f == "content_filter") return {"refusal", std::nullopt};
-  if (!reply.stop_string.empty() &&
-      std::find(stop_sequences.begin(), stop_sequences.end(), reply.stop_string) !=
-          stop_sequences.end()) {
+  if (!reply.stop_string.empty() && std::find(stop_sequences.begin(), stop_sequences.end(),
+                                              reply.stop_string) != stop_sequences.end()) {
     return {"stop_sequence", reply.stop_string};
   }
   return {"end_turn", std::nullopt};
@@ -56,11 +56,10 @@ std::string messages_body(const ChatReply& reply, const MessagesReplyContext& ct
   if (!reply.text.empty()) content.push_back(json::Object{{"type", "text"}, {"text", reply.text}});
   for (std::size_t k = 0; k < reply.tool_calls.size(); ++k) {
     const ChatToolCall& call = reply.tool_calls[k];
-    content.push_back(json::Object{
-        {"type", "tool_use"},
-        {"id", call.id.empty() ? fallback_tool_id(ctx.id, k) : call.id},
-        {"name", call.name},
-        {"input", tool_input(call.arguments)}});
+    content.push_back(json::Object{{"type", "tool_use"},
+                                   {"id", call.id.empty() ? fallback_tool_id(ctx.id, k) : call.id},
+                                   {"name", call.name},
+                                   {"input", tool_input(call.arguments)}});
   }
   const MessagesStop stop = messages_stop(reply, ctx.stop_sequences);
   json::Object body{{"id", ctx.id},

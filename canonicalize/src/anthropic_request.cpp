@@ -84,14 +84,14 @@ Result<ContentBlock> content_block(const Value& block, const std::string& path, 
 Status string_or_blocks(const Value& v, const std::string& path, const JsonPath& at,
                         bool images_allowed, std::vector<ContentBlock>& out) {
   if (v.is_string()) {
-    out.push_back(ContentBlock{.path = at, .source = path, .text = v.as_string(), .is_text = true,
-                               .whole = true});
+    out.push_back(ContentBlock{
+        .path = at, .source = path, .text = v.as_string(), .is_text = true, .whole = true});
     return {};
   }
   if (!v.is_array()) return wrong_type(path, "a string or an array of content blocks", v);
   for (std::size_t i = 0; i < v.as_array().size(); ++i) {
-    auto block = content_block(v.as_array()[i], index_path(path, i), with_index(at, i),
-                               images_allowed);
+    auto block =
+        content_block(v.as_array()[i], index_path(path, i), with_index(at, i), images_allowed);
     if (!block) return block.error();
     out.push_back(std::move(*block));
   }
@@ -127,15 +127,17 @@ Result<Value> tool_call(const Value& block, const std::string& path) {
 Status convert_assistant(const Value& content, const std::string& path, const JsonPath& at,
                          ConversionBuilder& b) {
   if (content.is_string()) {
-    b.add_content_message("assistant", {ContentBlock{.path = at,
-                                                     .source = path,
-                                                     .text = content.as_string(),
-                                                     .is_text = true,
-                                                     .whole = true}},
+    b.add_content_message("assistant",
+                          {ContentBlock{.path = at,
+                                        .source = path,
+                                        .text = content.as_string(),
+                                        .is_text = true,
+                                        .whole = true}},
                           at);
     return {};
   }
-  if (!content.is_array()) return wrong_type(path, "a string or an array of content blocks", content);
+  if (!content.is_array())
+    return wrong_type(path, "a string or an array of content blocks", content);
   std::vector<ContentBlock> texts;
   std::vector<ToolCallBlock> calls;
   for (std::size_t i = 0; i < content.as_array().size(); ++i) {
@@ -179,8 +181,8 @@ Status convert_tool_result(const Value& block, const std::string& path, const Js
   }
   std::vector<ContentBlock> blocks;
   if (const Value* content = present(block, "content")) {
-    if (Status s = string_or_blocks(*content, field_path(path, "content"),
-                                    with_key(at, "content"), false, blocks);
+    if (Status s = string_or_blocks(*content, field_path(path, "content"), with_key(at, "content"),
+                                    false, blocks);
         !s) {
       return s;
     }
@@ -192,15 +194,17 @@ Status convert_tool_result(const Value& block, const std::string& path, const Js
 Status convert_user(const Value& content, const std::string& path, const JsonPath& at,
                     ConversionBuilder& b) {
   if (content.is_string()) {
-    b.add_content_message("user", {ContentBlock{.path = at,
-                                                .source = path,
-                                                .text = content.as_string(),
-                                                .is_text = true,
-                                                .whole = true}},
+    b.add_content_message("user",
+                          {ContentBlock{.path = at,
+                                        .source = path,
+                                        .text = content.as_string(),
+                                        .is_text = true,
+                                        .whole = true}},
                           at);
     return {};
   }
-  if (!content.is_array()) return wrong_type(path, "a string or an array of content blocks", content);
+  if (!content.is_array())
+    return wrong_type(path, "a string or an array of content blocks", content);
   if (content.as_array().empty()) return invalid(path, "must not be empty");
   std::vector<ContentBlock> pending;
   const auto flush = [&] {
@@ -222,7 +226,8 @@ Status convert_user(const Value& content, const std::string& path, const JsonPat
       }
       continue;
     }
-    if (**type == "tool_use") return invalid(field_path(block_path, "type"), "is for assistant messages");
+    if (**type == "tool_use")
+      return invalid(field_path(block_path, "type"), "is for assistant messages");
     auto got = content_block(block, block_path, with_index(at, i), true);
     if (!got) return got.error();
     pending.push_back(std::move(*got));

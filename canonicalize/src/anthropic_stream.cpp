@@ -52,7 +52,8 @@ void MessagesStreamWriter::add(const ChatReply& chunk, std::string& out) {
   if (finished_) return;
   if (!started_) start(chunk, out);
   if (!chunk.text.empty()) {
-    if (open_ != Block::kText) open_block(json::Object{{"type", "text"}, {"text", ""}}, Block::kText, out);
+    if (open_ != Block::kText)
+      open_block(json::Object{{"type", "text"}, {"text", ""}}, Block::kText, out);
     event("content_block_delta",
           json::Object{{"type", "content_block_delta"},
                        {"index", count_value(next_block_)},
@@ -63,12 +64,12 @@ void MessagesStreamWriter::add(const ChatReply& chunk, std::string& out) {
     // A call's first piece carries its id and name; its arguments follow in pieces. Calls come
     // one after another (as vLLM and OpenAI send them): a piece of another call starts its block.
     if (open_ != Block::kTool || call.index != open_tool_index_) {
-      open_block(json::Object{{"type", "tool_use"},
-                              {"id", call.id.empty() ? fallback_tool_id(ctx_.id, call.index)
-                                                     : call.id},
-                              {"name", call.name},
-                              {"input", json::Object{}}},
-                 Block::kTool, out);
+      open_block(
+          json::Object{{"type", "tool_use"},
+                       {"id", call.id.empty() ? fallback_tool_id(ctx_.id, call.index) : call.id},
+                       {"name", call.name},
+                       {"input", json::Object{}}},
+          Block::kTool, out);
       open_tool_index_ = call.index;
       saw_tool_call_ = true;
     }
@@ -96,12 +97,12 @@ void MessagesStreamWriter::finish(std::string& out) {
   const MessagesStop stop = messages_stop(end, ctx_.stop_sequences);
   const MessagesUsage usage = messages_usage(usage_.value_or(ChatUsage{}), ctx_.breakpoint_tokens);
   event("message_delta",
-        json::Object{{"type", "message_delta"},
-                     {"delta", json::Object{{"stop_reason", stop.reason},
-                                            {"stop_sequence", stop.sequence
-                                                                  ? json::Value(*stop.sequence)
-                                                                  : json::Value()}}},
-                     {"usage", messages_usage_json(usage)}},
+        json::Object{
+            {"type", "message_delta"},
+            {"delta", json::Object{{"stop_reason", stop.reason},
+                                   {"stop_sequence",
+                                    stop.sequence ? json::Value(*stop.sequence) : json::Value()}}},
+            {"usage", messages_usage_json(usage)}},
         out);
   event("message_stop", json::Object{{"type", "message_stop"}}, out);
 }

@@ -65,7 +65,8 @@ void write_back_tools(const ChatConversion& conversion, const Value& canonical, 
   const Value* chat_tools = canonical.find("tools");
   Value* client_tools = client.find("tools");
   if (chat_tools == nullptr || !chat_tools->is_array() || client_tools == nullptr ||
-      !client_tools->is_array() || chat_tools->as_array().size() != client_tools->as_array().size()) {
+      !client_tools->is_array() ||
+      chat_tools->as_array().size() != client_tools->as_array().size()) {
     return;
   }
   json::Array rebuilt;
@@ -228,8 +229,7 @@ void write_back(const ChatConversion& conversion, const ParsedRequest& canonical
 }
 
 std::vector<std::size_t> breakpoint_bytes(const ChatConversion& conversion,
-                                          const ParsedRequest& chat,
-                                          const RenderedPrompt& prompt) {
+                                          const ParsedRequest& chat, const RenderedPrompt& prompt) {
   std::vector<std::size_t> out;
   for (const Breakpoint& bp : conversion.breakpoints) {
     std::string field = bp.chat_field;
@@ -254,8 +254,7 @@ std::size_t breakpoint_tokens(const ChatConversion& conversion, const ParsedRequ
                               const AnalyzedPrompt& prompt) {
   const std::vector<std::size_t> bytes = breakpoint_bytes(conversion, chat, prompt.rendered);
   if (bytes.empty() || bytes.back() == 0 || prompt.tokens.tokens.empty()) return 0;
-  return std::min(prompt.tokens.token_at_byte(bytes.back() - 1) + 1,
-                  prompt.tokens.tokens.size());
+  return std::min(prompt.tokens.token_at_byte(bytes.back() - 1) + 1, prompt.tokens.tokens.size());
 }
 
 }  // namespace prefixgate::canon

@@ -103,8 +103,8 @@ void ConversionBuilder::add_tool_result(std::string_view call_id,
     conv_.breakpoints.push_back({std::string(source_text), message_field() + ".content", {}});
   }
   Value content = content_value(blocks, origin);
-  messages_.push_back(json::Object{
-      {"role", "tool"}, {"tool_call_id", call_id}, {"content", std::move(content)}});
+  messages_.push_back(
+      json::Object{{"role", "tool"}, {"tool_call_id", call_id}, {"content", std::move(content)}});
   conv_.messages.push_back(std::move(origin));
   open_assistant_ = false;
 }

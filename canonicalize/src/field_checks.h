@@ -19,7 +19,8 @@ inline std::string field_path(std::string_view base, std::string_view field) {
   return base.empty() ? std::string(field) : std::string(base) + "." + std::string(field);
 }
 
-inline Error wrong_type(const std::string& path, std::string_view expected, const json::Value& got) {
+inline Error wrong_type(const std::string& path, std::string_view expected,
+                        const json::Value& got) {
   return make_error(
       ErrorCode::kWrongType,
       "'" + path + "' must be " + std::string(expected) + ", got " + json::type_name(got.type()),

@@ -28,8 +28,9 @@ void apply_breakpoint(Finding& f, std::size_t declared, bool explain) {
   if (!f.before_breakpoint) return;
   f.severity = Severity::kError;
   if (explain) {
-    f.message += " (it is before a cache_control breakpoint: the request declares this prefix "
-                 "stable, and its cache entry will not be read back)";
+    f.message +=
+        " (it is before a cache_control breakpoint: the request declares this prefix "
+        "stable, and its cache entry will not be read back)";
     if (f.in_volatile_tail) f.hint = finding_hint(f.rule);
   }
 }

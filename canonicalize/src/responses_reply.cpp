@@ -31,7 +31,7 @@ std::string fallback_call_id(std::string_view response_id, std::size_t index) {
 
 std::string_view response_status(std::string_view finish_reason) {
   return finish_reason == "length" || finish_reason == "content_filter" ? "incomplete"
-                                                                         : "completed";
+                                                                        : "completed";
 }
 
 json::Object responses_echo(const json::Value& body) {
@@ -39,20 +39,19 @@ json::Object responses_echo(const json::Value& body) {
   const json::Value* tool_choice = body.find("tool_choice");
   const json::Value* tools = body.find("tools");
   const json::Value* metadata = body.find("metadata");
-  return json::Object{
-      {"instructions", or_null(body, "instructions")},
-      {"max_output_tokens", or_null(body, "max_output_tokens")},
-      {"parallel_tool_calls", parallel != nullptr ? *parallel : json::Value(true)},
-      {"previous_response_id", json::Value()},
-      {"store", false},
-      {"temperature", or_null(body, "temperature")},
-      {"text", json::Object{{"format", json::Object{{"type", "text"}}}}},
-      {"tool_choice", tool_choice != nullptr ? *tool_choice : json::Value("auto")},
-      {"tools", tools != nullptr ? *tools : json::Value(json::Array{})},
-      {"top_p", or_null(body, "top_p")},
-      {"truncation", "disabled"},
-      {"metadata", metadata != nullptr ? *metadata : json::Value(json::Object{})},
-      {"user", or_null(body, "user")}};
+  return json::Object{{"instructions", or_null(body, "instructions")},
+                      {"max_output_tokens", or_null(body, "max_output_tokens")},
+                      {"parallel_tool_calls", parallel != nullptr ? *parallel : json::Value(true)},
+                      {"previous_response_id", json::Value()},
+                      {"store", false},
+                      {"temperature", or_null(body, "temperature")},
+                      {"text", json::Object{{"format", json::Object{{"type", "text"}}}}},
+                      {"tool_choice", tool_choice != nullptr ? *tool_choice : json::Value("auto")},
+                      {"tools", tools != nullptr ? *tools : json::Value(json::Array{})},
+                      {"top_p", or_null(body, "top_p")},
+                      {"truncation", "disabled"},
+                      {"metadata", metadata != nullptr ? *metadata : json::Value(json::Object{})},
+                      {"user", or_null(body, "user")}};
 }
 
 json::Value responses_usage_json(const ChatUsage& usage) {
@@ -88,25 +87,25 @@ json::Value response_object(const ResponsesReplyContext& ctx, std::string_view m
 std::string responses_body(const ChatReply& reply, const ResponsesReplyContext& ctx) {
   json::Array output;
   if (!reply.text.empty() || reply.tool_calls.empty()) {
-    output.push_back(json::Object{
-        {"id", message_item_id(ctx.id)},
-        {"type", "message"},
-        {"status", "completed"},
-        {"role", "assistant"},
-        {"content", json::Array{json::Object{{"type", "output_text"},
-                                             {"text", reply.text},
-                                             {"annotations", json::Array{}},
-                                             {"logprobs", json::Array{}}}}}});
+    output.push_back(
+        json::Object{{"id", message_item_id(ctx.id)},
+                     {"type", "message"},
+                     {"status", "completed"},
+                     {"role", "assistant"},
+                     {"content", json::Array{json::Object{{"type", "output_text"},
+                                                          {"text", reply.text},
+                                                          {"annotations", json::Array{}},
+                                                          {"logprobs", json::Array{}}}}}});
   }
   for (std::size_t k = 0; k < reply.tool_calls.size(); ++k) {
     const ChatToolCall& call = reply.tool_calls[k];
-    output.push_back(json::Object{
-        {"id", call_item_id(ctx.id, k)},
-        {"type", "function_call"},
-        {"status", "completed"},
-        {"call_id", call.id.empty() ? fallback_call_id(ctx.id, k) : call.id},
-        {"name", call.name},
-        {"arguments", call.arguments}});
+    output.push_back(
+        json::Object{{"id", call_item_id(ctx.id, k)},
+                     {"type", "function_call"},
+                     {"status", "completed"},
+                     {"call_id", call.id.empty() ? fallback_call_id(ctx.id, k) : call.id},
+                     {"name", call.name},
+                     {"arguments", call.arguments}});
   }
   return json::to_json(response_object(ctx, ctx.model.empty() ? reply.model : ctx.model,
                                        response_status(reply.finish_reason), std::move(output),

@@ -55,17 +55,17 @@ Result<ContentBlock> content_part(const Value& part, const std::string& path, Js
 }
 
 // A string, or an array of content parts.
-Status content_of(const Value& v, const std::string& path, const JsonPath& at,
-                  bool images_allowed, std::vector<ContentBlock>& out) {
+Status content_of(const Value& v, const std::string& path, const JsonPath& at, bool images_allowed,
+                  std::vector<ContentBlock>& out) {
   if (v.is_string()) {
-    out.push_back(ContentBlock{.path = at, .source = path, .text = v.as_string(), .is_text = true,
-                               .whole = true});
+    out.push_back(ContentBlock{
+        .path = at, .source = path, .text = v.as_string(), .is_text = true, .whole = true});
     return {};
   }
   if (!v.is_array()) return wrong_type(path, "a string or an array of content parts", v);
   for (std::size_t i = 0; i < v.as_array().size(); ++i) {
-    auto part = content_part(v.as_array()[i], index_path(path, i), with_index(at, i),
-                             images_allowed);
+    auto part =
+        content_part(v.as_array()[i], index_path(path, i), with_index(at, i), images_allowed);
     if (!part) return part.error();
     out.push_back(std::move(*part));
   }
@@ -83,8 +83,8 @@ Status convert_message_item(const Value& item, const std::string& path, const Js
   const Value* content = present(item, "content");
   if (content == nullptr) return missing(field_path(path, "content"));
   std::vector<ContentBlock> blocks;
-  if (Status s = content_of(*content, field_path(path, "content"), with_key(at, "content"), true,
-                            blocks);
+  if (Status s =
+          content_of(*content, field_path(path, "content"), with_key(at, "content"), true, blocks);
       !s) {
     return s;
   }
@@ -100,10 +100,10 @@ Status convert_function_call(const Value& item, const std::string& path, const J
   if (!name) return name.error();
   auto arguments = string_field(item, path, "arguments");
   if (!arguments) return arguments.error();
-  Value call(json::Object{
-      {"id", **call_id},
-      {"type", "function"},
-      {"function", json::Object{{"name", **name}, {"arguments", **arguments}}}});
+  Value call(
+      json::Object{{"id", **call_id},
+                   {"type", "function"},
+                   {"function", json::Object{{"name", **name}, {"arguments", **arguments}}}});
   b.add_tool_call(ToolCallBlock{std::move(call), at, path, false}, at);
   return {};
 }
@@ -115,8 +115,8 @@ Status convert_function_output(const Value& item, const std::string& path, const
   const Value* output = present(item, "output");
   if (output == nullptr) return missing(field_path(path, "output"));
   std::vector<ContentBlock> blocks;
-  if (Status s = content_of(*output, field_path(path, "output"), with_key(at, "output"), false,
-                            blocks);
+  if (Status s =
+          content_of(*output, field_path(path, "output"), with_key(at, "output"), false, blocks);
       !s) {
     return s;
   }

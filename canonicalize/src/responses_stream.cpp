@@ -41,7 +41,9 @@ void ResponsesStreamWriter::close_item(std::string& out) {
            {"logprobs", json::Array{}}},
           out);
     event("response.content_part.done",
-          {{"item_id", id}, {"output_index", index}, {"content_index", 0},
+          {{"item_id", id},
+           {"output_index", index},
+           {"content_index", 0},
            {"part", output_text(text_)}},
           out);
     current_.push_back({"content", json::Array{output_text(text_)}});
@@ -77,15 +79,12 @@ void ResponsesStreamWriter::add(const ChatReply& chunk, std::string& out) {
     const std::string id = message_item_id(ctx_.id);
     if (open_ != Item::kMessage) {
       close_item(out);
-      current_ = json::Object{{"id", id},
-                              {"type", "message"},
-                              {"status", "in_progress"},
-                              {"role", "assistant"}};
+      current_ = json::Object{
+          {"id", id}, {"type", "message"}, {"status", "in_progress"}, {"role", "assistant"}};
       json::Value added(current_);
       added.set("content", json::Array{});
-      event("response.output_item.added", {{"output_index", count_value(output_.size())},
-                                           {"item", std::move(added)}},
-            out);
+      event("response.output_item.added",
+            {{"output_index", count_value(output_.size())}, {"item", std::move(added)}}, out);
       event("response.content_part.added",
             {{"item_id", id},
              {"output_index", count_value(output_.size())},
@@ -107,13 +106,12 @@ void ResponsesStreamWriter::add(const ChatReply& chunk, std::string& out) {
     if (open_ != Item::kCall || call.index != open_call_index_) {
       close_item(out);
       const std::size_t k = output_.size();
-      current_ = json::Object{
-          {"id", call_item_id(ctx_.id, k)},
-          {"type", "function_call"},
-          {"status", "in_progress"},
-          {"call_id", call.id.empty() ? fallback_call_id(ctx_.id, k) : call.id},
-          {"name", call.name},
-          {"arguments", ""}};
+      current_ = json::Object{{"id", call_item_id(ctx_.id, k)},
+                              {"type", "function_call"},
+                              {"status", "in_progress"},
+                              {"call_id", call.id.empty() ? fallback_call_id(ctx_.id, k) : call.id},
+                              {"name", call.name},
+                              {"arguments", ""}};
       event("response.output_item.added",
             {{"output_index", count_value(k)}, {"item", json::Value(current_)}}, out);
       open_ = Item::kCall;

@@ -9,7 +9,8 @@ bool apply_line(std::string_view line, SseEvent& event, bool& has_data) {
   if (line.front() == ':') return false;  // a comment
   const std::size_t colon = line.find(':');
   const std::string_view field = line.substr(0, colon);
-  std::string_view value = colon == std::string_view::npos ? std::string_view() : line.substr(colon + 1);
+  std::string_view value =
+      colon == std::string_view::npos ? std::string_view() : line.substr(colon + 1);
   if (value.starts_with(' ')) value.remove_prefix(1);
   if (field == "event") {
     event.event = std::string(value);

@@ -40,7 +40,7 @@ ErrorShape error_shape_for(std::string_view target) {
   constexpr std::string_view kMessages = "/v1/messages";
   if (!path.starts_with(kMessages)) return ErrorShape::kOpenAi;
   return path.size() == kMessages.size() || path[kMessages.size()] == '/' ? ErrorShape::kAnthropic
-                                                                           : ErrorShape::kOpenAi;
+                                                                          : ErrorShape::kOpenAi;
 }
 
 std::string error_body(ErrorShape shape, int status, std::string_view message,

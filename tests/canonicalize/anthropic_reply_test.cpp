@@ -46,11 +46,12 @@ TEST(AnthropicReplyTest, ATextReplyBecomesAMessageWithItsUsage) {
   auto reply = parse_chat_reply(*body);
   ASSERT_TRUE(reply);
   const MessagesReplyContext ctx{.id = "msg_1", .model = "claude-x", .breakpoint_tokens = 80};
-  EXPECT_EQ(messages_body(*reply, ctx),
-            R"({"id":"msg_1","type":"message","role":"assistant","model":"claude-x",)"
-            R"("content":[{"type":"text","text":"Hello"}],"stop_reason":"end_turn","stop_sequence":null,)"
-            R"("usage":{"input_tokens":20,"cache_creation_input_tokens":16,)"
-            R"("cache_read_input_tokens":64,"output_tokens":5}})");
+  EXPECT_EQ(
+      messages_body(*reply, ctx),
+      R"({"id":"msg_1","type":"message","role":"assistant","model":"claude-x",)"
+      R"("content":[{"type":"text","text":"Hello"}],"stop_reason":"end_turn","stop_sequence":null,)"
+      R"("usage":{"input_tokens":20,"cache_creation_input_tokens":16,)"
+      R"("cache_read_input_tokens":64,"output_tokens":5}})");
 }
 
 TEST(AnthropicReplyTest, UsageAddsUpToThePrompt) {
@@ -100,39 +101,59 @@ TEST(AnthropicReplyTest, ToolCallsBecomeToolUseBlocksWithParsedInput) {
   auto reply = parse_chat_reply(*body);
   ASSERT_TRUE(reply);
   const std::string out = messages_body(*reply, MessagesReplyContext{.id = "msg_7"});
-  EXPECT_NE(out.find(R"("content":[{"type":"tool_use","id":"call_1","name":"grep","input":{"pattern":"x"}},)"
-                     R"({"type":"tool_use","id":"toolu_7_1","name":"ls","input":{}}])"),
-            std::string::npos)
+  EXPECT_NE(
+      out.find(
+          R"("content":[{"type":"tool_use","id":"call_1","name":"grep","input":{"pattern":"x"}},)"
+          R"({"type":"tool_use","id":"toolu_7_1","name":"ls","input":{}}])"),
+      std::string::npos)
       << out;
   EXPECT_NE(out.find(R"("stop_reason":"tool_use")"), std::string::npos);
   EXPECT_NE(out.find(R"("model":"m")"), std::string::npos);  // the reply's, none asked
 }
 
 TEST(AnthropicReplyTest, AStreamOfTextIsMessageStartBlocksDeltaAndStop) {
-  MessagesStreamWriter w(MessagesReplyContext{.id = "msg_1", .model = "m", .breakpoint_tokens = 10});
+  MessagesStreamWriter w(
+      MessagesReplyContext{.id = "msg_1", .model = "m", .breakpoint_tokens = 10});
   std::string out;
-  w.add(chunk(R"({"id":"c","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]})"), out);
-  w.add(chunk(R"({"id":"c","choices":[{"index":0,"delta":{"content":"Hel"},"finish_reason":null}]})"), out);
-  w.add(chunk(R"({"id":"c","choices":[{"index":0,"delta":{"content":"lo"},"finish_reason":null}]})"), out);
-  w.add(chunk(R"({"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"stop","stop_reason":"\n\n"}]})"), out);
-  w.add(chunk(R"({"id":"c","choices":[],"usage":{"prompt_tokens":30,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":16}}})"), out);
+  w.add(
+      chunk(
+          R"({"id":"c","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]})"),
+      out);
+  w.add(
+      chunk(R"({"id":"c","choices":[{"index":0,"delta":{"content":"Hel"},"finish_reason":null}]})"),
+      out);
+  w.add(
+      chunk(R"({"id":"c","choices":[{"index":0,"delta":{"content":"lo"},"finish_reason":null}]})"),
+      out);
+  w.add(
+      chunk(
+          R"({"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"stop","stop_reason":"\n\n"}]})"),
+      out);
+  w.add(
+      chunk(
+          R"({"id":"c","choices":[],"usage":{"prompt_tokens":30,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":16}}})"),
+      out);
   w.finish(out);
   const auto events = events_of(out);
   EXPECT_EQ(names(events),
             (std::vector<std::string>{"message_start", "ping", "content_block_start",
                                       "content_block_delta", "content_block_delta",
                                       "content_block_stop", "message_delta", "message_stop"}));
-  EXPECT_EQ(json::to_json(events[0].second),
-            R"({"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant",)"
-            R"("model":"m","content":[],"stop_reason":null,"stop_sequence":null,"usage":)"
-            R"({"input_tokens":0,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":0}}})");
-  EXPECT_EQ(json::to_json(events[2].second),
-            R"({"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}})");
-  EXPECT_EQ(json::to_json(events[4].second),
-            R"({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"lo"}})");
-  EXPECT_EQ(json::to_json(events[6].second),
-            R"({"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},)"
-            R"("usage":{"input_tokens":14,"cache_creation_input_tokens":0,"cache_read_input_tokens":16,"output_tokens":2}})");
+  EXPECT_EQ(
+      json::to_json(events[0].second),
+      R"({"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant",)"
+      R"("model":"m","content":[],"stop_reason":null,"stop_sequence":null,"usage":)"
+      R"({"input_tokens":0,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":0}}})");
+  EXPECT_EQ(
+      json::to_json(events[2].second),
+      R"({"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}})");
+  EXPECT_EQ(
+      json::to_json(events[4].second),
+      R"({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"lo"}})");
+  EXPECT_EQ(
+      json::to_json(events[6].second),
+      R"({"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},)"
+      R"("usage":{"input_tokens":14,"cache_creation_input_tokens":0,"cache_read_input_tokens":16,"output_tokens":2}})");
   EXPECT_TRUE(w.finished());
   ASSERT_TRUE(w.usage());
   EXPECT_EQ(w.usage()->cached_tokens, 16u);
@@ -142,10 +163,22 @@ TEST(AnthropicReplyTest, AStreamedToolCallIsAToolUseBlockOfJsonDeltas) {
   MessagesStreamWriter w(MessagesReplyContext{.id = "msg_1", .model = "m"});
   std::string out;
   w.add(chunk(R"({"choices":[{"delta":{"content":"Looking."}}]})"), out);
-  w.add(chunk(R"({"choices":[{"delta":{"tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"grep","arguments":""}}]}}]})"), out);
-  w.add(chunk(R"({"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"p\":"}}]}}]})"), out);
-  w.add(chunk(R"({"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"1}"}}]}}]})"), out);
-  w.add(chunk(R"({"choices":[{"delta":{"tool_calls":[{"index":1,"id":"call_b","function":{"name":"ls","arguments":"{}"}}]}}]})"), out);
+  w.add(
+      chunk(
+          R"({"choices":[{"delta":{"tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"grep","arguments":""}}]}}]})"),
+      out);
+  w.add(
+      chunk(
+          R"({"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"p\":"}}]}}]})"),
+      out);
+  w.add(
+      chunk(
+          R"({"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"1}"}}]}}]})"),
+      out);
+  w.add(
+      chunk(
+          R"({"choices":[{"delta":{"tool_calls":[{"index":1,"id":"call_b","function":{"name":"ls","arguments":"{}"}}]}}]})"),
+      out);
   w.add(chunk(R"({"choices":[{"delta":{},"finish_reason":"tool_calls"}]})"), out);
   w.finish(out);
   const auto events = events_of(out);
@@ -158,8 +191,9 @@ TEST(AnthropicReplyTest, AStreamedToolCallIsAToolUseBlockOfJsonDeltas) {
   EXPECT_EQ(json::to_json(events[5].second),
             R"({"type":"content_block_start","index":1,"content_block":)"
             R"({"type":"tool_use","id":"call_a","name":"grep","input":{}}})");
-  EXPECT_EQ(json::to_json(events[7].second),
-            R"({"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"1}"}})");
+  EXPECT_EQ(
+      json::to_json(events[7].second),
+      R"({"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"1}"}})");
   EXPECT_EQ(json::to_json(*events[9].second.find("index")), "2");
   EXPECT_EQ(json::to_json(*events[12].second.find("delta")),
             R"({"stop_reason":"tool_use","stop_sequence":null})");
@@ -174,20 +208,29 @@ TEST(AnthropicReplyTest, AFailedStreamEndsWithAnErrorEvent) {
   const auto events = events_of(out);
   ASSERT_FALSE(events.empty());
   EXPECT_EQ(events.back().first, "error");
-  EXPECT_EQ(json::to_json(events.back().second),
-            R"({"type":"error","error":{"type":"api_error","message":"the upstream replica failed mid-stream"}})");
+  EXPECT_EQ(
+      json::to_json(events.back().second),
+      R"({"type":"error","error":{"type":"api_error","message":"the upstream replica failed mid-stream"}})");
 }
 
 TEST(AnthropicReplyTest, ErrorBodiesHaveAnthropicsTypes) {
   EXPECT_EQ(messages_error_body(400, "bad"),
             R"({"type":"error","error":{"type":"invalid_request_error","message":"bad"}})");
-  const std::pair<int, const char*> types[] = {
-      {400, "invalid_request_error"}, {401, "authentication_error"}, {403, "permission_error"},
-      {404, "not_found_error"},       {405, "invalid_request_error"}, {413, "request_too_large"},
-      {429, "rate_limit_error"},      {500, "api_error"},            {502, "api_error"},
-      {503, "overloaded_error"},      {529, "overloaded_error"}};
-  for (const auto& [status, type] : types) EXPECT_STREQ(messages_error_type(status), type) << status;
-  EXPECT_EQ(error_message_of(R"({"error":{"message":"no such model","type":"x"}})"), "no such model");
+  const std::pair<int, const char*> types[] = {{400, "invalid_request_error"},
+                                               {401, "authentication_error"},
+                                               {403, "permission_error"},
+                                               {404, "not_found_error"},
+                                               {405, "invalid_request_error"},
+                                               {413, "request_too_large"},
+                                               {429, "rate_limit_error"},
+                                               {500, "api_error"},
+                                               {502, "api_error"},
+                                               {503, "overloaded_error"},
+                                               {529, "overloaded_error"}};
+  for (const auto& [status, type] : types)
+    EXPECT_STREQ(messages_error_type(status), type) << status;
+  EXPECT_EQ(error_message_of(R"({"error":{"message":"no such model","type":"x"}})"),
+            "no such model");
   EXPECT_EQ(error_message_of("plain text"), "plain text");
 }
 

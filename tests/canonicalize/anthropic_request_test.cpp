@@ -1,9 +1,8 @@
 // canon::parse_messages_request: validation, the Chat Completions equivalent of an Anthropic
 // Messages request, and that both shapes of one conversation hash to the same prefix blocks.
-#include "prefixgate/canonicalize/anthropic.h"
-
 #include <gtest/gtest.h>
 
+#include "prefixgate/canonicalize/anthropic.h"
 #include "prefixgate/canonicalize/chat_format.h"
 #include "prefixgate/canonicalize/policy.h"
 #include "prefixgate/canonicalize/prompt.h"
@@ -217,17 +216,20 @@ TEST(AnthropicRequestTest, ImagesBecomeImageUrlPartsAndThinkingIsDropped) {
       {"role": "assistant", "content": [{"type": "thinking", "thinking": "hmm", "signature": "s"},
                                         {"type": "text", "text": "a cat"}]},
       {"role": "user", "content": [{"type": "image", "source": {"type": "url", "url": "https://x/y.png"}}]}]})");
-  EXPECT_EQ(json::to_json(*m.chat.body.find("messages")),
-            R"([{"role":"user","content":[{"type":"text","text":"what is it?"},)"
-            R"({"type":"image_url","image_url":{"url":"data:image/png;base64,AAA"}}]},)"
-            R"({"role":"assistant","content":"a cat"},)"
-            R"({"role":"user","content":[{"type":"image_url","image_url":{"url":"https://x/y.png"}}]}])");
+  EXPECT_EQ(
+      json::to_json(*m.chat.body.find("messages")),
+      R"([{"role":"user","content":[{"type":"text","text":"what is it?"},)"
+      R"({"type":"image_url","image_url":{"url":"data:image/png;base64,AAA"}}]},)"
+      R"({"role":"assistant","content":"a cat"},)"
+      R"({"role":"user","content":[{"type":"image_url","image_url":{"url":"https://x/y.png"}}]}])");
 }
 
 TEST(AnthropicRequestTest, ToolChoiceMapsToItsChatEquivalent) {
   const auto choice = [](std::string_view tc) {
-    const MessagesRequest m = messages(std::string(R"({"max_tokens":1,"messages":[{"role":"user","content":"x"}],"tool_choice":)") +
-                                       std::string(tc) + "}");
+    const MessagesRequest m = messages(
+        std::string(
+            R"({"max_tokens":1,"messages":[{"role":"user","content":"x"}],"tool_choice":)") +
+        std::string(tc) + "}");
     json::Value out(json::Object{});
     if (const json::Value* v = m.chat.body.find("tool_choice")) out.set("tool_choice", *v);
     if (const json::Value* v = m.chat.body.find("parallel_tool_calls")) out.set("parallel", *v);
@@ -297,8 +299,10 @@ TEST(AnthropicRequestTest, GuessApiTellsTheShapesApart) {
   EXPECT_EQ(guess(kChat), Api::kChatCompletions);
   EXPECT_EQ(guess(R"({"input":"hi","instructions":"x"})"), Api::kResponses);
   EXPECT_EQ(guess(R"({"prompt":"hi"})"), Api::kCompletions);
-  EXPECT_EQ(guess(R"({"max_tokens":8,"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t"}]}]})"),
-            Api::kMessages);
+  EXPECT_EQ(
+      guess(
+          R"({"max_tokens":8,"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t"}]}]})"),
+      Api::kMessages);
   EXPECT_EQ(guess(R"({"model":"x"})"), std::nullopt);
   EXPECT_EQ(api_for_path("/v1/messages"), Api::kMessages);
   EXPECT_EQ(api_for_path("/v1/messages/count_tokens"), std::nullopt);

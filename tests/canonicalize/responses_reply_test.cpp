@@ -80,16 +80,19 @@ TEST(ResponsesReplyTest, AStreamOfTextHasTheSemanticEventsInOrder) {
   w.add(chunk(R"({"choices":[{"delta":{"content":"Hel"}}]})"), out);
   w.add(chunk(R"({"choices":[{"delta":{"content":"lo"}}]})"), out);
   w.add(chunk(R"({"choices":[{"delta":{},"finish_reason":"stop"}]})"), out);
-  w.add(chunk(R"({"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":0}}})"), out);
+  w.add(
+      chunk(
+          R"({"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":0}}})"),
+      out);
   w.finish(out);
   std::vector<std::string> names;
   const auto events = events_of(out, names);
-  EXPECT_EQ(names, (std::vector<std::string>{
-                       "response.created", "response.in_progress", "response.output_item.added",
-                       "response.content_part.added", "response.output_text.delta",
-                       "response.output_text.delta", "response.output_text.done",
-                       "response.content_part.done", "response.output_item.done",
-                       "response.completed"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"response.created", "response.in_progress",
+                                      "response.output_item.added", "response.content_part.added",
+                                      "response.output_text.delta", "response.output_text.delta",
+                                      "response.output_text.done", "response.content_part.done",
+                                      "response.output_item.done", "response.completed"}));
   EXPECT_EQ(json::to_json(*events[0].find("response")->find("status")), R"("in_progress")");
   EXPECT_EQ(json::to_json(events[4]),
             R"({"type":"response.output_text.delta","item_id":"msg_9","output_index":0,)"
@@ -106,18 +109,24 @@ TEST(ResponsesReplyTest, AStreamOfTextHasTheSemanticEventsInOrder) {
 TEST(ResponsesReplyTest, AStreamedFunctionCallHasArgumentDeltasAndItsDoneEvents) {
   ResponsesStreamWriter w(kContext);
   std::string out;
-  w.add(chunk(R"({"choices":[{"delta":{"tool_calls":[{"index":0,"id":"call_a","function":{"name":"grep","arguments":"{\"p\""}}]}}]})"), out);
-  w.add(chunk(R"({"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":":1}"}}]}}]})"), out);
+  w.add(
+      chunk(
+          R"({"choices":[{"delta":{"tool_calls":[{"index":0,"id":"call_a","function":{"name":"grep","arguments":"{\"p\""}}]}}]})"),
+      out);
+  w.add(
+      chunk(
+          R"({"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":":1}"}}]}}]})"),
+      out);
   w.add(chunk(R"({"choices":[{"delta":{},"finish_reason":"tool_calls"}]})"), out);
   w.finish(out);
   std::vector<std::string> names;
   const auto events = events_of(out, names);
-  EXPECT_EQ(names, (std::vector<std::string>{
-                       "response.created", "response.in_progress", "response.output_item.added",
-                       "response.function_call_arguments.delta",
-                       "response.function_call_arguments.delta",
-                       "response.function_call_arguments.done", "response.output_item.done",
-                       "response.completed"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{
+                "response.created", "response.in_progress", "response.output_item.added",
+                "response.function_call_arguments.delta", "response.function_call_arguments.delta",
+                "response.function_call_arguments.done", "response.output_item.done",
+                "response.completed"}));
   EXPECT_EQ(json::to_json(*events[2].find("item")),
             R"({"id":"fc_9_0","type":"function_call","status":"in_progress","call_id":"call_a",)"
             R"("name":"grep","arguments":""})");

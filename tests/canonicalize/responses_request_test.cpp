@@ -1,12 +1,11 @@
 // canon::parse_responses_request: validation, the Chat Completions equivalent of a Responses
 // request (function calls and their outputs), the stateful fields refused, and the same block
 // hashes for both shapes of one conversation.
-#include "prefixgate/canonicalize/responses_api.h"
-
 #include <gtest/gtest.h>
 
 #include "prefixgate/canonicalize/policy.h"
 #include "prefixgate/canonicalize/prompt.h"
+#include "prefixgate/canonicalize/responses_api.h"
 
 namespace prefixgate::canon {
 namespace {
@@ -124,7 +123,8 @@ TEST(ResponsesRequestTest, StatefulFieldsAreRefusedWithAClearMessage) {
   refused(R"({"input":"x","tools":[{"type":"web_search"}]})", "tools[0].type");
   refused(R"({"input":"x","text":{"format":{"type":"json_schema","schema":{}}}})", "text.format");
   // store: false and a null previous_response_id are what stateless clients send.
-  EXPECT_TRUE(parse_responses_request(R"({"input":"x","store":false,"previous_response_id":null})"));
+  EXPECT_TRUE(
+      parse_responses_request(R"({"input":"x","store":false,"previous_response_id":null})"));
 }
 
 TEST(ResponsesRequestTest, InvalidItemsAreRefusedNamingTheField) {

@@ -19,7 +19,8 @@ std::string system_text() {
 
 std::string messages_body(const std::string& extra = "", const std::string& question = "Hi") {
   return R"({"model":"test-model","max_tokens":4,"system":[{"type":"text","text":")" +
-         system_text() + R"(","cache_control":{"type":"ephemeral"}}],"messages":[{"role":"user","content":")" +
+         system_text() +
+         R"(","cache_control":{"type":"ephemeral"}}],"messages":[{"role":"user","content":")" +
          question + R"("}])" + extra + "}";
 }
 
@@ -85,12 +86,14 @@ TEST(AgentApiTest, MessagesReplyIsAnAnthropicMessageWithTheEnginesCacheUsage) {
 
 TEST(AgentApiTest, MessagesAndTheChatEquivalentShareTheCache) {
   TestServer s;
-  const std::string chat = R"({"model":"test-model","max_tokens":2,"messages":[{"role":"system","content":")" +
-                           system_text() + R"("},{"role":"user","content":"Hi"}]})";
+  const std::string chat =
+      R"({"model":"test-model","max_tokens":2,"messages":[{"role":"system","content":")" +
+      system_text() + R"("},{"role":"user","content":"Hi"}]})";
   const HttpReply warmup = post(s.port(), "/v1/chat/completions", chat);
   ASSERT_EQ(warmup.status, 200) << warmup.body;
   const double prompt = num(at(parse_body(warmup), "usage"), "prompt_tokens");
-  const json::Value usage = at(parse_body(post(s.port(), "/v1/messages", messages_body())), "usage");
+  const json::Value usage =
+      at(parse_body(post(s.port(), "/v1/messages", messages_body())), "usage");
   EXPECT_EQ(total_input(usage), prompt);  // the same tokens
   // The chat request's pages are served to the Messages request (all but a last partial one).
   EXPECT_GE(num(usage, "cache_read_input_tokens"),
@@ -128,8 +131,9 @@ TEST(AgentApiTest, MessagesStreamHasAnthropicsEventsAndFinalUsage) {
 TEST(AgentApiTest, AStopSequenceIsReportedAsTheOneThatMatched) {
   TestServer s;
   // The fake device's reply is deterministic: stop on a letter it produces.
-  const json::Value full = parse_body(post(s.port(), "/v1/messages",
-                                           R"({"max_tokens":200,"messages":[{"role":"user","content":"stop test"}]})"));
+  const json::Value full =
+      parse_body(post(s.port(), "/v1/messages",
+                      R"({"max_tokens":200,"messages":[{"role":"user","content":"stop test"}]})"));
   const std::string text = str(at(full, "content").as_array()[0], "text");
   std::size_t at_index = text.find_first_of("abcdefghijklmnopqrstuvwxyz");
   ASSERT_NE(at_index, std::string::npos) << "no letter in the output to stop on";
@@ -187,8 +191,8 @@ TEST(AgentApiTest, ErrorsOnMessagesAreAnthropicShapedAndOnResponsesOpenAiShaped)
   const std::vector<Case> cases = {
       {"{not json", 400, "invalid_request_error"},
       {R"({"messages":[{"role":"user","content":"x"}]})", 400, "invalid_request_error"},
-      {R"({"model":"claude-other","max_tokens":2,"messages":[{"role":"user","content":"x"}]})",
-       404, "not_found_error"},
+      {R"({"model":"claude-other","max_tokens":2,"messages":[{"role":"user","content":"x"}]})", 404,
+       "not_found_error"},
       {R"({"max_tokens":2,"messages":[{"role":"user","content":")" + std::string(8000, 'a') +
            R"("}]})",
        413, "request_too_large"},  // refused by the server core before any handler
@@ -209,8 +213,8 @@ TEST(AgentApiTest, ErrorsOnMessagesAreAnthropicShapedAndOnResponsesOpenAiShaped)
   EXPECT_EQ(no_route.status, 404);
   EXPECT_EQ(str(at(parse_body(no_route), "error"), "type"), "not_found_error");
 
-  const HttpReply stateful = post(s.port(), "/v1/responses",
-                                  R"({"input":"x","previous_response_id":"resp_1"})");
+  const HttpReply stateful =
+      post(s.port(), "/v1/responses", R"({"input":"x","previous_response_id":"resp_1"})");
   EXPECT_EQ(stateful.status, 400);
   EXPECT_EQ(str(at(parse_body(stateful), "error"), "param"), "previous_response_id");
 }

@@ -37,9 +37,9 @@ Turn turn(std::size_t k) {
 }
 
 json::Value tool(std::string name, std::string description, const char* schema_key) {
-  json::Value schema = json::Object{
-      {"type", "object"},
-      {"properties", json::Object{{"pattern", json::Object{{"type", "string"}}}}}};
+  json::Value schema =
+      json::Object{{"type", "object"},
+                   {"properties", json::Object{{"pattern", json::Object{{"type", "string"}}}}}};
   return json::Object{{"name", std::move(name)},
                       {"description", std::move(description)},
                       {schema_key, std::move(schema)}};
@@ -52,17 +52,15 @@ std::string messages_request(const std::vector<Turn>& turns) {
   for (const Turn& t : turns) {
     messages.push_back(json::Object{
         {"role", "assistant"},
-        {"content",
-         json::Array{json::Object{{"type", "text"}, {"text", t.text}},
-                     json::Object{{"type", "tool_use"},
-                                  {"id", t.id},
-                                  {"name", "grep"},
-                                  {"input", json::Object{{"pattern", t.pattern}}}}}}});
+        {"content", json::Array{json::Object{{"type", "text"}, {"text", t.text}},
+                                json::Object{{"type", "tool_use"},
+                                             {"id", t.id},
+                                             {"name", "grep"},
+                                             {"input", json::Object{{"pattern", t.pattern}}}}}}});
     messages.push_back(json::Object{
         {"role", "user"},
-        {"content", json::Array{json::Object{{"type", "tool_result"},
-                                             {"tool_use_id", t.id},
-                                             {"content", t.result}}}}});
+        {"content", json::Array{json::Object{
+                        {"type", "tool_result"}, {"tool_use_id", t.id}, {"content", t.result}}}}});
   }
   json::Value& newest = messages.back();
   if (json::Value* content = newest.find("content"); content != nullptr && content->is_array()) {
@@ -87,12 +85,12 @@ std::string chat_request(const std::vector<Turn>& turns) {
     messages.push_back(json::Object{
         {"role", "assistant"},
         {"content", t.text},
-        {"tool_calls",
-         json::Array{json::Object{
-             {"id", t.id},
-             {"type", "function"},
-             {"function", json::Object{{"name", "grep"},
-                                       {"arguments", R"({"pattern":")" + t.pattern + R"("})"}}}}}}});
+        {"tool_calls", json::Array{json::Object{
+                           {"id", t.id},
+                           {"type", "function"},
+                           {"function", json::Object{{"name", "grep"},
+                                                     {"arguments", R"({"pattern":")" + t.pattern +
+                                                                       R"("})"}}}}}}});
     messages.push_back(
         json::Object{{"role", "tool"}, {"tool_call_id", t.id}, {"content", t.result}});
   }
@@ -103,9 +101,9 @@ std::string chat_request(const std::vector<Turn>& turns) {
       {"model", "builtin:tiny"},
       {"max_tokens", 4},
       {"messages", std::move(messages)},
-      {"tools", json::Array{function(tool("grep", "Searches the repository for a pattern",
-                                          "parameters")),
-                            function(tool("read_file", "Reads a file", "parameters"))}}});
+      {"tools",
+       json::Array{function(tool("grep", "Searches the repository for a pattern", "parameters")),
+                   function(tool("read_file", "Reads a file", "parameters"))}}});
 }
 
 double field(const json::Value& v, std::string_view key) {
@@ -146,8 +144,8 @@ TEST(AgentLoopTest, EachStepReadsThePreviousPromptFromCacheAndChatSharesIt) {
     } else {
       EXPECT_EQ(r.header("x-prefixgate-replica"), replica) << "step " << step;
       // The previous step's prompt is a prefix of this one: all its whole blocks are read.
-      const double whole_blocks = static_cast<double>(static_cast<std::size_t>(previous_prompt) /
-                                                      kBlock * kBlock);
+      const double whole_blocks =
+          static_cast<double>(static_cast<std::size_t>(previous_prompt) / kBlock * kBlock);
       EXPECT_GE(read, whole_blocks) << "step " << step;
     }
     read_total += read;
@@ -172,7 +170,8 @@ TEST(AgentLoopTest, EachStepReadsThePreviousPromptFromCacheAndChatSharesIt) {
   ASSERT_TRUE(chat_body);
   const json::Value& usage = *chat_body->find("usage");
   const double cached = field(*usage.find("prompt_tokens_details"), "cached_tokens");
-  EXPECT_GE(cached, static_cast<double>(static_cast<std::size_t>(previous_prompt) / kBlock * kBlock));
+  EXPECT_GE(cached,
+            static_cast<double>(static_cast<std::size_t>(previous_prompt) / kBlock * kBlock));
   std::cout << "chat request after the loop: " << cached << " of " << field(usage, "prompt_tokens")
             << " prompt tokens read from the same replica's cache\n";
 }

@@ -29,18 +29,22 @@ void run_sdks_through_a_gateway(const std::string& kind) {
   ASSERT_NE(pb, 0);
   const std::string config = write_config("agent-sdk-" + kind,
                                           "upstreams:\n"
-                                          "  - {url: " + upstream(pa) + ", kind: " + kind + "}\n"
-                                          "  - {url: " + upstream(pb) + ", kind: " + kind + "}\n"
-                                          "api_keys: [sk-test]\n");
+                                          "  - {url: " +
+                                              upstream(pa) + ", kind: " + kind +
+                                              "}\n"
+                                              "  - {url: " +
+                                              upstream(pb) + ", kind: " + kind +
+                                              "}\n"
+                                              "api_keys: [sk-test]\n");
   auto gw = start_gateway(port, {"--config", config});
   ASSERT_NE(port, 0) << gw->output();
   ASSERT_TRUE(wait_healthy(port, 2));
 
   std::string output;
-  const int rc = run_command("timeout 120 node " + (js / "agent_sdk_client.mjs").string() +
-                                 " http://127.0.0.1:" + std::to_string(port) +
-                                 " sk-test builtin:tiny",
-                             output);
+  const int rc =
+      run_command("timeout 120 node " + (js / "agent_sdk_client.mjs").string() +
+                      " http://127.0.0.1:" + std::to_string(port) + " sk-test builtin:tiny",
+                  output);
   EXPECT_EQ(rc, 0) << output;
   for (const char* step :
        {"\"messages_create\":", "\"messages_stream\":", "\"messages_raw_stream\":",

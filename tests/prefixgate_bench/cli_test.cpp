@@ -137,16 +137,47 @@ TEST(BenchCliTest, CompareWritesTheResultsAndCacheAwareHitsMoreThanRoundRobin) {
 TEST(BenchCliTest, AgentLoopOverMessagesAndResponsesCountsTheirCachedTokens) {
   std::map<std::string, std::pair<double, double>> tokens;  // api -> prompt, cached
   for (const char* api : {"chat", "messages", "responses"}) {
-    const std::string json_path = ::testing::TempDir() + "prefixgate-bench-" + api + "-" +
-                                  std::to_string(getpid()) + ".json";
-    const Outcome o = run_bench({"compare", "--replicas", "2", "--device", "sim", "--sim-profile",
-                                 "h100:builtin:tiny", "--sim-speedup", "inf", "--policies",
-                                 "cache_aware", "--workload", "agent", "--api", api, "--agents",
-                                 "2", "--steps", "3", "--tools", "2", "--tool-schema-len", "64",
-                                 "--system-len", "128", "--tool-result-len", "64", "--output-len",
-                                 "2", "--concurrency", "1", "--json", json_path, "--engine-bin",
-                                 PREFIXGATE_ENGINE_BIN, "--gateway-bin", PREFIXGATE_GATEWAY_BIN,
-                                 "--log-dir", ::testing::TempDir() + "prefixgate-bench-logs",
+    const std::string json_path =
+        ::testing::TempDir() + "prefixgate-bench-" + api + "-" + std::to_string(getpid()) + ".json";
+    const Outcome o = run_bench({"compare",
+                                 "--replicas",
+                                 "2",
+                                 "--device",
+                                 "sim",
+                                 "--sim-profile",
+                                 "h100:builtin:tiny",
+                                 "--sim-speedup",
+                                 "inf",
+                                 "--policies",
+                                 "cache_aware",
+                                 "--workload",
+                                 "agent",
+                                 "--api",
+                                 api,
+                                 "--agents",
+                                 "2",
+                                 "--steps",
+                                 "3",
+                                 "--tools",
+                                 "2",
+                                 "--tool-schema-len",
+                                 "64",
+                                 "--system-len",
+                                 "128",
+                                 "--tool-result-len",
+                                 "64",
+                                 "--output-len",
+                                 "2",
+                                 "--concurrency",
+                                 "1",
+                                 "--json",
+                                 json_path,
+                                 "--engine-bin",
+                                 PREFIXGATE_ENGINE_BIN,
+                                 "--gateway-bin",
+                                 PREFIXGATE_GATEWAY_BIN,
+                                 "--log-dir",
+                                 ::testing::TempDir() + "prefixgate-bench-logs",
                                  "--no-progress"});
     ASSERT_EQ(o.status, 0) << api << ": " << o.output;
     std::ifstream in(json_path);

@@ -157,8 +157,8 @@ TEST(WorkloadsTest, AgentLoopInEachApiRendersTheChatLoopsTokens) {
         static const auto tokenizer = canon::make_byte_tokenizer();
         const canon::PromptModel model{canon::ChatTemplate::kLlama3, tokenizer.get(), 16,
                                        "builtin:tiny"};
-        auto chat_turn = canon::parse_request(chat.sessions[s].turns[t].body,
-                                              canon::Endpoint::kChatCompletions);
+        auto chat_turn =
+            canon::parse_request(chat.sessions[s].turns[t].body, canon::Endpoint::kChatCompletions);
         ASSERT_TRUE(chat_turn);
         canon::CanonicalizationPolicy tools_only = canon::CanonicalizationPolicy::none();
         tools_only.tool_json = tools_only.tool_order = true;

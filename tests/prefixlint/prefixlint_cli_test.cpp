@@ -391,12 +391,10 @@ TEST(PrefixlintCliTest, CheckReadsAResponsesRequestNamingItsFields) {
 TEST(PrefixlintCliTest, LogAndDiffAcceptEveryShape) {
   const fs::path log =
       fs::temp_directory_path() / ("prefixlint-shapes-" + std::to_string(::getpid()) + ".jsonl");
-  const std::string messages =
-      json::to_json(parse_json(read_all(fs::path(PREFIXGATE_SOURCE_DIR) / "examples" / "prompts" /
-                                        "claude-agent.json")));
-  const std::string responses =
-      json::to_json(parse_json(read_all(fs::path(PREFIXGATE_SOURCE_DIR) / "examples" / "prompts" /
-                                        "responses-agent.json")));
+  const std::string messages = json::to_json(parse_json(
+      read_all(fs::path(PREFIXGATE_SOURCE_DIR) / "examples" / "prompts" / "claude-agent.json")));
+  const std::string responses = json::to_json(parse_json(
+      read_all(fs::path(PREFIXGATE_SOURCE_DIR) / "examples" / "prompts" / "responses-agent.json")));
   std::ofstream(log) << messages << "\n" << messages << "\n" << responses << "\n";
   RunResult r = prefixlint("log --format json '" + log.string() + "'");
   fs::remove(log);
@@ -404,8 +402,8 @@ TEST(PrefixlintCliTest, LogAndDiffAcceptEveryShape) {
   const json::Value total = *parse_json(r.out).find("total");
   EXPECT_EQ(as_size(total.find("requests")), 3u);
   EXPECT_GT(as_size(total.find("hit_tokens")), 1000u);  // the repeated Messages request
-  RunResult same = prefixlint(
-      "diff examples/prompts/claude-agent.json examples/prompts/claude-agent.json");
+  RunResult same =
+      prefixlint("diff examples/prompts/claude-agent.json examples/prompts/claude-agent.json");
   EXPECT_EQ(same.exit_code, 0) << same.err;
   EXPECT_NE(same.out.find("no divergence"), std::string::npos) << same.out;
 }

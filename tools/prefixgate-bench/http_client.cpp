@@ -101,9 +101,8 @@ void on_messages_event(const json::Value& doc, std::string_view type, BenchClock
 
 // A Responses event: text and argument deltas carry content; the last event its response's
 // usage, with input_tokens_details.cached_tokens.
-void on_responses_event(const json::Value& doc, std::string_view type,
-                        BenchClock::time_point zero, RequestRecord& rec, double& last_chunk_s,
-                        bool& saw_usage) {
+void on_responses_event(const json::Value& doc, std::string_view type, BenchClock::time_point zero,
+                        RequestRecord& rec, double& last_chunk_s, bool& saw_usage) {
   if (type == "response.output_text.delta" || type == "response.function_call_arguments.delta") {
     on_content(zero, rec, last_chunk_s);
   } else if (type == "response.completed" || type == "response.incomplete") {

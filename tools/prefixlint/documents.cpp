@@ -69,10 +69,9 @@ Result<Document> document_from_json(json::Value value, Document doc,
   if (*api == canon::Api::kMessages || *api == canon::Api::kResponses) {
     if (Status s = convert_into(std::move(value), *api, doc); !s) return s.error();
   } else {
-    auto request = canon::parse_request_value(std::move(value),
-                                              *api == canon::Api::kCompletions
-                                                  ? canon::Endpoint::kCompletions
-                                                  : canon::Endpoint::kChatCompletions);
+    auto request = canon::parse_request_value(
+        std::move(value), *api == canon::Api::kCompletions ? canon::Endpoint::kCompletions
+                                                           : canon::Endpoint::kChatCompletions);
     if (!request) return request.error();
     doc.request = std::move(*request);
   }
@@ -170,10 +169,9 @@ Result<std::vector<Document>> read_documents(const std::string& path,
     }
     if (must_be_json) return in_file(path, 1, parsed.error());
   } else if (must_be_json) {
-    return in_file(
-        path, 1,
-        value ? make_error(ErrorCode::kWrongType, "expected a JSON object (a request)")
-              : value.error());
+    return in_file(path, 1,
+                   value ? make_error(ErrorCode::kWrongType, "expected a JSON object (a request)")
+                         : value.error());
   }
   Document doc{.file = path, .raw = text, .request = plain_text_request(text), .plain_text = true};
   docs.push_back(std::move(doc));

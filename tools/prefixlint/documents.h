@@ -20,9 +20,9 @@ namespace prefixgate::lint {
 // One request to lint, and where its bytes sit in the file it came from.
 struct Document {
   std::string file = {};
-  std::size_t line = 1;         // 1-based line of the file where the document starts
-  std::size_t file_offset = 0;  // byte offset of `raw` in the file
-  std::string raw = {};         // the document's bytes as they appear in the file
+  std::size_t line = 1;               // 1-based line of the file where the document starts
+  std::size_t file_offset = 0;        // byte offset of `raw` in the file
+  std::string raw = {};               // the document's bytes as they appear in the file
   canon::ParsedRequest request = {};  // a chat or completion request (the chat equivalent)
   canon::Api api = canon::Api::kChatCompletions;  // the shape the file holds
   // A Messages or Responses request: where its chat fields came from, its breakpoints.

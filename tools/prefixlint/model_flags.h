@@ -21,8 +21,8 @@ struct ModelFlags {
   std::size_t block_size = canon::kDefaultBlockSize;
   std::string model_id = "builtin:tiny";
   std::string granularity = "1h";  // timestamp rounding of the canonicalization policy
-  std::string api = "auto";  // the inputs' shape: auto (from each body), chat, completions,
-                             // messages (Anthropic) or responses (OpenAI Responses)
+  std::string api = "auto";        // the inputs' shape: auto (from each body), chat, completions,
+                                   // messages (Anthropic) or responses (OpenAI Responses)
 };
 
 void add_model_flags(CLI::App& app, ModelFlags& flags, bool with_policy);

@@ -96,5 +96,4 @@ inline Awaitable<void> run_to_end(Generation& g) {
   while (!g.done()) co_await g.advance();
 }
 
-
 }  // namespace prefixgate::engine::server

@@ -76,11 +76,11 @@ Awaitable<bool> handle_generation(Connection& c, ServerContext& ctx, const Reque
       ctx.engine->abort(id);
       co_return false;
     }
-    Response res = serving::make_response(
-        req, http::status::ok, "application/json",
-        completion_body(endpoint, meta, g.output().text(), g.finish_reason(), g.usage(),
-                        g.output().stop_string()),
-        keep_alive);
+    Response res =
+        serving::make_response(req, http::status::ok, "application/json",
+                               completion_body(endpoint, meta, g.output().text(), g.finish_reason(),
+                                               g.usage(), g.output().stop_string()),
+                               keep_alive);
     co_return co_await serving::write_response(c, std::move(res)) && keep_alive;
   }
 

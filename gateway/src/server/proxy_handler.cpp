@@ -89,8 +89,8 @@ void record_usage(GatewayContext& ctx, ProxiedRequest& p, const json::Value& usa
     cached = number_at(*d, "cached_tokens");
   } else if (usage.find("cache_read_input_tokens") != nullptr) {  // Messages
     cached = number_at(usage, "cache_read_input_tokens");
-    prompt = number_at(usage, "input_tokens") + cached +
-             number_at(usage, "cache_creation_input_tokens");
+    prompt =
+        number_at(usage, "input_tokens") + cached + number_at(usage, "cache_creation_input_tokens");
   } else if (const json::Value* rd = usage.find("input_tokens_details"); rd && rd->is_object()) {
     cached = number_at(*rd, "cached_tokens");  // Responses
     prompt = number_at(usage, "input_tokens");

@@ -32,7 +32,8 @@ std::size_t take_events(std::string& pending, std::string& out, GatewayContext& 
                         ProxiedRequest& p) {
   std::size_t forwarded = 0;
   std::size_t pos = 0;
-  const bool agent_api = p.prep.api == canon::Api::kMessages || p.prep.api == canon::Api::kResponses;
+  const bool agent_api =
+      p.prep.api == canon::Api::kMessages || p.prep.api == canon::Api::kResponses;
   for (;;) {
     const std::size_t end = pending.find("\n\n", pos);
     if (end == std::string::npos) break;
@@ -88,12 +89,12 @@ std::string stream_error_event(canon::Api api, std::string_view message) {
                                                  {"message", message},
                                                  {"param", json::Null{}}}));
   } else {
-    canon::append_sse(out, "",
-                      json::to_json(json::Object{{"error", json::Object{
-                                                               {"message", message},
-                                                               {"type", "server_error"},
-                                                               {"param", json::Null{}},
-                                                               {"code", "upstream_stream_error"}}}}));
+    canon::append_sse(
+        out, "",
+        json::to_json(json::Object{{"error", json::Object{{"message", message},
+                                                          {"type", "server_error"},
+                                                          {"param", json::Null{}},
+                                                          {"code", "upstream_stream_error"}}}}));
   }
   return out;
 }

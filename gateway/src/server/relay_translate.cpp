@@ -145,10 +145,10 @@ Awaitable<bool> relay_translated_body(Connection& c, const Request& req, Proxied
     auto reply = doc ? canon::parse_chat_reply(*doc) : Result<canon::ChatReply>(doc.error());
     if (!reply) {
       status = 502;
-      out = serving::error_body(serving::error_shape_for(req.target()), status,
-                                "the upstream's reply is not a chat completion: " +
-                                    reply.error().message,
-                                "bad_upstream_response");
+      out = serving::error_body(
+          serving::error_shape_for(req.target()), status,
+          "the upstream's reply is not a chat completion: " + reply.error().message,
+          "bad_upstream_response");
     } else {
       if (const json::Value* usage = doc->find("usage")) record_usage(ctx, p, *usage);
       out = is_messages(p) ? canon::messages_body(*reply, messages_context(p))
@@ -171,8 +171,8 @@ Awaitable<bool> relay_translated_body(Connection& c, const Request& req, Proxied
 Awaitable<bool> relay_translated_stream(Connection& c, const Request& req, ProxiedRequest& p,
                                         Exchange& ex) {
   GatewayContext& ctx = c.ctx;
-  serving::StreamHead head = serving::make_stream_head(
-      req, ex.parser().get().result(), "text/event-stream", p.info.keep_alive);
+  serving::StreamHead head = serving::make_stream_head(req, ex.parser().get().result(),
+                                                       "text/event-stream", p.info.keep_alive);
   add_route_headers(head, p);
   bool client_ok = co_await serving::write_stream_head(c.io, head);
 

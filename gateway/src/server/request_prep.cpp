@@ -81,8 +81,8 @@ Status analyze_request(PreparedRequest& out, const PrepOptions& options,
   return {};
 }
 
-Result<PreparedRequest> prepare_request(std::string_view body, canon::Api api,
-                                        const Tenant& tenant, const PrepOptions& options) {
+Result<PreparedRequest> prepare_request(std::string_view body, canon::Api api, const Tenant& tenant,
+                                        const PrepOptions& options) {
   if (api == canon::Api::kMessages || api == canon::Api::kResponses) {
     return prepare_agent_request(body, api, tenant, options);
   }

@@ -68,7 +68,7 @@ struct PreparedRequest {
   // The model's template refused the request and the model routes on its text instead
   // (TemplateErrorAction::kRouteOnText): the template's message.
   std::string template_error;
-  std::string model;  // the registry entry's name ("" for the default), for metric labels
+  std::string model;       // the registry entry's name ("" for the default), for metric labels
   AgentRequestInfo agent;  // api kMessages or kResponses
 };
 
@@ -82,8 +82,8 @@ std::string session_key_for(std::string_view header, const json::Value& body,
 
 // Errors: the request's (parse, limits), and the model's chat template refusing it when the
 // model's template_errors is reject (400, as the engine would answer).
-Result<PreparedRequest> prepare_request(std::string_view body, canon::Api api,
-                                        const Tenant& tenant, const PrepOptions& options);
+Result<PreparedRequest> prepare_request(std::string_view body, canon::Api api, const Tenant& tenant,
+                                        const PrepOptions& options);
 // prepare_request() for kMessages and kResponses (agent_prep.cpp).
 Result<PreparedRequest> prepare_agent_request(std::string_view body, canon::Api api,
                                               const Tenant& tenant, const PrepOptions& options);

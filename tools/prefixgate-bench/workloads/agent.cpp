@@ -52,11 +52,10 @@ std::string chat_request(const AgentOptions& o, const std::vector<Tool>& tools,
                          const Conversation& c) {
   json::Array list;
   for (const Tool& t : tools) {
-    list.push_back(json::Object{
-        {"type", "function"},
-        {"function", json::Object{{"name", t.name},
-                                  {"description", t.description},
-                                  {"parameters", t.parameters}}}});
+    list.push_back(json::Object{{"type", "function"},
+                                {"function", json::Object{{"name", t.name},
+                                                          {"description", t.description},
+                                                          {"parameters", t.parameters}}}});
   }
   json::Array history{chat_message("system", c.system), chat_message("user", c.task)};
   for (const Step& s : c.steps) {

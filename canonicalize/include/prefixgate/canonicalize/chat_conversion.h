@@ -82,7 +82,7 @@ struct Breakpoint {
 
 struct ChatConversion {
   Api api = Api::kMessages;
-  json::Value body;                      // the Chat Completions request
+  json::Value body;                     // the Chat Completions request
   std::vector<MessageOrigin> messages;  // one per entry of body.messages
   // body.tools[i] is the client's tools[i]; this is the client's name for its parameters
   // ("input_schema", "parameters").
@@ -107,8 +107,7 @@ void write_back(const ChatConversion& conversion, const ParsedRequest& canonical
 // the last segment rendered from the breakpoint's field (or, for a part the template leaves out,
 // such as an image, from its message). `chat` is the request the prompt was rendered from.
 std::vector<std::size_t> breakpoint_bytes(const ChatConversion& conversion,
-                                          const ParsedRequest& chat,
-                                          const RenderedPrompt& prompt);
+                                          const ParsedRequest& chat, const RenderedPrompt& prompt);
 // Prompt tokens up to the last breakpoint: the prefix the client declared stable (0 without a
 // breakpoint).
 std::size_t breakpoint_tokens(const ChatConversion& conversion, const ParsedRequest& chat,

@@ -34,7 +34,7 @@ struct Finding {
   bool in_volatile_tail = false;
   bool before_breakpoint = false;  // inside the prefix the client declared stable
   std::string message;             // what is wrong, for a person
-  std::string hint;     // how to fix it
+  std::string hint;                // how to fix it
 };
 
 struct PromptLint {

@@ -75,9 +75,9 @@ class ResponsesStreamWriter {
   std::uint64_t sequence_ = 0;
   Item open_ = Item::kNone;
   std::size_t open_call_index_ = 0;
-  json::Array output_;     // closed items
-  json::Object current_;   // the open item
-  std::string text_;       // the open message's text
+  json::Array output_;    // closed items
+  json::Object current_;  // the open item
+  std::string text_;      // the open message's text
   std::string model_;
   std::string finish_reason_;
   std::optional<ChatUsage> usage_;
