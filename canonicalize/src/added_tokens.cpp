@@ -9,38 +9,65 @@ namespace prefixgate::canon::internal {
 namespace {
 
 // Whitespace for lstrip/rstrip is Rust's char::is_whitespace (Unicode White_Space), which
-// Hugging Face tokenizers uses; all of it lies in the BMP.
-bool is_white_space_cp(char32_t cp) {
-  return cp < 0x10000 && is_white_space(bmp_char_classes()[cp]);
-}
-
+// Hugging Face tokenizers uses.
 std::size_t skip_white_space_forward(std::string_view text, std::size_t pos) {
   while (pos < text.size()) {
     const DecodedCodePoint d = decode_utf8(text, pos);
-    if (!is_white_space_cp(d.cp)) break;
+    if (!is_white_space_code_point(d.cp)) break;
     pos += d.bytes;
   }
   return pos;
 }
 
+// The start of the code point that ends at `pos` (> limit), or nullopt for a malformed one.
+std::optional<std::size_t> code_point_before(std::string_view text, std::size_t pos,
+                                             std::size_t limit, DecodedCodePoint& d) {
+  std::size_t start = pos - 1;
+  while (start > limit && pos - start < 4 &&
+         (static_cast<unsigned char>(text[start]) & 0xC0) == 0x80) {
+    --start;
+  }
+  d = decode_utf8(text, start);
+  if (start + d.bytes != pos) {
+    d = decode_utf8(text, pos - 1);
+    return pos - 1;
+  }
+  return start;
+}
+
 std::size_t skip_white_space_backward(std::string_view text, std::size_t pos, std::size_t limit) {
   while (pos > limit) {
-    std::size_t start = pos - 1;
-    while (start > limit && (static_cast<unsigned char>(text[start]) & 0xC0) == 0x80) --start;
-    const DecodedCodePoint d = decode_utf8(text, start);
-    if (start + d.bytes != pos || !is_white_space_cp(d.cp)) break;
+    DecodedCodePoint d{};
+    const std::size_t start = *code_point_before(text, pos, limit, d);
+    if (!is_white_space_code_point(d.cp)) break;
     pos = start;
   }
   return pos;
 }
 
+// The regex crate's Unicode \w, which single_word tests with: Alphabetic, Mark, Decimal_Number,
+// Connector_Punctuation, Join_Control. Alphabetic is taken as the letters, letter numbers and
+// the few symbols that are Other_Alphabetic (circled and squared Latin letters).
+bool is_word_character(char32_t cp) {
+  if (cp == 0x200C || cp == 0x200D) return true;
+  if ((cp >= 0x24B6 && cp <= 0x24E9) || (cp >= 0x1F130 && cp <= 0x1F149) ||
+      (cp >= 0x1F150 && cp <= 0x1F169) || (cp >= 0x1F170 && cp <= 0x1F189)) {
+    return true;
+  }
+  const std::uint8_t cat = general_category(cp);
+  return (cat >= 1 && cat <= 8) || cat == 9 || cat == 10 || cat == 12;
+}
+
 }  // namespace
 
-AddedTokenMatcher::AddedTokenMatcher(std::vector<AddedToken> tokens)
+AddedTokenMatcher::AddedTokenMatcher(std::vector<AddedToken> tokens,
+                                     std::vector<std::string> patterns)
     : tokens_(std::move(tokens)), trie_(1) {
   for (std::size_t t = 0; t < tokens_.size(); ++t) {
+    const std::string& pattern =
+        t < patterns.size() && !patterns[t].empty() ? patterns[t] : tokens_[t].content;
     std::uint32_t node = 0;
-    for (char ch : tokens_[t].content) {
+    for (char ch : pattern) {
       const auto byte = static_cast<unsigned char>(ch);
       std::uint32_t next = 0;
       for (const auto& [b, child] : trie_[node].children) {
@@ -55,7 +82,7 @@ AddedTokenMatcher::AddedTokenMatcher(std::vector<AddedToken> tokens)
     }
     // A later duplicate replaces an earlier one, as in a map keyed by content.
     trie_[node].token = static_cast<std::int32_t>(t);
-    first_bytes_.set(static_cast<unsigned char>(tokens_[t].content[0]));
+    first_bytes_.set(static_cast<unsigned char>(pattern[0]));
   }
   if (first_bytes_.count() == 1) {
     for (int b = 0; b < 256; ++b) {
@@ -64,9 +91,9 @@ AddedTokenMatcher::AddedTokenMatcher(std::vector<AddedToken> tokens)
   }
 }
 
-const AddedToken* AddedTokenMatcher::longest_at(std::string_view text, std::size_t begin,
-                                                bool include_special) const {
-  const AddedToken* best = nullptr;
+std::optional<std::pair<std::size_t, std::size_t>> AddedTokenMatcher::longest_at(
+    std::string_view text, std::size_t begin) const {
+  std::optional<std::pair<std::size_t, std::size_t>> best;
   std::uint32_t node = 0;
   for (std::size_t i = begin; i < text.size(); ++i) {
     const auto byte = static_cast<unsigned char>(text[i]);
@@ -76,33 +103,50 @@ const AddedToken* AddedTokenMatcher::longest_at(std::string_view text, std::size
     }
     if (next == 0) break;
     node = next;
-    const std::int32_t t = trie_[node].token;
-    if (t >= 0 && (include_special || !tokens_[static_cast<std::size_t>(t)].special)) {
-      best = &tokens_[static_cast<std::size_t>(t)];
+    if (trie_[node].token >= 0) {
+      best = std::pair{static_cast<std::size_t>(trie_[node].token), i + 1 - begin};
     }
   }
   return best;
 }
 
-std::optional<AddedTokenMatcher::Match> AddedTokenMatcher::find(std::string_view text,
-                                                                std::size_t pos,
-                                                                bool include_special) const {
+std::optional<AddedTokenMatcher::Match> AddedTokenMatcher::next(std::string_view text,
+                                                                Cursor& cursor,
+                                                                bool parse_special) const {
   if (tokens_.empty()) return std::nullopt;
-  for (std::size_t i = pos; i < text.size(); ++i) {
+  for (std::size_t i = cursor.scan; i < text.size(); ++i) {
     if (single_first_byte_ >= 0) {
       const void* hit = std::memchr(text.data() + i, single_first_byte_, text.size() - i);
-      if (hit == nullptr) return std::nullopt;
+      if (hit == nullptr) break;
       i = static_cast<std::size_t>(static_cast<const char*>(hit) - text.data());
     } else if (!first_bytes_.test(static_cast<unsigned char>(text[i]))) {
       continue;
     }
-    if (const AddedToken* token = longest_at(text, i, include_special)) {
-      Match m{i, i + token->content.size(), token};
-      if (token->lstrip) m.begin = skip_white_space_backward(text, m.begin, pos);
-      if (token->rstrip) m.end = skip_white_space_forward(text, m.end);
-      return m;
+    const auto found = longest_at(text, i);
+    if (!found) continue;
+    const AddedToken& token = tokens_[found->first];
+    std::size_t begin = i;
+    std::size_t end = i + found->second;
+    // The search goes on after this match whether or not it is kept.
+    cursor.scan = end;
+    i = end - 1;
+    if (token.special && !parse_special) continue;
+    if (token.single_word) {
+      DecodedCodePoint before{}, after{};
+      const bool word_before =
+          begin > 0 && (code_point_before(text, begin, 0, before), is_word_character(before.cp));
+      const bool word_after =
+          end < text.size() && (after = decode_utf8(text, end), is_word_character(after.cp));
+      if (word_before || word_after) continue;
     }
+    if (token.lstrip) {
+      begin = std::max(skip_white_space_backward(text, begin, 0), cursor.emitted_end);
+    }
+    if (token.rstrip) end = skip_white_space_forward(text, end);
+    begin = std::max(begin, cursor.emitted_end);
+    return Match{begin, end, &token};
   }
+  cursor.scan = text.size();
   return std::nullopt;
 }
 

@@ -1,79 +1,40 @@
-// load_tokenizer_json(): reads a Hugging Face tokenizer.json (byte-level BPE) with simdjson's DOM
-// and builds a BpeTokenizer. Everything the file says that would change the ids and that we do
-// not implement is refused with kUnsupported, so a loaded tokenizer is never silently wrong.
+// load_tokenizer_json(): reads a Hugging Face tokenizer.json of model type BPE with simdjson's
+// DOM and builds a BpeTokenizer. The normalizer, pre-tokenizer and decoder are read by their own
+// modules (tokenizer_normalizer.cpp, tokenizer_pre_tokenizer.cpp, tokenizer_decoder.cpp).
+// Everything the file says that would change the ids and that we do not implement is refused
+// with kUnsupported naming it, so a loaded tokenizer is never silently wrong.
 // Not read, because they do not change what encode() gives: post_processor (it only adds
-// BOS/EOS-style tokens, which the caller's chat template writes itself), decoder (decode() is
-// byte-level by definition), truncation and padding (the caller's limits apply).
-#include <simdjson.h>
-
+// BOS/EOS-style tokens, which the caller's chat template writes itself), truncation and padding
+// (the caller's limits apply).
 #include <string>
 #include <unordered_map>
 
 #include "bpe_tokenizer.h"
 #include "byte_level.h"
+#include "tokenizer_json.h"
 #include "utf8_decode.h"
 
 namespace prefixgate::canon {
 namespace {
 
 using internal::AddedToken;
+using internal::BpeAlphabet;
 using internal::BpeMergeSpec;
 using internal::BpeModel;
 using internal::BpeModelSpec;
 using internal::BpeTokenizerSpec;
-using internal::SplitPattern;
+using internal::Field;
+using internal::invalid;
+using internal::member;
+using internal::optional_bool;
+using internal::optional_string;
+using internal::required_member;
+using internal::unsupported;
+using internal::wrong_type;
 namespace dom = simdjson::dom;
 
-// Ids index dense tables; real vocabularies stay far below this (Llama-3: 128256).
+// Ids index dense tables; real vocabularies stay far below this (Gemma 3: 262144).
 constexpr std::uint64_t kMaxTokenId = (1u << 22) - 1;
-
-// The part of `tokenizer.json` being read, for error messages: "model.vocab" and the like.
-struct Field {
-  dom::element value;
-  std::string path;
-};
-
-Error wrong_type(const Field& f, const char* expected) {
-  return make_error(ErrorCode::kWrongType, f.path + " must be " + expected, f.path);
-}
-
-// obj[key], or nullopt when absent.
-std::optional<Field> member(const Field& obj, std::string_view key) {
-  dom::element e;
-  if (obj.value.get_object().at_key(key).get(e) != simdjson::SUCCESS) return std::nullopt;
-  return Field{e, obj.path.empty() ? std::string(key) : obj.path + "." + std::string(key)};
-}
-
-Result<Field> required_member(const Field& obj, std::string_view key) {
-  auto f = member(obj, key);
-  if (!f) {
-    const std::string path =
-        obj.path.empty() ? std::string(key) : obj.path + "." + std::string(key);
-    return make_error(ErrorCode::kMissingField, "tokenizer.json has no " + path, path);
-  }
-  return *f;
-}
-
-// A string member, or nullopt when absent or null.
-Result<std::optional<std::string_view>> optional_string(const Field& obj, std::string_view key) {
-  auto f = member(obj, key);
-  if (!f || f->value.is_null()) return std::optional<std::string_view>{};
-  std::string_view s;
-  if (f->value.get_string().get(s) != simdjson::SUCCESS) return wrong_type(*f, "a string");
-  return std::optional<std::string_view>{s};
-}
-
-Result<bool> optional_bool(const Field& obj, std::string_view key, bool absent) {
-  auto f = member(obj, key);
-  if (!f || f->value.is_null()) return absent;
-  bool b = false;
-  if (f->value.get_bool().get(b) != simdjson::SUCCESS) return wrong_type(*f, "a boolean");
-  return b;
-}
-
-Error unsupported(const std::string& path, const std::string& what) {
-  return make_error(ErrorCode::kUnsupported, what, path);
-}
 
 // The raw bytes a vocabulary entry stands for, when it is written in the byte-level alphabet.
 std::optional<std::string> byte_level_bytes(std::string_view text) {
@@ -89,107 +50,14 @@ std::optional<std::string> byte_level_bytes(std::string_view text) {
   return bytes;
 }
 
-Result<bool> read_normalizer(const Field& root) {
-  auto f = member(root, "normalizer");
-  if (!f || f->value.is_null()) return false;
-  if (!f->value.is_object()) return wrong_type(*f, "an object or null");
-  auto type = optional_string(*f, "type");
-  if (!type) return type.error();
-  if (*type == std::optional<std::string_view>("NFC")) return true;
-  return unsupported(f->path, "normalizer type \"" + std::string(type->value_or("")) +
-                                  "\" is not supported (only null and NFC are)");
-}
-
-Status check_byte_level(const Field& f, bool expect_use_regex) {
-  auto add_prefix_space = optional_bool(f, "add_prefix_space", true);  // HF's default
-  if (!add_prefix_space) return add_prefix_space.error();
-  if (*add_prefix_space) {
-    return unsupported(f.path + ".add_prefix_space",
-                       "ByteLevel with add_prefix_space=true is not supported");
+Status check_model_options(const Field& model, BpeModelSpec& spec) {
+  if (Status s = internal::check_known_keys(
+          model, "BPE model",
+          {"dropout", "unk_token", "continuing_subword_prefix", "end_of_word_suffix", "fuse_unk",
+           "byte_fallback", "ignore_merges", "vocab", "merges"});
+      !s) {
+    return s;
   }
-  auto use_regex = optional_bool(f, "use_regex", true);
-  if (!use_regex) return use_regex.error();
-  if (*use_regex != expect_use_regex) {
-    return unsupported(f.path + ".use_regex",
-                       expect_use_regex
-                           ? "ByteLevel with use_regex=false needs a Split before it"
-                           : "ByteLevel after a Split must have use_regex=false (it would "
-                             "split a second time)");
-  }
-  return {};
-}
-
-Result<SplitPattern> read_split(const Field& split) {
-  auto behavior = optional_string(split, "behavior");
-  if (!behavior) return behavior.error();
-  if (*behavior != std::optional<std::string_view>("Isolated")) {
-    return unsupported(split.path + ".behavior", "only Split behavior \"Isolated\" is supported");
-  }
-  auto invert = optional_bool(split, "invert", false);
-  if (!invert) return invert.error();
-  if (*invert)
-    return unsupported(split.path + ".invert", "Split with invert=true is not supported");
-  auto pattern = required_member(split, "pattern");
-  if (!pattern) return pattern.error();
-  if (!pattern->value.is_object()) return wrong_type(*pattern, "an object");
-  auto regex = optional_string(*pattern, "Regex");
-  if (!regex) return regex.error();
-  if (!*regex) {
-    return unsupported(pattern->path,
-                       "only Split patterns of the form {\"Regex\": ...} are supported");
-  }
-  const auto known = internal::split_pattern_from_regex(**regex);
-  if (!known) {
-    return unsupported(pattern->path + ".Regex",
-                       "unknown pre-tokenizer Split regex " + std::string(**regex) +
-                           "; supported are the Llama-3 and Qwen2/Qwen3 patterns and GPT-2's");
-  }
-  return *known;
-}
-
-Result<SplitPattern> read_pre_tokenizer(const Field& root) {
-  auto f = required_member(root, "pre_tokenizer");
-  if (!f) return f.error();
-  if (!f->value.is_object()) {
-    return unsupported(f->path, "byte-level BPE needs a ByteLevel pre-tokenizer");
-  }
-  auto type = optional_string(*f, "type");
-  if (!type) return type.error();
-  const std::string_view t = type->value_or("");
-  if (t == "ByteLevel") {
-    if (Status s = check_byte_level(*f, /*expect_use_regex=*/true); !s) return s.error();
-    return SplitPattern::kGpt2;
-  }
-  if (t != "Sequence") {
-    return unsupported(f->path, "pre_tokenizer type \"" + std::string(t) +
-                                    "\" is not supported (ByteLevel, or Sequence of Split and "
-                                    "ByteLevel, are)");
-  }
-  auto list = required_member(*f, "pretokenizers");
-  if (!list) return list.error();
-  dom::array items;
-  if (list->value.get_array().get(items) != simdjson::SUCCESS) return wrong_type(*list, "an array");
-  if (items.size() != 2) {
-    return unsupported(list->path, "only a Sequence of [Split, ByteLevel] is supported");
-  }
-  const Field split{items.at(0).value_unsafe(), list->path + "[0]"};
-  const Field byte_level{items.at(1).value_unsafe(), list->path + "[1]"};
-  if (!split.value.is_object() || !byte_level.value.is_object()) {
-    return wrong_type(split.value.is_object() ? byte_level : split, "an object");
-  }
-  auto split_type = optional_string(split, "type");
-  auto byte_level_type = optional_string(byte_level, "type");
-  if (!split_type) return split_type.error();
-  if (!byte_level_type) return byte_level_type.error();
-  if (*split_type != std::optional<std::string_view>("Split") ||
-      *byte_level_type != std::optional<std::string_view>("ByteLevel")) {
-    return unsupported(list->path, "only a Sequence of [Split, ByteLevel] is supported");
-  }
-  if (Status s = check_byte_level(byte_level, /*expect_use_regex=*/false); !s) return s.error();
-  return read_split(split);
-}
-
-Status check_model_options(const Field& model) {
   if (auto f = member(model, "dropout"); f && !f->value.is_null()) {
     double p = 0;
     if (f->value.get_double().get(p) != simdjson::SUCCESS) return wrong_type(*f, "a number");
@@ -199,18 +67,24 @@ Status check_model_options(const Field& model) {
     auto s = optional_string(model, key);
     if (!s) return s.error();
     if (*s && !(*s)->empty()) {
-      return unsupported(model.path + "." + key, std::string(key) + " is not supported");
+      return unsupported(model.child_path(key), std::string(key) + " is not supported");
     }
   }
   auto byte_fallback = optional_bool(model, "byte_fallback", false);
-  if (!byte_fallback) return byte_fallback.error();
-  if (*byte_fallback) {
-    return unsupported(model.path + ".byte_fallback", "byte_fallback is not supported");
+  auto fuse_unk = optional_bool(model, "fuse_unk", false);
+  auto ignore_merges = optional_bool(model, "ignore_merges", false);
+  for (const Result<bool>* r : {&byte_fallback, &fuse_unk, &ignore_merges}) {
+    if (!*r) return r->error();
   }
+  // Byte-level text never holds a character outside the vocabulary, so byte_fallback and the
+  // unknown token change nothing there.
+  spec.byte_fallback = *byte_fallback && spec.alphabet == BpeAlphabet::kChars;
+  spec.fuse_unknown = *fuse_unk;
+  spec.ignore_merges = *ignore_merges;
   return {};
 }
 
-// model.vocab into `spec`; `by_text` maps each entry's byte-level text to its id, for merges.
+// model.vocab into `spec`; `by_text` maps each entry's text to its id, for merges.
 Status read_vocab(const Field& model, BpeModelSpec& spec,
                   std::unordered_map<std::string_view, TokenId>& by_text) {
   auto vocab = required_member(model, "vocab");
@@ -239,7 +113,9 @@ Status read_vocab(const Field& model, BpeModelSpec& spec,
                         vocab->path);
     }
     spec.present[id] = true;
-    if (auto bytes = byte_level_bytes(kv.key)) {
+    if (spec.alphabet == BpeAlphabet::kChars) {
+      spec.tokens[id] = std::string(kv.key);
+    } else if (auto bytes = byte_level_bytes(kv.key)) {
       spec.tokens[id] = std::move(*bytes);
       spec.byte_level[id] = true;
     } else {
@@ -262,7 +138,8 @@ Status read_merges(const Field& model, BpeModelSpec& spec,
   std::string joined;
   std::size_t rank = 0;
   for (const dom::element item : list) {
-    // Either "left right" (tokenizers < 0.20; byte-level tokens hold no space) or [left, right].
+    // Either "left right" (tokenizers < 0.20: exactly one space, as Hugging Face requires)
+    // or [left, right].
     std::string_view left, right;
     std::string_view s;
     dom::array pair;
@@ -278,7 +155,7 @@ Status read_merges(const Field& model, BpeModelSpec& spec,
       ok = pair.at(0).get_string().get(left) == simdjson::SUCCESS &&
            pair.at(1).get_string().get(right) == simdjson::SUCCESS;
     }
-    const std::string path = merges->path + "[" + std::to_string(rank) + "]";
+    const std::string path = merges->index_path(rank);
     if (!ok) {
       return make_error(ErrorCode::kInvalidValue,
                         path + " must be \"left right\" or [\"left\", \"right\"]", path);
@@ -301,7 +178,22 @@ Status read_merges(const Field& model, BpeModelSpec& spec,
   return {};
 }
 
-Result<std::vector<AddedToken>> read_added_tokens(const Field& root, bool nfc) {
+Status read_unknown(const Field& model, BpeModelSpec& spec,
+                    const std::unordered_map<std::string_view, TokenId>& by_text) {
+  auto unk = optional_string(model, "unk_token");
+  if (!unk) return unk.error();
+  if (!*unk || spec.alphabet == BpeAlphabet::kBytes) return {};
+  const auto it = by_text.find(**unk);
+  if (it == by_text.end()) {
+    return invalid(model.child_path("unk_token"),
+                   "\"" + std::string(**unk) + "\" is not in model.vocab");
+  }
+  spec.unknown = it->second;
+  return {};
+}
+
+Result<std::vector<AddedToken>> read_added_tokens(
+    const Field& root, const std::unordered_map<std::string_view, TokenId>& by_text) {
   std::vector<AddedToken> tokens;
   auto list = member(root, "added_tokens");
   if (!list || list->value.is_null()) return tokens;
@@ -311,8 +203,14 @@ Result<std::vector<AddedToken>> read_added_tokens(const Field& root, bool nfc) {
   }
   std::size_t index = 0;
   for (const dom::element item : items) {
-    const Field f{item, list->path + "[" + std::to_string(index++) + "]"};
+    const Field f{item, list->index_path(index++)};
     if (!f.value.is_object()) return wrong_type(f, "an object");
+    if (Status s = internal::check_known_keys(
+            f, "added token",
+            {"id", "content", "single_word", "lstrip", "rstrip", "normalized", "special"});
+        !s) {
+      return s.error();
+    }
     AddedToken t;
     auto id = required_member(f, "id");
     if (!id) return id.error();
@@ -321,7 +219,6 @@ Result<std::vector<AddedToken>> read_added_tokens(const Field& root, bool nfc) {
       return make_error(ErrorCode::kInvalidValue,
                         id->path + " must be an id in 0.." + std::to_string(kMaxTokenId), id->path);
     }
-    t.id = static_cast<TokenId>(id_value);
     auto content = optional_string(f, "content");
     if (!content) return content.error();
     if (!*content || (*content)->empty()) {
@@ -329,6 +226,9 @@ Result<std::vector<AddedToken>> read_added_tokens(const Field& root, bool nfc) {
                         f.path + ".content");
     }
     t.content = std::string(**content);
+    // Hugging Face gives an added token the id its content has in the vocabulary, if any.
+    const auto in_vocab = by_text.find(t.content);
+    t.id = in_vocab != by_text.end() ? in_vocab->second : static_cast<TokenId>(id_value);
     auto special = optional_bool(f, "special", false);
     if (!special) return special.error();
     auto lstrip = optional_bool(f, "lstrip", false);
@@ -340,18 +240,11 @@ Result<std::vector<AddedToken>> read_added_tokens(const Field& root, bool nfc) {
     for (const Result<bool>* r : {&lstrip, &rstrip, &single_word, &normalized}) {
       if (!*r) return r->error();
     }
-    if (*single_word) {
-      return unsupported(f.path + ".single_word",
-                         "added tokens with single_word=true are not supported");
-    }
-    if (*normalized && nfc) {
-      // Matching it in normalized text would differ from matching in the raw text we scan.
-      return unsupported(f.path + ".normalized",
-                         "added tokens with normalized=true are not supported with a normalizer");
-    }
     t.special = *special;
     t.lstrip = *lstrip;
     t.rstrip = *rstrip;
+    t.single_word = *single_word;
+    t.normalized = *normalized;
     tokens.push_back(std::move(t));
   }
   return tokens;
@@ -376,32 +269,37 @@ Result<std::unique_ptr<Tokenizer>> load_tokenizer_json(std::string_view tokenize
   auto model_type = optional_string(*model, "type");
   if (!model_type) return model_type.error();
   if (*model_type != std::optional<std::string_view>("BPE")) {
-    return unsupported(model->path + ".type",
-                       "model type \"" + std::string(model_type->value_or("")) +
-                           "\" is not supported (only byte-level \"BPE\" is)");
+    return unsupported(model->child_path("type"), "model type \"" +
+                                                      std::string(model_type->value_or("")) +
+                                                      "\" is not supported (only \"BPE\" is)");
   }
-  if (Status s = check_model_options(*model); !s) return s.error();
 
-  auto nfc = read_normalizer(root);
-  if (!nfc) return nfc.error();
-  auto pattern = read_pre_tokenizer(root);
-  if (!pattern) return pattern.error();
+  auto normalizer = internal::read_normalizer(root);
+  if (!normalizer) return normalizer.error();
+  auto pre_tokenizer = internal::read_pre_tokenizer(root);
+  if (!pre_tokenizer) return pre_tokenizer.error();
+  auto decoder = internal::read_decoder(root);
+  if (!decoder) return decoder.error();
 
   BpeModelSpec model_spec;
+  // A ByteLevel pre-tokenizer rewrites text into GPT-2's byte alphabet, in which the vocabulary
+  // is written; without one, the vocabulary is plain text (SentencePiece-style, with "▁").
+  model_spec.alphabet = pre_tokenizer->byte_level() ? BpeAlphabet::kBytes : BpeAlphabet::kChars;
+  if (Status s = check_model_options(*model, model_spec); !s) return s.error();
   std::unordered_map<std::string_view, TokenId> by_text;
   if (Status s = read_vocab(*model, model_spec, by_text); !s) return s.error();
   if (Status s = read_merges(*model, model_spec, by_text); !s) return s.error();
-  auto ignore_merges = optional_bool(*model, "ignore_merges", false);
-  if (!ignore_merges) return ignore_merges.error();
-  model_spec.ignore_merges = *ignore_merges;
+  if (Status s = read_unknown(*model, model_spec, by_text); !s) return s.error();
 
-  auto added = read_added_tokens(root, *nfc);
+  auto added = read_added_tokens(root, by_text);
   if (!added) return added.error();
 
+  std::vector<bool> byte_level = model_spec.byte_level;
   auto bpe = BpeModel::create(std::move(model_spec));
   if (!bpe) return bpe.error();
   return std::unique_ptr<Tokenizer>(std::make_unique<internal::BpeTokenizer>(
-      BpeTokenizerSpec{std::move(*bpe), *pattern, *nfc, std::move(*added)}));
+      BpeTokenizerSpec{std::move(*bpe), std::move(*normalizer), std::move(*pre_tokenizer),
+                       std::move(*decoder), std::move(*added), std::move(byte_level)}));
 }
 
 }  // namespace prefixgate::canon

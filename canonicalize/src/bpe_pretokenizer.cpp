@@ -117,7 +117,7 @@ std::string_view split_pattern_regex(SplitPattern pattern) {
   return {};
 }
 
-std::size_t PreTokenizer::llama3_match_end(std::string_view text, std::size_t pos) const {
+std::size_t PatternScanner::llama3_match_end(std::string_view text, std::size_t pos) const {
   const Scanner s(text, classify_);
   const ClassifiedCodePoint c0 = s.at(pos);
   const std::size_t p1 = pos + c0.bytes;
@@ -150,7 +150,7 @@ std::size_t PreTokenizer::llama3_match_end(std::string_view text, std::size_t po
   return s.whitespace_end(pos, /*with_newline_alternative=*/true);
 }
 
-std::size_t PreTokenizer::gpt2_match_end(std::string_view text, std::size_t pos) const {
+std::size_t PatternScanner::gpt2_match_end(std::string_view text, std::size_t pos) const {
   const Scanner s(text, classify_);
   const ClassifiedCodePoint c0 = s.at(pos);
   const std::size_t p1 = pos + c0.bytes;

@@ -1,4 +1,5 @@
-// The pre-tokenizer of byte-level BPE: splits text into the pieces ("pre-tokens") that BPE merges
+// Hand-written scanners for the Split regexes of Llama 3, Qwen2/Qwen3 and GPT-2 (the fast path
+// of tokenizer_pre_tokenizer.h): they split text into the pieces ("pre-tokens") that BPE merges
 // never cross, as the Split regex of a tokenizer.json would.
 //
 // Instead of a regex engine, each known pattern is a hand-written scanner over code points that
@@ -6,7 +7,7 @@
 // Each of these patterns matches at every position, so splitting with behavior "Isolated" is
 // the same as taking one match after another.
 //
-//   PreTokenizer pre(SplitPattern::kLlama3);
+//   PatternScanner pre(SplitPattern::kLlama3);
 //   for (std::size_t pos = 0; pos < text.size();) {
 //     std::size_t end = pre.match_end(text, pos);   // text[pos, end) is one pre-token
 //     pos = end;
@@ -38,15 +39,16 @@ std::optional<SplitPattern> split_pattern_from_regex(std::string_view regex);
 // The regex source of a pattern, as tokenizer.json spells it.
 std::string_view split_pattern_regex(SplitPattern pattern);
 
-class PreTokenizer {
+class PatternScanner {
  public:
-  explicit PreTokenizer(SplitPattern pattern) : pattern_(pattern) {}
+  explicit PatternScanner(SplitPattern pattern) : pattern_(pattern) {}
 
   // The end of the pre-token that starts at `pos` (pos < text.size(); result > pos).
   std::size_t match_end(std::string_view text, std::size_t pos) const {
     return pattern_ == SplitPattern::kGpt2 ? gpt2_match_end(text, pos)
                                            : llama3_match_end(text, pos);
   }
+  SplitPattern pattern() const { return pattern_; }
 
  private:
   std::size_t llama3_match_end(std::string_view text, std::size_t pos) const;

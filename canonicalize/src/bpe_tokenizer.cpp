@@ -2,106 +2,192 @@
 
 #include <algorithm>
 
+#include "byte_level.h"
+#include "utf8_decode.h"
+
 namespace prefixgate::canon::internal {
 namespace {
 
-std::string_view pattern_name(SplitPattern pattern) {
-  switch (pattern) {
-    case SplitPattern::kLlama3: return "llama3";
-    case SplitPattern::kQwen2: return "qwen2";
-    case SplitPattern::kGpt2: return "gpt2";
-  }
-  return "?";
+// Raw bytes written in GPT-2's byte-level alphabet (the form of a byte-level vocabulary key).
+std::string to_byte_level_text(std::string_view bytes) {
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (char c : bytes) append_utf8(kByteToUnicode[static_cast<unsigned char>(c)], out);
+  return out;
 }
 
 }  // namespace
 
 BpeTokenizer::BpeTokenizer(BpeTokenizerSpec spec)
     : model_(std::move(spec.model)),
-      pre_tokenizer_(spec.pattern),
-      added_(std::move(spec.added_tokens)) {
-  if (spec.nfc) nfc_.emplace();
-  std::size_t ids = model_.id_limit();
-  for (const AddedToken& t : added_.tokens()) ids = std::max<std::size_t>(ids, t.id + 1);
-  decode_table_.resize(ids);
-  for (TokenId id = 0; id < model_.id_limit(); ++id) decode_table_[id] = model_.token_bytes(id);
-  for (const AddedToken& t : added_.tokens()) {
-    decode_table_[t.id] = t.content;
+      normalizer_(std::move(spec.normalizer)),
+      pre_tokenizer_(std::move(spec.pre_tokenizer)),
+      decoder_(std::move(spec.decoder)),
+      byte_level_(std::move(spec.byte_level)) {
+  std::vector<AddedToken> raw, normalized;
+  std::vector<std::string> normalized_patterns;
+  id_limit_ = model_.id_limit();
+  for (AddedToken& t : spec.added_tokens) {
+    id_limit_ = std::max<std::size_t>(id_limit_, t.id + std::size_t{1});
     added_ids_[t.content] = t.id;
+    added_content_[t.id] = t.content;
     if (t.special) special_ids_.push_back(t.id);
+    if (t.normalized) {
+      normalized_patterns.push_back(normalizer_.normalize_content(t.content));
+      normalized.push_back(std::move(t));
+    } else {
+      raw.push_back(std::move(t));
+    }
   }
+  raw_added_ = AddedTokenMatcher(std::move(raw));
+  normalized_added_ = AddedTokenMatcher(std::move(normalized), std::move(normalized_patterns));
   std::sort(special_ids_.begin(), special_ids_.end());
-  name_ = "byte-level BPE (" + std::string(pattern_name(spec.pattern)) + " pre-tokenizer" +
-          (spec.nfc ? ", NFC" : "") + ", " + std::to_string(ids) + " ids)";
+  special_ids_.erase(std::unique(special_ids_.begin(), special_ids_.end()), special_ids_.end());
+
+  if (decoder_.byte_level_only() && model_.alphabet() == BpeAlphabet::kBytes) {
+    decode_bytes_.resize(id_limit_);
+    for (TokenId id = 0; id < model_.id_limit(); ++id) {
+      decode_bytes_[id] = std::string(model_.token_bytes(id));
+    }
+    for (const auto& [id, content] : added_content_) decode_bytes_[id] = byte_level_decode(content);
+  }
+
+  const std::string norm = normalizer_.empty() ? "none" : normalizer_.describe();
+  name_ = std::string("BPE (") +
+          (model_.alphabet() == BpeAlphabet::kBytes ? "byte-level" : "SentencePiece-style") +
+          "; normalizer " + norm + "; pre-tokenizer " + pre_tokenizer_.describe() + "; decoder " +
+          decoder_.describe() + "; " + std::to_string(id_limit_) + " ids)";
 }
 
 void BpeTokenizer::encode(std::string_view text, std::vector<TokenId>& out,
                           const EncodeOptions& options,
                           std::vector<std::size_t>* byte_offsets) const {
   Scratch scratch;
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    const auto m = added_.find(text, pos, options.parse_special);
-    const std::size_t section_end = m ? m->begin : text.size();
-    if (section_end > pos) encode_section(text, pos, section_end, out, byte_offsets, scratch);
-    if (!m) break;
+  AddedTokenMatcher::Cursor cursor;
+  while (const auto m = raw_added_.next(text, cursor, options.parse_special)) {
+    if (m->begin > cursor.emitted_end) {
+      encode_section(text, cursor.emitted_end, m->begin, options, out, byte_offsets, scratch);
+    }
     out.push_back(m->token->id);
     if (byte_offsets) byte_offsets->push_back(m->begin);
-    pos = m->end;
+    cursor.emitted_end = m->end;
+  }
+  if (cursor.emitted_end < text.size()) {
+    encode_section(text, cursor.emitted_end, text.size(), options, out, byte_offsets, scratch);
   }
 }
 
 void BpeTokenizer::encode_section(std::string_view text, std::size_t begin, std::size_t end,
-                                  std::vector<TokenId>& out, std::vector<std::size_t>* byte_offsets,
-                                  Scratch& scratch) const {
+                                  const EncodeOptions& options, std::vector<TokenId>& out,
+                                  std::vector<std::size_t>* byte_offsets, Scratch& scratch) const {
   const std::string_view section = text.substr(begin, end - begin);
+  // Where normalized bytes came from is needed for offsets (once the text may be rewritten)
+  // and for Metaspace's prepend_scheme "first".
+  const bool need_origin =
+      pre_tokenizer_.needs_origin() || (byte_offsets != nullptr && pre_tokenizer_.rewrites());
+  const bool track = need_origin || byte_offsets != nullptr;
   std::string_view normalized = section;
-  const std::vector<NfcChange>* changes = nullptr;
-  if (nfc_ && nfc_->normalize(section, scratch.nfc)) {
-    normalized = scratch.nfc.text;
-    changes = &scratch.nfc.changes;
-  }
-  std::size_t next_change = 0;  // the first change that does not end before the pre-token
-  for (std::size_t p = 0; p < normalized.size();) {
-    const std::size_t e = pre_tokenizer_.match_end(normalized, p);
-    const std::size_t first_token = out.size();
-    model_.encode_word(normalized.substr(p, e - p), out, scratch.bpe);
-    if (byte_offsets) {
-      // Where the pre-token starts in the input, and whether its tokens' own offsets hold
-      // there (they do unless normalization changed part of the pre-token).
-      std::size_t input_pos = p;
-      bool exact = true;
-      if (changes) {
-        while (next_change < changes->size() && (*changes)[next_change].normalized_end <= p) {
-          ++next_change;
-        }
-        if (next_change > 0) {
-          const NfcChange& before = (*changes)[next_change - 1];
-          input_pos = p - before.normalized_end + before.input_end;
-        }
-        if (next_change < changes->size() && (*changes)[next_change].normalized_begin < e) {
-          exact = false;
-          const NfcChange& c = (*changes)[next_change];
-          if (p >= c.normalized_begin) input_pos = c.input_begin;
-        }
-      }
-      std::size_t offset = begin + input_pos;
-      for (std::size_t i = first_token; i < out.size(); ++i) {
-        byte_offsets->push_back(offset);
-        if (exact) offset += model_.token_bytes(out[i]).size();
-      }
+  const std::vector<std::uint32_t>* origin = nullptr;
+  if (!normalizer_.empty() && normalizer_.normalize(section, begin, track, scratch.normalized)) {
+    normalized = scratch.normalized.text;
+    if (track) origin = &scratch.normalized.origin;
+  } else if (need_origin) {
+    scratch.identity.resize(section.size() + 1);
+    for (std::size_t i = 0; i <= section.size(); ++i) {
+      scratch.identity[i] = static_cast<std::uint32_t>(begin + i);
     }
-    p = e;
+    origin = &scratch.identity;
+  }
+  std::size_t from = 0;
+  if (!normalized_added_.empty()) {
+    AddedTokenMatcher::Cursor cursor;
+    while (const auto m = normalized_added_.next(normalized, cursor, options.parse_special)) {
+      if (m->begin > cursor.emitted_end) {
+        encode_pieces(normalized, origin, cursor.emitted_end, m->begin, begin, out, byte_offsets,
+                      scratch);
+      }
+      out.push_back(m->token->id);
+      if (byte_offsets) byte_offsets->push_back(origin ? (*origin)[m->begin] : begin + m->begin);
+      cursor.emitted_end = m->end;
+    }
+    from = cursor.emitted_end;
+  }
+  if (from < normalized.size()) {
+    encode_pieces(normalized, origin, from, normalized.size(), begin, out, byte_offsets, scratch);
   }
 }
 
-std::string BpeTokenizer::decode(std::span<const TokenId> ids) const {
-  std::string text;
-  for (TokenId id : ids) {
-    // An id outside the vocabulary decodes to nothing: there are no bytes to give back.
-    if (id < decode_table_.size()) text += decode_table_[id];
+void BpeTokenizer::encode_pieces(std::string_view text, const std::vector<std::uint32_t>* origin,
+                                 std::size_t begin, std::size_t end, std::size_t input_offset,
+                                 std::vector<TokenId>& out, std::vector<std::size_t>* byte_offsets,
+                                 Scratch& scratch) const {
+  const PatternScanner* scanner = pre_tokenizer_.single_scanner();
+  if (scanner && model_.alphabet() == BpeAlphabet::kBytes) {
+    // The common byte-level case: pre-tokens straight from the scanner into the model.
+    const std::string_view section = text.substr(0, end);
+    for (std::size_t p = begin; p < end;) {
+      const std::size_t e = scanner->match_end(section, p);
+      const std::string_view word = section.substr(p, e - p);
+      const std::size_t first = out.size();
+      model_.encode_word(word, out, scratch.bpe);
+      if (byte_offsets) {
+        // Byte-level tokens cover exactly their bytes.
+        std::size_t pos = p;
+        for (std::size_t i = first; i < out.size(); ++i) {
+          byte_offsets->push_back(origin ? (*origin)[pos] : input_offset + pos);
+          pos += model_.token_bytes(out[i]).size();
+        }
+      }
+      p = e;
+    }
+    return;
   }
-  return text;
+  PreTokenizerScratch& pre = scratch.pre;
+  pre_tokenizer_.run(text.substr(begin, end - begin), origin ? origin->data() + begin : nullptr,
+                     pre);
+  for (const PieceRange piece : pre.pieces) {
+    const std::string_view word = pre.text.substr(piece.begin, piece.end - piece.begin);
+    if (!byte_offsets) {
+      model_.encode_word(word, out, scratch.bpe);
+      continue;
+    }
+    scratch.lengths.clear();
+    model_.encode_word(word, out, scratch.bpe, &scratch.lengths);
+    std::size_t pos = piece.begin;
+    for (const std::uint32_t length : scratch.lengths) {
+      // With an origin, the input character the token's first byte came from; otherwise the
+      // text is the input's own.
+      byte_offsets->push_back(pre.origin ? pre.origin[pos] : input_offset + begin + pos);
+      pos += length;
+    }
+  }
+}
+
+std::string BpeTokenizer::token_string(TokenId id) const {
+  if (const auto it = added_content_.find(id); it != added_content_.end()) return it->second;
+  if (!model_.has_token(id)) return {};
+  const std::string_view bytes = model_.token_bytes(id);
+  if (model_.alphabet() == BpeAlphabet::kBytes && id < byte_level_.size() && byte_level_[id]) {
+    return to_byte_level_text(bytes);
+  }
+  return std::string(bytes);
+}
+
+std::string BpeTokenizer::decode(std::span<const TokenId> ids) const {
+  if (!decode_bytes_.empty()) {
+    std::string text;
+    for (TokenId id : ids) {
+      // An id outside the vocabulary decodes to nothing: there are no bytes to give back.
+      if (id < decode_bytes_.size()) text += decode_bytes_[id];
+    }
+    return text;
+  }
+  std::vector<std::string> tokens;
+  tokens.reserve(ids.size());
+  for (TokenId id : ids) {
+    if (added_content_.count(id) || model_.has_token(id)) tokens.push_back(token_string(id));
+  }
+  return decoder_.decode(std::move(tokens));
 }
 
 std::optional<TokenId> BpeTokenizer::special_token(std::string_view text) const {

@@ -2,6 +2,8 @@
 
 #include <utf8proc.h>
 
+#include <vector>
+
 namespace prefixgate::canon::internal {
 namespace {
 
@@ -41,6 +43,21 @@ const std::array<CharClass, 0x10000>& bmp_char_classes() {
 
 CharClass supplementary_char_class(char32_t cp) {
   return classify(cp);
+}
+
+std::uint8_t general_category(char32_t cp) {
+  static const std::vector<std::uint8_t> table = [] {
+    std::vector<std::uint8_t> t(0x110000);
+    for (char32_t c = 0; c < 0x110000; ++c) {
+      t[c] = static_cast<std::uint8_t>(utf8proc_category(static_cast<utf8proc_int32_t>(c)));
+    }
+    return t;
+  }();
+  return cp < table.size() ? table[cp] : kNoCategory;
+}
+
+bool is_white_space_code_point(char32_t cp) {
+  return is_unicode_white_space(cp);
 }
 
 }  // namespace prefixgate::canon::internal

@@ -38,6 +38,15 @@ class CharClassifier {
   const CharClass* bmp_;
 };
 
+// The Unicode general category of a code point, as utf8proc numbers them (UTF8PROC_CATEGORY_*:
+// 0 = Cn unassigned, 1 = Lu, ... 29 = Co), from a table built on first use (thread-safe).
+// kInvalidCodePoint has kNoCategory, which no \p{...} names.
+inline constexpr std::uint8_t kNoCategory = 30;
+std::uint8_t general_category(char32_t cp);
+
+// Unicode's White_Space property (\s), for any code point.
+bool is_white_space_code_point(char32_t cp);
+
 inline bool is_white_space(CharClass c) {
   return c == CharClass::kSpace || c == CharClass::kNewline;
 }

@@ -296,6 +296,18 @@ Flow Interpreter::exec_for(const Stmt& s, Scope& scope) {
   return Flow::kNormal;
 }
 
+// The body of a block `set` or a `filter` block, rendered and passed through its filters.
+Value Interpreter::capture_filtered(const Stmt& s, Scope& scope) {
+  Value v = capture(s.bodies[0], scope);
+  for (const FilterCall& f : s.filters) {
+    CallArgs args;
+    if (failed_ || !eval_args(f.args, scope, args)) return Value();
+    offset_ = f.offset;
+    v = apply_filter(f.id, v, args);
+  }
+  return v;
+}
+
 Flow Interpreter::exec_stmt(const Stmt& s, Scope& scope) {
   if (failed_) return Flow::kError;
   offset_ = s.offset;
@@ -336,24 +348,13 @@ Flow Interpreter::exec_stmt(const Stmt& s, Scope& scope) {
       return Flow::kNormal;
     }
     case StmtKind::kSetBlock: {
-      Value v = capture(s.bodies[0], scope);
-      for (const FilterCall& f : s.filters) {
-        CallArgs args;
-        if (failed_ || !eval_args(f.args, scope, args)) return Flow::kError;
-        offset_ = f.offset;
-        v = apply_filter(f.id, v, args);
-      }
+      const Value v = capture_filtered(s, scope);
       if (failed_ || !assign(s.target, v, scope)) return Flow::kError;
       return Flow::kNormal;
     }
     case StmtKind::kFilterBlock: {
-      Value v = capture(s.bodies[0], scope);
-      for (const FilterCall& f : s.filters) {
-        CallArgs args;
-        if (failed_ || !eval_args(f.args, scope, args)) return Flow::kError;
-        offset_ = f.offset;
-        v = apply_filter(f.id, v, args);
-      }
+      const Value v = capture_filtered(s, scope);
+      if (failed_) return Flow::kError;
       emit(v);
       return failed_ ? Flow::kError : Flow::kNormal;
     }

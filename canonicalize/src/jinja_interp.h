@@ -93,6 +93,7 @@ class Interpreter {
   Value eval_binary(BinOp op, const Value& a, const Value& b);
   Value eval_compare(const Expr& e, Scope& scope);
   Value capture(const Body& body, Scope& scope);
+  Value capture_filtered(const Stmt& s, Scope& scope);
   void emit(const Value& v);
 
   const Program& program_;

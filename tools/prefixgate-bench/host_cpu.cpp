@@ -79,6 +79,11 @@ void HostCpuMonitor::sample_loop() {
       last = *now;
     }
   }
+  // The interval the stop cut short counts too: a short run, or a sampler thread the scheduler
+  // starved on a busy host, still reports what it saw.
+  if (auto now = read_proc_stat(); now && now->total > last.total) {
+    shares_.push_back(busy_share(last, *now));
+  }
 }
 
 HostCpuUse HostCpuMonitor::stop() {

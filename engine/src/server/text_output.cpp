@@ -83,9 +83,7 @@ void TextOutput::append(canon::TokenId token) {
   if (tokenizer_.is_special(token)) return;
   // A stop string can only newly appear in the part that changed, plus its own length back.
   const std::size_t from = raw_.size() > max_stop_bytes_ ? raw_.size() - max_stop_bytes_ : 0;
-  // Byte-level tokenizers decode token by token (a token's bytes do not depend on its
-  // neighbours), so appending keeps this linear in the output length.
-  raw_ += tokenizer_.decode(std::span<const canon::TokenId>(&token, 1));
+  raw_ += decode_next(token);
   std::size_t cut = std::string::npos;
   const std::string* matched = nullptr;
   for (const std::string& s : options_.stop) {
@@ -100,6 +98,24 @@ void TextOutput::append(canon::TokenId token) {
     stopped_ = true;
     stop_string_ = *matched;
   }
+}
+
+std::string TextOutput::decode_next(canon::TokenId token) {
+  // A token's text can depend on what precedes it: SentencePiece-style decoders turn a leading
+  // "▁" into a space except at the very start of the text. So the new text is what decoding the
+  // last few tokens with the new one adds to decoding them without it (as Hugging Face's
+  // DecodeStream does); a short window keeps this linear in the output length.
+  constexpr std::size_t kContextTokens = 4;
+  const std::size_t context = std::min(ids_.size(), kContextTokens);
+  ids_.push_back(token);
+  const std::span<const canon::TokenId> with(ids_.data() + ids_.size() - context - 1, context + 1);
+  if (context == 0) return tokenizer_.decode(with);
+  const std::string before = tokenizer_.decode(with.first(context));
+  std::string after = tokenizer_.decode(with);
+  if (after.starts_with(before)) return after.substr(before.size());
+  // A decoder whose output for the context changed with the new token (it cannot happen with
+  // the decoders tokenizer.json declares): the token's own text, never a duplicate of earlier.
+  return tokenizer_.decode(with.last(1));
 }
 
 std::string TextOutput::take_delta(bool final) {

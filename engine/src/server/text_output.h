@@ -1,8 +1,9 @@
 // Turns the token ids a request generates into the text a client sees: incremental decoding,
 // UTF-8 repair, and stop strings.
 //
-// Tokens are decoded as a whole each time (a BPE token can end in the middle of a UTF-8
-// character, so per-token decoding would split characters). Text is released to a stream only
+// Each token is decoded in the context of the few before it, as Hugging Face's DecodeStream
+// does: a SentencePiece token's leading "▁" is a space except at the start of the text, and a
+// byte-level token can end in the middle of a UTF-8 character. Text is released to a stream only
 // up to the last complete character and short of any tail that could still grow into a stop
 // string, so a streamed response never shows text that the final one would not.
 //
@@ -56,7 +57,11 @@ class TextOutput {
  private:
   const canon::Tokenizer& tokenizer_;
   TextOutputOptions options_;
-  std::string raw_;  // decoded bytes, cut at a stop string once one is found
+  // The text `token` adds after the tokens already decoded (ids_ gains it).
+  std::string decode_next(canon::TokenId token);
+
+  std::vector<canon::TokenId> ids_;  // the generated tokens that are text (not special)
+  std::string raw_;                  // decoded bytes, cut at a stop string once one is found
   std::size_t taken_ = 0;
   std::size_t token_count_ = 0;
   std::size_t max_stop_bytes_ = 0;

@@ -217,11 +217,13 @@ serving::ServerOptions http_options(const GatewayConfig& config, const GatewayOp
 }  // namespace
 
 struct Gateway::Impl {
+  // Declared first, destroyed last: the upstream pool's idle sockets and every coroutine frame
+  // are bound to the server's io_context, which must outlive them (the frames it destroys last
+  // only release what they own).
+  std::unique_ptr<serving::HttpServer> http;
   GatewayContext ctx;
   GatewayOptions options;
   GatewayHandler handler{ctx};
-  // Declared last, destroyed first: its connections and background loops refer to the above.
-  std::unique_ptr<serving::HttpServer> http;
 };
 
 Gateway::Gateway(GatewayConfig config, GatewayOptions options) : impl_(std::make_unique<Impl>()) {

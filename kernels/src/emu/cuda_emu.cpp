@@ -20,6 +20,7 @@
 #include "prefixgate/base/check.h"
 
 #if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #define PG_EMU_ASAN 1
 #endif
@@ -234,6 +235,11 @@ void fiber_main() {
 // (and warn about) every local of the scheduler loop.
 [[gnu::noinline]] void prepare_fiber(Fiber& f) {
   f.started = true;
+#if PG_EMU_ASAN
+  // The stack's previous fiber never returned from fiber_main (it switched away for good), so
+  // the redzones of its last frames are still poisoned; a new fiber starts on a clean stack.
+  __asan_unpoison_memory_region(f.stack, kStackBytes);
+#endif
   make_context(f.context, f.stack, kStackBytes, fiber_main);
 }
 

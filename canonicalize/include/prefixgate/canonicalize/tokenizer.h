@@ -3,8 +3,18 @@
 // Two kinds, behind one interface:
 //   - the byte tokenizer, the embedded default: token id = byte value (0..255), plus a few
 //     special tokens (see byte_tokenizer_specials()) so chat templates can mark turns;
-//   - Hugging Face `tokenizer.json` byte-level BPE (the Llama-3 and Qwen2/Qwen3 families),
-//     whose ids match the reference implementation exactly.
+//   - Hugging Face `tokenizer.json` of model type BPE, whose ids match Hugging Face tokenizers
+//     exactly: byte-level BPE (Llama 3/3.1, Qwen 2.5/3, DeepSeek V3, GPT-OSS, Mistral Nemo) and
+//     SentencePiece-style BPE (Llama 2, Mistral 7B, Gemma 2/3). Supported components:
+//       normalizers     NFC, Prepend, Replace (String or Regex), Strip, Sequence, none;
+//       pre-tokenizers  Split (String or Regex pattern, every behavior, invert), ByteLevel
+//                       (add_prefix_space, use_regex, trim_offsets), Digits, Metaspace
+//                       (replacement, prepend_scheme first/always/never, split), Sequence, none;
+//       model           BPE with ignore_merges, byte_fallback, unk_token, fuse_unk;
+//       decoders        ByteLevel, Metaspace, Replace, ByteFallback, Fuse, Strip, Sequence, none;
+//       added tokens    special or not, single_word, lstrip, rstrip, normalized.
+//     Anything else (WordPiece/Unigram/WordLevel models, other component types, an option we
+//     do not read, a regex construct we cannot match exactly) is refused at load.
 //
 //   auto tok = canon::load_tokenizer_json(file_contents);        // or make_byte_tokenizer()
 //   if (!tok) return tok.error();
@@ -30,10 +40,10 @@ namespace prefixgate::canon {
 using TokenId = std::uint32_t;
 
 struct EncodeOptions {
-  // Recognise the text of special/added tokens ("<|eot_id|>") and emit their ids. Off means
-  // such text is tokenized as ordinary text, as for untrusted user content. (A BPE tokenizer's
-  // added tokens that tokenizer.json marks non-special, like Qwen3's "<think>", are vocabulary
-  // and always recognised, as Hugging Face does with split_special_tokens=True.)
+  // Recognise the text of special tokens ("<|eot_id|>") and emit their ids. Off means such
+  // text is tokenized as ordinary text, as for untrusted user content (Hugging Face's
+  // split_special_tokens=True). Added tokens that tokenizer.json marks non-special, like
+  // Qwen3's "<think>", are vocabulary and always recognised, as Hugging Face does.
   bool parse_special = true;
 };
 
@@ -45,14 +55,22 @@ class Tokenizer {
   virtual std::string_view name() const = 0;
   virtual std::size_t vocab_size() const = 0;
 
-  // Appends the ids of `text` to `out`. When `byte_offsets` is given, appends for each token
-  // the byte offset in `text` where it starts (for normalising tokenizers, the offset of the
-  // start of the pre-token it came from when normalisation changed that pre-token).
+  // Appends the ids of `text` to `out` (no BOS/EOS: the chat template writes those). When
+  // `byte_offsets` is given, appends for each token the byte offset in `text` of the input its
+  // first byte came from: offsets never decrease and lie inside `text`; where normalization left
+  // the text as it was, a token's bytes are exactly those at its offset; a byte a normalizer or
+  // pre-tokenizer inserted (SentencePiece's "▁" prefix) counts as part of the character it was
+  // attached to, and text that NFC rewrote maps to the start of the rewritten stretch.
   virtual void encode(std::string_view text, std::vector<TokenId>& out,
                       const EncodeOptions& options = {},
                       std::vector<std::size_t>* byte_offsets = nullptr) const = 0;
 
-  // The bytes of the tokens, concatenated (special tokens as their text).
+  // The text of the tokens (special tokens as their text), through the tokenizer.json decoder
+  // as Hugging Face decodes, so decode(encode(text)) == text wherever Hugging Face gives the
+  // text back. Bytes that are not UTF-8 (a character split across ids) are returned as bytes,
+  // not U+FFFD, so that pieces decoded one by one concatenate; ids outside the vocabulary
+  // decode to nothing. Decoders that depend on position (Metaspace, Strip: SentencePiece's
+  // leading space) make decode(a + b) differ from decode(a) + decode(b).
   virtual std::string decode(std::span<const TokenId> ids) const = 0;
 
   // The id of a special/added token by its text, if this tokenizer has it.
@@ -67,10 +85,11 @@ class Tokenizer {
 std::span<const std::string_view> byte_tokenizer_specials();
 std::unique_ptr<Tokenizer> make_byte_tokenizer();
 
-// Loads a Hugging Face tokenizer.json (model.type "BPE" with a ByteLevel pre-tokenizer).
-// Errors: kInvalidJson, kUnsupported (another model type or pre-tokenizer), kInvalidValue.
-// Also kWrongType and kMissingField for a document of the wrong shape; Error::param names the
-// field ("pre_tokenizer.pretokenizers[0].pattern.Regex").
+// Loads a Hugging Face tokenizer.json of model type "BPE" (the components above).
+// Errors: kInvalidJson; kUnsupported naming what is not implemented, with Error::param its JSON
+// path ("pre_tokenizer.pretokenizers[1].type", "model.type"); kInvalidValue (a merge of unknown
+// tokens, an unk_token not in the vocabulary, a malformed regex); kWrongType and kMissingField
+// for a document of the wrong shape.
 Result<std::unique_ptr<Tokenizer>> load_tokenizer_json(std::string_view tokenizer_json);
 
 }  // namespace prefixgate::canon
