@@ -23,26 +23,26 @@ std::string anthropic_error_type(const Reply& r) {
   if (!doc || !doc->is_object()) return "not JSON: " + r.body;
   const json::Value* type = doc->find("type");
   const json::Value* error = doc->find("error");
-  if (type == nullptr || !type->is_string() || type->as_string() != "error" ||
-      error == nullptr || !error->is_object() || error->find("message") == nullptr) {
+  if (type == nullptr || !type->is_string() || type->as_string() != "error" || error == nullptr ||
+      !error->is_object() || error->find("message") == nullptr) {
     return "not Anthropic-shaped: " + r.body;
   }
   return error->find("type")->as_string();
 }
 
 std::string messages_body(const std::string& model = "builtin:tiny") {
-  return R"({"model":")" + model + R"(","max_tokens":4,"messages":[{"role":"user","content":"Hi"}]})";
+  return R"({"model":")" + model +
+         R"(","max_tokens":4,"messages":[{"role":"user","content":"Hi"}]})";
 }
 
 TEST(AgentErrorsTest, EveryErrorOnMessagesIsAnthropicShaped) {
   std::uint16_t pe = 0, port = 0;
   auto engine = start_engine(pe);
   ASSERT_NE(pe, 0);
-  const std::string config = write_config("agent-errors",
-                                          "upstreams:\n  - {url: " + upstream(pe) +
-                                              ", kind: openai}\n"
-                                              "api_keys: [sk-a]\n"
-                                              "limits: {max_body_bytes: 4096}\n");
+  const std::string config = write_config("agent-errors", "upstreams:\n  - {url: " + upstream(pe) +
+                                                              ", kind: openai}\n"
+                                                              "api_keys: [sk-a]\n"
+                                                              "limits: {max_body_bytes: 4096}\n");
   auto gw = start_gateway(port, {"--config", config});
   ASSERT_NE(port, 0) << gw->output();
   ASSERT_TRUE(wait_healthy(port, 1));
@@ -105,9 +105,10 @@ void kill_replica_mid_messages_stream(const std::string& kind) {
 
   et::Client client(port, std::chrono::seconds(15));
   ASSERT_TRUE(client.connected());
-  ASSERT_TRUE(client.send(http::verb::post, "/v1/messages",
-                          R"({"model":"builtin:tiny","max_tokens":1000,"ignore_eos":true,)"
-                          R"("stream":true,"messages":[{"role":"user","content":"A long story"}]})"));
+  ASSERT_TRUE(
+      client.send(http::verb::post, "/v1/messages",
+                  R"({"model":"builtin:tiny","max_tokens":1000,"ignore_eos":true,)"
+                  R"("stream":true,"messages":[{"role":"user","content":"A long story"}]})"));
   ASSERT_TRUE(client.read_header());
   ASSERT_EQ(client.status(), 200) << client.body();
   ASSERT_TRUE(client.read_until(has_delta)) << client.body();
