@@ -29,6 +29,7 @@ struct WorkloadFlags {
   std::size_t question_len = 0;
   std::size_t output_len = 0;
   std::size_t tools = 0;
+  std::string api = "chat";  // agent: chat, messages (Anthropic) or responses (OpenAI Responses)
 };
 
 struct CeilingFlags {

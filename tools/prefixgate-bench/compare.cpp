@@ -86,6 +86,10 @@ Result<std::string> write_rule_set_config(const std::string& dir, const std::str
 }
 
 Result<Workload> build_workload(const WorkloadFlags& f) {
+  if (f.api != "chat" && f.workload != "agent") {
+    return make_error(ErrorCode::kInvalidValue,
+                      "--api " + f.api + ": only the agent workload speaks other APIs");
+  }
   auto set = [](std::size_t given, std::size_t& field) {
     if (given > 0) field = given;
   };
@@ -107,6 +111,9 @@ Result<Workload> build_workload(const WorkloadFlags& f) {
   }
   if (f.workload == "agent") {
     AgentOptions o = f.agent;
+    o.api = f.api == "messages"    ? Api::kMessages
+            : f.api == "responses" ? Api::kResponses
+                                   : Api::kChatCompletions;
     o.model = f.model;
     set(f.system_len, o.system_len);
     set(f.question_len, o.task_len);

@@ -54,6 +54,11 @@ void add_workload_flags(CLI::App& app, bench::WorkloadFlags& w, bench::CeilingFl
       ->capture_default_str();
   app.add_option("--tool-result-len", w.agent.tool_result_len, "agent: tokens per tool result")
       ->capture_default_str();
+  app.add_option("--api", w.api,
+                 "agent: the API its requests use: chat, messages (Anthropic Messages, with "
+                 "cache_control breakpoints) or responses (OpenAI Responses)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"chat", "messages", "responses"}));
   // volatile
   app.add_option("--requests", w.volatile_app.requests, "volatile: requests")
       ->capture_default_str();

@@ -1,5 +1,6 @@
-// The engine's routes and its Server: the OpenAI API, /health, /metrics and /v1/kv_events over
-// one EngineLoop, on the serving core's HttpServer (listener, limits, drain).
+// The engine's routes and its Server: the OpenAI API, Anthropic's Messages API, OpenAI's
+// Responses API, /health, /metrics and /v1/kv_events over one EngineLoop, on the serving core's
+// HttpServer (listener, limits, drain).
 #include "server/server.h"
 
 #include <boost/asio/thread_pool.hpp>
@@ -57,6 +58,12 @@ Awaitable<bool> EngineHandler::handle(Connection& c, Request& req) {
     const canon::Endpoint endpoint = path == "/v1/completions" ? canon::Endpoint::kCompletions
                                                                : canon::Endpoint::kChatCompletions;
     co_return co_await handle_generation(c, ctx, req, endpoint);
+  }
+  if (path == "/v1/messages" || path == "/v1/responses") {
+    if (req.method() != http::verb::post) co_return co_await reply(method_not_allowed("POST"));
+    ctx.observed.requests_total->add();
+    co_return co_await handle_agent_api(
+        c, ctx, req, path == "/v1/messages" ? canon::Api::kMessages : canon::Api::kResponses);
   }
   if (path == "/v1/kv_events") {
     if (req.method() != http::verb::get) co_return co_await reply(method_not_allowed("GET"));

@@ -122,15 +122,17 @@ void add_gateway_headers(Message& res, const RequestInfo& info, std::string_view
 Awaitable<bool> write_response(Connection& c, const RequestInfo& info, Response res,
                                std::string_view replica = {});
 
-// POST /v1/chat/completions and /v1/completions. Returns whether to keep the connection.
+// POST /v1/chat/completions, /v1/completions, /v1/messages, /v1/responses. Returns whether to
+// keep the connection.
 Awaitable<bool> handle_completion(Connection& c, const Request& req, RequestInfo& info,
-                                  canon::Endpoint endpoint);
+                                  canon::Api api);
 // GET /v1/models from the upstreams, and any other /v1/* passed through to a healthy upstream.
 Awaitable<bool> handle_models(Connection& c, const Request& req, RequestInfo& info);
 Awaitable<bool> handle_passthrough(Connection& c, const Request& req, RequestInfo& info);
-// POST /prefixgate/explain/{chat/completions,completions}: the routing the gateway would do.
+// POST /prefixgate/explain/{chat/completions,completions,messages,responses}: the routing the
+// gateway would do.
 Awaitable<bool> handle_explain(Connection& c, const Request& req, RequestInfo& info,
-                               canon::Endpoint endpoint);
+                               canon::Api api);
 
 // GET /stats (the live stats as JSON; ?since=UNIX_MS for the samples after it) and
 // GET /dashboard (the page that reads it, compiled into the binary). Nothing goes upstream.

@@ -8,6 +8,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/strand.hpp>
 
+#include "prefixgate/canonicalize/chat_conversion.h"
 #include "prefixgate/canonicalize/json.h"
 #include "prefixgate/serving/server.h"
 #include "server/context.h"
@@ -29,14 +30,17 @@ std::string new_request_id(GatewayContext& ctx) {
 bool identify(const GatewayContext& ctx, const Request& req, RequestInfo& info,
               std::string& error) {
   const TenantConfig& t = ctx.config.tenants;
+  // Authorization: Bearer KEY (OpenAI's clients), else x-api-key: KEY (Anthropic's).
   std::string_view key;
   const std::string_view auth = req[http::field::authorization];
   if (auth.starts_with("Bearer ")) key = auth.substr(7);
+  if (key.empty()) key = req["x-api-key"];
   if (!t.api_keys.empty()) {
     const auto it = std::find_if(t.api_keys.begin(), t.api_keys.end(),
                                  [&](const ApiKey& k) { return k.key == key; });
     if (it == t.api_keys.end()) {
-      error = key.empty() ? "missing API key: send Authorization: Bearer KEY" : "invalid API key";
+      error = key.empty() ? "missing API key: send Authorization: Bearer KEY or x-api-key: KEY"
+                          : "invalid API key";
       return false;
     }
     if (!it->tenant.empty()) info.tenant = Tenant{it->tenant, it->isolate};
@@ -123,18 +127,17 @@ Awaitable<bool> route(Connection& c, const Request& req) {
     res.set(http::field::www_authenticate, "Bearer");
     co_return co_await write_response(c, info, std::move(res));
   }
-  if (path == "/v1/chat/completions" || path == "/v1/completions" ||
-      path == "/prefixgate/explain/chat/completions" || path == "/prefixgate/explain/completions") {
+  constexpr std::string_view kExplain = "/prefixgate/explain";
+  const bool explain = path.starts_with(kExplain);
+  const std::optional<canon::Api> api =
+      explain ? canon::api_for_path("/v1" + std::string(path.substr(kExplain.size())))
+              : canon::api_for_path(path);
+  if (api) {
     if (req.method() != http::verb::post) {
       co_return co_await write_response(c, info, method_not_allowed("POST"));
     }
-    const canon::Endpoint endpoint = path.ends_with("/chat/completions")
-                                         ? canon::Endpoint::kChatCompletions
-                                         : canon::Endpoint::kCompletions;
-    if (path.starts_with("/prefixgate/")) {
-      co_return co_await handle_explain(c, req, info, endpoint);
-    }
-    co_return co_await handle_completion(c, req, info, endpoint);
+    if (explain) co_return co_await handle_explain(c, req, info, *api);
+    co_return co_await handle_completion(c, req, info, *api);
   }
   if (path == "/v1/models") {
     if (req.method() != http::verb::get) {
