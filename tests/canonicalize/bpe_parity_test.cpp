@@ -130,7 +130,7 @@ TEST_P(TokenizerParityTest, MatchesTheReferenceIdForId) {
   if (std::string(family.name) == "mistral_v3") {
     *json = mistral_v3_json(*json);
     ASSERT_FALSE(json->empty());
-    options.tokenizer_json_path = testing::TempDir() + "/mistral_v3_tokenizer.json";
+    options.tokenizer_json_path = unique_temp_path("mistral_v3_tokenizer");
     std::ofstream(options.tokenizer_json_path, std::ios::binary) << *json;
   }
   auto tokenizer = load_tokenizer_json(*json);

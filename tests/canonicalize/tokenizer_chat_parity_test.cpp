@@ -55,7 +55,7 @@ std::optional<std::vector<std::optional<std::string>>> render_reference(
   json::Array requests;
   for (const Case& c : cases) requests.push_back(*json::parse(c.body));
   spec.set("requests", std::move(requests));
-  const std::string spec_path = testing::TempDir() + "/tokenizer_chat_cases.json";
+  const std::string spec_path = unique_temp_path("tokenizer_chat_cases");
   std::ofstream(spec_path, std::ios::binary) << json::to_json(spec);
   const std::string command = "node '" + kJsDir + "/render_reference.mjs' '" + spec_path + "'";
   FILE* pipe = popen(command.c_str(), "r");

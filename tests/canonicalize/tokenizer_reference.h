@@ -6,6 +6,7 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -121,9 +122,15 @@ inline std::string json_quote(std::string_view s) {
   return out + "\"";
 }
 
+// A path under the test temp dir that no other test process uses (ctest runs tests in parallel,
+// each in its own process, and parameterized cases share names).
+inline std::string unique_temp_path(const std::string& name) {
+  return testing::TempDir() + "/" + name + "-" + std::to_string(getpid()) + ".json";
+}
+
 // Writes `samples` (valid UTF-8) as a JSON array to a file under the test temp dir.
 inline std::string write_corpus(const std::vector<std::string>& samples, const std::string& name) {
-  const std::string path = testing::TempDir() + "/" + name + ".json";
+  const std::string path = unique_temp_path(name);
   std::ofstream out(path, std::ios::binary);
   out << "[";
   for (std::size_t i = 0; i < samples.size(); ++i)
