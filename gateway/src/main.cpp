@@ -64,7 +64,8 @@ int main(int argc, char** argv) {
   app.add_option("--listen", listen, "HOST:PORT to listen on (port 0 picks a free one)");
   app.add_option("--upstream", upstreams, "upstream replica http://HOST:PORT (repeatable)");
   app.add_option("--policy", policy,
-                 "round_robin, random, least_load, power_of_two, consistent_hash, cache_aware");
+                 "round_robin, random, least_load, power_of_two, consistent_hash, cache_aware, "
+                 "sglang_cache_aware (SGLang's router), dynamo_kv (Dynamo's KV router)");
   app.add_option("--threads", threads, "I/O threads (0: one per core)");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error");
   try {
