@@ -74,6 +74,8 @@ Result<std::string> write_rule_set_config(const std::string& dir, const std::str
   return path;
 }
 
+}  // namespace
+
 Result<Workload> build_workload(const WorkloadFlags& f) {
   auto set = [](std::size_t given, std::size_t& field) {
     if (given > 0) field = given;
@@ -130,6 +132,8 @@ Result<Workload> build_workload(const WorkloadFlags& f) {
                     "--workload: unknown '" + f.workload +
                         "' (shared-prefix, multi-turn, agent, volatile, trace)");
 }
+
+namespace {
 
 Result<LoadOptions> build_load(const LoadFlags& f, const Workload& w) {
   LoadOptions o;
@@ -284,11 +288,12 @@ int run_compare(CompareFlags flags) {
     if (flags.policies.empty()) return usage_error("--policies: none given");
     for (const std::string& p : flags.policies) {
       static const std::vector<std::string> kKnown{
-          "round_robin", "random", "least_load", "power_of_two", "consistent_hash", "cache_aware"};
+          "round_robin",     "random",      "least_load",         "power_of_two",
+          "consistent_hash", "cache_aware", "sglang_cache_aware", "dynamo_kv"};
       if (std::find(kKnown.begin(), kKnown.end(), p) == kKnown.end()) {
         return usage_error("--policies: unknown policy '" + p +
                            "' (round_robin, random, least_load, power_of_two, consistent_hash, "
-                           "cache_aware)");
+                           "cache_aware, sglang_cache_aware, dynamo_kv)");
       }
     }
     if (flags.fleet.replicas == 0) return usage_error("--replicas must be at least 1");
