@@ -231,6 +231,7 @@ json::Object setup_json(const CompareFlags& f, const Workload& w, const LoadOpti
                                        {"num_requests", static_cast<double>(load.max_requests)}}}};
   if (f.targets.empty()) {
     s.push_back({"fleet", json::Object{{"replicas", static_cast<double>(f.fleet.replicas)},
+                                       {"gateways", static_cast<double>(f.fleet.gateways)},
                                        {"device", f.fleet.device},
                                        {"sim_profile", f.fleet.sim_profile},
                                        {"sim_speedup", f.fleet.sim_speedup},
@@ -297,6 +298,7 @@ int run_compare(CompareFlags flags) {
       }
     }
     if (flags.fleet.replicas == 0) return usage_error("--replicas must be at least 1");
+    if (flags.fleet.gateways == 0) return usage_error("--gateways must be at least 1");
     if (flags.fleet.device != "sim" && flags.fleet.device != "cpu") {
       return usage_error("--device: sim or cpu, got '" + flags.fleet.device + "'");
     }
@@ -341,6 +343,8 @@ int run_compare(CompareFlags flags) {
   if (targets.empty()) {
     report.title =
         workload->name + ", " + std::to_string(flags.fleet.replicas) + " x " + flags.fleet.device +
+        (flags.fleet.gateways > 1 ? ", " + std::to_string(flags.fleet.gateways) + " gateways"
+                                  : "") +
         (flags.fleet.device == "sim"
              ? " " + flags.fleet.sim_profile + " (speedup " + flags.fleet.sim_speedup + ")"
              : " " + flags.fleet.model);
@@ -360,7 +364,8 @@ int run_compare(CompareFlags flags) {
   }
 
   int status = 0;
-  auto run_one = [&](const std::string& name, const HttpTarget& target, std::size_t replicas) {
+  auto run_one = [&](const std::string& name, std::span<const HttpTarget> target,
+                     std::size_t replicas) {
     LoadOptions o = *load;
     o.label = name;
     o.seed = flags.workload.seed;
@@ -382,7 +387,7 @@ int run_compare(CompareFlags flags) {
 
   if (!targets.empty()) {
     for (const auto& [name, target] : targets) {
-      run_one(name, target, 0);
+      run_one(name, std::span(&target, 1), 0);
       warn_if_saturated(report.results.back());
     }
   } else {
@@ -409,12 +414,12 @@ int run_compare(CompareFlags flags) {
         std::cerr << "prefixgate-bench: " << s.error().message << "\n";
         return 1;
       }
-      auto gateway = fleet.start_gateway(policy, policy);
-      if (!gateway) {
-        std::cerr << "prefixgate-bench: " << policy << ": " << gateway.error().message << "\n";
+      auto gateways = fleet.start_gateways(policy, policy);
+      if (!gateways) {
+        std::cerr << "prefixgate-bench: " << policy << ": " << gateways.error().message << "\n";
         return 1;
       }
-      run_one(name, *gateway, flags.fleet.replicas);
+      run_one(name, *gateways, flags.fleet.replicas);
       if (!rules.empty()) {
         report.results.back().ceiling_hit_rate = rules == "as-sent"     ? ceilings->as_sent
                                                  : rules == "canonical" ? ceilings->canonical

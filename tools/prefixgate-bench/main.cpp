@@ -138,6 +138,11 @@ int main(int argc, char** argv) {
   cmp->add_option("--engine-arg", compare.fleet.engine_args, "an extra engine flag (repeatable)")
       ->allow_extra_args(false);
   cmp->add_option("--gateway-config", compare.fleet.gateway_config, "a prefixgate YAML config");
+  cmp->add_option("--gateways", compare.fleet.gateways,
+                  "gateway instances per policy over the same replicas, each request sent to one "
+                  "of them at random (each has its own index and predictions)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmp->add_option("--policies", compare.policies, "routing policies, comma-separated")
       ->delimiter(',')
       ->capture_default_str();
