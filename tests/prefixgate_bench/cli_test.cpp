@@ -53,6 +53,13 @@ INSTANTIATE_TEST_SUITE_P(
                       std::vector<std::string>{"compare", "--device", "tpu"},
                       std::vector<std::string>{"compare", "--target", "ftp://x"},
                       std::vector<std::string>{"compare", "--rule-sets", "as-sent,strict"},
+                      std::vector<std::string>{"compare", "--gateways", "0"},
+                      std::vector<std::string>{"simulate", "--replicas", "0"},
+                      std::vector<std::string>{"simulate", "--policies", "cache_aware,fastest"},
+                      std::vector<std::string>{"simulate", "--load", "0"},
+                      std::vector<std::string>{"simulate", "--concurrency", "4"},
+                      std::vector<std::string>{"simulate", "--sim-profile", "tpu:llama3-8b"},
+                      std::vector<std::string>{"simulate", "--workload", "trace"},
                       std::vector<std::string>{"run"},
                       std::vector<std::string>{"run", "--url", "http://127.0.0.1:bad"}));
 
@@ -127,6 +134,62 @@ TEST(BenchCliTest, CompareWritesTheResultsAndCacheAwareHitsMoreThanRoundRobin) {
   std::string first_line;
   std::getline(svg, first_line);
   EXPECT_EQ(first_line.rfind("<svg", 0), 0u);
+}
+
+// simulate: the grid of replica counts, gateway counts and loads, each cell with every policy,
+// in the JSON compare's field names use.
+TEST(BenchCliTest, SimulateWritesEveryCellOfTheGrid) {
+  const std::string json_path =
+      ::testing::TempDir() + "prefixgate-bench-sim-" + std::to_string(getpid()) + ".json";
+  const Outcome o = run_bench({"simulate",
+                               "--replicas",
+                               "2,4",
+                               "--gateways",
+                               "1,2",
+                               "--load",
+                               "0.5",
+                               "--policies",
+                               "round_robin,cache_aware",
+                               "--workload",
+                               "shared-prefix",
+                               "--groups",
+                               "6",
+                               "--prompts-per-group",
+                               "8",
+                               "--system-len",
+                               "512",
+                               "--output-len",
+                               "8",
+                               "--json",
+                               json_path,
+                               "--no-progress"});
+  ASSERT_EQ(o.status, 0) << o.output;
+  std::ifstream in(json_path);
+  std::stringstream text;
+  text << in.rdbuf();
+  auto doc = json::parse(text.str());
+  ASSERT_TRUE(doc.ok()) << text.str();
+  const json::Value* results = doc->find("results");
+  ASSERT_TRUE(results != nullptr && results->is_array());
+  ASSERT_EQ(results->as_array().size(), 8u);
+  std::map<std::string, double> hit;
+  for (const json::Value& r : results->as_array()) {
+    for (const char* key : {"replicas", "gateways", "policy", "load", "hit_rate",
+                            "ceiling_hit_rate", "ttft_p50", "ttft_p99", "itl_p50", "itl_p99",
+                            "imbalance", "preemptions", "gpu_seconds", "queue_p99"}) {
+      EXPECT_NE(r.find(key), nullptr) << key;
+    }
+    EXPECT_EQ(r.find("requests")->as_number().value, 48);
+    EXPECT_LE(r.find("hit_rate")->as_number().value,
+              r.find("ceiling_hit_rate")->as_number().value + 1e-9);
+    const std::string cell = std::to_string(r.find("replicas")->as_number().value) + "/" +
+                             std::to_string(r.find("gateways")->as_number().value);
+    hit[cell + r.find("policy")->as_string()] = r.find("hit_rate")->as_number().value;
+  }
+  for (const char* cell : {"2.000000/1.000000", "4.000000/2.000000"}) {
+    EXPECT_GT(hit[std::string(cell) + "cache_aware"], hit[std::string(cell) + "round_robin"])
+        << text.str();
+  }
 }
 
 // --rule-sets: one gateway per rule set, each row measured against the ceiling of its own

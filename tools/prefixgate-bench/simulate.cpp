@@ -386,8 +386,11 @@ class Simulation {
     r.offered_rps = config_.request_rate;
     std::vector<double> ttft, e2e, queue;
     double first_arrival = INFINITY, last_done = 0;
+    double run_start = INFINITY, run_end = 0;
     std::size_t completed = 0;
     for (const Flight& f : flights_) {
+      run_start = std::min(run_start, f.arrival);
+      run_end = std::max(run_end, std::max(f.arrival, f.last));
       if (!f.measured) continue;
       ++r.requests;
       if (f.first < 0) {
@@ -425,7 +428,7 @@ class Simulation {
       r.gpu_seconds += replica->gpu_seconds();
       r.steps += replica->steps();
     }
-    r.makespan_s = now_;
+    r.makespan_s = run_end > run_start ? run_end - run_start : 0;
     if (completed > 0 && last_done > first_arrival) {
       r.throughput_rps = static_cast<double>(completed) / (last_done - first_arrival);
       r.output_tps = static_cast<double>(r.output_tokens) / (last_done - first_arrival);
