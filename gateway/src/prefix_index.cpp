@@ -1,7 +1,8 @@
 // PrefixIndex: one flat hash map from block hash to a slot; per slot a bitmask of the replicas
 // that hold the block confirmed (ceil(replicas / 64) words, stored contiguously in `masks_`) and a
 // short list of predictions. longest_match walks the prompt's hashes once, keeping the mask of
-// replicas whose match is still unbroken, and stops as soon as that mask is empty.
+// replicas whose match is still unbroken (visiting only its non-zero words), and stops as soon as
+// that mask is empty.
 #include "prefixgate/gateway/prefix_index.h"
 
 #include <algorithm>
@@ -293,33 +294,47 @@ void PrefixIndex::longest_match(std::span<const std::uint64_t> hashes, Clock::ti
   if (n_replicas == 0) return;
 
   // alive: replicas whose match covers every block so far. When a replica drops out at block i,
-  // its match is i blocks.
+  // its match is i blocks. Only the words of `alive` that are still non-zero are visited
+  // (`live`): after the first blocks there are one or two, whatever the replica count.
   std::vector<std::uint64_t> alive(words, ~std::uint64_t{0});
   if (n_replicas % kBitsPerWord != 0) alive.back() = (std::uint64_t{1} << (n_replicas % 64)) - 1;
-  std::vector<std::uint64_t> held(words);
-  std::size_t alive_words = words;  // words of `alive` that are non-zero
+  std::vector<std::uint32_t> live(words);
+  for (std::size_t w = 0; w < words; ++w) live[w] = static_cast<std::uint32_t>(w);
+  std::size_t live_count = words;
 
-  for (std::size_t i = 0; i < hashes.size() && alive_words > 0; ++i) {
-    const std::uint32_t* slot = im.find(hashes[i]);
-    if (slot == nullptr) {
-      std::fill(held.begin(), held.end(), 0);
-    } else {
-      const std::uint64_t* m = im.mask(*slot);
-      std::copy_n(m, words, held.begin());
-      for (const Prediction& p : im.predictions[*slot]) {
-        if (p.expiry > now) held[p.replica / kBitsPerWord] |= std::uint64_t{1} << (p.replica % 64);
+  // Slots are looked up a batch ahead: the lookups are independent, so their cache misses
+  // overlap instead of queueing behind each block's work (a large index is memory-bound).
+  constexpr std::size_t kBatch = 16;
+  const std::uint32_t* slots[kBatch];
+  for (std::size_t base = 0; base < hashes.size() && live_count > 0; base += kBatch) {
+    const std::size_t batch = std::min(kBatch, hashes.size() - base);
+    for (std::size_t k = 0; k < batch; ++k) slots[k] = im.find(hashes[base + k]);
+    for (std::size_t k = 0; k < batch && live_count > 0; ++k) {
+      const std::size_t i = base + k;
+      const std::uint32_t* slot = slots[k];
+      const std::uint64_t* m = slot == nullptr ? nullptr : im.mask(*slot);
+      const Predictions* preds = slot == nullptr ? nullptr : &im.predictions[*slot];
+      std::size_t kept = 0;
+      for (std::size_t j = 0; j < live_count; ++j) {
+        const std::uint32_t w = live[j];
+        std::uint64_t held = m == nullptr ? 0 : m[w];
+        if (preds != nullptr) {
+          for (const Prediction& p : *preds) {
+            if (p.replica / kBitsPerWord == w && p.expiry > now) {
+              held |= std::uint64_t{1} << (p.replica % 64);
+            }
+          }
+        }
+        std::uint64_t dropped = alive[w] & ~held;
+        while (dropped != 0) {
+          const int bit = std::countr_zero(dropped);
+          out[w * kBitsPerWord + static_cast<std::size_t>(bit)] = i;
+          dropped &= dropped - 1;
+        }
+        alive[w] &= held;
+        if (alive[w] != 0) live[kept++] = w;
       }
-    }
-    alive_words = 0;
-    for (std::size_t w = 0; w < words; ++w) {
-      std::uint64_t dropped = alive[w] & ~held[w];
-      while (dropped != 0) {
-        const int bit = std::countr_zero(dropped);
-        out[w * kBitsPerWord + static_cast<std::size_t>(bit)] = i;
-        dropped &= dropped - 1;
-      }
-      alive[w] &= held[w];
-      if (alive[w] != 0) ++alive_words;
+      live_count = kept;
     }
   }
 }
