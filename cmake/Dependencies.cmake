@@ -36,6 +36,22 @@ find_package(CLI11 REQUIRED)
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
 pkg_check_modules(UTF8PROC REQUIRED IMPORTED_TARGET libutf8proc)
 pkg_check_modules(RE2 REQUIRED IMPORTED_TARGET re2)
+# KV-event streams of vLLM and SGLang (kv_events/): ZeroMQ sockets, msgpack-c++ payloads.
+pkg_check_modules(ZMQ REQUIRED IMPORTED_TARGET GLOBAL libzmq)
+find_path(PREFIXGATE_MSGPACK_INCLUDE msgpack.hpp REQUIRED
+  DOC "msgpack-c++ headers (scripts/install-deps.sh)")
+if(PREFIXGATE_STATIC)
+  # libzmq.a would need libsodium, OpenPGM, NORM and Kerberos archives Debian does not all ship:
+  # the shared libzmq is linked instead and scripts/gpu-bundle.sh bundles it, like libsimdjson.
+  find_library(PREFIXGATE_ZMQ_SHARED NAMES libzmq.so.5 libzmq.so REQUIRED)
+  add_library(prefixgate_zmq INTERFACE)
+  target_link_libraries(prefixgate_zmq INTERFACE "${PREFIXGATE_ZMQ_SHARED}")
+  target_include_directories(prefixgate_zmq INTERFACE ${ZMQ_INCLUDE_DIRS})
+else()
+  add_library(prefixgate_zmq INTERFACE)
+  target_link_libraries(prefixgate_zmq INTERFACE PkgConfig::ZMQ)
+endif()
+add_library(prefixgate::zmq ALIAS prefixgate_zmq)
 if(PREFIXGATE_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()

@@ -55,3 +55,6 @@ prefixgate_forbid_links(prefixgate_canonicalize prefixgate_serving prefixgate_mo
   prefixgate_engine prefixgate_gateway prefixgate_kernels)
 prefixgate_forbid_links(prefixgate_serving prefixgate_engine prefixgate_gateway)
 prefixgate_forbid_links(prefixgate_base prefixgate_canonicalize)
+# The KV-event protocol is shared by the engine (publisher) and the gateway (subscriber).
+prefixgate_forbid_links(prefixgate_kv_events prefixgate_engine prefixgate_gateway
+  prefixgate_serving)

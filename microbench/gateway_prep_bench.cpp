@@ -47,7 +47,7 @@ void run(benchmark::State& state, const CanonicalizationConfig& rules) {
   const Gateway gw(rules);
   const std::string body = overhead_request_body();
   for (auto _ : state) {
-    auto prep = prepare_request(body, canon::Endpoint::kChatCompletions, Tenant{}, gw.prep);
+    auto prep = prepare_request(body, canon::Api::kChatCompletions, Tenant{}, gw.prep);
     if (!prep) {
       state.SkipWithError(prep.error().message.c_str());
       return;

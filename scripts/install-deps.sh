@@ -15,6 +15,7 @@ packages=(
   libopenblas-dev           # cpu device GEMMs
   libutf8proc-dev           # Unicode categories and NFC for the BPE pre-tokenizer
   libre2-dev                # linear-time patterns for the volatile-content detectors
+  libzmq3-dev               # vLLM/SGLang KV-event streams (ZeroMQ PUB/SUB, replay ROUTER)
   libgtest-dev libgmock-dev # unit tests
   libbenchmark-dev          # micro-benchmarks
   nodejs                    # test oracles (JSON.stringify, reference tokenizers); bundles npm
@@ -33,4 +34,23 @@ if ((${#missing[@]})); then
   export DEBIAN_FRONTEND=noninteractive
   "${sudo_cmd[@]}" apt-get update -qq
   "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# msgpack-c++ (header-only) decodes and encodes the KV-event payloads. Debian's
+# libmsgpack-cxx-dev depends on libboost-dev (Boost 1.74), which conflicts with the
+# libboost1.81-dev above, so apt cannot install it beside our Boost: its headers are unpacked
+# from the same Debian package into /usr/local/include instead (built with MSGPACK_NO_BOOST).
+if [[ ! -f /usr/include/msgpack.hpp && ! -f /usr/local/include/msgpack.hpp ]]; then
+  echo "install-deps: unpacking libmsgpack-cxx-dev's headers into /usr/local/include"
+  sudo_cmd=()
+  [[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
+  tmp=$(mktemp -d)
+  chmod 755 "$tmp"  # apt downloads as _apt
+  trap 'rm -rf "$tmp"' EXIT
+  # The package lists may be missing on a machine that had every other package already.
+  (cd "$tmp" && apt-get download -qq libmsgpack-cxx-dev) ||
+    { "${sudo_cmd[@]}" apt-get update -qq && (cd "$tmp" && apt-get download -qq libmsgpack-cxx-dev); }
+  dpkg-deb -x "$tmp"/libmsgpack-cxx-dev_*.deb "$tmp/root"
+  "${sudo_cmd[@]}" mkdir -p /usr/local/include
+  "${sudo_cmd[@]}" cp -r "$tmp/root/usr/include/." /usr/local/include/
 fi

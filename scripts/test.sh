@@ -37,7 +37,8 @@ cmake --preset tsan >/dev/null
 # concurrent_tests: the concurrent suites that run in-process, and the servers every concurrent
 # suite starts (tests/CMakeLists.txt).
 cmake --build --preset tsan -j "$jobs" --target concurrent_tests
-export TSAN_OPTIONS="halt_on_error=1 report_signal_unsafe=0"
+# libzmq is not instrumented: scripts/tsan.supp says why its interceptors are ignored.
+export TSAN_OPTIONS="halt_on_error=1 report_signal_unsafe=0 suppressions=$PWD/scripts/tsan.supp"
 # Suites with threads in the test process (the engine loop, the engine's server in-process and
 # as a binary): built with TSan.
 ctest --test-dir build/tsan -j "$jobs" --output-on-failure --no-tests=error \

@@ -14,6 +14,27 @@ const char* what_changes(Severity s) {
   return "changes";
 }
 
+// The end of the prefix the client declared stable (0: none declared).
+std::size_t declared_end(const LintOptions& options) {
+  std::size_t end = 0;
+  for (std::size_t b : options.breakpoints) end = std::max(end, b);
+  return end;
+}
+
+// A finding inside the declared-stable prefix is an error whatever its detector's severity: the
+// client's cache entry at that breakpoint is never read back.
+void apply_breakpoint(Finding& f, std::size_t declared, bool explain) {
+  f.before_breakpoint = f.prompt_begin < declared;
+  if (!f.before_breakpoint) return;
+  f.severity = Severity::kError;
+  if (explain) {
+    f.message +=
+        " (it is before a cache_control breakpoint: the request declares this prefix "
+        "stable, and its cache entry will not be read back)";
+    if (f.in_volatile_tail) f.hint = finding_hint(f.rule);
+  }
+}
+
 }  // namespace
 
 std::string finding_message(const VolatileSpan& span, bool in_volatile_tail) {
@@ -47,6 +68,7 @@ PromptLint lint_prompt(const AnalyzedPrompt& prompt, const LintOptions& options)
   PromptLint out;
   const RenderedPrompt& r = prompt.rendered;
   std::size_t first_break = r.volatile_tail_begin;
+  const std::size_t declared = declared_end(options);
   for (const Segment& seg : r.segments) {
     if (seg.source == "template") continue;  // markup is the model's, not the application's
     const std::string_view text = std::string_view(r.text).substr(seg.begin, seg.end - seg.begin);
@@ -66,6 +88,7 @@ PromptLint lint_prompt(const AnalyzedPrompt& prompt, const LintOptions& options)
         f.hint = f.in_volatile_tail ? "none needed: the final user message is not cached as prefix"
                                     : finding_hint(span.rule);
       }
+      apply_breakpoint(f, declared, options.explain);
       if (f.severity >= Severity::kWarning) first_break = std::min(first_break, f.prompt_begin);
       out.findings.push_back(std::move(f));
     }
@@ -131,7 +154,8 @@ PromptLint lint_request(const ParsedRequest& request, const PromptModel& model,
         "templates, chat_template_kwargs {\"date_string\": ...}), or serve a template "
         "without strftime_now";
   }
-  if (!f.in_volatile_tail)
+  apply_breakpoint(f, declared_end(options), options.explain);
+  if (!f.in_volatile_tail || f.before_breakpoint)
     out.stable_prefix_tokens = std::min(out.stable_prefix_tokens, f.token_offset);
   const auto pos = std::find_if(out.findings.begin(), out.findings.end(),
                                 [&](const Finding& g) { return g.prompt_begin > f.prompt_begin; });

@@ -2,8 +2,9 @@
 // reference for chat completions and (legacy) completions; unknown fields pass through.
 #include "prefixgate/canonicalize/request.h"
 
-#include <cmath>
 #include <limits>
+
+#include "field_checks.h"
 
 namespace prefixgate::canon {
 namespace {
@@ -11,30 +12,11 @@ namespace {
 using json::Type;
 using json::Value;
 
-std::string index_path(std::string_view base, std::size_t i) {
-  return std::string(base) + "[" + std::to_string(i) + "]";
-}
-
-std::string field_path(std::string_view base, std::string_view field) {
-  return base.empty() ? std::string(field) : std::string(base) + "." + std::string(field);
-}
-
-Error wrong_type(const std::string& path, std::string_view expected, const Value& got) {
-  return make_error(
-      ErrorCode::kWrongType,
-      "'" + path + "' must be " + std::string(expected) + ", got " + json::type_name(got.type()),
-      path);
-}
-
-Error missing(const std::string& path) {
-  return make_error(ErrorCode::kMissingField, "'" + path + "' is required", path);
-}
-
-bool is_integer(const Value& v) {
-  if (!v.is_number()) return false;
-  const double d = v.as_number().value;
-  return std::isfinite(d) && std::floor(d) == d;
-}
+using checks::field_path;
+using checks::index_path;
+using checks::is_integer;
+using checks::missing;
+using checks::wrong_type;
 
 // Type checks of the common scalar fields: a client that sends "temperature":"hot" gets a 400
 // naming the field instead of an upstream error after it was routed.

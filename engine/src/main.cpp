@@ -51,6 +51,9 @@ struct Flags {
   std::string log_level = "info";
   double drain_timeout_s = 30;
   std::size_t max_connections = 10000;
+  std::string kv_events_endpoint;
+  std::string kv_events_replay_endpoint;
+  std::size_t kv_events_buffer_steps = 10000;
 };
 
 int fail(const std::string& message) {
@@ -138,6 +141,16 @@ int main(int argc, char** argv) {
                  "client connections served at once; more are answered 503 and closed")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app.add_option("--kv-events-endpoint", f.kv_events_endpoint,
+                 "publish cache events in vLLM's protocol on this ZeroMQ PUB endpoint, e.g. "
+                 "tcp://*:5557 (port 0 or * picks one); beside /v1/kv_events");
+  app.add_option("--kv-events-replay-endpoint", f.kv_events_replay_endpoint,
+                 "with --kv-events-endpoint: a ZeroMQ ROUTER endpoint that replays missed "
+                 "batches, e.g. tcp://*:5558");
+  app.add_option("--kv-events-buffer-steps", f.kv_events_buffer_steps,
+                 "batches kept for replay (vLLM's buffer_steps)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app.add_option("--drain-timeout", f.drain_timeout_s,
                  "seconds in-flight requests may take to finish on SIGTERM/SIGINT")
       ->check(CLI::NonNegativeNumber)
@@ -148,6 +161,10 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     app.exit(e);
+    return 2;
+  }
+  if (!f.kv_events_replay_endpoint.empty() && f.kv_events_endpoint.empty()) {
+    std::cerr << "--kv-events-replay-endpoint needs --kv-events-endpoint" << std::endl;
     return 2;
   }
   spdlog::set_level(spdlog::level::from_str(f.log_level));
@@ -258,12 +275,20 @@ int main(int argc, char** argv) {
   options.http.drain_timeout =
       std::chrono::milliseconds(static_cast<long>(f.drain_timeout_s * 1000));
   options.http.handle_signals = true;
+  options.kv_events_endpoint = f.kv_events_endpoint;
+  options.kv_events_replay_endpoint = f.kv_events_replay_endpoint;
+  options.kv_events_buffer_batches = f.kv_events_buffer_steps;
 
   spdlog::info("model {} on {}: {} KV pages of {} tokens, max_model_len {}", model->spec.id,
                f.device, num_pages, f.block_size, config.scheduler.max_model_len);
   engine::server::Server server(options, std::move(served), std::move(config), std::move(device));
   auto port = server.start();
   if (!port) return fail(port.error().message);
+  if (const std::string events = server.kv_events_endpoint(); !events.empty()) {
+    const std::string replay = server.kv_events_replay_endpoint();
+    std::cout << "kv events on " << events << (replay.empty() ? "" : " replay " + replay)
+              << std::endl;
+  }
   std::cout << "listening on http://" << f.host << ":" << *port << std::endl;
   server.run();
   spdlog::info("drained; bye");

@@ -210,7 +210,8 @@ RadixCache::Node* RadixCache::insert(std::string_view salt, std::span<const Toke
       if (node->in_lru) lru_remove(node);
       link_child(node, &slot);
       ++node_count_;
-      events_.push_back({CacheEvent::Kind::kStored, hash, node->hash, root.salt});
+      events_.push_back({CacheEvent::Kind::kStored, hash, node->hash, root.salt, is_root(node),
+                         std::vector<TokenId>(block.begin(), block.end())});
       child = it->second = &slot;
     }
     touch(child, now);
@@ -232,7 +233,7 @@ bool RadixCache::remove_leaf(Node* leaf) {
   PG_DCHECK(leaf->cached && leaf->child_count == 0 && leaf->lock_count == 0);
   lru_remove(leaf);
   by_hash_.erase(leaf->hash);
-  events_.push_back({CacheEvent::Kind::kRemoved, leaf->hash, 0, leaf->salt_root->salt});
+  events_.push_back({CacheEvent::Kind::kRemoved, leaf->hash, 0, leaf->salt_root->salt, false, {}});
   Node* parent = leaf->parent;
   unlink_child(leaf);
   const bool freed = pool_.refcount(leaf->page) == 1;
@@ -272,7 +273,7 @@ void RadixCache::clear() {
   if (removed > 0 && node_count_ == 0) {
     // Subscribers drop everything on one kCleared; listing each block would only cost them.
     events_.resize(first_event);
-    events_.push_back({CacheEvent::Kind::kCleared, 0, 0, {}});
+    events_.push_back({CacheEvent::Kind::kCleared, 0, 0, {}, false, {}});
   }
 }
 

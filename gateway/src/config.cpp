@@ -4,11 +4,13 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <charconv>
 #include <fstream>
 #include <sstream>
 
 #include "prefixgate/canonicalize/render.h"
+#include "prefixgate/kv_events/wire.h"
 
 namespace prefixgate::gateway {
 namespace {
@@ -120,6 +122,55 @@ Status apply_canonicalization(const YAML::Node& t, CanonicalizationConfig& out) 
   return {};
 }
 
+Result<std::size_t> positive_text(std::string_view text, const std::string& key) {
+  std::size_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || v == 0) {
+    return bad(key, key + ": '" + std::string(text) + "' is not a positive integer");
+  }
+  return v;
+}
+
+bool known_transport(std::string_view endpoint) {
+  return endpoint.starts_with("tcp://") || endpoint.starts_with("ipc://") ||
+         endpoint.starts_with("inproc://");
+}
+
+// What only all of an upstream's keys together tell: event endpoints only where there are
+// events, vLLM's default PUB endpoint, a port for every data-parallel rank.
+Status finish_upstream(UpstreamConfig& up, const std::string& param) {
+  const bool events = has_kv_event_stream(up.kind);
+  if (!events) {
+    for (const auto& [name, set] : {std::pair{"kv_events", !up.kv_events.empty()},
+                                    {"kv_events_replay", !up.kv_events_replay.empty()},
+                                    {"data_parallel_size", up.data_parallel_size != 1}}) {
+      if (set) {
+        return bad(param + "." + name, param + "." + name + ": only upstreams of kind vllm or " +
+                                           "sglang publish KV events");
+      }
+    }
+    return {};
+  }
+  if (up.kv_events.empty()) up.kv_events = "tcp://" + up.host + ":5557";
+  for (const auto& [name, endpoint] :
+       {std::pair{"kv_events", &up.kv_events}, {"kv_events_replay", &up.kv_events_replay}}) {
+    if (endpoint->empty()) continue;
+    const std::string key = param + "." + name;
+    if (!known_transport(*endpoint)) {
+      return bad(key, key + ": '" + *endpoint + "' is not a tcp://, ipc:// or inproc:// endpoint");
+    }
+    if (*endpoint == "tcp://" || endpoint->find('*') != std::string::npos) {
+      return bad(key, key + ": '" + *endpoint + "' is not an address to connect to");
+    }
+    if (!kv_events::endpoint_for_rank(*endpoint, up.data_parallel_size - 1)) {
+      return bad(key, key + ": '" + *endpoint + "' has no port for data-parallel rank " +
+                          std::to_string(up.data_parallel_size - 1) +
+                          " (ranks publish on tcp:// ports offset by their rank)");
+    }
+  }
+  return {};
+}
+
 Status apply_upstream(const YAML::Node& u, const std::string& key, GatewayConfig& cfg) {
   if (u.IsScalar()) {
     auto up = parse_upstream_url(u.Scalar(), key);
@@ -133,25 +184,26 @@ Status apply_upstream(const YAML::Node& u, const std::string& key, GatewayConfig
   for (const auto& kv : u) {
     const std::string k = kv.first.as<std::string>();
     if (k == "url") continue;
-    if (k == "kind") {
-      auto s = scalar<std::string>(kv.second, key + ".kind");
-      if (!s) return s.error();
-      if (*s == "prefixgate") {
-        up->kind = ReplicaKind::kPrefixgate;
-      } else if (*s == "openai") {
-        up->kind = ReplicaKind::kOpenai;
-      } else {
-        return bad(key + ".kind", key + ".kind: '" + *s + "' is not prefixgate or openai");
-      }
-    } else if (k == "capacity_blocks") {
-      auto v = positive(kv.second, key + "." + k);
-      if (!v) return v.error();
-      up->capacity_blocks = *v;
-    } else {
-      return bad(key + "." + k, key + "." + k + ": unknown key");
-    }
+    if (!kv.second.IsScalar()) return bad(key + "." + k, key + "." + k + ": expected a scalar");
+    if (Status s = set_upstream_key(*up, k, kv.second.Scalar(), key); !s) return s;
   }
+  if (Status s = finish_upstream(*up, key); !s) return s;
   cfg.upstreams.push_back(*up);
+  return {};
+}
+
+Status apply_routing(const YAML::Node& t, RoutingConfig& out) {
+  for (const auto& kv : t) {
+    const std::string k = kv.first.as<std::string>();
+    const std::string key = "routing." + k;
+    if (k != "offload_hit_weight") {
+      return bad(key, key + ": unknown key (offload_hit_weight)");
+    }
+    auto v = scalar<double>(kv.second, key);
+    if (!v) return v.error();
+    if (!(*v >= 0 && *v <= 1)) return bad(key, key + ": must be between 0 and 1");
+    out.offload_hit_weight = *v;
+  }
   return {};
 }
 
@@ -269,6 +321,9 @@ Status apply_root(const YAML::Node& root, GatewayConfig& cfg) {
     } else if (k == "canonicalization") {
       st = v.IsMap() ? apply_canonicalization(v, cfg.canonicalization)
                      : Status(bad(k, "canonicalization: expected a mapping"));
+    } else if (k == "routing") {
+      st =
+          v.IsMap() ? apply_routing(v, cfg.routing) : Status(bad(k, "routing: expected a mapping"));
     } else if (k == "timeouts") {
       st = v.IsMap() ? apply_timeouts(v, cfg.timeouts)
                      : Status(bad(k, "timeouts: expected a mapping"));
@@ -301,6 +356,87 @@ const char* rule_mode_name(RuleMode mode) {
     case RuleMode::kRewrite: return "rewrite";
   }
   return "off";
+}
+
+const char* replica_kind_name(ReplicaKind kind) {
+  switch (kind) {
+    case ReplicaKind::kPrefixgate: return "prefixgate";
+    case ReplicaKind::kOpenai: return "openai";
+    case ReplicaKind::kVllm: return "vllm";
+    case ReplicaKind::kSglang: return "sglang";
+  }
+  return "prefixgate";
+}
+
+bool has_kv_event_stream(ReplicaKind kind) {
+  return kind == ReplicaKind::kVllm || kind == ReplicaKind::kSglang;
+}
+
+Status set_upstream_key(UpstreamConfig& up, std::string_view key, std::string_view value,
+                        const std::string& param) {
+  const std::string k = param + "." + std::string(key);
+  if (key == "kind") {
+    static constexpr std::pair<std::string_view, ReplicaKind> kKinds[] = {
+        {"prefixgate", ReplicaKind::kPrefixgate},
+        {"openai", ReplicaKind::kOpenai},
+        {"vllm", ReplicaKind::kVllm},
+        {"sglang", ReplicaKind::kSglang}};
+    for (const auto& [name, kind] : kKinds) {
+      if (value == name) {
+        up.kind = kind;
+        return {};
+      }
+    }
+    return bad(k,
+               k + ": '" + std::string(value) + "' is not one of prefixgate, vllm, sglang, openai");
+  }
+  if (key == "capacity_blocks" || key == "data_parallel_size" || key == "load_interval_ms") {
+    auto v = positive_text(value, k);
+    if (!v) return v.error();
+    if (key == "capacity_blocks") {
+      up.capacity_blocks = *v;
+    } else if (key == "load_interval_ms") {
+      up.load_interval = std::chrono::milliseconds(*v);
+    } else if (*v > kMaxDataParallelSize) {
+      return bad(k, k + ": at most " + std::to_string(kMaxDataParallelSize));
+    } else {
+      up.data_parallel_size = *v;
+    }
+    return {};
+  }
+  if (key == "kv_events" || key == "kv_events_replay" || key == "model") {
+    if (value.empty()) return bad(k, k + ": empty");
+    std::string& field = key == "kv_events" ? up.kv_events
+                         : key == "model"   ? up.model
+                                            : up.kv_events_replay;
+    field = key == "model" && value == "default" ? std::string() : std::string(value);
+    return {};
+  }
+  return bad(k, k + ": unknown key (kind, capacity_blocks, kv_events, kv_events_replay, " +
+                    "data_parallel_size, load_interval_ms, model)");
+}
+
+Result<UpstreamConfig> parse_upstream_spec(std::string_view spec, std::string param) {
+  const std::size_t semi = spec.find(';');
+  auto up = parse_upstream_url(spec.substr(0, semi), param);
+  if (!up) return up.error();
+  std::string_view rest = semi == std::string_view::npos ? std::string_view() : spec.substr(semi);
+  while (!rest.empty()) {
+    rest.remove_prefix(1);  // the ';'
+    const std::size_t next = rest.find(';');
+    const std::string_view item = rest.substr(0, next);
+    rest = next == std::string_view::npos ? std::string_view() : rest.substr(next);
+    if (item.empty()) continue;
+    const std::size_t eq = item.find('=');
+    if (eq == std::string_view::npos || eq == 0) {
+      return bad(param, param + ": '" + std::string(item) + "' is not key=value");
+    }
+    if (Status s = set_upstream_key(*up, item.substr(0, eq), item.substr(eq + 1), param); !s) {
+      return s.error();
+    }
+  }
+  if (Status s = finish_upstream(*up, param); !s) return s.error();
+  return up;
 }
 
 const char* template_error_action_name(TemplateErrorAction action) {
@@ -381,6 +517,16 @@ Status validate(const GatewayConfig& config) {
     return bad("policy", "policy: '" + config.policy +
                              "' is not one of round_robin, random, least_load, power_of_two, "
                              "consistent_hash, cache_aware, sglang_cache_aware, dynamo_kv");
+  }
+  for (std::size_t i = 0; i < config.upstreams.size(); ++i) {
+    const std::string& model = config.upstreams[i].model;
+    if (model.empty()) continue;
+    const bool model_known = std::any_of(config.models.begin(), config.models.end(),
+                                         [&](const ModelConfig& m) { return m.name == model; });
+    if (!model_known) {
+      const std::string key = "upstreams[" + std::to_string(i) + "].model";
+      return bad(key, key + ": no model '" + model + "' under models:");
+    }
   }
   for (std::size_t i = 0; i < config.models.size(); ++i) {
     for (std::size_t j = 0; j < i; ++j) {

@@ -4,6 +4,8 @@
 //   auto cfg = gateway::load_config_file("prefixgate.yaml");   // or GatewayConfig{} + flags
 //   if (!cfg) { print(cfg.error().param, cfg.error().message); exit(2); }
 //   cfg->upstreams.push_back(*gateway::parse_upstream_url("http://127.0.0.1:9001"));
+//   cfg->upstreams.push_back(*gateway::parse_upstream_spec(
+//       "http://10.0.0.5:8000;kind=vllm;kv_events=tcp://10.0.0.5:5557"));
 //   if (auto ok = gateway::validate(*cfg); !ok) ...
 //
 // Every error names the offending key in Error::param ("upstreams[1].kind").
@@ -26,8 +28,24 @@ struct UpstreamConfig {
   std::string host;
   std::uint16_t port = 0;
   ReplicaKind kind = ReplicaKind::kPrefixgate;
-  std::size_t capacity_blocks = 65536 / 16;  // openai upstreams: LRU bound of predictions
+  // LRU bound of predictions made without events (openai upstreams; vllm and sglang ones while
+  // their event stream is down).
+  std::size_t capacity_blocks = 65536 / 16;
+  // vllm and sglang: the engine's ZeroMQ PUB endpoint for KV events (rank 0's), its replay
+  // ROUTER endpoint ("" = none), and its data-parallel ranks, each publishing on rank 0's ports
+  // plus its rank. kv_events defaults to vLLM's default, tcp://HOST:5557.
+  std::string kv_events;
+  std::string kv_events_replay;
+  std::size_t data_parallel_size = 1;
+  // vllm and sglang: how often the engine's Prometheus /metrics is read for its load.
+  std::chrono::milliseconds load_interval{200};
+  // The models: entry whose model_id and block size its events are keyed with ("" = default).
+  std::string model;
 };
+
+inline constexpr std::size_t kMaxDataParallelSize = 64;
+const char* replica_kind_name(ReplicaKind kind);  // "prefixgate", "openai", "vllm", "sglang"
+bool has_kv_event_stream(ReplicaKind kind);       // vllm, sglang
 
 // How requests for one model become tokens; the defaults are the engine's builtin models.
 // What the gateway does with a request its model's chat template refuses (raise_exception(),
@@ -88,11 +106,17 @@ struct TenantConfig {
   bool isolate_header_tenants = false;
 };
 
+struct RoutingConfig {
+  // cache_aware: a lower-tier cached token's prefill saving relative to a device-cached one's.
+  double offload_hit_weight = 0.8;
+};
+
 struct GatewayConfig {
   std::string host = "127.0.0.1";
   std::uint16_t port = 8080;
   std::size_t threads = 0;  // 0: one per core
   std::string policy = "cache_aware";
+  RoutingConfig routing;
   std::vector<UpstreamConfig> upstreams;
   std::vector<ModelConfig> models;  // empty: one default ModelConfig{}
   CanonicalizationConfig canonicalization;
@@ -106,12 +130,20 @@ struct GatewayConfig {
 
 // "http://HOST:PORT[/]" -> an UpstreamConfig of kind prefixgate. `param` names the key in errors.
 Result<UpstreamConfig> parse_upstream_url(std::string_view url, std::string param = "upstream");
+// The --upstream form: the URL, then any upstream key as ";key=value"
+// ("http://h:8000;kind=vllm;kv_events=tcp://h:5557;data_parallel_size=2"). Errors name
+// "param.key".
+Result<UpstreamConfig> parse_upstream_spec(std::string_view spec, std::string param = "upstream");
+// Sets one upstream key from its text (what both the YAML and the flag form go through).
+Status set_upstream_key(UpstreamConfig& up, std::string_view key, std::string_view value,
+                        const std::string& param);
 // "HOST:PORT" -> host, port.
 Status parse_listen(std::string_view listen, GatewayConfig& config);
 // Parses YAML text over `config` (keys absent keep their value).
 Status apply_config_yaml(std::string_view yaml, GatewayConfig& config);
 Result<GatewayConfig> load_config_file(const std::string& path);
-// Checks what only the whole can tell: at least one upstream, a known policy, positive sizes.
+// Checks what only the whole can tell: at least one upstream, a known policy, positive sizes,
+// event endpoints only on kinds that have them, models that exist.
 Status validate(const GatewayConfig& config);
 
 }  // namespace prefixgate::gateway

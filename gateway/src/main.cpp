@@ -2,6 +2,7 @@
 //
 //   prefixgate --listen 127.0.0.1:8080 --upstream http://127.0.0.1:9001
 //              --upstream http://127.0.0.1:9002 --policy cache_aware
+//   prefixgate --upstream 'http://10.0.0.5:8000;kind=vllm;kv_events=tcp://10.0.0.5:5557'
 //   prefixgate --config prefixgate.yaml          # everything else; flags override the file
 //
 // Exit status: 0 after a clean shutdown (SIGTERM/SIGINT drain in-flight requests), 1 when the
@@ -62,7 +63,10 @@ int main(int argc, char** argv) {
   CLI::App app{"prefixgate: an OpenAI-compatible proxy that routes by cached prefix and load"};
   app.add_option("--config", config_path, "YAML configuration file");
   app.add_option("--listen", listen, "HOST:PORT to listen on (port 0 picks a free one)");
-  app.add_option("--upstream", upstreams, "upstream replica http://HOST:PORT (repeatable)");
+  app.add_option("--upstream", upstreams,
+                 "upstream replica http://HOST:PORT, then any upstream key as ;key=value "
+                 "(kind, kv_events, kv_events_replay, data_parallel_size, load_interval_ms, "
+                 "capacity_blocks, model); repeatable");
   app.add_option("--policy", policy,
                  "round_robin, random, least_load, power_of_two, consistent_hash, cache_aware, "
                  "sglang_cache_aware (SGLang's router), dynamo_kv (Dynamo's KV router)");
@@ -86,7 +90,7 @@ int main(int argc, char** argv) {
   if (!upstreams.empty()) {
     cfg.upstreams.clear();
     for (const std::string& u : upstreams) {
-      auto up = gw::parse_upstream_url(u, "--upstream");
+      auto up = gw::parse_upstream_spec(u, "--upstream");
       if (!up) return invalid(up.error());
       cfg.upstreams.push_back(*up);
     }

@@ -1,6 +1,7 @@
 // PrefixIndex: one flat hash map from block hash to a slot; per slot a bitmask of the replicas
-// that hold the block confirmed (ceil(replicas / 64) words, stored contiguously in `masks_`) and a
-// short list of predictions. longest_match walks the prompt's hashes once, keeping the mask of
+// that hold the block confirmed (ceil(replicas / 64) words, stored contiguously in `masks_`), a
+// second one of those holding it only on a lower tier (`offload_masks_`, a subset), and a short
+// list of predictions. longest_match walks the prompt's hashes once, keeping the mask of
 // replicas whose match is still unbroken (visiting only its non-zero words), and stops as soon as
 // that mask is empty.
 #include "prefixgate/gateway/prefix_index.h"
@@ -36,15 +37,17 @@ using Predictions = std::vector<Prediction>;
 
 struct ReplicaState {
   ReplicaIndexConfig config;
-  // Confirmed blocks, kept per replica too so cleared/reset/snapshot cost O(replica's blocks)
-  // instead of a scan of the whole index.
-  boost::unordered_flat_set<std::uint64_t> confirmed;
+  // Confirmed blocks and their tier, kept per replica too so cleared/reset/snapshot cost
+  // O(replica's blocks) instead of a scan of the whole index.
+  boost::unordered_flat_map<std::uint64_t, CacheTier> confirmed;
   std::size_t predicted = 0;  // live prediction records on this replica
-  // kPrefixgate: predictions in the order they were made. Expiries are monotonic in that order
+  // Predictions expire after the TTL (events confirm what is cached), or else live in the LRU.
+  bool events_live = true;
+  // With events: predictions in the order they were made. Expiries are monotonic in that order
   // (one TTL, steady clock), so expired ones are popped from the front. An entry whose prediction
   // was refreshed, confirmed or dropped meanwhile is skipped when popped.
   std::deque<std::pair<std::uint64_t, Clock::time_point>> expiry_queue;
-  // kOpenai: predictions in recency order, front = most recent; evicted from the back.
+  // Without events: predictions in recency order, front = most recent; evicted from the back.
   std::list<std::uint64_t> lru;
   boost::unordered_flat_map<std::uint64_t, std::list<std::uint64_t>::iterator> lru_pos;
 };
@@ -57,13 +60,27 @@ struct PrefixIndex::Impl {
   std::size_t words = 0;  // mask words per slot
 
   boost::unordered_flat_map<std::uint64_t, std::uint32_t> slot_of;
-  std::vector<std::uint64_t> masks;      // slot s: masks[s * words, (s + 1) * words)
-  std::vector<Predictions> predictions;  // by slot
+  std::vector<std::uint64_t> masks;          // slot s: masks[s * words, (s + 1) * words)
+  std::vector<std::uint64_t> offload_masks;  // the same layout: held only on a lower tier
+  std::vector<Predictions> predictions;      // by slot
   std::vector<std::uint32_t> free_slots;
+  std::size_t offload_entries = 0;  // set bits in offload_masks: 0 skips counting them
 
   std::uint64_t* mask(std::uint32_t slot) { return masks.data() + std::size_t{slot} * words; }
   const std::uint64_t* mask(std::uint32_t slot) const {
     return masks.data() + std::size_t{slot} * words;
+  }
+  std::uint64_t* offload_mask(std::uint32_t slot) {
+    return offload_masks.data() + std::size_t{slot} * words;
+  }
+  const std::uint64_t* offload_mask(std::uint32_t slot) const {
+    return offload_masks.data() + std::size_t{slot} * words;
+  }
+  static void set_bit(std::uint64_t* m, ReplicaId r) {
+    m[r / kBitsPerWord] |= std::uint64_t{1} << (r % kBitsPerWord);
+  }
+  static void clear_bit(std::uint64_t* m, ReplicaId r) {
+    m[r / kBitsPerWord] &= ~(std::uint64_t{1} << (r % kBitsPerWord));
   }
 
   static bool test(const std::uint64_t* m, ReplicaId r) {
@@ -73,12 +90,14 @@ struct PrefixIndex::Impl {
   // Grows the mask of every slot when a replica needs another word (rare: at replica 65, 129...).
   void widen(std::size_t new_words) {
     const std::size_t slots = predictions.size();
-    std::vector<std::uint64_t> wider(slots * new_words, 0);
-    for (std::size_t s = 0; s < slots; ++s) {
-      std::copy_n(masks.begin() + static_cast<std::ptrdiff_t>(s * words), words,
-                  wider.begin() + static_cast<std::ptrdiff_t>(s * new_words));
+    for (std::vector<std::uint64_t>* m : {&masks, &offload_masks}) {
+      std::vector<std::uint64_t> wider(slots * new_words, 0);
+      for (std::size_t s = 0; s < slots; ++s) {
+        std::copy_n(m->begin() + static_cast<std::ptrdiff_t>(s * words), words,
+                    wider.begin() + static_cast<std::ptrdiff_t>(s * new_words));
+      }
+      *m = std::move(wider);
     }
-    masks = std::move(wider);
     words = new_words;
   }
 
@@ -93,6 +112,7 @@ struct PrefixIndex::Impl {
       slot = static_cast<std::uint32_t>(predictions.size());
       predictions.emplace_back();
       masks.resize(masks.size() + words, 0);
+      offload_masks.resize(offload_masks.size() + words, 0);
     }
     it->second = slot;
     return slot;
@@ -128,27 +148,48 @@ struct PrefixIndex::Impl {
     release_if_empty(hash, *slot);
   }
 
-  void store(ReplicaId r, std::uint64_t hash) {
+  void store(ReplicaId r, std::uint64_t hash, CacheTier tier) {
     ReplicaState& rs = replicas[r];
-    if (!rs.confirmed.insert(hash).second) return;
+    auto [it, inserted] = rs.confirmed.try_emplace(hash, tier);
+    if (!inserted) {
+      if (it->second == tier) return;
+      it->second = tier;
+      const std::uint32_t slot = *find(hash);
+      if (tier == CacheTier::kOffload) {
+        set_bit(offload_mask(slot), r);
+        ++offload_entries;
+      } else {
+        clear_bit(offload_mask(slot), r);
+        --offload_entries;
+      }
+      return;
+    }
     const std::uint32_t slot = find_or_insert(hash);
-    mask(slot)[r / kBitsPerWord] |= std::uint64_t{1} << (r % kBitsPerWord);
-    // A confirmed block needs no prediction: confirmation outlives the TTL, and for an openai
-    // replica (which sends no events) this only happens if it is reconfigured.
-    if (rs.config.kind == ReplicaKind::kOpenai) forget_lru(r, hash);
+    set_bit(mask(slot), r);
+    if (tier == CacheTier::kOffload) {
+      set_bit(offload_mask(slot), r);
+      ++offload_entries;
+    }
+    // A confirmed block needs no prediction: confirmation outlives the TTL and replaces an LRU
+    // prediction made while the replica's events were down.
+    forget_lru(r, hash);
     drop_prediction(r, hash, kNever);
   }
 
-  void unstore(ReplicaId r, std::uint64_t hash) {
+  void unstore(ReplicaId r, std::uint64_t hash, CacheTier tier) {
     const std::uint32_t* slot = find(hash);
     if (slot == nullptr) return;
-    mask(*slot)[r / kBitsPerWord] &= ~(std::uint64_t{1} << (r % kBitsPerWord));
+    clear_bit(mask(*slot), r);
+    if (tier == CacheTier::kOffload) {
+      clear_bit(offload_mask(*slot), r);
+      --offload_entries;
+    }
     release_if_empty(hash, *slot);
   }
 
   void clear_confirmed(ReplicaId r) {
     ReplicaState& rs = replicas[r];
-    for (std::uint64_t hash : rs.confirmed) unstore(r, hash);
+    for (const auto& [hash, tier] : rs.confirmed) unstore(r, hash, tier);
     rs.confirmed.clear();
   }
 
@@ -203,11 +244,14 @@ PrefixIndex::PrefixIndex(PrefixIndex&&) noexcept = default;
 PrefixIndex& PrefixIndex::operator=(PrefixIndex&&) noexcept = default;
 
 ReplicaId PrefixIndex::add_replica(ReplicaIndexConfig config) {
-  if (config.kind == ReplicaKind::kOpenai && config.capacity_blocks == 0) {
+  if (config.kind != ReplicaKind::kPrefixgate && config.capacity_blocks == 0) {
     config.capacity_blocks = kDefaultOpenaiCapacityBlocks;
   }
   const auto id = static_cast<ReplicaId>(impl_->replicas.size());
-  impl_->replicas.push_back(ReplicaState{config, {}, 0, {}, {}, {}});
+  ReplicaState state;
+  state.config = config;
+  state.events_live = config.kind == ReplicaKind::kPrefixgate;
+  impl_->replicas.push_back(std::move(state));
   const std::size_t needed = words_for(impl_->replicas.size());
   if (needed > impl_->words) impl_->widen(needed);
   return id;
@@ -220,18 +264,22 @@ std::size_t PrefixIndex::replica_count() const {
 void PrefixIndex::apply_snapshot(ReplicaId replica, std::span<const std::uint64_t> hashes) {
   PG_DCHECK(replica < impl_->replicas.size());
   impl_->clear_confirmed(replica);
-  for (std::uint64_t hash : hashes) impl_->store(replica, hash);
+  for (std::uint64_t hash : hashes) impl_->store(replica, hash, CacheTier::kPrimary);
 }
 
-void PrefixIndex::apply_stored(ReplicaId replica, std::uint64_t hash) {
+void PrefixIndex::apply_stored(ReplicaId replica, std::uint64_t hash, CacheTier tier) {
   PG_DCHECK(replica < impl_->replicas.size());
-  impl_->store(replica, hash);
+  impl_->store(replica, hash, tier);
 }
 
 void PrefixIndex::apply_removed(ReplicaId replica, std::uint64_t hash) {
   PG_DCHECK(replica < impl_->replicas.size());
-  if (impl_->replicas[replica].confirmed.erase(hash) == 0) return;
-  impl_->unstore(replica, hash);
+  auto& confirmed = impl_->replicas[replica].confirmed;
+  auto it = confirmed.find(hash);
+  if (it == confirmed.end()) return;
+  const CacheTier tier = it->second;
+  confirmed.erase(it);
+  impl_->unstore(replica, hash, tier);
 }
 
 void PrefixIndex::apply_cleared(ReplicaId replica) {
@@ -245,20 +293,36 @@ void PrefixIndex::reset(ReplicaId replica) {
   impl_->clear_predictions(replica);
 }
 
+void PrefixIndex::set_events_live(ReplicaId replica, bool live, Clock::time_point now) {
+  PG_DCHECK(replica < impl_->replicas.size());
+  Impl& im = *impl_;
+  ReplicaState& rs = im.replicas[replica];
+  if (rs.config.kind == ReplicaKind::kPrefixgate || rs.events_live == live) return;
+  rs.events_live = live;
+  if (!live) return;  // TTL predictions expire as they would have; new ones go to the LRU
+  // The LRU's predictions get the TTL from now, most recent first, while events catch up.
+  const Clock::time_point expiry = now + im.config.prediction_ttl;
+  for (std::uint64_t hash : rs.lru) {
+    if (im.upsert_prediction(replica, hash, expiry)) rs.expiry_queue.emplace_back(hash, expiry);
+  }
+  rs.lru.clear();
+  rs.lru_pos.clear();
+}
+
 void PrefixIndex::predict(ReplicaId replica, std::span<const std::uint64_t> hashes,
                           Clock::time_point now) {
   PG_DCHECK(replica < impl_->replicas.size());
   Impl& im = *impl_;
   ReplicaState& rs = im.replicas[replica];
-  if (rs.config.kind == ReplicaKind::kPrefixgate) {
-    im.expire(replica, now);
+  im.expire(replica, now);
+  if (rs.events_live) {
     const Clock::time_point expiry = now + im.config.prediction_ttl;
     for (std::uint64_t hash : hashes) {
       if (im.upsert_prediction(replica, hash, expiry)) rs.expiry_queue.emplace_back(hash, expiry);
     }
     return;
   }
-  // kOpenai: touched from the last block to the first, so the first blocks end up most recent
+  // No events: touched from the last block to the first, so the first blocks end up most recent
   // and eviction takes a prompt's tail before its prefix (as an engine's LRU frees a sequence's
   // blocks tail first); evicting a prefix block would orphan every block after it.
   for (auto it = hashes.rbegin(); it != hashes.rend(); ++it) {
@@ -285,13 +349,17 @@ void PrefixIndex::expire_predictions(Clock::time_point now) {
 }
 
 void PrefixIndex::longest_match(std::span<const std::uint64_t> hashes, Clock::time_point now,
-                                std::span<std::size_t> out) const {
+                                std::span<std::size_t> out,
+                                std::span<std::size_t> offloaded) const {
   const Impl& im = *impl_;
   const std::size_t n_replicas = im.replicas.size();
   PG_DCHECK(out.size() == n_replicas);
+  PG_DCHECK(offloaded.empty() || offloaded.size() == n_replicas);
   const std::size_t words = im.words;
   std::fill(out.begin(), out.end(), hashes.size());
+  std::fill(offloaded.begin(), offloaded.end(), 0);
   if (n_replicas == 0) return;
+  const bool count_offloaded = !offloaded.empty() && im.offload_entries > 0;
 
   // alive: replicas whose match covers every block so far. When a replica drops out at block i,
   // its match is i blocks. Only the words of `alive` that are still non-zero are visited
@@ -332,6 +400,13 @@ void PrefixIndex::longest_match(std::span<const std::uint64_t> hashes, Clock::ti
           dropped &= dropped - 1;
         }
         alive[w] &= held;
+        if (count_offloaded && slot != nullptr) {
+          std::uint64_t lower = alive[w] & im.offload_mask(*slot)[w];
+          while (lower != 0) {
+            ++offloaded[w * kBitsPerWord + static_cast<std::size_t>(std::countr_zero(lower))];
+            lower &= lower - 1;
+          }
+        }
         if (alive[w] != 0) live[kept++] = w;
       }
       live_count = kept;

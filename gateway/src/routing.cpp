@@ -28,10 +28,16 @@ const char* route_reason_name(RouteReason reason) {
 namespace routing {
 
 void match_blocks(const RouteRequest& request, std::span<const ReplicaView> replicas,
-                  const PrefixIndex& index, Clock::time_point now,
-                  std::vector<std::size_t>& blocks) {
+                  const PrefixIndex& index, Clock::time_point now, std::vector<std::size_t>& blocks,
+                  std::vector<std::size_t>* offloaded) {
   blocks.assign(index.replica_count(), 0);
-  index.longest_match(request.block_hashes, now, blocks);
+  if (offloaded != nullptr) {
+    offloaded->assign(index.replica_count(), 0);
+    index.longest_match(request.block_hashes, now, blocks, *offloaded);
+    offloaded->resize(replicas.size(), 0);
+  } else {
+    index.longest_match(request.block_hashes, now, blocks);
+  }
   blocks.resize(replicas.size(), 0);
 }
 
@@ -50,6 +56,9 @@ Status validate(const CacheAwareConfig& c) {
   if (!(c.overload_floor_tokens >= 0)) return bad("overload_floor_tokens", "must be >= 0");
   if (c.affinity_blocks < 1) return bad("affinity_blocks", "must be >= 1");
   if (!(c.bounded_load_factor >= 1)) return bad("bounded_load_factor", "must be >= 1");
+  if (!(c.offload_hit_weight >= 0 && c.offload_hit_weight <= 1)) {
+    return bad("offload_hit_weight", "must be between 0 and 1");
+  }
   return {};
 }
 

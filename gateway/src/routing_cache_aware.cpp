@@ -1,6 +1,7 @@
 // cache_aware: the replica with the lowest expected cost (see routing.h and gateway/ROUTING.md).
 //
-//   cost(r) = (prompt_tokens - cached_tokens(r)) + load(r)
+//   cost(r) = (prompt_tokens - saved_prefill_tokens(r)) + load(r)
+//   saved_prefill_tokens(r) = cached_tokens(r), lower-tier ones at offload_hit_weight
 //   load(r) = max(tokens_queued_for_prefill, inflight_prompt_tokens)
 //             + decode_weight * max(running + waiting, inflight_requests)
 //
@@ -24,7 +25,7 @@ class CacheAware final : public RoutingPolicy {
   RouteDecision route(const RouteRequest& request, std::span<const ReplicaView> replicas,
                       const PrefixIndex& index, Clock::time_point now) override {
     const std::size_t n = replicas.size();
-    match_blocks(request, replicas, index, now, blocks_);
+    match_blocks(request, replicas, index, now, blocks_, &offloaded_);
     load_.assign(n, 0);
     double total_load = 0;
     std::size_t healthy = 0;
@@ -65,8 +66,9 @@ class CacheAware final : public RoutingPolicy {
       for (std::size_t r = 0; r < n; ++r) {
         if (!replicas[r].healthy) continue;
         if (skip_overloaded && load_[r] > overload_bound) continue;
-        const double uncached = static_cast<double>(request.prompt_tokens) -
-                                static_cast<double>(cached_tokens(request, blocks_[r]));
+        const double uncached =
+            static_cast<double>(request.prompt_tokens) -
+            saved_prefill_tokens(request, blocks_[r], offloaded_[r], config_.offload_hit_weight);
         const double cost = uncached + load_[r];
         const std::uint64_t score = rendezvous_score(tie_key, static_cast<ReplicaId>(r));
         if (best == n || cost < best_cost || (cost == best_cost && score > best_score)) {
@@ -111,8 +113,9 @@ class CacheAware final : public RoutingPolicy {
   }
 
   CacheAwareConfig config_;
-  std::vector<std::size_t> blocks_;  // scratch, reused between calls
-  std::vector<double> load_;         // scratch
+  std::vector<std::size_t> blocks_;     // scratch, reused between calls
+  std::vector<std::size_t> offloaded_;  // scratch
+  std::vector<double> load_;            // scratch
 };
 
 }  // namespace

@@ -50,12 +50,22 @@ inline std::uint64_t rendezvous_score(std::uint64_t key, ReplicaId replica) {
 
 // How many leading blocks of the request each replica holds; scratch is reused between calls.
 // `replicas` is indexed by ReplicaId; a replica the index does not know yet matches nothing.
+// With `offloaded`, also how many of those each holds only on a lower tier.
 void match_blocks(const RouteRequest& request, std::span<const ReplicaView> replicas,
-                  const PrefixIndex& index, Clock::time_point now,
-                  std::vector<std::size_t>& blocks);
+                  const PrefixIndex& index, Clock::time_point now, std::vector<std::size_t>& blocks,
+                  std::vector<std::size_t>* offloaded = nullptr);
 
 inline std::size_t cached_tokens(const RouteRequest& request, std::size_t blocks) {
   return std::min(blocks * request.block_size, request.prompt_tokens);
+}
+
+// The prefill a replica's cache saves, in tokens: its cached tokens, those it holds on a lower
+// tier (CPU memory, disk) counted at `offload_weight` (they must be loaded before use).
+inline double saved_prefill_tokens(const RouteRequest& request, std::size_t blocks,
+                                   std::size_t offloaded, double offload_weight) {
+  const std::size_t cached = cached_tokens(request, blocks);
+  const std::size_t lower = std::min(offloaded * request.block_size, cached);
+  return static_cast<double>(cached) - (1.0 - offload_weight) * static_cast<double>(lower);
 }
 
 std::unique_ptr<RoutingPolicy> make_round_robin();

@@ -66,8 +66,10 @@ struct HttpServer::Impl {
 
   Awaitable<void> accept_loop();
   Awaitable<void> session(tcp::socket socket);
+  // `target`: the refused request's, when its header was read (the error body's shape follows
+  // its path: errors.h).
   Awaitable<void> refuse(Connection& c, http::status status, std::string_view message,
-                         std::string_view code);
+                         std::string_view code, std::string_view target = {});
   Awaitable<void> linger(Connection& c);
 };
 
@@ -84,9 +86,11 @@ Awaitable<void> HttpServer::Impl::accept_loop() {
 }
 
 Awaitable<void> HttpServer::Impl::refuse(Connection& c, http::status status,
-                                         std::string_view message, std::string_view code) {
+                                         std::string_view message, std::string_view code,
+                                         std::string_view target) {
   Request bare;
   bare.version(11);
+  bare.target(target);
   Response res = error_response(bare, status, message, code, false);
   handler.refused(res);
   co_await write_response(c, std::move(res));
@@ -148,11 +152,13 @@ Awaitable<void> HttpServer::Impl::session(tcp::socket socket) {
       if (is_quiet_close(ec)) break;
       if (ec) {
         // Malformed HTTP or over a limit: answer, then close (the rest is still on the wire).
+        // The request line's target, when it was read before the error (empty otherwise).
+        const std::string target(parser.get().target());
         if (ec == http::error::body_limit) {
           co_await refuse(
               c, http::status::payload_too_large,
               "request body is larger than " + std::to_string(options.max_body_bytes) + " bytes",
-              "request_too_large");
+              "request_too_large", target);
         } else if (ec == http::error::header_limit) {
           co_await refuse(c, http::status::request_header_fields_too_large,
                           "request headers are larger than " +
@@ -160,7 +166,7 @@ Awaitable<void> HttpServer::Impl::session(tcp::socket socket) {
                           "request_headers_too_large");
         } else {
           co_await refuse(c, http::status::bad_request, "malformed HTTP request: " + ec.message(),
-                          "bad_request");
+                          "bad_request", target);
         }
         co_await linger(c);
         break;

@@ -5,9 +5,7 @@
 // ${CMAKE_BINARY_DIR}/artifacts/dashboard.png. Skips where Chromium or node_modules are missing
 // (CI installs both: scripts/install-deps.sh, scripts/install-js-deps.sh).
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 
@@ -18,15 +16,6 @@ namespace prefixgate::gateway::testing {
 namespace {
 
 namespace fs = std::filesystem;
-
-int run_command(const std::string& command, std::string& output) {
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (!pipe) return -1;
-  char buf[4096];
-  for (std::size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) output.append(buf, n);
-  const int status = pclose(pipe);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
 
 std::string chromium_path() {
   if (const char* env = std::getenv("PREFIXGATE_CHROMIUM"); env && *env) return env;

@@ -209,13 +209,57 @@ TEST(PrefixIndexTest, EmptyPromptAndNoReplicas) {
   EXPECT_EQ(match(index, {}), (std::vector<std::size_t>{0}));
 }
 
-// Random operation sequences against a plain model: per replica a set of confirmed hashes and a
-// map of predictions to their expiry. Checks matches, blocks() and size() (after expiry).
+TEST(PrefixIndexTest, OffloadedBlocksMatchAndAreCountedApart) {
+  PrefixIndex index;
+  for (int i = 0; i < 2; ++i) index.add_replica({ReplicaKind::kVllm, 0});
+  const auto h = prompt_hashes(1, 6);
+  for (std::size_t i = 0; i < 6; ++i) {
+    index.apply_stored(0, h[i], i < 4 ? CacheTier::kPrimary : CacheTier::kOffload);
+  }
+  for (std::size_t i = 0; i < 3; ++i) index.apply_stored(1, h[i], CacheTier::kOffload);
+  std::vector<std::size_t> blocks(2), offloaded(2);
+  index.longest_match(h, {}, blocks, offloaded);
+  EXPECT_EQ(blocks, (std::vector<std::size_t>{6, 3}));
+  EXPECT_EQ(offloaded, (std::vector<std::size_t>{2, 3}));
+  // Moving between tiers, and a removal, keep the counts exact.
+  index.apply_stored(1, h[0], CacheTier::kPrimary);
+  index.apply_removed(0, h[5]);
+  index.longest_match(h, {}, blocks, offloaded);
+  EXPECT_EQ(blocks, (std::vector<std::size_t>{5, 3}));
+  EXPECT_EQ(offloaded, (std::vector<std::size_t>{1, 2}));
+  index.apply_cleared(1);
+  index.longest_match(h, {}, blocks, offloaded);
+  EXPECT_EQ(offloaded, (std::vector<std::size_t>{1, 0}));
+}
+
+TEST(PrefixIndexTest, WithoutEventsAVllmReplicaKeepsPredictionsLikeAnOpenaiOne) {
+  PrefixIndex index({milliseconds(100)});
+  index.add_replica({ReplicaKind::kVllm, 64});
+  const auto h = prompt_hashes(1, 4);
+  index.predict(0, h, {});
+  const Clock::time_point later = Clock::time_point{} + std::chrono::hours(1);
+  EXPECT_EQ(match(index, h, later), (std::vector<std::size_t>{4}));  // no TTL while events are down
+  // Events connect: the predictions get the TTL from now, and new ones expire too.
+  index.set_events_live(0, true, later);
+  EXPECT_EQ(match(index, h, later + milliseconds(50)), (std::vector<std::size_t>{4}));
+  EXPECT_EQ(match(index, h, later + milliseconds(150)), (std::vector<std::size_t>{0}));
+  const auto g = prompt_hashes(2, 3);
+  index.predict(0, g, later);
+  EXPECT_EQ(match(index, g, later + milliseconds(150)), (std::vector<std::size_t>{0}));
+  // And lost again: back to the LRU.
+  index.set_events_live(0, false, later);
+  index.predict(0, g, later);
+  EXPECT_EQ(match(index, g, later + std::chrono::hours(2)), (std::vector<std::size_t>{3}));
+}
+
+// Random operation sequences against a plain model: per replica the confirmed hashes with their
+// tier and a map of predictions to their expiry. Checks matches, the offloaded counts, blocks()
+// and size() (after expiry).
 TEST(PrefixIndexTest, RandomOperationsAgreeWithAPlainModel) {
   constexpr std::size_t kReplicas = 70;  // two mask words
   const milliseconds ttl(500);
   PrefixIndex index({ttl});
-  std::vector<std::set<std::uint64_t>> confirmed(kReplicas);
+  std::vector<std::map<std::uint64_t, CacheTier>> confirmed(kReplicas);
   std::vector<std::map<std::uint64_t, Clock::time_point>> predicted(kReplicas);
   for (std::size_t r = 0; r < kReplicas; ++r) index.add_replica({});
 
@@ -231,11 +275,13 @@ TEST(PrefixIndexTest, RandomOperationsAgreeWithAPlainModel) {
     const std::uint64_t hash = prompt[pick(prompt.size())];
     switch (pick(8)) {
       case 0:
-      case 1:
-        index.apply_stored(r, hash);
-        confirmed[r].insert(hash);
+      case 1: {
+        const CacheTier tier = pick(3) == 0 ? CacheTier::kOffload : CacheTier::kPrimary;
+        index.apply_stored(r, hash, tier);
+        confirmed[r][hash] = tier;
         predicted[r].erase(hash);
         break;
+      }
       case 2:
         index.apply_removed(r, hash);
         confirmed[r].erase(hash);
@@ -253,7 +299,8 @@ TEST(PrefixIndexTest, RandomOperationsAgreeWithAPlainModel) {
       case 4: {
         std::vector<std::uint64_t> snapshot(prompt.begin(), prompt.begin() + 3);
         index.apply_snapshot(r, snapshot);
-        confirmed[r] = {snapshot.begin(), snapshot.end()};
+        confirmed[r].clear();
+        for (std::uint64_t h : snapshot) confirmed[r][h] = CacheTier::kPrimary;
         for (std::uint64_t h : snapshot) predicted[r].erase(h);
         break;
       }
@@ -267,22 +314,26 @@ TEST(PrefixIndexTest, RandomOperationsAgreeWithAPlainModel) {
     now += milliseconds(pick(40));
 
     const auto& q = prompts[pick(prompts.size())];
-    const auto out = match(index, q, now);
+    std::vector<std::size_t> out(kReplicas), offloaded(kReplicas);
+    index.longest_match(q, now, out, offloaded);
     for (std::size_t i = 0; i < kReplicas; ++i) {
-      std::size_t expect = 0;
+      std::size_t expect = 0, expect_offloaded = 0;
       while (expect < q.size() &&
              (confirmed[i].contains(q[expect]) ||
               (predicted[i].contains(q[expect]) && predicted[i][q[expect]] > now))) {
+        auto c = confirmed[i].find(q[expect]);
+        if (c != confirmed[i].end() && c->second == CacheTier::kOffload) ++expect_offloaded;
         ++expect;
       }
       ASSERT_EQ(out[i], expect) << "op " << op << " replica " << i;
+      ASSERT_EQ(offloaded[i], expect_offloaded) << "op " << op << " replica " << i;
     }
     if (op % 50 == 0) {
       index.expire_predictions(now);
       std::set<std::uint64_t> all;
       for (std::size_t i = 0; i < kReplicas; ++i) {
         std::erase_if(predicted[i], [&](const auto& kv) { return kv.second <= now; });
-        all.insert(confirmed[i].begin(), confirmed[i].end());
+        for (const auto& [h, tier] : confirmed[i]) all.insert(h);
         for (const auto& [h, expiry] : predicted[i]) all.insert(h);
         ASSERT_EQ(index.blocks(static_cast<ReplicaId>(i)),
                   confirmed[i].size() + predicted[i].size());

@@ -253,6 +253,37 @@ TEST(CacheAwareTest, AHitIsWorthExactlyThePrefillItSaves) {
   EXPECT_EQ(p->route(request_for(h), views, index, {}).replica, 1U);
 }
 
+TEST(CacheAwareTest, AnOffloadedHitSavesItsWeightOfPrefill) {
+  PrefixIndex index = index_with(3);
+  auto views = fleet(3);
+  const auto h = prompt_hashes(1, 64);  // 1024 tokens
+  for (std::size_t i = 0; i < 32; ++i) {
+    index.apply_stored(0, h[i], CacheTier::kPrimary);  // 512 on the device
+    index.apply_stored(1, h[i], CacheTier::kOffload);  // 512 in CPU memory: worth 0.8 x 512
+  }
+  auto p = policy("cache_aware");
+  RouteDecision d = p->route(request_for(h), views, index, {});
+  EXPECT_EQ(d.replica, 0U);  // the device hit is worth more
+  views[0].tokens_queued_for_prefill = 200;
+  // cost 0 = 512 + 200 = 712; cost 1 = 1024 - 409.6 = 614.4; cost 2 = 1024.
+  d = p->route(request_for(h), views, index, {});
+  EXPECT_EQ(d.replica, 1U);
+  EXPECT_EQ(d.predicted_cached_tokens, 512U);  // what the engine will report as cached
+  // At weight 1 an offloaded hit is a device hit; at 0 a miss.
+  PolicyConfig full;
+  full.cache_aware.offload_hit_weight = 1.0;
+  views[0].tokens_queued_for_prefill = 1;
+  EXPECT_EQ(policy("cache_aware", full)->route(request_for(h), views, index, {}).replica, 1U);
+  PolicyConfig none;
+  none.cache_aware.offload_hit_weight = 0.0;
+  views[0].tokens_queued_for_prefill = 600;  // 1112 > 1024: the offloaded copy saves nothing
+  views[1].running = 1;                      // 1032: no tie with the empty replica
+  EXPECT_EQ(policy("cache_aware", none)->route(request_for(h), views, index, {}).replica, 2U);
+  PolicyConfig bad;
+  bad.cache_aware.offload_hit_weight = 1.5;
+  EXPECT_FALSE(make_policy("cache_aware", bad).ok());
+}
+
 TEST(CacheAwareTest, ColdPrefixFollowsTheHashOfItsFirstBlocksWithinTheLoadBound) {
   constexpr std::size_t kReplicas = 6;
   PrefixIndex index = index_with(kReplicas);

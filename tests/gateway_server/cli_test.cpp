@@ -39,9 +39,17 @@ TEST(GatewayCliTest, RefusesInvalidConfigurationNamingTheKey) {
 
   const std::string bad_kind = write_temp(
       "upstreams:\n  - url: http://127.0.0.1:9001\n  - url: http://127.0.0.1:9002\n"
-      "    kind: vllm\n");
+      "    kind: tgi\n");
   EXPECT_EQ(run_to_exit({"--config", bad_kind}, out), 2);
   EXPECT_NE(out.find("upstreams[1].kind"), std::string::npos) << out;
+
+  // The flag form of an upstream's keys, refused the same way.
+  EXPECT_EQ(run_to_exit({"--upstream", "http://127.0.0.1:9;kind=vllm;data_parallel_size=0"}, out),
+            2);
+  EXPECT_NE(out.find("--upstream.data_parallel_size"), std::string::npos) << out;
+  EXPECT_EQ(run_to_exit({"--upstream", "http://127.0.0.1:9;kind=openai;kv_events=tcp://h:1"}, out),
+            2);
+  EXPECT_NE(out.find("--upstream.kv_events"), std::string::npos) << out;
 
   const std::string bad_mode =
       write_temp("upstreams: [http://127.0.0.1:9001]\ncanonicalization:\n  timestamp: maybe\n");

@@ -1,25 +1,13 @@
 // The official OpenAI SDK (npm `openai`, tests/js/openai_sdk_client.mjs) pointed at the gateway
 // with only the base URL changed: chat, streaming, tools, completions, models, a 400.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <cstdio>
 #include <filesystem>
 
 #include "gateway_server/processes.h"
 
 namespace prefixgate::gateway::testing {
 namespace {
-
-// Runs `command` (stderr folded in); returns its exit status and output.
-int run_command(const std::string& command, std::string& output) {
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (!pipe) return -1;
-  char buf[4096];
-  for (std::size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) output.append(buf, n);
-  const int status = pclose(pipe);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
 
 TEST(OpenAiSdkTest, OfficialClientWorksWithOnlyTheBaseUrlChanged) {
   const std::filesystem::path js = std::filesystem::path(PREFIXGATE_SOURCE_DIR) / "tests" / "js";

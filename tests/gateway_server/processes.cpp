@@ -1,7 +1,10 @@
 // The gateway tests' HTTP client (processes.h), compiled once for every test file that uses it.
 #include "gateway_server/processes.h"
 
+#include <sys/wait.h>
+
 #include <cctype>
+#include <cstdio>
 
 namespace prefixgate::gateway::testing {
 
@@ -44,6 +47,15 @@ Reply call(std::uint16_t port, http::verb verb, const std::string& target, const
     reply.body = parser.get().body();
   }
   return reply;
+}
+
+int run_command(const std::string& command, std::string& output) {
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (!pipe) return -1;
+  char buf[4096];
+  for (std::size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) output.append(buf, n);
+  const int status = pclose(pipe);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 }  // namespace prefixgate::gateway::testing

@@ -102,6 +102,10 @@ inline Reply get(std::uint16_t port, const std::string& target) {
   return call(port, http::verb::get, target);
 }
 
+// Runs a shell command (stderr folded into stdout); returns its exit status (128 + signal when
+// killed) and appends its output. For the tests that drive node clients.
+int run_command(const std::string& command, std::string& output);
+
 // Polls until the gateway reports a healthy upstream (or `want` of them).
 inline bool wait_healthy(std::uint16_t port, std::size_t want = 1,
                          std::chrono::seconds timeout = std::chrono::seconds(20)) {

@@ -60,6 +60,8 @@ INSTANTIATE_TEST_SUITE_P(
                       std::vector<std::string>{"simulate", "--concurrency", "4"},
                       std::vector<std::string>{"simulate", "--sim-profile", "tpu:llama3-8b"},
                       std::vector<std::string>{"simulate", "--workload", "trace"},
+                      std::vector<std::string>{"compare", "--api", "grpc"},
+                      std::vector<std::string>{"compare", "--api", "messages"},  // not agent
                       std::vector<std::string>{"run"},
                       std::vector<std::string>{"run", "--url", "http://127.0.0.1:bad"}));
 
@@ -190,6 +192,72 @@ TEST(BenchCliTest, SimulateWritesEveryCellOfTheGrid) {
     EXPECT_GT(hit[std::string(cell) + "cache_aware"], hit[std::string(cell) + "round_robin"])
         << text.str();
   }
+}
+
+// --api: the agent loop over Anthropic's Messages API and OpenAI's Responses API. The load
+// generator reads each API's usage (message_delta's cache_read_input_tokens, the response's
+// input_tokens_details.cached_tokens): the same prompts, the same cached tokens. One replica, so
+// that what is cached cannot depend on where a late prediction sent a step on a busy host.
+TEST(BenchCliTest, AgentLoopOverMessagesAndResponsesCountsTheirCachedTokens) {
+  std::map<std::string, std::pair<double, double>> tokens;  // api -> prompt, cached
+  for (const char* api : {"chat", "messages", "responses"}) {
+    const std::string json_path =
+        ::testing::TempDir() + "prefixgate-bench-" + api + "-" + std::to_string(getpid()) + ".json";
+    const Outcome o = run_bench({"compare",
+                                 "--replicas",
+                                 "1",
+                                 "--device",
+                                 "sim",
+                                 "--sim-profile",
+                                 "h100:builtin:tiny",
+                                 "--sim-speedup",
+                                 "inf",
+                                 "--policies",
+                                 "cache_aware",
+                                 "--workload",
+                                 "agent",
+                                 "--api",
+                                 api,
+                                 "--agents",
+                                 "2",
+                                 "--steps",
+                                 "3",
+                                 "--tools",
+                                 "2",
+                                 "--tool-schema-len",
+                                 "64",
+                                 "--system-len",
+                                 "128",
+                                 "--tool-result-len",
+                                 "64",
+                                 "--output-len",
+                                 "2",
+                                 "--concurrency",
+                                 "1",
+                                 "--json",
+                                 json_path,
+                                 "--engine-bin",
+                                 PREFIXGATE_ENGINE_BIN,
+                                 "--gateway-bin",
+                                 PREFIXGATE_GATEWAY_BIN,
+                                 "--log-dir",
+                                 ::testing::TempDir() + "prefixgate-bench-logs",
+                                 "--no-progress"});
+    ASSERT_EQ(o.status, 0) << api << ": " << o.output;
+    std::ifstream in(json_path);
+    std::stringstream text;
+    text << in.rdbuf();
+    auto doc = json::parse(text.str());
+    ASSERT_TRUE(doc.ok()) << text.str();
+    const json::Value& r = doc->find("results")->as_array().front();
+    EXPECT_EQ(r.find("errors")->as_number().value, 0) << api << ": " << text.str();
+    EXPECT_EQ(r.find("requests")->as_number().value, 6) << api;
+    tokens[api] = {r.find("prompt_tokens")->as_number().value,
+                   r.find("cached_tokens")->as_number().value};
+    EXPECT_GT(tokens[api].second, 0) << api << ": " << text.str();
+  }
+  EXPECT_EQ(tokens["messages"], tokens["chat"]);
+  EXPECT_EQ(tokens["responses"], tokens["chat"]);
 }
 
 // --rule-sets: one gateway per rule set, each row measured against the ceiling of its own

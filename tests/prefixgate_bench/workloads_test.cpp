@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "ceiling.h"
+#include "prefixgate/canonicalize/policy.h"
 #include "prefixgate/canonicalize/prompt.h"
 #include "prefixgate/canonicalize/request.h"
 
@@ -132,6 +133,45 @@ TEST(WorkloadsTest, AgentStepsExtendThePreviousPromptAndShareTheTools) {
   EXPECT_GT(canon::common_prefix_length(tokens_of(w.sessions[0].turns[0]),
                                         tokens_of(w.sessions[1].turns[0])),
             o.tools * o.tool_schema_len);
+}
+
+// --api messages and --api responses send the same agent loop in another API: each request is
+// valid there, and renders (as its chat equivalent) into the chat loop's tokens once the tool
+// definitions are in canonical form, as the gateway forwards them by default.
+TEST(WorkloadsTest, AgentLoopInEachApiRendersTheChatLoopsTokens) {
+  AgentOptions o;
+  o.agents = 2;
+  o.steps = 3;
+  o.tools = 3;
+  const Workload chat = make_agent(o, 5);
+  for (Api api : {Api::kMessages, Api::kResponses}) {
+    o.api = api;
+    const Workload w = make_agent(o, 5);
+    ASSERT_EQ(w.requests(), chat.requests());
+    for (std::size_t s = 0; s < w.sessions.size(); ++s) {
+      for (std::size_t t = 0; t < w.sessions[s].turns.size(); ++t) {
+        const Turn& turn = w.sessions[s].turns[t];
+        EXPECT_EQ(turn.api, api);
+        auto parsed = parse_turn(turn);
+        ASSERT_TRUE(parsed) << parsed.error().param << ": " << parsed.error().message;
+        static const auto tokenizer = canon::make_byte_tokenizer();
+        const canon::PromptModel model{canon::ChatTemplate::kLlama3, tokenizer.get(), 16,
+                                       "builtin:tiny"};
+        auto chat_turn =
+            canon::parse_request(chat.sessions[s].turns[t].body, canon::Endpoint::kChatCompletions);
+        ASSERT_TRUE(chat_turn);
+        canon::CanonicalizationPolicy tools_only = canon::CanonicalizationPolicy::none();
+        tools_only.tool_json = tools_only.tool_order = true;
+        for (canon::ParsedRequest* r : {&*parsed, &*chat_turn}) {
+          (void)canon::canonicalize_in_place(*r, tools_only, canon::CanonicalizationPolicy::none());
+        }
+        auto a = canon::analyze_prompt(*parsed, model);
+        auto b = canon::analyze_prompt(*chat_turn, model);
+        ASSERT_TRUE(a && b);
+        EXPECT_EQ(a->tokens.tokens, b->tokens.tokens) << s << "/" << t;
+      }
+    }
+  }
 }
 
 TEST(WorkloadsTest, VolatileLosesItsPrefixAsSentAndCanonicalizationRecoversIt) {

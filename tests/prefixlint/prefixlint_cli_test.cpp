@@ -354,5 +354,59 @@ TEST(PrefixlintCliTest, ModelFolderErrorsExitTwoNamingTheProblem) {
   EXPECT_NE(bad_template.err.find("--template"), std::string::npos) << bad_template.err;
 }
 
+// An Anthropic Messages request: linted as its chat equivalent, its cache_control breakpoints
+// making a date before them an error, its findings named by its own fields.
+TEST(PrefixlintCliTest, CheckReadsAMessagesRequestWithItsBreakpoints) {
+  RunResult r = prefixlint("check --format json examples/prompts/claude-agent.json");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  const json::Value report = parse_json(r.out);
+  const json::Value& findings = *report.find("files")->as_array()[0].find("findings");
+  ASSERT_EQ(findings.as_array().size(), 2u) << r.out;
+  const json::Value& date = findings.as_array()[0];
+  EXPECT_EQ(date.find("rule")->as_string(), "volatile-date");
+  EXPECT_EQ(date.find("severity")->as_string(), "error");  // info without the breakpoint
+  EXPECT_EQ(date.find("field")->as_string(), "system[1].text");
+  EXPECT_EQ(date.find("line")->as_number().value, 11);
+  const json::Value& tail = findings.as_array()[1];
+  EXPECT_EQ(tail.find("severity")->as_string(), "info");  // after the last breakpoint
+  EXPECT_EQ(tail.find("field")->as_string(), "messages[2].content[1].text");
+  // --api names the shape the file holds; the wrong one is refused.
+  EXPECT_EQ(prefixlint("check --api messages examples/prompts/claude-agent.json").out,
+            prefixlint("check examples/prompts/claude-agent.json").out);
+  EXPECT_EQ(prefixlint("check --api responses examples/prompts/claude-agent.json").exit_code, 2);
+}
+
+TEST(PrefixlintCliTest, CheckReadsAResponsesRequestNamingItsFields) {
+  RunResult r = prefixlint("check --format json examples/prompts/responses-agent.json");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  const json::Value report = parse_json(r.out);
+  const json::Value& findings = *report.find("files")->as_array()[0].find("findings");
+  ASSERT_EQ(findings.as_array().size(), 1u) << r.out;
+  EXPECT_EQ(findings.as_array()[0].find("severity")->as_string(), "warning");
+  EXPECT_EQ(findings.as_array()[0].find("field")->as_string(), "instructions");
+  EXPECT_EQ(prefixlint("check --api chat examples/prompts/responses-agent.json").exit_code, 2);
+}
+
+// A log may mix the shapes: a Messages request repeated is a prefix hit like any other.
+TEST(PrefixlintCliTest, LogAndDiffAcceptEveryShape) {
+  const fs::path log =
+      fs::temp_directory_path() / ("prefixlint-shapes-" + std::to_string(::getpid()) + ".jsonl");
+  const std::string messages = json::to_json(parse_json(
+      read_all(fs::path(PREFIXGATE_SOURCE_DIR) / "examples" / "prompts" / "claude-agent.json")));
+  const std::string responses = json::to_json(parse_json(
+      read_all(fs::path(PREFIXGATE_SOURCE_DIR) / "examples" / "prompts" / "responses-agent.json")));
+  std::ofstream(log) << messages << "\n" << messages << "\n" << responses << "\n";
+  RunResult r = prefixlint("log --format json '" + log.string() + "'");
+  fs::remove(log);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json::Value total = *parse_json(r.out).find("total");
+  EXPECT_EQ(as_size(total.find("requests")), 3u);
+  EXPECT_GT(as_size(total.find("hit_tokens")), 1000u);  // the repeated Messages request
+  RunResult same =
+      prefixlint("diff examples/prompts/claude-agent.json examples/prompts/claude-agent.json");
+  EXPECT_EQ(same.exit_code, 0) << same.err;
+  EXPECT_NE(same.out.find("no divergence"), std::string::npos) << same.out;
+}
+
 }  // namespace
 }  // namespace prefixgate

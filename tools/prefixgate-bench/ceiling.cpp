@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <numeric>
 
+#include "prefixgate/canonicalize/anthropic.h"
 #include "prefixgate/canonicalize/prompt.h"
 #include "prefixgate/canonicalize/request.h"
+#include "prefixgate/canonicalize/responses_api.h"
 
 namespace prefixgate::bench {
 
@@ -53,6 +55,24 @@ std::vector<const Turn*> nominal_order(const Workload& workload) {
   return out;
 }
 
+Result<canon::ParsedRequest> parse_turn(const Turn& turn) {
+  json::Value chat;
+  if (turn.api == Api::kMessages) {
+    auto m = canon::parse_messages_request(turn.body);
+    if (!m) return m.error();
+    chat = std::move(m->chat.body);
+  } else if (turn.api == Api::kResponses) {
+    auto r = canon::parse_responses_request(turn.body);
+    if (!r) return r.error();
+    chat = std::move(r->chat.body);
+  } else {
+    return canon::parse_request(turn.body, turn.api == Api::kCompletions
+                                               ? canon::Endpoint::kCompletions
+                                               : canon::Endpoint::kChatCompletions);
+  }
+  return canon::parse_request_value(std::move(chat), canon::Endpoint::kChatCompletions);
+}
+
 Result<CeilingResult> compute_ceiling(const Workload& workload, const CeilingModel& model,
                                       std::size_t warmup, std::size_t max_requests) {
   if (model.tokenizer == nullptr) {
@@ -67,7 +87,7 @@ Result<CeilingResult> compute_ceiling(const Workload& workload, const CeilingMod
     const canon::Endpoint endpoint = turn->api == Api::kCompletions
                                          ? canon::Endpoint::kCompletions
                                          : canon::Endpoint::kChatCompletions;
-    auto parsed = canon::parse_request(turn->body, endpoint);
+    auto parsed = parse_turn(*turn);
     if (!parsed) return parsed.error();
     canon::ParsedRequest request = std::move(*parsed);
     const canon::CanonicalizeOutcome canonical = canon::canonicalize(request, model.policy);

@@ -25,6 +25,7 @@
 #include "prefixgate/canonicalize/chat_format.h"
 #include "prefixgate/canonicalize/policy.h"
 #include "prefixgate/canonicalize/render.h"
+#include "prefixgate/canonicalize/request.h"
 #include "prefixgate/canonicalize/tokenizer.h"
 #include "workload.h"
 
@@ -69,6 +70,10 @@ struct CeilingResult {
 // generator assigns arrivals), turn by turn across sessions (every session's first turn, then
 // every second turn, ...), a stand-in for the interleaving a run produces.
 std::vector<const Turn*> nominal_order(const Workload& workload);
+
+// A turn as the chat or completion request it renders as: a Messages or Responses request by
+// its Chat Completions equivalent, as the gateway and the engine render it.
+Result<canon::ParsedRequest> parse_turn(const Turn& turn);
 
 // The first `warmup` requests of the nominal order are cached but not counted, as a run does.
 Result<CeilingResult> compute_ceiling(const Workload& workload, const CeilingModel& model,

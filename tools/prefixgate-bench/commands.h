@@ -29,6 +29,7 @@ struct WorkloadFlags {
   std::size_t question_len = 0;
   std::size_t output_len = 0;
   std::size_t tools = 0;
+  std::string api = "chat";  // agent: chat, messages (Anthropic) or responses (OpenAI Responses)
 };
 
 struct CeilingFlags {
@@ -62,6 +63,9 @@ struct CompareFlags {
   // rules: as-sent, default, canonical (see CeilingFlags::rules). Empty: one run per policy with
   // --gateway-config and --ceiling-rules. Every policy runs once per rule set.
   std::vector<std::string> rule_sets;
+  // How the gateways follow the engines (FleetOptions::upstream_kind): every (policy, rule set)
+  // row runs once per kind, each on fresh replicas.
+  std::vector<std::string> upstream_kinds{"prefixgate"};
   std::vector<std::string> targets;  // NAME=URL: existing endpoints instead of a fleet
   std::string json_out;
   std::string svg_out;

@@ -50,6 +50,17 @@ std::vector<std::pair<std::string, std::string>> rows_of(const std::vector<std::
   return rows;
 }
 
+// Each row once per upstream kind, kinds innermost (side by side in the table).
+std::vector<std::pair<std::pair<std::string, std::string>, std::string>> rows_with_kinds(
+    const std::vector<std::pair<std::string, std::string>>& rows,
+    const std::vector<std::string>& kinds) {
+  std::vector<std::pair<std::pair<std::string, std::string>, std::string>> out;
+  for (const auto& row : rows) {
+    for (const std::string& k : kinds) out.emplace_back(row, k);
+  }
+  return out;
+}
+
 // The gateway configuration of a --rule-sets entry, written under `dir`. The ceilings assume
 // the same rules (ceiling.h): as-sent forwards bodies untouched, default is the gateway's own
 // defaults (tool-json and tool-order rewritten, timestamps observed), canonical rewrites with
@@ -77,6 +88,10 @@ Result<std::string> write_rule_set_config(const std::string& dir, const std::str
 }  // namespace
 
 Result<Workload> build_workload(const WorkloadFlags& f) {
+  if (f.api != "chat" && f.workload != "agent") {
+    return make_error(ErrorCode::kInvalidValue,
+                      "--api " + f.api + ": only the agent workload speaks other APIs");
+  }
   auto set = [](std::size_t given, std::size_t& field) {
     if (given > 0) field = given;
   };
@@ -98,6 +113,9 @@ Result<Workload> build_workload(const WorkloadFlags& f) {
   }
   if (f.workload == "agent") {
     AgentOptions o = f.agent;
+    o.api = f.api == "messages"    ? Api::kMessages
+            : f.api == "responses" ? Api::kResponses
+                                   : Api::kChatCompletions;
     o.model = f.model;
     set(f.system_len, o.system_len);
     set(f.question_len, o.task_len);
@@ -230,12 +248,21 @@ json::Object setup_json(const CompareFlags& f, const Workload& w, const LoadOpti
                                        {"duration_s", load.duration_s},
                                        {"num_requests", static_cast<double>(load.max_requests)}}}};
   if (f.targets.empty()) {
-    s.push_back({"fleet", json::Object{{"replicas", static_cast<double>(f.fleet.replicas)},
-                                       {"gateways", static_cast<double>(f.fleet.gateways)},
-                                       {"device", f.fleet.device},
-                                       {"sim_profile", f.fleet.sim_profile},
-                                       {"sim_speedup", f.fleet.sim_speedup},
-                                       {"model", f.fleet.model}}});
+    s.push_back(
+        {"fleet", json::Object{{"replicas", static_cast<double>(f.fleet.replicas)},
+                               {"gateways", static_cast<double>(f.fleet.gateways)},
+                               {"device", f.fleet.device},
+                               {"sim_profile", f.fleet.sim_profile},
+                               {"sim_speedup", f.fleet.sim_speedup},
+                               {"model", f.fleet.model},
+                               {"kv_cache_tokens", static_cast<double>(f.fleet.kv_cache_tokens)},
+                               {"upstream_kinds", [&] {
+                                  json::Array kinds;
+                                  for (const std::string& k : f.upstream_kinds) {
+                                    kinds.push_back(k);
+                                  }
+                                  return kinds;
+                                }()}}});
   } else {
     json::Array targets;
     for (const std::string& t : f.targets) targets.push_back(t);
@@ -321,6 +348,12 @@ int run_compare(CompareFlags flags) {
                            "' (as-sent, default, canonical)");
       }
     }
+    for (const std::string& k : flags.upstream_kinds) {
+      if (k != "prefixgate" && k != "vllm" && k != "openai") {
+        return usage_error("--upstream-kinds: unknown kind '" + k + "' (prefixgate, vllm, openai)");
+      }
+    }
+    if (flags.upstream_kinds.empty()) return usage_error("--upstream-kinds: none given");
     if (!flags.rule_sets.empty() && !flags.fleet.gateway_config.empty()) {
       return usage_error("--rule-sets and --gateway-config: give one or the other");
     }
@@ -394,8 +427,14 @@ int run_compare(CompareFlags flags) {
     // Each (policy, rule set) pair is a row; without --rule-sets, one row per policy.
     std::vector<std::string> rule_sets = flags.rule_sets;
     if (rule_sets.empty()) rule_sets.push_back("");
-    for (const auto& [policy, rules] : rows_of(flags.policies, rule_sets)) {
+    // With more than one upstream kind (or another than prefixgate), rows are named by it too.
+    const bool name_kinds =
+        flags.upstream_kinds.size() > 1 || flags.upstream_kinds.front() != "prefixgate";
+    for (const auto& [policy_rules, kind] :
+         rows_with_kinds(rows_of(flags.policies, rule_sets), flags.upstream_kinds)) {
+      const auto& [policy, rules] = policy_rules;
       FleetOptions fleet_options = flags.fleet;
+      fleet_options.upstream_kind = kind;
       if (!rules.empty()) {
         auto config = write_rule_set_config(flags.fleet.log_dir, rules);
         if (!config) {
@@ -404,7 +443,8 @@ int run_compare(CompareFlags flags) {
         }
         fleet_options.gateway_config = *config;
       }
-      const std::string name = rules.empty() ? policy : policy + " (" + rules + ")";
+      std::string name = rules.empty() ? policy : policy + " (" + rules + ")";
+      if (name_kinds) name += " / " + kind;
       // The fleet's CPU, for the report: its processes are reaped by stop(), so their time shows
       // in RUSAGE_CHILDREN from then on.
       const double cpu0 = process_tree_cpu_seconds();
@@ -414,7 +454,7 @@ int run_compare(CompareFlags flags) {
         std::cerr << "prefixgate-bench: " << s.error().message << "\n";
         return 1;
       }
-      auto gateways = fleet.start_gateways(policy, policy);
+      auto gateways = fleet.start_gateways(policy, policy + "-" + kind);
       if (!gateways) {
         std::cerr << "prefixgate-bench: " << policy << ": " << gateways.error().message << "\n";
         return 1;

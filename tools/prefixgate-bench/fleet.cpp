@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <regex>
 #include <thread>
 
 namespace prefixgate::bench {
@@ -48,6 +49,10 @@ Status Fleet::start_engines() {
     if (options_.max_model_len > 0) {
       args.insert(args.end(), {"--max-model-len", std::to_string(options_.max_model_len)});
     }
+    if (options_.upstream_kind == "vllm") {
+      args.insert(args.end(), {"--kv-events-endpoint", "tcp://127.0.0.1:0",
+                               "--kv-events-replay-endpoint", "tcp://127.0.0.1:0"});
+    }
     args.insert(args.end(), options_.engine_args.begin(), options_.engine_args.end());
     const std::string log = options_.log_dir + "/engine-" + std::to_string(generation_) + "-" +
                             std::to_string(i) + ".log";
@@ -58,7 +63,23 @@ Status Fleet::start_engines() {
       return failure("engine " + std::to_string(i) + " (" + options_.engine_bin +
                      ") did not start:\n" + tail(p->output()));
     }
-    upstreams_.push_back("http://127.0.0.1:" + std::to_string(port));
+    std::string upstream = "http://127.0.0.1:" + std::to_string(port);
+    if (options_.upstream_kind == "vllm") {
+      // The engine prints where it bound them before its "listening on" line.
+      static const std::regex kEvents(R"(kv events on (\S+) replay (\S+))");
+      std::smatch m;
+      const std::string& out = p->output();
+      if (!std::regex_search(out, m, kEvents)) {
+        return failure("engine " + std::to_string(i) +
+                       " did not say where it publishes KV events:\n" + tail(out));
+      }
+      upstream += ";kind=vllm;kv_events=" + m[1].str() + ";kv_events_replay=" + m[2].str();
+    } else if (options_.upstream_kind == "openai") {
+      // Its predicted cache as large as the engine's.
+      const std::size_t tokens = options_.kv_cache_tokens > 0 ? options_.kv_cache_tokens : 65536;
+      upstream += ";kind=openai;capacity_blocks=" + std::to_string(tokens / 16);
+    }
+    upstreams_.push_back(std::move(upstream));
     engines_.push_back(std::move(p));
   }
   return {};

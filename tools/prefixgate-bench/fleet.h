@@ -32,6 +32,9 @@ struct FleetOptions {
   std::vector<std::string> engine_args;  // extra flags for every engine
   std::string gateway_config;            // a YAML file for every gateway ("": none)
   std::size_t gateways = 1;              // gateway instances over the same engines
+  // How the gateway is told to follow the engines: prefixgate (their /v1/kv_events), vllm (they
+  // publish vLLM's ZeroMQ KV events, the gateway subscribes as to vLLM), openai (no events).
+  std::string upstream_kind = "prefixgate";
   std::string engine_bin;
   std::string gateway_bin;
   std::string log_dir;

@@ -31,9 +31,12 @@ std::string error_kind(const beast::error_code& ec, const char* what) {
   return what;
 }
 
-// The body with stream fields added: `{"stream":true,"stream_options":{...},` + the rest.
-std::string streaming_body(const std::string& body) {
-  std::string out = R"({"stream":true,"stream_options":{"include_usage":true})";
+// The body with stream fields added: `{"stream":true,"stream_options":{...},` + the rest for
+// the chat APIs; Messages and Responses streams always end with their usage.
+std::string streaming_body(Api api, const std::string& body) {
+  std::string out = api == Api::kMessages || api == Api::kResponses
+                        ? R"({"stream":true)"
+                        : R"({"stream":true,"stream_options":{"include_usage":true})";
   if (body.size() > 2) out += ',';
   out.append(body, 1, std::string::npos);
   return out;
@@ -44,20 +47,21 @@ std::size_t size_field(const json::Value* v) {
   return static_cast<std::size_t>(v->as_number().value);
 }
 
-// One server-sent event's data. Returns false on an error event or unparsable data.
-bool on_event(std::string_view data, BenchClock::time_point zero, RequestRecord& rec,
-              double& last_chunk_s, bool& saw_usage) {
-  if (data == "[DONE]") return true;
-  auto doc = json::parse(data);
-  if (!doc || !doc->is_object()) {
-    rec.error = "bad_response";
-    return false;
+// A piece of generated content arrived: time to first token, or the gap since the last.
+void on_content(BenchClock::time_point zero, RequestRecord& rec, double& last_chunk_s) {
+  const double now = seconds_since(zero);
+  if (rec.first_token_s < 0) {
+    rec.first_token_s = now;
+  } else {
+    rec.gaps_s.push_back(now - last_chunk_s);
   }
-  if (doc->find("error") != nullptr) {
-    rec.error = "stream_error";
-    return false;
-  }
-  if (const json::Value* choices = doc->find("choices");
+  last_chunk_s = now;
+}
+
+// A chat or completions chunk: content in choices[0], the usage chunk at the end.
+void on_chat_event(const json::Value& doc, BenchClock::time_point zero, RequestRecord& rec,
+                   double& last_chunk_s, bool& saw_usage) {
+  if (const json::Value* choices = doc.find("choices");
       choices != nullptr && choices->is_array() && !choices->as_array().empty()) {
     const json::Value& c = choices->as_array().front();
     const json::Value* text = c.find("text");
@@ -65,22 +69,77 @@ bool on_event(std::string_view data, BenchClock::time_point zero, RequestRecord&
       if (const json::Value* delta = c.find("delta")) text = delta->find("content");
     }
     if (text != nullptr && text->is_string() && !text->as_string().empty()) {
-      const double now = seconds_since(zero);
-      if (rec.first_token_s < 0) {
-        rec.first_token_s = now;
-      } else {
-        rec.gaps_s.push_back(now - last_chunk_s);
-      }
-      last_chunk_s = now;
+      on_content(zero, rec, last_chunk_s);
     }
   }
-  if (const json::Value* usage = doc->find("usage"); usage != nullptr && usage->is_object()) {
+  if (const json::Value* usage = doc.find("usage"); usage != nullptr && usage->is_object()) {
     saw_usage = true;
     rec.prompt_tokens = size_field(usage->find("prompt_tokens"));
     rec.completion_tokens = size_field(usage->find("completion_tokens"));
     if (const json::Value* d = usage->find("prompt_tokens_details"); d != nullptr) {
       rec.cached_tokens = size_field(d->find("cached_tokens"));
     }
+  }
+}
+
+// A Messages event: content_block_delta carries content; message_delta the whole usage, whose
+// prompt is input + cache_read + cache_creation input tokens.
+void on_messages_event(const json::Value& doc, std::string_view type, BenchClock::time_point zero,
+                       RequestRecord& rec, double& last_chunk_s, bool& saw_usage) {
+  if (type == "content_block_delta") {
+    on_content(zero, rec, last_chunk_s);
+  } else if (type == "message_delta") {
+    const json::Value* usage = doc.find("usage");
+    if (usage == nullptr || !usage->is_object()) return;
+    saw_usage = true;
+    rec.cached_tokens = size_field(usage->find("cache_read_input_tokens"));
+    rec.prompt_tokens = size_field(usage->find("input_tokens")) + rec.cached_tokens +
+                        size_field(usage->find("cache_creation_input_tokens"));
+    rec.completion_tokens = size_field(usage->find("output_tokens"));
+  }
+}
+
+// A Responses event: text and argument deltas carry content; the last event its response's
+// usage, with input_tokens_details.cached_tokens.
+void on_responses_event(const json::Value& doc, std::string_view type, BenchClock::time_point zero,
+                        RequestRecord& rec, double& last_chunk_s, bool& saw_usage) {
+  if (type == "response.output_text.delta" || type == "response.function_call_arguments.delta") {
+    on_content(zero, rec, last_chunk_s);
+  } else if (type == "response.completed" || type == "response.incomplete") {
+    const json::Value* response = doc.find("response");
+    const json::Value* usage = response != nullptr ? response->find("usage") : nullptr;
+    if (usage == nullptr || !usage->is_object()) return;
+    saw_usage = true;
+    rec.prompt_tokens = size_field(usage->find("input_tokens"));
+    rec.completion_tokens = size_field(usage->find("output_tokens"));
+    if (const json::Value* d = usage->find("input_tokens_details"); d != nullptr) {
+      rec.cached_tokens = size_field(d->find("cached_tokens"));
+    }
+  }
+}
+
+// One server-sent event's data. Returns false on an error event or unparsable data.
+bool on_event(Api api, std::string_view data, BenchClock::time_point zero, RequestRecord& rec,
+              double& last_chunk_s, bool& saw_usage) {
+  if (data == "[DONE]") return true;
+  auto doc = json::parse(data);
+  if (!doc || !doc->is_object()) {
+    rec.error = "bad_response";
+    return false;
+  }
+  const json::Value* type = doc->find("type");
+  const std::string_view kind =
+      type != nullptr && type->is_string() ? std::string_view(type->as_string()) : "";
+  if (doc->find("error") != nullptr || kind == "error" || kind == "response.failed") {
+    rec.error = "stream_error";
+    return false;
+  }
+  if (api == Api::kMessages) {
+    on_messages_event(*doc, kind, zero, rec, last_chunk_s, saw_usage);
+  } else if (api == Api::kResponses) {
+    on_responses_event(*doc, kind, zero, rec, last_chunk_s, saw_usage);
+  } else {
+    on_chat_event(*doc, zero, rec, last_chunk_s, saw_usage);
   }
   return true;
 }
@@ -150,7 +209,7 @@ asio::awaitable<void> send_streaming(const HttpTarget& target, const Turn& turn,
   req.set(http::field::host, target.host);
   req.set(http::field::content_type, "application/json");
   req.keep_alive(false);
-  req.body() = streaming_body(turn.body);
+  req.body() = streaming_body(turn.api, turn.body);
   req.prepare_payload();
   auto [wec, wn] = co_await http::async_write(stream, req, kTuple);
   if (wec) {
@@ -206,7 +265,7 @@ asio::awaitable<void> send_streaming(const HttpTarget& target, const Turn& turn,
         if (line.rfind("data:", 0) == 0) {
           line.remove_prefix(5);
           if (!line.empty() && line.front() == ' ') line.remove_prefix(1);
-          if (!on_event(line, zero, rec, last_chunk_s, saw_usage)) failed = true;
+          if (!on_event(turn.api, line, zero, rec, last_chunk_s, saw_usage)) failed = true;
         }
         pos = eol + 1;
       }

@@ -1,8 +1,11 @@
 // The benchmark's HTTP client (Boost.Beast on one Asio thread): one coroutine per request, so a
 // single process holds thousands of concurrent streams. A request is sent with `stream: true`
-// and `stream_options.include_usage`, and the server-sent events are timed as they arrive:
-// time to first token, the gaps between content chunks, the usage chunk's prompt, cached and
-// completion tokens, and the gateway's x-prefixgate-replica / x-prefixgate-route-reason headers.
+// (and, for the chat APIs, `stream_options.include_usage`), and the server-sent events are timed
+// as they arrive: time to first token, the gaps between content events, the prompt, cached and
+// completion tokens of the usage each API ends its stream with (a chat usage chunk, Messages'
+// message_delta: input + cache_read + cache_creation input tokens, Responses' last event:
+// input_tokens_details.cached_tokens), and the gateway's x-prefixgate-replica /
+// x-prefixgate-route-reason headers.
 //
 //   auto target = bench::parse_url("http://127.0.0.1:8080");
 //   bench::RequestRecord rec;

@@ -56,6 +56,11 @@ void add_workload_flags(CLI::App& app, bench::WorkloadFlags& w, bench::CeilingFl
       ->capture_default_str();
   app.add_option("--tool-result-len", w.agent.tool_result_len, "agent: tokens per tool result")
       ->capture_default_str();
+  app.add_option("--api", w.api,
+                 "agent: the API its requests use: chat, messages (Anthropic Messages, with "
+                 "cache_control breakpoints) or responses (OpenAI Responses)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"chat", "messages", "responses"}));
   // volatile
   app.add_option("--requests", w.volatile_app.requests, "volatile: requests")
       ->capture_default_str();
@@ -151,6 +156,12 @@ int main(int argc, char** argv) {
                   "as-sent (every rule off), default (the gateway's defaults), canonical (every "
                   "rule rewrites); each row's ceiling uses the same rules")
       ->delimiter(',');
+  cmp->add_option("--upstream-kinds", compare.upstream_kinds,
+                  "how each gateway follows the engines, comma-separated, one row per kind: "
+                  "prefixgate (/v1/kv_events), vllm (the engines publish vLLM's ZeroMQ KV events "
+                  "and metric names), openai (predictions only)")
+      ->delimiter(',')
+      ->capture_default_str();
   cmp->add_option("--target", compare.targets,
                   "NAME=URL of an existing endpoint (repeatable): run against these instead of "
                   "starting replicas")

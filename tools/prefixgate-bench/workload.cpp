@@ -6,8 +6,18 @@
 
 namespace prefixgate::bench {
 
+canon::Api canon_api(Api api) {
+  switch (api) {
+    case Api::kCompletions: return canon::Api::kCompletions;
+    case Api::kChatCompletions: return canon::Api::kChatCompletions;
+    case Api::kMessages: return canon::Api::kMessages;
+    case Api::kResponses: return canon::Api::kResponses;
+  }
+  return canon::Api::kChatCompletions;
+}
+
 const char* api_path(Api api) {
-  return api == Api::kCompletions ? "/v1/completions" : "/v1/chat/completions";
+  return canon::api_path(canon_api(api));
 }
 
 std::size_t Workload::requests() const {

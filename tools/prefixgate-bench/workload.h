@@ -13,10 +13,15 @@
 #include <string>
 #include <vector>
 
+#include "prefixgate/canonicalize/chat_conversion.h"
+
 namespace prefixgate::bench {
 
-enum class Api { kCompletions, kChatCompletions };
-const char* api_path(Api api);  // "/v1/completions", "/v1/chat/completions"
+enum class Api { kCompletions, kChatCompletions, kMessages, kResponses };
+// "/v1/completions", "/v1/chat/completions", "/v1/messages" (Anthropic), "/v1/responses".
+const char* api_path(Api api);
+// The request shape a Turn's body has, as the canonicalize/ parsers know it.
+canon::Api canon_api(Api api);
 
 struct Turn {
   Api api = Api::kCompletions;

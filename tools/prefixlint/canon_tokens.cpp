@@ -53,7 +53,7 @@ void add_tokens_command(CLI::App& app, std::function<int()>& run) {
     run = [opts]() -> int {
       auto loaded = load_model(opts->model);
       if (!loaded) return fail(loaded.error());
-      auto docs = read_documents(opts->file);
+      auto docs = read_documents(opts->file, forced_api(opts->model));
       if (!docs) return fail(docs.error());
       json::Array out;
       for (const Document& doc : *docs) {

@@ -74,7 +74,8 @@ Result<FileReport> check_documents(const std::string& file, const std::vector<Do
     auto analyzed = canon::analyze_prompt(doc.request, model, render);
     if (!analyzed) return refused_by_template(file, doc, analyzed.error());
     const canon::AnalyzedPrompt& prompt = *analyzed;
-    canon::PromptLint lint = canon::lint_request(doc.request, model, prompt);
+    canon::PromptLint lint =
+        canon::lint_request(doc.request, model, prompt, lint_options(doc, prompt.rendered));
     if (first || lint.stable_prefix_tokens < report.stable_prefix_tokens) {
       report.stable_prefix_tokens = lint.stable_prefix_tokens;
       report.prompt_tokens = prompt.tokens.tokens.size();
@@ -90,6 +91,7 @@ Result<FileReport> check_documents(const std::string& file, const std::vector<Do
       ff.line = doc.line + line - 1;
       ff.column = column;
       ff.request_line = doc.line;
+      f.field = document_field(doc, f.field);
       ff.finding = std::move(f);
       report.findings.push_back(std::move(ff));
     }
@@ -248,7 +250,7 @@ void add_check_command(CLI::App& app, std::function<int()>& run) {
       if (!loaded) return fail(loaded.error());
       std::vector<FileReport> reports;
       for (const std::string& file : opts->files) {
-        auto docs = read_documents(file);
+        auto docs = read_documents(file, forced_api(opts->model));
         if (!docs) return fail(docs.error());
         auto report = check_documents(file, *docs, loaded->model, loaded->render);
         if (!report) return fail(report.error());

@@ -66,8 +66,8 @@ std::string diff_json(const canon::Divergence& d) {
   return json::to_json(json::Value(std::move(o))) + "\n";
 }
 
-Result<Document> read_one(const std::string& path) {
-  auto docs = read_documents(path);
+Result<Document> read_one(const std::string& path, std::optional<canon::Api> api) {
+  auto docs = read_documents(path, api);
   if (!docs) return docs.error();
   if (docs->size() != 1) {
     return make_error(ErrorCode::kInvalidValue,
@@ -97,9 +97,9 @@ void add_diff_command(CLI::App& app, std::function<int()>& run) {
     run = [opts]() -> int {
       auto loaded = load_model(opts->model);
       if (!loaded) return fail(loaded.error());
-      auto old_doc = read_one(opts->old_file);
+      auto old_doc = read_one(opts->old_file, forced_api(opts->model));
       if (!old_doc) return fail(old_doc.error());
-      auto new_doc = read_one(opts->new_file);
+      auto new_doc = read_one(opts->new_file, forced_api(opts->model));
       if (!new_doc) return fail(new_doc.error());
       auto compared = canon::compare_prompts(old_doc->request, new_doc->request, loaded->model,
                                              loaded->policy, loaded->render);
@@ -108,7 +108,8 @@ void add_diff_command(CLI::App& app, std::function<int()>& run) {
             make_error(compared.error().code,
                        "the model's chat template refuses a request: " + compared.error().message));
       }
-      const canon::Divergence& d = *compared;
+      canon::Divergence& d = *compared;
+      if (d.diverged) d.field = document_field(*new_doc, d.field);
       std::cout << (opts->format == "json" ? diff_json(d) : diff_text(d));
       // 1 when the change costs cached prefix, so CI can gate on it.
       return d.diverged && d.prefix_tokens_lost > 0 ? 1 : 0;

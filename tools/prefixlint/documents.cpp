@@ -5,6 +5,9 @@
 #include <iterator>
 #include <sstream>
 
+#include "prefixgate/canonicalize/anthropic.h"
+#include "prefixgate/canonicalize/responses_api.h"
+
 namespace prefixgate::lint {
 namespace {
 
@@ -19,9 +22,29 @@ Error in_file(const std::string& file, std::size_t line, const Error& e) {
   return make_error(e.code, where + e.message, e.param);
 }
 
+// A Messages or Responses body as its chat equivalent.
+Status convert_into(json::Value value, canon::Api api, Document& doc) {
+  canon::ChatConversion conversion;
+  if (api == canon::Api::kMessages) {
+    auto m = canon::parse_messages_request_value(std::move(value));
+    if (!m) return m.error();
+    conversion = std::move(m->chat);
+  } else {
+    auto r = canon::parse_responses_request_value(std::move(value));
+    if (!r) return r.error();
+    conversion = std::move(r->chat);
+  }
+  auto request = canon::parse_request_value(conversion.body, canon::Endpoint::kChatCompletions);
+  if (!request) return request.error();
+  doc.request = std::move(*request);
+  doc.conversion = std::move(conversion);
+  return {};
+}
+
 // A log line may be a bare request or an envelope around one.
-Result<Document> document_from_json(json::Value value, Document doc) {
-  if (value.is_object() && canon::guess_endpoint(value) == std::nullopt) {
+Result<Document> document_from_json(json::Value value, Document doc,
+                                    std::optional<canon::Api> forced) {
+  if (value.is_object() && canon::guess_api(value) == std::nullopt) {
     json::Value* inner = value.find("request");
     if (inner == nullptr) inner = value.find("body");
     if (inner != nullptr) {
@@ -35,16 +58,23 @@ Result<Document> document_from_json(json::Value value, Document doc) {
       value = std::move(body);
     }
   }
-  const auto endpoint = canon::guess_endpoint(value);
-  if (!endpoint) {
+  const std::optional<canon::Api> api = forced ? forced : canon::guess_api(value);
+  if (!api) {
     return make_error(ErrorCode::kMissingField,
-                      "not an OpenAI request: expected a \"messages\" (chat) or \"prompt\" "
-                      "(completion) field",
+                      "not a request: expected \"messages\" (chat or Anthropic Messages), "
+                      "\"input\" (OpenAI Responses) or \"prompt\" (completion)",
                       "messages");
   }
-  auto request = canon::parse_request_value(std::move(value), *endpoint);
-  if (!request) return request.error();
-  doc.request = std::move(*request);
+  doc.api = *api;
+  if (*api == canon::Api::kMessages || *api == canon::Api::kResponses) {
+    if (Status s = convert_into(std::move(value), *api, doc); !s) return s.error();
+  } else {
+    auto request = canon::parse_request_value(
+        std::move(value), *api == canon::Api::kCompletions ? canon::Endpoint::kCompletions
+                                                           : canon::Endpoint::kChatCompletions);
+    if (!request) return request.error();
+    doc.request = std::move(*request);
+  }
   if (doc.tenant.empty()) {
     if (const json::Value* t = doc.request.body.find("tenant"); t != nullptr && t->is_string()) {
       doc.tenant = t->as_string();
@@ -85,7 +115,20 @@ Error refused_by_template(const std::string& file, const Document& doc, const Er
                         ": the model's chat template refuses this request: " + error.message);
 }
 
-Result<std::vector<Document>> read_documents(const std::string& path) {
+std::string document_field(const Document& doc, const std::string& chat_field) {
+  return doc.conversion ? canon::source_field(*doc.conversion, chat_field) : chat_field;
+}
+
+canon::LintOptions lint_options(const Document& doc, const canon::RenderedPrompt& prompt) {
+  canon::LintOptions options;
+  if (doc.conversion) {
+    options.breakpoints = canon::breakpoint_bytes(*doc.conversion, doc.request, prompt);
+  }
+  return options;
+}
+
+Result<std::vector<Document>> read_documents(const std::string& path,
+                                             std::optional<canon::Api> api) {
   auto contents = read_file(path);
   if (!contents) return contents.error();
   const std::string& text = *contents;
@@ -104,7 +147,7 @@ Result<std::vector<Document>> read_documents(const std::string& path) {
         auto value = json::parse(line);
         if (!value) return in_file(path, line_no, value.error());
         Document doc{.file = path, .line = line_no, .file_offset = pos, .raw = std::string(line)};
-        auto parsed = document_from_json(std::move(*value), std::move(doc));
+        auto parsed = document_from_json(std::move(*value), std::move(doc), api);
         if (!parsed) return in_file(path, line_no, parsed.error());
         docs.push_back(std::move(*parsed));
       }
@@ -119,17 +162,16 @@ Result<std::vector<Document>> read_documents(const std::string& path) {
   auto value = json::parse(text);
   if (value && value->is_object()) {
     Document doc{.file = path, .raw = text};
-    auto parsed = document_from_json(std::move(*value), std::move(doc));
+    auto parsed = document_from_json(std::move(*value), std::move(doc), api);
     if (parsed) {
       docs.push_back(std::move(*parsed));
       return docs;
     }
     if (must_be_json) return in_file(path, 1, parsed.error());
   } else if (must_be_json) {
-    return in_file(
-        path, 1,
-        value ? make_error(ErrorCode::kWrongType, "expected a JSON object (an OpenAI request)")
-              : value.error());
+    return in_file(path, 1,
+                   value ? make_error(ErrorCode::kWrongType, "expected a JSON object (a request)")
+                         : value.error());
   }
   Document doc{.file = path, .raw = text, .request = plain_text_request(text), .plain_text = true};
   docs.push_back(std::move(doc));

@@ -301,7 +301,7 @@ void add_log_command(CLI::App& app, std::function<int()>& run) {
     run = [opts]() -> int {
       auto loaded = load_model(opts->model);
       if (!loaded) return fail(loaded.error());
-      auto docs = read_documents(opts->file);
+      auto docs = read_documents(opts->file, forced_api(opts->model));
       if (!docs) return fail(docs.error());
       auto analyzed = analyze_log(opts->file, *docs, *loaded, opts->history);
       if (!analyzed) return fail(analyzed.error());

@@ -20,11 +20,20 @@ void add_model_flags(CLI::App& app, ModelFlags& flags, bool with_policy) {
       ->check(CLI::Range(1, 1 << 16));
   app.add_option("--model", flags.model_id, "model id that seeds the block-hash root")
       ->capture_default_str();
+  app.add_option("--api", flags.api,
+                 "the requests' shape: auto (told from each body), chat, completions, messages "
+                 "(Anthropic Messages) or responses (OpenAI Responses)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "chat", "completions", "messages", "responses"}));
   if (with_policy) {
     app.add_option("--granularity", flags.granularity,
                    "timestamp rounding of the canonicalization policy (e.g. 15m, 1h, 1d)")
         ->capture_default_str();
   }
+}
+
+std::optional<canon::Api> forced_api(const ModelFlags& flags) {
+  return flags.api == "auto" ? std::nullopt : canon::api_from_name(flags.api);
 }
 
 Result<std::chrono::seconds> parse_duration(const std::string& text) {

@@ -1,11 +1,14 @@
-// The flags that say how prompts become tokens (--tokenizer, --template, --block-size, --model),
-// shared by every prefixlint subcommand, and the loaded model they describe.
+// The flags that say how prompts become tokens (--tokenizer, --template, --block-size, --model)
+// and which API shape the inputs are (--api), shared by every prefixlint subcommand, and the
+// loaded model they describe.
 #pragma once
 
 #include <CLI/CLI.hpp>
 #include <memory>
+#include <optional>
 #include <string>
 
+#include "prefixgate/canonicalize/chat_conversion.h"
 #include "prefixgate/canonicalize/policy.h"
 #include "prefixgate/canonicalize/prompt.h"
 
@@ -18,6 +21,8 @@ struct ModelFlags {
   std::size_t block_size = canon::kDefaultBlockSize;
   std::string model_id = "builtin:tiny";
   std::string granularity = "1h";  // timestamp rounding of the canonicalization policy
+  std::string api = "auto";        // the inputs' shape: auto (from each body), chat, completions,
+                                   // messages (Anthropic) or responses (OpenAI Responses)
 };
 
 void add_model_flags(CLI::App& app, ModelFlags& flags, bool with_policy);
@@ -29,6 +34,9 @@ struct LoadedModel {
   // The date a template's strftime_now() writes: today, as the engine would render it.
   canon::ChatRenderOptions render;
 };
+
+// The shape --api names; nullopt for auto.
+std::optional<canon::Api> forced_api(const ModelFlags& flags);
 
 // Loads the tokenizer and resolves the template; errors name the flag.
 Result<LoadedModel> load_model(const ModelFlags& flags);

@@ -40,6 +40,41 @@ void register_engine_metrics(ServerContext& ctx) {
              stat([](const EngineStats& s) { return s.scheduler.prompt_tokens_total; }));
   m.callback(p + "generation_tokens_total", "Tokens generated.", MetricType::kCounter,
              stat([](const EngineStats& s) { return s.generated_tokens_total; }));
+  // The same quantities under vLLM's names, for routers and dashboards built for vLLM (the
+  // gateway's kind: vllm reads the first three for its load model).
+  const std::string served = ctx.model.name;
+  const auto vllm = [&](const char* name, const char* help, MetricType type, auto read) {
+    m.callback(name, help, type, {"model_name"}, [e, read, served] {
+      return std::vector<serving::Sample>{{{served}, static_cast<double>(read(e->stats()))}};
+    });
+  };
+  vllm("vllm:num_requests_running", "Number of requests in model execution batches.",
+       MetricType::kGauge, [](const EngineStats& s) { return s.scheduler.running; });
+  vllm("vllm:num_requests_waiting", "Number of requests waiting to be processed.",
+       MetricType::kGauge, [](const EngineStats& s) { return s.scheduler.waiting; });
+  vllm("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", MetricType::kGauge,
+       [](const EngineStats& s) {
+         return s.kv_pages_total == 0
+                    ? 0.0
+                    : static_cast<double>(s.kv_pages_used) / static_cast<double>(s.kv_pages_total);
+       });
+  vllm("vllm:num_preemptions_total", "Cumulative number of preemptions.", MetricType::kCounter,
+       [](const EngineStats& s) { return s.scheduler.preemptions_total; });
+  vllm("vllm:prefix_cache_queries_total", "Prefix cache queries, in tokens.", MetricType::kCounter,
+       [](const EngineStats& s) { return s.scheduler.prompt_tokens_total; });
+  vllm("vllm:prefix_cache_hits_total", "Prefix cache hits, in tokens.", MetricType::kCounter,
+       [](const EngineStats& s) { return s.scheduler.cached_prompt_tokens_total; });
+  vllm("vllm:prompt_tokens_total", "Number of prefill tokens processed.", MetricType::kCounter,
+       [](const EngineStats& s) { return s.scheduler.prompt_tokens_total; });
+  vllm("vllm:generation_tokens_total", "Number of generation tokens processed.",
+       MetricType::kCounter, [](const EngineStats& s) { return s.generated_tokens_total; });
+  const std::string block_size = std::to_string(e->config().page_tokens);
+  const std::string blocks = std::to_string(e->config().num_pages);
+  m.callback("vllm:cache_config_info", "Information of the LLMEngine CacheConfig.",
+             MetricType::kGauge, {"block_size", "num_gpu_blocks", "model_name"},
+             [block_size, blocks, served] {
+               return std::vector<serving::Sample>{{{block_size, blocks, served}, 1.0}};
+             });
   ctx.observed.requests_total = &m.counter(p + "requests_total", "Generation requests.");
   ctx.observed.request_errors_total =
       &m.counter(p + "request_errors_total", "Requests answered with an error status.");

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "prefixgate/base/status.h"
+#include "prefixgate/canonicalize/chat_conversion.h"
 #include "prefixgate/engine/engine_loop.h"
 #include "prefixgate/serving/http.h"
 #include "prefixgate/serving/metrics.h"
@@ -55,6 +56,10 @@ void register_engine_metrics(ServerContext& ctx);
 // /v1/completions and /v1/chat/completions. Returns whether to keep the connection.
 Awaitable<bool> handle_generation(Connection& c, ServerContext& ctx, const Request& req,
                                   canon::Endpoint endpoint);
+// /v1/messages (Anthropic) and /v1/responses (OpenAI Responses): converted into their chat
+// equivalent, run, answered in the client's API shape. Returns whether to keep the connection.
+Awaitable<bool> handle_agent_api(Connection& c, ServerContext& ctx, const Request& req,
+                                 canon::Api api);
 // /v1/kv_events: streams until the client leaves or the server drains. Returns false.
 Awaitable<bool> handle_kv_events(Connection& c, ServerContext& ctx, const Request& req);
 

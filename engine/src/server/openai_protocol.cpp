@@ -147,10 +147,12 @@ json::Value finish_json(std::string_view finish_reason) {
 
 }  // namespace
 
-Result<GenerationPlan> plan_generation(std::string_view body, canon::Endpoint endpoint,
-                                       const ServedModel& model) {
-  auto req = canon::parse_request(body, endpoint);
-  if (!req) return req.error();
+namespace {
+
+Result<GenerationPlan> plan_parsed(const canon::ParsedRequest& request, const ServedModel& model,
+                                   const canon::ChatConversion* conversion) {
+  const canon::ParsedRequest* req = &request;
+  const canon::Endpoint endpoint = request.endpoint;
   if (!req->model.empty() && req->model != model.name) {
     return make_error(
         ErrorCode::kNotFound,
@@ -178,7 +180,14 @@ Result<GenerationPlan> plan_generation(std::string_view body, canon::Endpoint en
   if (model.chat_format.uses_strftime_now()) render.now = local_time_now();
   auto rendered = model.chat_format.render(*req, render);
   if (!rendered) return rendered.error();  // the model's template refused the request
-  plan.request.prompt = canon::tokenize_request(*req, *rendered, *model.tokenizer).tokens;
+  canon::TokenizedPrompt tokenized = canon::tokenize_request(*req, *rendered, *model.tokenizer);
+  if (conversion != nullptr) {
+    const std::vector<std::size_t> bytes = canon::breakpoint_bytes(*conversion, *req, *rendered);
+    if (!bytes.empty() && bytes.back() > 0 && !tokenized.tokens.empty()) {
+      plan.breakpoint_tokens = tokenized.token_at_byte(bytes.back() - 1) + 1;
+    }
+  }
+  plan.request.prompt = std::move(tokenized.tokens);
   std::vector<canon::TokenId>& prompt = plan.request.prompt;
   if (prompt.empty())
     return make_error(ErrorCode::kInvalidValue, "the prompt is empty", prompt_param);
@@ -215,6 +224,21 @@ Result<GenerationPlan> plan_generation(std::string_view body, canon::Endpoint en
   return plan;
 }
 
+}  // namespace
+
+Result<GenerationPlan> plan_generation(std::string_view body, canon::Endpoint endpoint,
+                                       const ServedModel& model) {
+  auto req = canon::parse_request(body, endpoint);
+  if (!req) return req.error();
+  return plan_parsed(*req, model, nullptr);
+}
+
+Result<GenerationPlan> plan_chat_generation(const canon::ParsedRequest& request,
+                                            const ServedModel& model,
+                                            const canon::ChatConversion* conversion) {
+  return plan_parsed(request, model, conversion);
+}
+
 ResponseMeta make_response_meta(canon::Endpoint endpoint, std::string model) {
   thread_local std::mt19937_64 rng{std::random_device{}()};
   ResponseMeta meta;
@@ -229,7 +253,7 @@ ResponseMeta make_response_meta(canon::Endpoint endpoint, std::string model) {
 
 std::string completion_body(canon::Endpoint endpoint, const ResponseMeta& meta,
                             std::string_view text, std::string_view finish_reason,
-                            const Usage& usage) {
+                            const Usage& usage, std::string_view stop_reason) {
   const bool chat = endpoint == canon::Endpoint::kChatCompletions;
   json::Value body = meta_object(meta, chat ? "chat.completion" : "text_completion");
   json::Object choice{{"index", 0}};
@@ -240,13 +264,15 @@ std::string completion_body(canon::Endpoint endpoint, const ResponseMeta& meta,
   }
   choice.push_back({"logprobs", json::Value()});
   choice.push_back({"finish_reason", finish_json(finish_reason)});
+  if (!stop_reason.empty()) choice.push_back({"stop_reason", stop_reason});
   body.set("choices", json::Array{json::Value(std::move(choice))});
   body.set("usage", usage_json(usage));
   return json::to_json(body);
 }
 
 std::string stream_chunk(canon::Endpoint endpoint, const ResponseMeta& meta, std::string_view text,
-                         std::string_view finish_reason, bool first, bool usage_null) {
+                         std::string_view finish_reason, bool first, bool usage_null,
+                         std::string_view stop_reason) {
   const bool chat = endpoint == canon::Endpoint::kChatCompletions;
   json::Value body = meta_object(meta, chat ? "chat.completion.chunk" : "text_completion");
   json::Object choice{{"index", 0}};
@@ -260,6 +286,7 @@ std::string stream_chunk(canon::Endpoint endpoint, const ResponseMeta& meta, std
   }
   choice.push_back({"logprobs", json::Value()});
   choice.push_back({"finish_reason", finish_json(finish_reason)});
+  if (!stop_reason.empty()) choice.push_back({"stop_reason", stop_reason});
   body.set("choices", json::Array{json::Value(std::move(choice))});
   if (usage_null) body.set("usage", json::Value());
   return json::to_json(body);

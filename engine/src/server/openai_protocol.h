@@ -15,6 +15,7 @@
 #include <string_view>
 
 #include "prefixgate/base/status.h"
+#include "prefixgate/canonicalize/chat_conversion.h"
 #include "prefixgate/canonicalize/chat_format.h"
 #include "prefixgate/canonicalize/request.h"
 #include "prefixgate/canonicalize/tokenizer.h"
@@ -37,11 +38,19 @@ struct GenerationPlan {
   GenerationRequest request;  // prompt tokens, sampling (stop strings included), salt
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
+  // Prompt tokens up to the client's last cache breakpoint (a Messages request's
+  // cache_control), for cache_creation_input_tokens; 0 without one.
+  std::size_t breakpoint_tokens = 0;
 };
 
 // Validates the body and builds the request. Errors name the field (`param`).
 Result<GenerationPlan> plan_generation(std::string_view body, canon::Endpoint endpoint,
                                        const ServedModel& model);
+// The same for a chat request already parsed (the Chat Completions equivalent of a Messages or
+// Responses request, whose conversion places its breakpoints; nullptr: none).
+Result<GenerationPlan> plan_chat_generation(const canon::ParsedRequest& request,
+                                            const ServedModel& model,
+                                            const canon::ChatConversion* conversion);
 
 struct Usage {
   std::size_t prompt_tokens = 0;
@@ -57,15 +66,17 @@ struct ResponseMeta {
 };
 ResponseMeta make_response_meta(canon::Endpoint endpoint, std::string model);
 
-// The non-streaming response body.
+// The non-streaming response body. `stop_reason`: the stop string that ended the text, written
+// as the choice's "stop_reason" (as vLLM does) when not empty.
 std::string completion_body(canon::Endpoint endpoint, const ResponseMeta& meta,
                             std::string_view text, std::string_view finish_reason,
-                            const Usage& usage);
+                            const Usage& usage, std::string_view stop_reason = {});
 
 // One streaming chunk's JSON. For chat, `first` adds the assistant role to the delta. An empty
 // `finish_reason` is null. `usage_null` writes "usage":null (stream_options.include_usage).
 std::string stream_chunk(canon::Endpoint endpoint, const ResponseMeta& meta, std::string_view text,
-                         std::string_view finish_reason, bool first, bool usage_null);
+                         std::string_view finish_reason, bool first, bool usage_null,
+                         std::string_view stop_reason = {});
 // The closing usage chunk: empty choices and the usage.
 std::string stream_usage_chunk(canon::Endpoint endpoint, const ResponseMeta& meta,
                                const Usage& usage);

@@ -1,5 +1,6 @@
-// The engine's routes and its Server: the OpenAI API, /health, /metrics and /v1/kv_events over
-// one EngineLoop, on the serving core's HttpServer (listener, limits, drain).
+// The engine's routes and its Server: the OpenAI API, Anthropic's Messages API, OpenAI's
+// Responses API, /health, /metrics and /v1/kv_events over one EngineLoop, on the serving core's
+// HttpServer (listener, limits, drain).
 #include "server/server.h"
 
 #include <boost/asio/thread_pool.hpp>
@@ -7,6 +8,7 @@
 #include "prefixgate/canonicalize/json.h"
 #include "prefixgate/serving/errors.h"
 #include "server/http_common.h"
+#include "server/kv_events_zmq.h"
 
 namespace prefixgate::engine::server {
 namespace {
@@ -57,6 +59,12 @@ Awaitable<bool> EngineHandler::handle(Connection& c, Request& req) {
                                                                : canon::Endpoint::kChatCompletions;
     co_return co_await handle_generation(c, ctx, req, endpoint);
   }
+  if (path == "/v1/messages" || path == "/v1/responses") {
+    if (req.method() != http::verb::post) co_return co_await reply(method_not_allowed("POST"));
+    ctx.observed.requests_total->add();
+    co_return co_await handle_agent_api(
+        c, ctx, req, path == "/v1/messages" ? canon::Api::kMessages : canon::Api::kResponses);
+  }
   if (path == "/v1/kv_events") {
     if (req.method() != http::verb::get) co_return co_await reply(method_not_allowed("GET"));
     co_return co_await handle_kv_events(c, ctx, req);
@@ -92,6 +100,7 @@ struct Server::Impl {
   std::unique_ptr<serving::HttpServer> http;
   asio::thread_pool blocking{1};
   std::unique_ptr<EngineLoop> engine;
+  std::unique_ptr<ZmqKvEvents> zmq_events;  // follows the engine's log: destroyed before it
 };
 
 Server::Server(ServerOptions options, ServedModel model, EngineConfig engine_config,
@@ -110,6 +119,7 @@ Server::Server(ServerOptions options, ServedModel model, EngineConfig engine_con
 }
 
 Server::~Server() {
+  impl_->zmq_events.reset();
   impl_->engine.reset();
   impl_->blocking.join();
 }
@@ -119,7 +129,26 @@ EngineLoop& Server::engine() {
 }
 
 Result<std::uint16_t> Server::start() {
-  return impl_->http->start();
+  auto port = impl_->http->start();
+  if (!port) return port;
+  const ServerOptions& o = impl_->ctx.options;
+  if (!o.kv_events_endpoint.empty()) {
+    auto events =
+        ZmqKvEvents::start(*impl_->engine, {.endpoint = o.kv_events_endpoint,
+                                            .replay_endpoint = o.kv_events_replay_endpoint,
+                                            .buffer_batches = o.kv_events_buffer_batches});
+    if (!events) return events.error();
+    impl_->zmq_events = std::move(*events);
+  }
+  return port;
+}
+
+std::string Server::kv_events_endpoint() const {
+  return impl_->zmq_events ? impl_->zmq_events->endpoint() : std::string();
+}
+
+std::string Server::kv_events_replay_endpoint() const {
+  return impl_->zmq_events ? impl_->zmq_events->replay_endpoint() : std::string();
 }
 
 void Server::request_shutdown() {

@@ -1,5 +1,6 @@
 // prefixgate-engine's HTTP server: the OpenAI API, /metrics, /health and /v1/kv_events over
-// one EngineLoop. Beast and Asio stay behind this header, so main() and tests compile fast.
+// one EngineLoop, and optionally the same cache events in vLLM's ZeroMQ protocol. Beast and Asio
+// stay behind this header, so main() and tests compile fast.
 //
 //   server::Server srv(options, served_model, engine_config, std::move(device));
 //   auto port = srv.start();            // binds; port 0 picks a free one
@@ -27,6 +28,10 @@ struct ServerOptions {
   // Listen address, I/O threads, limits and timeouts, as for every server of ours.
   serving::ServerOptions http = engine_http_defaults();
   std::chrono::milliseconds load_report_interval{100};  // kv_events "load" lines
+  // vLLM's KV-event protocol (ZeroMQ PUB, optional replay ROUTER); "" publishes nothing.
+  std::string kv_events_endpoint;
+  std::string kv_events_replay_endpoint;
+  std::size_t kv_events_buffer_batches = 10000;
 
   static serving::ServerOptions engine_http_defaults() {
     serving::ServerOptions o;
@@ -43,8 +48,11 @@ class Server {
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
 
-  // Binds and listens. Returns the bound port.
+  // Binds and listens (and binds the KV-event sockets, when configured). Returns the bound port.
   Result<std::uint16_t> start();
+  // The KV-event endpoints as bound ("" when not published, or no replay socket).
+  std::string kv_events_endpoint() const;
+  std::string kv_events_replay_endpoint() const;
   // Serves on http.threads threads until a shutdown request, then drains and returns.
   void run();
   // Any thread (or a signal when handle_signals): stop accepting, let in-flight requests finish

@@ -85,10 +85,18 @@ void TextOutput::append(canon::TokenId token) {
   const std::size_t from = raw_.size() > max_stop_bytes_ ? raw_.size() - max_stop_bytes_ : 0;
   raw_ += decode_next(token);
   std::size_t cut = std::string::npos;
-  for (const std::string& s : options_.stop) cut = std::min(cut, raw_.find(s, from));
-  if (cut != std::string::npos) {
+  const std::string* matched = nullptr;
+  for (const std::string& s : options_.stop) {
+    const std::size_t at = raw_.find(s, from);
+    if (at < cut) {
+      cut = at;
+      matched = &s;
+    }
+  }
+  if (matched != nullptr) {
     raw_.resize(cut);
     stopped_ = true;
+    stop_string_ = *matched;
   }
 }
 

@@ -43,6 +43,8 @@ class TextOutput {
 
   // True once the text contains a stop string; the text is cut before it.
   bool stopped() const { return stopped_; }
+  // The stop string that ended the text ("" until one did).
+  const std::string& stop_string() const { return stop_string_; }
   // Generated tokens counted so far (including the one that completed a stop string).
   std::size_t token_count() const { return token_count_; }
 
@@ -64,6 +66,7 @@ class TextOutput {
   std::size_t token_count_ = 0;
   std::size_t max_stop_bytes_ = 0;
   bool stopped_ = false;
+  std::string stop_string_;
 };
 
 }  // namespace prefixgate::engine::server

@@ -122,15 +122,17 @@ void add_gateway_headers(Message& res, const RequestInfo& info, std::string_view
 Awaitable<bool> write_response(Connection& c, const RequestInfo& info, Response res,
                                std::string_view replica = {});
 
-// POST /v1/chat/completions and /v1/completions. Returns whether to keep the connection.
+// POST /v1/chat/completions, /v1/completions, /v1/messages, /v1/responses. Returns whether to
+// keep the connection.
 Awaitable<bool> handle_completion(Connection& c, const Request& req, RequestInfo& info,
-                                  canon::Endpoint endpoint);
+                                  canon::Api api);
 // GET /v1/models from the upstreams, and any other /v1/* passed through to a healthy upstream.
 Awaitable<bool> handle_models(Connection& c, const Request& req, RequestInfo& info);
 Awaitable<bool> handle_passthrough(Connection& c, const Request& req, RequestInfo& info);
-// POST /prefixgate/explain/{chat/completions,completions}: the routing the gateway would do.
+// POST /prefixgate/explain/{chat/completions,completions,messages,responses}: the routing the
+// gateway would do.
 Awaitable<bool> handle_explain(Connection& c, const Request& req, RequestInfo& info,
-                               canon::Endpoint endpoint);
+                               canon::Api api);
 
 // GET /stats (the live stats as JSON; ?since=UNIX_MS for the samples after it) and
 // GET /dashboard (the page that reads it, compiled into the binary). Nothing goes upstream.
@@ -139,8 +141,10 @@ Response dashboard_response(GatewayContext& ctx, const Request& req, std::string
 // Closes a live-stats interval every LiveStatsOptions::interval_ms until the drain.
 Awaitable<void> run_stats_sampler(GatewayContext& ctx);
 
-// Background loops, one per replica.
+// Background loops, one per replica: /v1/kv_events (prefixgate upstreams), the /metrics load
+// read (vllm and sglang upstreams), and the health check (all).
 Awaitable<void> run_kv_events(GatewayContext& ctx, ReplicaId replica);
+Awaitable<void> run_load_scrape(GatewayContext& ctx, ReplicaId replica);
 Awaitable<void> run_health_checks(GatewayContext& ctx, ReplicaId replica);
 
 }  // namespace prefixgate::gateway::server

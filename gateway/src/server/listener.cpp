@@ -8,10 +8,12 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/strand.hpp>
 
+#include "prefixgate/canonicalize/chat_conversion.h"
 #include "prefixgate/canonicalize/json.h"
 #include "prefixgate/serving/server.h"
 #include "server/context.h"
 #include "server/gateway.h"
+#include "server/kv_events_zmq.h"
 #include "server/upstream_pool.h"
 
 namespace prefixgate::gateway::server {
@@ -28,14 +30,17 @@ std::string new_request_id(GatewayContext& ctx) {
 bool identify(const GatewayContext& ctx, const Request& req, RequestInfo& info,
               std::string& error) {
   const TenantConfig& t = ctx.config.tenants;
+  // Authorization: Bearer KEY (OpenAI's clients), else x-api-key: KEY (Anthropic's).
   std::string_view key;
   const std::string_view auth = req[http::field::authorization];
   if (auth.starts_with("Bearer ")) key = auth.substr(7);
+  if (key.empty()) key = req["x-api-key"];
   if (!t.api_keys.empty()) {
     const auto it = std::find_if(t.api_keys.begin(), t.api_keys.end(),
                                  [&](const ApiKey& k) { return k.key == key; });
     if (it == t.api_keys.end()) {
-      error = key.empty() ? "missing API key: send Authorization: Bearer KEY" : "invalid API key";
+      error = key.empty() ? "missing API key: send Authorization: Bearer KEY or x-api-key: KEY"
+                          : "invalid API key";
       return false;
     }
     if (!it->tenant.empty()) info.tenant = Tenant{it->tenant, it->isolate};
@@ -122,18 +127,17 @@ Awaitable<bool> route(Connection& c, const Request& req) {
     res.set(http::field::www_authenticate, "Bearer");
     co_return co_await write_response(c, info, std::move(res));
   }
-  if (path == "/v1/chat/completions" || path == "/v1/completions" ||
-      path == "/prefixgate/explain/chat/completions" || path == "/prefixgate/explain/completions") {
+  constexpr std::string_view kExplain = "/prefixgate/explain";
+  const bool explain = path.starts_with(kExplain);
+  const std::optional<canon::Api> api =
+      explain ? canon::api_for_path("/v1" + std::string(path.substr(kExplain.size())))
+              : canon::api_for_path(path);
+  if (api) {
     if (req.method() != http::verb::post) {
       co_return co_await write_response(c, info, method_not_allowed("POST"));
     }
-    const canon::Endpoint endpoint = path.ends_with("/chat/completions")
-                                         ? canon::Endpoint::kChatCompletions
-                                         : canon::Endpoint::kCompletions;
-    if (path.starts_with("/prefixgate/")) {
-      co_return co_await handle_explain(c, req, info, endpoint);
-    }
-    co_return co_await handle_completion(c, req, info, endpoint);
+    if (explain) co_return co_await handle_explain(c, req, info, *api);
+    co_return co_await handle_completion(c, req, info, *api);
   }
   if (path == "/v1/models") {
     if (req.method() != http::verb::get) {
@@ -221,6 +225,9 @@ struct Gateway::Impl {
   GatewayContext ctx;
   GatewayOptions options;
   GatewayHandler handler{ctx};
+  // The ZeroMQ followers of vllm and sglang upstreams: their thread writes into ctx.replicas and
+  // ctx.m, so they are destroyed (their thread joined) first.
+  std::unique_ptr<KvEventFollowers> followers;
 };
 
 Gateway::Gateway(GatewayConfig config, GatewayOptions options) : impl_(std::make_unique<Impl>()) {
@@ -234,7 +241,9 @@ Result<std::uint16_t> Gateway::start() {
   Impl& s = *impl_;
   GatewayContext& ctx = s.ctx;
   if (auto ok = validate(ctx.config); !ok) return ok.error();
-  auto policy = make_policy(ctx.config.policy);
+  PolicyConfig policy_config;
+  policy_config.cache_aware.offload_hit_weight = ctx.config.routing.offload_hit_weight;
+  auto policy = make_policy(ctx.config.policy, policy_config);
   if (!policy) return policy.error();
   auto models = ModelRegistry::load(ctx.config.models);
   if (!models) return models.error();
@@ -277,11 +286,16 @@ Result<std::uint16_t> Gateway::start() {
 
   auto port = s.http->start();
   if (!port) return port.error();
+  s.followers = std::make_unique<KvEventFollowers>(ctx);
+  if (Status st = s.followers->start(); !st) return st.error();
   asio::co_spawn(asio::make_strand(ioc), run_stats_sampler(ctx), asio::detached);
   for (ReplicaId r = 0; r < ctx.config.upstreams.size(); ++r) {
     asio::co_spawn(asio::make_strand(ioc), run_health_checks(ctx, r), asio::detached);
-    if (ctx.config.upstreams[r].kind == ReplicaKind::kPrefixgate) {
+    const ReplicaKind kind = ctx.config.upstreams[r].kind;
+    if (kind == ReplicaKind::kPrefixgate) {
       asio::co_spawn(asio::make_strand(ioc), run_kv_events(ctx, r), asio::detached);
+    } else if (has_kv_event_stream(kind)) {
+      asio::co_spawn(asio::make_strand(ioc), run_load_scrape(ctx, r), asio::detached);
     }
   }
   return port;
@@ -293,6 +307,7 @@ void Gateway::request_shutdown() {
 
 void Gateway::run() {
   if (impl_->http) impl_->http->run();
+  if (impl_->followers) impl_->followers->stop();
 }
 
 }  // namespace prefixgate::gateway::server

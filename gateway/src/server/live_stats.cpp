@@ -503,6 +503,8 @@ std::string LiveStats::to_json(std::int64_t since_ms) const {
     w.key("name").str(replica_names_[i]);
     if (i < replicas_now_.size()) {
       const ReplicaStatus& r = replicas_now_[i];
+      w.key("kind").str(replica_kind_name(r.kind));
+      w.key("events").str(events_link_name(r.events));
       w.key("healthy").boolean(r.view.healthy);
       w.key("running").u(r.view.running);
       w.key("waiting").u(r.view.waiting);

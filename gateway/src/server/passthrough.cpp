@@ -1,6 +1,7 @@
 // Requests without a prompt to route: GET /v1/models merged from the healthy upstreams, any
 // other /v1/* forwarded to one healthy upstream, and POST /prefixgate/explain/*, which shows
-// the routing decision a completion request would get, without sending it.
+// the routing decision a completion, Messages or Responses request would get, without sending it.
+#include <algorithm>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/http/write.hpp>
@@ -100,9 +101,9 @@ Awaitable<bool> handle_passthrough(Connection& c, const Request& req, RequestInf
 }
 
 Awaitable<bool> handle_explain(Connection& c, const Request& req, RequestInfo& info,
-                               canon::Endpoint endpoint) {
+                               canon::Api api) {
   GatewayContext& ctx = c.ctx;
-  auto prep = prepare_request(req.body(), endpoint, info.tenant, ctx.prep);
+  auto prep = prepare_request(req.body(), api, info.tenant, ctx.prep);
   if (!prep) {
     const Error& e = prep.error();
     co_return co_await write_response(c, info, error_response(req, e, info.keep_alive));
@@ -121,6 +122,17 @@ Awaitable<bool> handle_explain(Connection& c, const Request& req, RequestInfo& i
                                    {"detail", ch.detail}});
   }
   const bool routed = d.reason != RouteReason::kNoHealthyReplica;
+  // What every replica holds of the prompt, as the index knows it (confirmed or predicted).
+  json::Array per_replica;
+  const auto matches = ctx.replicas->matches(prep->block_hashes, SteadyClock::now());
+  for (ReplicaId r = 0; r < matches.size(); ++r) {
+    const auto tokens = [&](std::size_t blocks) {
+      return static_cast<double>(std::min(blocks * prep->block_size, prep->prompt_tokens));
+    };
+    per_replica.push_back(json::Object{{"replica", ctx.replicas->upstream(r).url},
+                                       {"cached_tokens", tokens(matches[r].blocks)},
+                                       {"offloaded_tokens", tokens(matches[r].offloaded)}});
+  }
   json::Object out{
       {"prompt_tokens", static_cast<double>(prep->prompt_tokens)},
       {"block_size", static_cast<double>(prep->block_size)},
@@ -130,7 +142,12 @@ Awaitable<bool> handle_explain(Connection& c, const Request& req, RequestInfo& i
       {"replica", routed ? json::Value(ctx.replicas->upstream(d.replica).url) : json::Value()},
       {"reason", route_reason_name(d.reason)},
       {"predicted_cached_tokens", static_cast<double>(d.predicted_cached_tokens)},
+      {"replicas", std::move(per_replica)},
       {"upstream_body", prep->upstream_body}};
+  if (api == canon::Api::kMessages || api == canon::Api::kResponses) {
+    out.push_back({"native_body", prep->agent.native_body});
+    out.push_back({"breakpoint_tokens", static_cast<double>(prep->agent.breakpoint_tokens)});
+  }
   co_return co_await write_response(c, info,
                                     make_response(req, http::status::ok, "application/json",
                                                   json::to_json(out), info.keep_alive));

@@ -1,10 +1,13 @@
-// POST /v1/chat/completions and /v1/completions: prepare (parse, canonicalize, hash), route,
-// forward with retries on another replica until the first response byte, relay the answer.
+// POST /v1/chat/completions, /v1/completions, /v1/messages and /v1/responses: prepare (parse,
+// canonicalize, hash), route, forward with retries on another replica until the first response
+// byte, relay the answer. A Messages or Responses request goes to an upstream that serves its
+// API as it is (canonicalized), to any other as its chat equivalent, whose reply is translated.
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <optional>
 
 #include "server/proxy_internal.h"
 
@@ -64,8 +67,9 @@ void record_prep(GatewayContext& ctx, const RequestInfo& info, const PreparedReq
   }
 }
 
-Request upstream_request(const Request& req, const RequestInfo& info, std::string body) {
-  Request up{http::verb::post, req.target(), 11};
+Request upstream_request(const Request& req, const RequestInfo& info, std::string body,
+                         std::string_view target) {
+  Request up{http::verb::post, target, 11};
   up.set(http::field::content_type, "application/json");
   const auto accept = req[http::field::accept];
   up.set(http::field::accept, accept.empty() ? std::string("*/*") : std::string(accept));
@@ -79,10 +83,17 @@ Request upstream_request(const Request& req, const RequestInfo& info, std::strin
 
 void record_usage(GatewayContext& ctx, ProxiedRequest& p, const json::Value& usage) {
   if (!usage.is_object()) return;
-  const std::size_t prompt = number_at(usage, "prompt_tokens");
+  std::size_t prompt = number_at(usage, "prompt_tokens");
   std::size_t cached = 0;
   if (const json::Value* d = usage.find("prompt_tokens_details"); d && d->is_object()) {
     cached = number_at(*d, "cached_tokens");
+  } else if (usage.find("cache_read_input_tokens") != nullptr) {  // Messages
+    cached = number_at(usage, "cache_read_input_tokens");
+    prompt =
+        number_at(usage, "input_tokens") + cached + number_at(usage, "cache_creation_input_tokens");
+  } else if (const json::Value* rd = usage.find("input_tokens_details"); rd && rd->is_object()) {
+    cached = number_at(*rd, "cached_tokens");  // Responses
+    prompt = number_at(usage, "input_tokens");
   }
   const std::string& tenant = p.info.tenant.name;
   ctx.m.prompt_tokens->add({p.replica_name, tenant}, static_cast<double>(prompt));
@@ -106,16 +117,30 @@ void record_done(GatewayContext& ctx, const ProxiedRequest& p) {
 }
 
 Awaitable<bool> handle_completion(Connection& c, const Request& req, RequestInfo& info,
-                                  canon::Endpoint endpoint) {
+                                  canon::Api api) {
   GatewayContext& ctx = c.ctx;
-  auto prep = prepare_request(req.body(), endpoint, info.tenant, ctx.prep);
+  auto prep = prepare_request(req.body(), api, info.tenant, ctx.prep);
   if (!prep) {
     const Error& e = prep.error();
     co_return co_await write_response(c, info, error_response(req, e, info.keep_alive));
   }
   record_prep(ctx, info, *prep);
   info.session_key = session_key_for(info.session_key, prep->parsed.body, info.api_key);
-  Request up = upstream_request(req, info, std::move(prep->upstream_body));
+  const bool agent_api = api == canon::Api::kMessages || api == canon::Api::kResponses;
+  // The request in the upstream's API, made once (the bodies are moved into them): as sent to
+  // the path it came on, and for an agent API also its chat equivalent.
+  std::optional<Request> as_sent, as_chat;
+  const auto request_for = [&](bool native) -> Request& {
+    std::optional<Request>& slot = native ? as_sent : as_chat;
+    if (!slot) {
+      std::string& body = agent_api && native ? prep->agent.native_body : prep->upstream_body;
+      const std::string_view target =
+          native ? std::string_view(req.target().data(), req.target().size())
+                 : std::string_view(canon::api_path(canon::Api::kChatCompletions));
+      slot = upstream_request(req, info, std::move(body), target);
+    }
+    return *slot;
+  };
   const RouteRequest route_req{prep->block_hashes, prep->prompt_tokens, prep->block_size,
                                info.session_key};
 
@@ -133,8 +158,10 @@ Awaitable<bool> handle_completion(Connection& c, const Request& req, RequestInfo
     ctx.m.predicted_cached_tokens->add({p.replica_name},
                                        static_cast<double>(d.predicted_cached_tokens));
 
+    const bool native = !agent_api || serves_agent_apis(ctx.replicas->upstream(d.replica));
+    p.translated = !native;
     Exchange ex(ctx, d.replica, &c.upstream);
-    const UpstreamFailure f = co_await ex.open(up);
+    const UpstreamFailure f = co_await ex.open(request_for(native));
     const bool draining_upstream =
         f == UpstreamFailure::kNone &&
         ex.parser().get().result() == http::status::service_unavailable &&
@@ -156,6 +183,10 @@ Awaitable<bool> handle_completion(Connection& c, const Request& req, RequestInfo
     p.status = static_cast<int>(ex.parser().get().result_int());
     const bool is_sse =
         ex.parser().get()[http::field::content_type].starts_with("text/event-stream");
+    if (p.translated) {
+      if (prep->stream && is_sse) co_return co_await relay_translated_stream(c, req, p, ex);
+      co_return co_await relay_translated_body(c, req, p, ex);
+    }
     if (prep->stream && is_sse) co_return co_await relay_stream(c, req, p, ex);
     co_return co_await relay_body(c, req, p, ex);
   }

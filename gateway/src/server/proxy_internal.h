@@ -1,4 +1,5 @@
-// Shared by the completion handler and its two relays (whole body, event stream).
+// Shared by the completion handler and its relays: a whole body or an event stream, as the
+// upstream answered it, or translated from a chat upstream into the client's API.
 #pragma once
 
 #include <algorithm>
@@ -19,6 +20,9 @@ struct ProxiedRequest {
   std::string replica_name;  // the upstream URL, for headers and metric labels
   std::chrono::microseconds overhead{0};
   int status = 0;
+  // A Messages or Responses request sent to a chat upstream as its chat equivalent: the reply
+  // is translated back.
+  bool translated = false;
   // Filled as the response passes, for the live stats at the end.
   double ttft_seconds = -1;  // streamed: arrival to the first event
   bool usage_seen = false;
@@ -38,7 +42,26 @@ Awaitable<bool> relay_body(Connection& c, const Request& req, ProxiedRequest& p,
 // asked for when the client did not. Returns whether to keep the client connection.
 Awaitable<bool> relay_stream(Connection& c, const Request& req, ProxiedRequest& p, Exchange& ex);
 
-// Records the engine-reported usage ({"prompt_tokens", "prompt_tokens_details":{...}}).
+// Whether an upstream serves the Messages and Responses APIs itself, as prefixgate-engine does.
+// Others are sent the chat equivalent and their replies translated back.
+inline bool serves_agent_apis(const UpstreamConfig& upstream) {
+  return upstream.kind == ReplicaKind::kPrefixgate;
+}
+
+// Forwards a chat upstream's reply translated into the client's API (Messages or Responses):
+// a whole body, or a stream re-written event by event. Returns whether to keep the connection.
+Awaitable<bool> relay_translated_body(Connection& c, const Request& req, ProxiedRequest& p,
+                                      Exchange& ex);
+Awaitable<bool> relay_translated_stream(Connection& c, const Request& req, ProxiedRequest& p,
+                                        Exchange& ex);
+
+// The SSE event that ends a client's stream when the upstream failed mid-way, in the shape of
+// the client's API.
+std::string stream_error_event(canon::Api api, std::string_view message);
+
+// Records the engine-reported usage: a chat one ({"prompt_tokens", "prompt_tokens_details":
+// {"cached_tokens"}}), a Messages one (input, cache_read and cache_creation input tokens) or a
+// Responses one ({"input_tokens", "input_tokens_details": {"cached_tokens"}}).
 void record_usage(GatewayContext& ctx, ProxiedRequest& p, const json::Value& usage);
 // Records the request's end: status counter, latency, audit log line.
 void record_done(GatewayContext& ctx, const ProxiedRequest& p);

@@ -45,8 +45,28 @@ ProxyMetrics register_proxy_metrics(serving::Metrics& m, const ReplicaSet& repli
       "Canonicalization changes, by rule and mode (observe: counted only).", {"rule", "mode"});
   out.findings = &m.counter(p + "prompt_findings_total",
                             "Volatile content found in prompts, by lint rule.", {"rule"});
-  out.kv_events =
-      &m.counter(p + "kv_events_total", "kv_events lines applied.", {"replica", "type"});
+  out.kv_events = &m.counter(p + "kv_events_total",
+                             "Cache events applied (stored, removed, cleared; snapshot, load).",
+                             {"replica", "type"});
+  out.kv_event_gaps = &m.counter(
+      p + "kv_events_gaps_total",
+      "Missed KV-event batches: filled from the replay socket (replayed) or not (lost: the "
+      "replica's cached blocks count as unknown until stored again).",
+      {"replica", "outcome"});
+  out.kv_event_replays =
+      &m.counter(p + "kv_events_replays_total",
+                 "Replay requests sent to a replica's replay socket.", {"replica"});
+  out.kv_event_resets = &m.counter(
+      p + "kv_events_resets_total",
+      "Engine restarts seen (sequence numbers began again): its blocks forgotten.", {"replica"});
+  out.kv_event_skipped = &m.counter(
+      p + "kv_events_skipped_total",
+      "KV-event input skipped, by reason: malformed_frame, malformed_payload, unknown_event, "
+      "unknown_parent (a chain never seen), lora, other_group, bad_tokens (blocks).",
+      {"replica", "reason"});
+  out.load_scrape_failures = &m.counter(
+      p + "upstream_load_scrape_failures_total",
+      "vllm and sglang upstreams: /metrics reads that failed or had no load.", {"replica"});
   out.template_errors = &m.counter(
       p + "template_errors_total",
       "Requests a model's chat template refused, by model and action (reject: answered 400; "
@@ -88,8 +108,20 @@ ProxyMetrics register_proxy_metrics(serving::Metrics& m, const ReplicaSet& repli
         [](const ReplicaStatus& s) { return s.preemptions_total; });
   gauge("index_blocks", "Blocks the prefix index holds per replica.",
         [](const ReplicaStatus& s) { return s.index_blocks; });
-  gauge("kv_events_age_seconds", "Seconds since the replica's last kv_events line.",
+  gauge("kv_events_age_seconds", "Seconds since the replica's last cache event.",
         [](const ReplicaStatus& s) { return s.seconds_since_event; });
+  m.callback(p + "kv_events_connected",
+             "1 while the replica's cache events are received, 0 while they cannot be (routing "
+             "then uses the gateway's predictions for it). openai upstreams have none.",
+             MetricType::kGauge, {"replica", "kind"}, [rs] {
+               std::vector<Sample> samples;
+               for (const ReplicaStatus& s : rs->status()) {
+                 if (s.events == EventsLink::kNone) continue;
+                 samples.push_back({{s.name, replica_kind_name(s.kind)},
+                                    s.events == EventsLink::kUp ? 1.0 : 0.0});
+               }
+               return samples;
+             });
   m.callback(p + "index_size_hashes", "Distinct block hashes in the prefix index.",
              MetricType::kGauge, [rs] { return static_cast<double>(rs->index_size()); });
   return out;

@@ -24,6 +24,11 @@ struct ProxyMetrics {
   serving::CounterFamily* canonicalization = nullptr;         // rule, mode
   serving::CounterFamily* findings = nullptr;                 // rule
   serving::CounterFamily* kv_events = nullptr;                // replica, type
+  serving::CounterFamily* kv_event_gaps = nullptr;            // replica, outcome
+  serving::CounterFamily* kv_event_replays = nullptr;         // replica
+  serving::CounterFamily* kv_event_resets = nullptr;          // replica
+  serving::CounterFamily* kv_event_skipped = nullptr;         // replica, reason
+  serving::CounterFamily* load_scrape_failures = nullptr;     // replica
   serving::CounterFamily* template_errors = nullptr;          // model, action
 };
 

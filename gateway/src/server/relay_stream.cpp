@@ -1,7 +1,10 @@
 // A server-sent event stream, forwarded event by event as the upstream produces it. The next
 // upstream read starts only once the client has taken the previous events (backpressure). The
-// usage chunk the gateway asked for is read, and dropped when the client did not ask for it.
-// A failure after the header has gone out ends the client's stream with an SSE error event.
+// usage chunk the gateway asked for is read, and dropped when the client did not ask for it; a
+// native Messages or Responses stream is forwarded whole, its final usage read. A failure after
+// the header has gone out ends the client's stream with an SSE error event.
+#include "prefixgate/canonicalize/anthropic_reply.h"
+#include "prefixgate/canonicalize/sse.h"
 #include "server/proxy_internal.h"
 
 namespace prefixgate::gateway::server {
@@ -9,15 +12,39 @@ namespace {
 
 // Moves the complete events at the front of `pending` to `out`, keeping those the client
 // should see; reads the usage chunk. Returns the number of events that carried content.
+// The usage of a native Messages stream's message_delta (the whole message's) or a Responses
+// stream's last event (its response's): read, the event forwarded as it is.
+void read_agent_usage(std::string_view event, GatewayContext& ctx, ProxiedRequest& p) {
+  const bool messages = event.starts_with("event: message_delta\n");
+  const bool responses = event.starts_with("event: response.completed\n") ||
+                         event.starts_with("event: response.incomplete\n");
+  if (!messages && !responses) return;
+  const std::size_t data = event.find("\ndata: ");
+  if (data == std::string_view::npos) return;
+  auto doc = json::parse(event.substr(data + 7, event.size() - data - 9));
+  if (!doc || !doc->is_object()) return;
+  const json::Value* holder = responses ? doc->find("response") : &*doc;
+  const json::Value* usage = holder != nullptr ? holder->find("usage") : nullptr;
+  if (usage != nullptr) record_usage(ctx, p, *usage);
+}
+
 std::size_t take_events(std::string& pending, std::string& out, GatewayContext& ctx,
                         ProxiedRequest& p) {
   std::size_t forwarded = 0;
   std::size_t pos = 0;
+  const bool agent_api =
+      p.prep.api == canon::Api::kMessages || p.prep.api == canon::Api::kResponses;
   for (;;) {
     const std::size_t end = pending.find("\n\n", pos);
     if (end == std::string::npos) break;
     const std::string_view event(pending.data() + pos, end + 2 - pos);
     pos = end + 2;
+    if (agent_api) {
+      read_agent_usage(event, ctx, p);
+      out.append(event);
+      ++forwarded;
+      continue;
+    }
     bool keep = true;
     if (event.find("\"usage\":{") != std::string_view::npos && event.starts_with("data: ")) {
       if (auto doc = json::parse(event.substr(6, event.size() - 8)); doc && doc->is_object()) {
@@ -50,6 +77,27 @@ Awaitable<bool> write_chunk(Connection& c, const std::string& payload) {
 }
 
 }  // namespace
+
+std::string stream_error_event(canon::Api api, std::string_view message) {
+  std::string out;
+  if (api == canon::Api::kMessages) {
+    canon::append_sse(out, "error", canon::messages_error_body(502, message));
+  } else if (api == canon::Api::kResponses) {
+    canon::append_sse(out, "error",
+                      json::to_json(json::Object{{"type", "error"},
+                                                 {"code", "upstream_stream_error"},
+                                                 {"message", message},
+                                                 {"param", json::Null{}}}));
+  } else {
+    canon::append_sse(
+        out, "",
+        json::to_json(json::Object{{"error", json::Object{{"message", message},
+                                                          {"type", "server_error"},
+                                                          {"param", json::Null{}},
+                                                          {"code", "upstream_stream_error"}}}}));
+  }
+  return out;
+}
 
 Awaitable<bool> relay_stream(Connection& c, const Request& req, ProxiedRequest& p, Exchange& ex) {
   GatewayContext& ctx = c.ctx;
@@ -92,13 +140,7 @@ Awaitable<bool> relay_stream(Connection& c, const Request& req, ProxiedRequest& 
     ctx.m.upstream_failures->add({p.replica_name, "mid_stream"});
     ctx.replicas->record_failure(p.decision.replica);
     const std::string error =
-        "data: " +
-        json::to_json(json::Object{
-            {"error", json::Object{{"message", "the upstream replica failed mid-stream"},
-                                   {"type", "server_error"},
-                                   {"param", json::Null{}},
-                                   {"code", "upstream_stream_error"}}}}) +
-        "\n\n";
+        stream_error_event(p.prep.api, "the upstream replica failed mid-stream");
     const std::string tail = pending.empty() ? error : pending + "\n\n" + error;
     co_await write_chunk(c, tail);
     p.status = 502;

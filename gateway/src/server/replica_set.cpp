@@ -6,6 +6,15 @@
 
 namespace prefixgate::gateway::server {
 
+const char* events_link_name(EventsLink link) {
+  switch (link) {
+    case EventsLink::kNone: return "none";
+    case EventsLink::kDown: return "down";
+    case EventsLink::kUp: return "up";
+  }
+  return "none";
+}
+
 ReplicaSet::ReplicaSet(std::vector<UpstreamConfig> upstreams, std::unique_ptr<RoutingPolicy> policy,
                        IndexConfig index_config, std::size_t eject_after_failures)
     : upstreams_(std::move(upstreams)),
@@ -17,6 +26,7 @@ ReplicaSet::ReplicaSet(std::vector<UpstreamConfig> upstreams, std::unique_ptr<Ro
     State s;
     s.view.id = id;
     s.view.healthy = false;  // until the first health check answers
+    s.events = u.kind == ReplicaKind::kOpenai ? EventsLink::kNone : EventsLink::kDown;
     state_.push_back(s);
   }
   PG_DCHECK(state_.size() == index_.replica_count());
@@ -85,7 +95,7 @@ void ReplicaSet::record_failure(ReplicaId id) {
   State& s = state_[id];
   if (++s.consecutive_failures >= eject_after_failures_ && s.view.healthy) {
     s.view.healthy = false;
-    index_.reset(id);  // its cache may be gone; relearn it from a fresh snapshot
+    reset_index_locked(id);  // its cache may be gone; relearn it from a fresh snapshot
   }
 }
 
@@ -98,8 +108,13 @@ void ReplicaSet::health_check_result(ReplicaId id, bool ok) {
     s.view.healthy = true;
   } else if (s.view.healthy) {
     s.view.healthy = false;
-    index_.reset(id);
+    reset_index_locked(id);
   }
+}
+
+void ReplicaSet::reset_index_locked(ReplicaId id) {
+  index_.reset(id);
+  ++state_[id].index_epoch;
 }
 
 void ReplicaSet::touch_locked(ReplicaId id) {
@@ -134,7 +149,38 @@ void ReplicaSet::apply_load(ReplicaId id, const LoadReport& load) {
 }
 void ReplicaSet::reset_index(ReplicaId id) {
   std::lock_guard lock(mu_);
-  index_.reset(id);
+  reset_index_locked(id);
+}
+
+std::uint64_t ReplicaSet::apply_key_changes(ReplicaId id, std::span<const KeyChange> changes) {
+  std::lock_guard lock(mu_);
+  for (const KeyChange& c : changes) {
+    switch (c.state) {
+      case KeyState::kAbsent: index_.apply_removed(id, c.key); break;
+      case KeyState::kOffload: index_.apply_stored(id, c.key, CacheTier::kOffload); break;
+      case KeyState::kPrimary: index_.apply_stored(id, c.key, CacheTier::kPrimary); break;
+    }
+  }
+  touch_locked(id);
+  return state_[id].index_epoch;
+}
+
+void ReplicaSet::set_events_link(ReplicaId id, bool up) {
+  std::lock_guard lock(mu_);
+  State& s = state_[id];
+  if (s.events == EventsLink::kNone) return;
+  s.events = up ? EventsLink::kUp : EventsLink::kDown;
+  index_.set_events_live(id, up, Clock::now());
+}
+
+std::vector<ReplicaSet::Match> ReplicaSet::matches(std::span<const std::uint64_t> hashes,
+                                                   Clock::time_point now) const {
+  std::lock_guard lock(mu_);
+  std::vector<std::size_t> blocks(index_.replica_count()), offloaded(index_.replica_count());
+  index_.longest_match(hashes, now, blocks, offloaded);
+  std::vector<Match> out;
+  for (std::size_t r = 0; r < blocks.size(); ++r) out.push_back({blocks[r], offloaded[r]});
+  return out;
 }
 
 std::vector<ReplicaStatus> ReplicaSet::status() const {
@@ -144,6 +190,8 @@ std::vector<ReplicaStatus> ReplicaSet::status() const {
   for (const State& s : state_) {
     ReplicaStatus r;
     r.name = upstreams_[s.view.id].url;
+    r.kind = upstreams_[s.view.id].kind;
+    r.events = s.events;
     r.view = s.view;
     r.index_blocks = index_.blocks(s.view.id);
     r.preemptions_total = s.preemptions_total;

@@ -19,15 +19,26 @@
 #include <vector>
 
 #include "config.h"
+#include "prefixgate/gateway/engine_block_keys.h"
 #include "prefixgate/gateway/prefix_index.h"
 #include "prefixgate/gateway/replica_load.h"
 #include "prefixgate/gateway/routing.h"
 
 namespace prefixgate::gateway::server {
 
+// Whether the gateway receives a replica's cache events.
+enum class EventsLink {
+  kNone,  // openai upstreams: there are none
+  kDown,  // not (yet) connected: routing on predictions for it
+  kUp,
+};
+const char* events_link_name(EventsLink link);  // "none", "down", "up"
+
 // A replica's state for metrics and /health.
 struct ReplicaStatus {
   std::string name;  // the upstream URL
+  ReplicaKind kind = ReplicaKind::kPrefixgate;
+  EventsLink events = EventsLink::kNone;
   ReplicaView view;
   std::size_t index_blocks = 0;
   double seconds_since_event = -1;    // -1: no kv_events line yet
@@ -68,6 +79,21 @@ class ReplicaSet {
   void apply_cleared(ReplicaId id);
   void apply_load(ReplicaId id, const LoadReport& load);
   void reset_index(ReplicaId id);
+  // vllm and sglang events, translated to our keys: where the replica now holds each. Returns
+  // the replica's index epoch, which changes whenever the index forgets the replica (a failed
+  // health check, an ejection): a follower that sees it change sends again every key it knows
+  // the replica holds.
+  std::uint64_t apply_key_changes(ReplicaId id, std::span<const KeyChange> changes);
+  // The event stream connected or lost (prefixgate: its /v1/kv_events subscription).
+  void set_events_link(ReplicaId id, bool up);
+
+  // What each replica holds of a prompt (for explain): leading blocks, and how many of those
+  // only on a lower tier.
+  struct Match {
+    std::size_t blocks = 0;
+    std::size_t offloaded = 0;
+  };
+  std::vector<Match> matches(std::span<const std::uint64_t> hashes, Clock::time_point now) const;
 
   std::vector<ReplicaStatus> status() const;
   std::size_t index_size() const;
@@ -79,8 +105,11 @@ class ReplicaSet {
     bool ever_checked = false;
     Clock::time_point last_event{};
     std::size_t preemptions_total = 0;
+    EventsLink events = EventsLink::kNone;
+    std::uint64_t index_epoch = 0;
   };
   void touch_locked(ReplicaId id);
+  void reset_index_locked(ReplicaId id);
 
   std::vector<UpstreamConfig> upstreams_;
   std::size_t eject_after_failures_;

@@ -25,41 +25,24 @@ std::string session_key_for(std::string_view header, const json::Value& body,
   return std::string(api_key);
 }
 
-Result<PreparedRequest> prepare_request(std::string_view body, canon::Endpoint endpoint,
-                                        const Tenant& tenant, const PrepOptions& options) {
-  auto parsed = canon::parse_request(body, endpoint, options.limits);
-  if (!parsed) return parsed.error();
-  PreparedRequest out;
-  bool modified = false;
-
-  StageResult staged = options.stage->apply(*parsed);  // keeps the parsed fields in step
+bool apply_stage(PreparedRequest& out, const PrepOptions& options) {
+  StageResult staged = options.stage->apply(out.parsed);  // keeps the parsed fields in step
   out.changes = std::move(staged.changes);
-  modified = staged.body_changed;
-  out.parsed = std::move(*parsed);
+  return staged.body_changed;
+}
+
+bool apply_salt(PreparedRequest& out, const Tenant& tenant) {
   canon::ParsedRequest& req = out.parsed;
+  const std::string salt = tenant_salt(tenant, req.cache_salt);
+  if (salt == req.cache_salt) return false;
+  req.cache_salt = salt;
+  req.body.set("cache_salt", salt);
+  return true;
+}
 
-  if (const std::string salt = tenant_salt(tenant, req.cache_salt); salt != req.cache_salt) {
-    req.cache_salt = salt;
-    req.body.set("cache_salt", salt);
-    modified = true;
-  }
-
-  out.stream = req.stream;
-  if (req.stream) {
-    json::Value* opts = req.body.find("stream_options");
-    const json::Value* inc = opts && opts->is_object() ? opts->find("include_usage") : nullptr;
-    out.client_wants_usage = inc && inc->is_bool() && inc->as_bool();
-    if (!out.client_wants_usage) {
-      if (opts && opts->is_object()) {
-        opts->set("include_usage", true);
-      } else {
-        req.body.set("stream_options", json::Object{{"include_usage", true}});
-      }
-      modified = true;
-    }
-  }
-  out.upstream_body = modified ? json::to_json(req.body) : std::string(body);
-
+Status analyze_request(PreparedRequest& out, const PrepOptions& options,
+                       const canon::ChatConversion* conversion) {
+  const canon::ParsedRequest& req = out.parsed;
   const ModelEntry& entry = options.models->for_model(req.model);
   const canon::PromptModel& model = entry.prompt_model;
   out.model = entry.name;
@@ -79,15 +62,58 @@ Result<PreparedRequest> prepare_request(std::string_view body, canon::Endpoint e
   }
   if (!analyzed) return analyzed.error();
   canon::AnalyzedPrompt& prompt = *analyzed;
+  canon::LintOptions lint{.explain = false};
+  if (conversion != nullptr) {
+    lint.breakpoints = canon::breakpoint_bytes(*conversion, req, prompt.rendered);
+    out.agent.breakpoint_tokens = canon::breakpoint_tokens(*conversion, req, prompt);
+  }
+  if (options.lint) {
+    for (const canon::Finding& f : canon::lint_prompt(prompt, lint).findings) {
+      out.findings.push_back(
+          {std::string(canon::rule_id(f.rule)),
+           conversion != nullptr ? canon::source_field(*conversion, f.field) : f.field, f.excerpt,
+           f.token_offset, f.prompt_begin});
+    }
+  }
   out.block_hashes = std::move(prompt.block_hashes);
   out.prompt_tokens = prompt.tokens.tokens.size();
   out.block_size = model.block_size;
-  if (options.lint) {
-    for (const canon::Finding& f : canon::lint_prompt(prompt, {.explain = false}).findings) {
-      out.findings.push_back({std::string(canon::rule_id(f.rule)), f.field, f.excerpt,
-                              f.token_offset, f.prompt_begin});
+  return {};
+}
+
+Result<PreparedRequest> prepare_request(std::string_view body, canon::Api api, const Tenant& tenant,
+                                        const PrepOptions& options) {
+  if (api == canon::Api::kMessages || api == canon::Api::kResponses) {
+    return prepare_agent_request(body, api, tenant, options);
+  }
+  const canon::Endpoint endpoint = api == canon::Api::kCompletions
+                                       ? canon::Endpoint::kCompletions
+                                       : canon::Endpoint::kChatCompletions;
+  auto parsed = canon::parse_request(body, endpoint, options.limits);
+  if (!parsed) return parsed.error();
+  PreparedRequest out;
+  out.api = api;
+  out.parsed = std::move(*parsed);
+  bool modified = apply_stage(out, options);
+  modified = apply_salt(out, tenant) || modified;
+
+  canon::ParsedRequest& req = out.parsed;
+  out.stream = req.stream;
+  if (req.stream) {
+    json::Value* opts = req.body.find("stream_options");
+    const json::Value* inc = opts && opts->is_object() ? opts->find("include_usage") : nullptr;
+    out.client_wants_usage = inc && inc->is_bool() && inc->as_bool();
+    if (!out.client_wants_usage) {
+      if (opts && opts->is_object()) {
+        opts->set("include_usage", true);
+      } else {
+        req.body.set("stream_options", json::Object{{"include_usage", true}});
+      }
+      modified = true;
     }
   }
+  out.upstream_body = modified ? json::to_json(req.body) : std::string(body);
+  if (Status s = analyze_request(out, options, nullptr); !s) return s.error();
   return out;
 }
 

@@ -1,9 +1,12 @@
 // A client's completion request made ready to route and forward: parsed and validated, through
 // the canonicalization stage, salted for an isolated tenant, with usage asked for on streams,
-// and analyzed into the block hashes the upstream engine will cache it under.
+// and analyzed into the block hashes the upstream engine will cache it under. A Messages or
+// Responses request (agent_prep.cpp) goes the same way as its Chat Completions equivalent
+// (canonicalize/'s chat_conversion.h), and keeps its own body, canonicalized alike, for
+// upstreams that serve its API natively.
 //
-//   auto prep = prepare_request(body, canon::Endpoint::kChatCompletions, tenant, ctx);
-//   if (!prep) return reply_error(prep.error());           // 400 / 413, OpenAI-shaped
+//   auto prep = prepare_request(body, canon::Api::kChatCompletions, tenant, ctx);
+//   if (!prep) return reply_error(prep.error());           // 400 / 413, in the API's shape
 //   route(prep->block_hashes, prep->prompt_tokens); forward(prep->upstream_body);
 #pragma once
 
@@ -12,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "prefixgate/canonicalize/chat_conversion.h"
 #include "prefixgate/canonicalize/request.h"
 #include "prefixgate/serving/metrics.h"
 #include "server/canonicalize_stage.h"
@@ -41,9 +45,19 @@ struct PromptFinding {
   std::size_t byte_offset = 0;   // first byte of the match in the rendered prompt
 };
 
+// What a Messages or Responses request keeps for its reply and for native upstreams.
+struct AgentRequestInfo {
+  std::string native_body;  // the client's body, canonicalized and salted as the chat one
+  std::string model;        // as the client named it
+  std::vector<std::string> stop_sequences;  // Messages
+  json::Object responses_echo;              // Responses: the fields a response repeats
+  std::size_t breakpoint_tokens = 0;        // prompt tokens up to the last cache breakpoint
+};
+
 struct PreparedRequest {
-  canon::ParsedRequest parsed;  // after canonicalization and salting
-  std::string upstream_body;    // what the upstream receives
+  canon::Api api = canon::Api::kChatCompletions;  // the client's API
+  canon::ParsedRequest parsed;  // after canonicalization and salting (the chat equivalent)
+  std::string upstream_body;    // what an upstream of the chat API receives
   bool stream = false;
   bool client_wants_usage = false;  // stream: the client asked for the usage chunk itself
   std::vector<std::uint64_t> block_hashes;
@@ -54,7 +68,8 @@ struct PreparedRequest {
   // The model's template refused the request and the model routes on its text instead
   // (TemplateErrorAction::kRouteOnText): the template's message.
   std::string template_error;
-  std::string model;  // the registry entry's name ("" for the default), for metric labels
+  std::string model;       // the registry entry's name ("" for the default), for metric labels
+  AgentRequestInfo agent;  // api kMessages or kResponses
 };
 
 // The cache_salt an isolated tenant's requests carry ("" when not isolated).
@@ -67,7 +82,19 @@ std::string session_key_for(std::string_view header, const json::Value& body,
 
 // Errors: the request's (parse, limits), and the model's chat template refusing it when the
 // model's template_errors is reject (400, as the engine would answer).
-Result<PreparedRequest> prepare_request(std::string_view body, canon::Endpoint endpoint,
-                                        const Tenant& tenant, const PrepOptions& options);
+Result<PreparedRequest> prepare_request(std::string_view body, canon::Api api, const Tenant& tenant,
+                                        const PrepOptions& options);
+// prepare_request() for kMessages and kResponses (agent_prep.cpp).
+Result<PreparedRequest> prepare_agent_request(std::string_view body, canon::Api api,
+                                              const Tenant& tenant, const PrepOptions& options);
+
+// The steps after parsing, shared by both: the canonicalization stage over out.parsed (returns
+// whether it rewrote the body), the tenant's salt (whether it changed it), and rendering,
+// tokenizing, hashing and linting (`conversion`: the client's request a chat one came from,
+// for its breakpoints and its field names; nullptr for a chat request).
+bool apply_stage(PreparedRequest& out, const PrepOptions& options);
+bool apply_salt(PreparedRequest& out, const Tenant& tenant);
+Status analyze_request(PreparedRequest& out, const PrepOptions& options,
+                       const canon::ChatConversion* conversion);
 
 }  // namespace prefixgate::gateway::server

@@ -1,5 +1,7 @@
-// Background loops per replica: the active health check, and for prefixgate upstreams the
-// /v1/kv_events subscription that keeps the prefix index and the load view current.
+// Background loops per replica: the active health check; for prefixgate upstreams the
+// /v1/kv_events subscription that keeps the prefix index and the load view current; for vllm and
+// sglang upstreams the read of their Prometheus /metrics for the load view (their cache events
+// come over ZeroMQ: kv_events_zmq.cpp).
 //
 // kv_events: a snapshot replaces what the index knows of the replica; stored/removed/cleared
 // are applied in sequence order; a reconnect resumes with ?since=SEQ (the engine replays the
@@ -14,6 +16,7 @@
 #include <charconv>
 
 #include "prefixgate/canonicalize/json.h"
+#include "server/engine_load.h"
 #include "server/upstream_exchange.h"
 #include "server/upstream_pool.h"
 
@@ -105,6 +108,7 @@ Awaitable<void> run_kv_events(GatewayContext& ctx, ReplicaId r) {
       const UpstreamFailure f = co_await ex.open(req);
       if (f == UpstreamFailure::kNone && ex.parser().get().result() == http::status::ok) {
         spdlog::debug("kv_events {}: subscribed", name);
+        ctx.replicas->set_events_link(r, true);
         std::string pending;
         bool ok = true;
         while (ok && !ctx.draining() && !ex.done()) {
@@ -118,10 +122,48 @@ Awaitable<void> run_kv_events(GatewayContext& ctx, ReplicaId r) {
           }
           pending.erase(0, pos);
         }
+        ctx.replicas->set_events_link(r, false);
       }
     }
     if (ctx.draining()) break;
     co_await sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
+Awaitable<void> run_load_scrape(GatewayContext& ctx, ReplicaId r) {
+  const UpstreamConfig& up = ctx.config.upstreams[r];
+  bool warned = false;
+  while (!ctx.draining()) {
+    std::string problem;
+    {
+      Exchange ex(ctx, r);
+      ex.set_first_byte_timeout(std::max(up.load_interval * 5, std::chrono::milliseconds(1000)));
+      Request req{http::verb::get, "/metrics", 11};
+      req.set(http::field::user_agent, "prefixgate");
+      const UpstreamFailure f = co_await ex.open(req);
+      if (f != UpstreamFailure::kNone) {
+        problem = std::string("GET /metrics: ") + upstream_failure_name(f);
+      } else {
+        std::string body;
+        const bool read = co_await ex.read_all(body, 16u << 20);
+        ex.finish();
+        if (!read || ex.parser().get().result() != http::status::ok) {
+          problem = "GET /metrics: status " + std::to_string(ex.parser().get().result_int());
+        } else if (auto load = parse_engine_load(body, up.kind); load) {
+          ctx.replicas->apply_load(r, *load);
+        } else {
+          problem = load.error().message;
+        }
+      }
+    }
+    if (!problem.empty()) {
+      ctx.m.load_scrape_failures->add({up.url});
+      if (!warned) spdlog::warn("upstream {}: no load from /metrics ({})", up.url, problem);
+      warned = true;
+    } else {
+      warned = false;
+    }
+    co_await sleep_for(up.load_interval);
   }
 }
 

@@ -6,7 +6,8 @@
 //                  all requests shuffled), sent as text completions
 //   multi-turn     conversations of chat turns, each turn appends the previous answer and a new
 //                  user message to the history, with think time between turns
-//   agent          a large tool schema list and a loop of tool calls and tool results
+//   agent          a large tool schema list and a loop of tool calls and tool results, in the
+//                  Chat Completions, Anthropic Messages or OpenAI Responses API
 //   volatile       one app's single-turn chats whose system prompt carries the current time (to
 //                  the second) and whose tools are serialized with shuffled key order
 //   trace          a Mooncake-format JSONL trace replayed as token-id prompts (trace.h)
@@ -52,6 +53,7 @@ struct AgentOptions {
   std::size_t output_len = 64;
   double think_time_s = 0.2;  // tool execution time (mean, exponential)
   std::string model = "builtin:tiny";
+  Api api = Api::kChatCompletions;  // kChatCompletions, kMessages or kResponses
 };
 Workload make_agent(const AgentOptions& o, std::uint64_t seed);
 

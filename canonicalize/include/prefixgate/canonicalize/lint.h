@@ -7,7 +7,9 @@
 //   lint.stable_prefix_tokens;                          // tokens before the first break
 //
 // Policy: content in the volatile tail (the final user message) is expected to change, so its
-// findings are reported at `info` at most. Template markup is never scanned.
+// findings are reported at `info` at most. Template markup is never scanned. A client that marks
+// cache breakpoints (Anthropic's cache_control; LintOptions::breakpoints) declares the prompt up
+// to the last one stable: anything volatile before it, in the tail or not, is an error.
 #pragma once
 
 #include <cstddef>
@@ -30,8 +32,9 @@ struct Finding {
   std::string field;             // "messages[0].content", "tools[2]", "prompt"
   std::string excerpt;           // the matched text
   bool in_volatile_tail = false;
-  std::string message;  // what is wrong, for a person
-  std::string hint;     // how to fix it
+  bool before_breakpoint = false;  // inside the prefix the client declared stable
+  std::string message;             // what is wrong, for a person
+  std::string hint;                // how to fix it
 };
 
 struct PromptLint {
@@ -45,6 +48,9 @@ struct LintOptions {
   // Write each finding's message and hint (for people). A gateway that only counts findings
   // per rule turns this off and saves two strings per finding per request.
   bool explain = true;
+  // Byte offsets in the rendered prompt where the client's cache breakpoints end
+  // (chat_conversion.h's breakpoint_bytes()); the last one bounds the declared-stable prefix.
+  std::vector<std::size_t> breakpoints = {};
 };
 
 PromptLint lint_prompt(const AnalyzedPrompt& prompt, const LintOptions& options = {});

@@ -46,6 +46,8 @@ struct CacheEvent {
   std::uint64_t block_hash = 0;   // kStored, kRemoved
   std::uint64_t parent_hash = 0;  // kStored: the parent block's hash, or the salt's root hash
   std::string salt;               // kStored, kRemoved
+  bool parent_is_root = false;    // kStored: the first block of its salt's chain
+  std::vector<TokenId> tokens;    // kStored: the block's token ids (vLLM-format events carry them)
 };
 
 // A cached block as a snapshot lists it.

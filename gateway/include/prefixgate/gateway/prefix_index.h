@@ -2,11 +2,15 @@
 // the longest cached prefix of a prompt on every replica at once.
 //
 // Two sources per replica:
-//   - confirmed: the engine's /v1/kv_events (snapshot, stored, removed, cleared). Authoritative.
+//   - confirmed: the engine's cache events (prefixgate-engine's /v1/kv_events; vLLM's and
+//     SGLang's ZeroMQ streams, translated to our keys by EngineBlockKeys). Authoritative. A
+//     confirmed block is held on the device (kPrimary) or only on a lower tier such as CPU
+//     memory (kOffload): longest_match counts those separately, for the cost model.
 //   - predicted: blocks the gateway just routed there, valid for `prediction_ttl` unless an event
 //     confirms them first. They make concurrent requests of a new prefix converge on one replica
-//     before any event can arrive. For `openai` upstreams (no events) predictions are the only
-//     source: they do not expire but live in an LRU bounded by the replica's KV capacity.
+//     before any event can arrive. For a replica without events (`openai` upstreams, and vLLM or
+//     SGLang ones while their event stream is not connected) predictions are the only source:
+//     they do not expire but live in an LRU bounded by the replica's KV capacity.
 //
 // Plain data structure, no threads or I/O; the gateway serializes access to it.
 //
@@ -32,17 +36,26 @@ using ReplicaId = std::uint32_t;
 enum class ReplicaKind {
   kPrefixgate,  // prefixgate-engine: kv_events and load reports
   kOpenai,      // any OpenAI-compatible server: predictions only, LRU-bounded
+  kVllm,        // vLLM: ZeroMQ KV events, Prometheus load
+  kSglang,      // SGLang: the same protocol, its own metric names
 };
 
-// kOpenai replicas configured without a capacity: 64k blocks, 1M tokens at block size 16, about
-// what one 80 GB GPU caches for an 8B model; a bound, so an unconfigured replica cannot grow the
-// index without limit.
+// Where a confirmed block is held.
+enum class CacheTier : std::uint8_t {
+  kPrimary,  // the device's KV cache
+  kOffload,  // a lower tier (CPU memory, disk): saves prefill too, after a load
+};
+
+// Replicas without a configured capacity (the LRU bound of predictions made without events): 64k
+// blocks, 1M tokens at block size 16, about what one 80 GB GPU caches for an 8B model; a bound, so
+// an unconfigured replica cannot grow the index without limit.
 inline constexpr std::size_t kDefaultOpenaiCapacityBlocks = 65536;
 
 struct ReplicaIndexConfig {
   ReplicaKind kind = ReplicaKind::kPrefixgate;
-  // kOpenai: how many blocks the replica's KV cache holds (the LRU bound of its predictions);
-  // 0 means kDefaultOpenaiCapacityBlocks. Ignored for kPrefixgate.
+  // How many blocks the replica's KV cache holds: the LRU bound of its predictions while it
+  // has no events (kOpenai always; kVllm and kSglang until set_events_live). 0 means
+  // kDefaultOpenaiCapacityBlocks. Ignored for kPrefixgate.
   std::size_t capacity_blocks = 0;
 };
 
@@ -65,11 +78,17 @@ class PrefixIndex {
   // make prefix order implicit. Removing a block the replica does not hold is a no-op.
   // Predictions are untouched, except that a confirmed block drops its prediction.
   void apply_snapshot(ReplicaId replica, std::span<const std::uint64_t> hashes);  // replaces all
-  void apply_stored(ReplicaId replica, std::uint64_t hash);
+  // Stores the block, or moves it to `tier` when the replica already holds it.
+  void apply_stored(ReplicaId replica, std::uint64_t hash, CacheTier tier = CacheTier::kPrimary);
   void apply_removed(ReplicaId replica, std::uint64_t hash);
   void apply_cleared(ReplicaId replica);
   // Forgets everything about a replica (event stream lost, replica ejected).
   void reset(ReplicaId replica);
+  // kVllm and kSglang: whether the replica's event stream is connected. While it is, predictions
+  // expire after prediction_ttl (events confirm what is cached); while it is not, they live in
+  // the LRU of capacity_blocks, as an openai replica's. Predictions made in one mode carry over
+  // to the other (an LRU prediction gets the TTL from `now`). Starts false.
+  void set_events_live(ReplicaId replica, bool live, Clock::time_point now);
 
   // The gateway sent a request with these block hashes to `replica`. Also drops that replica's
   // expired predictions. Blocks the replica holds confirmed are not predicted again.
@@ -79,9 +98,11 @@ class PrefixIndex {
   void expire_predictions(Clock::time_point now);
 
   // For every replica r, out[r] = how many leading blocks of `hashes` r holds (confirmed, or
-  // predicted and not expired). out.size() must equal replica_count().
+  // predicted and not expired). out.size() must equal replica_count(). When `offloaded` has
+  // replica_count() entries too, offloaded[r] = how many of those out[r] blocks r holds only on a
+  // lower tier (confirmed kOffload).
   void longest_match(std::span<const std::uint64_t> hashes, Clock::time_point now,
-                     std::span<std::size_t> out) const;
+                     std::span<std::size_t> out, std::span<std::size_t> offloaded = {}) const;
 
   // Blocks known per replica (confirmed + predictions not yet dropped), for metrics. Predictions
   // expired but not yet dropped by predict()/expire_predictions() still count here.

@@ -7,8 +7,9 @@
 //     cost(r) = uncached_prefill_tokens(r) + queued_prefill_tokens(r)
 //               + decode_weight * running_sequences(r)
 //
-//   where uncached_prefill_tokens(r) = prompt_tokens - cached_tokens(r) (from the PrefixIndex),
-//   so a cache hit is worth exactly the prefill it saves and never more. On top of that:
+//   where uncached_prefill_tokens(r) = prompt_tokens - saved(r), saved(r) being the cached
+//   tokens (from the PrefixIndex) with those held only on a lower tier (CPU offload) counted at
+//   offload_hit_weight, so a cache hit is worth the prefill it saves and never more. On top:
 //     - a cold prefix (no replica holds its first blocks) goes to the bounded-load consistent
 //       hash of its first blocks, so siblings of a new prefix converge on one replica;
 //     - a replica whose load exceeds `overload_factor` x the mean (plus a floor) is not chosen
@@ -106,6 +107,10 @@ struct CacheAwareConfig {
   // Bounded-load consistent hashing: a replica takes a cold prefix only while its load is below
   // bounded_load_factor x the mean (Mirrokni et al., "Consistent Hashing with Bounded Loads").
   double bounded_load_factor = 1.25;
+  // What a cached token held only on a lower tier (vLLM's CPU offloading, SGLang's host cache)
+  // saves, as a fraction of a device-cached token's prefill: it is loaded instead of computed,
+  // which costs time too. 1 counts it as a device hit, 0 as a miss.
+  double offload_hit_weight = 0.8;
 };
 
 // sglang_cache_aware: SGLang router's cache_aware policy (sgl-router, policies/cache_aware.rs),

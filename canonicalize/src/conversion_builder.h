@@ -1,0 +1,89 @@
+// Builds a ChatConversion (chat_conversion.h) message by message: the chat body, where each of
+// its fields came from, and the client's breakpoints. Shared by the Messages and Responses
+// parsers, so that both make the same chat shapes (one text block is string content, several
+// blocks are content parts, tool definitions in RFC 8785 member order).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "prefixgate/canonicalize/chat_conversion.h"
+
+namespace prefixgate::canon {
+
+inline PathStep key_step(std::string_view key) {
+  return PathStep{.key = std::string(key), .index = 0, .is_index = false};
+}
+inline PathStep index_step(std::size_t i) {
+  return PathStep{.key = {}, .index = i, .is_index = true};
+}
+inline JsonPath with_key(JsonPath path, std::string_view key) {
+  path.push_back(key_step(key));
+  return path;
+}
+inline JsonPath with_index(JsonPath path, std::size_t i) {
+  path.push_back(index_step(i));
+  return path;
+}
+
+// One block of a client's content, validated.
+struct ContentBlock {
+  JsonPath path = {};       // the block, or the string when `whole`
+  std::string source = {};  // `path` as text, for breakpoints and reports
+  std::string text = {};    // text blocks
+  bool is_text = false;
+  json::Value part = {};    // other blocks: the chat content part ({"type": "image_url", ...})
+  bool whole = false;       // the client's content was this one string
+  bool breakpoint = false;  // it carries cache_control
+  std::string text_key = "text";  // the member holding a text block's text
+};
+
+// A tool call made by the model, as a chat tool_calls entry.
+struct ToolCallBlock {
+  json::Value call;
+  JsonPath path;
+  std::string source;
+  bool breakpoint = false;
+};
+
+class ConversionBuilder {
+ public:
+  explicit ConversionBuilder(ChatConversion& conversion) : conv_(conversion) {}
+
+  // A message whose content is `blocks`: one text block is string content, else content parts.
+  void add_content_message(std::string_view role, const std::vector<ContentBlock>& blocks,
+                           JsonPath source);
+  // An assistant message: its text blocks and tool calls (content null when there is no text).
+  void add_assistant(const std::vector<ContentBlock>& texts, std::vector<ToolCallBlock> calls,
+                     JsonPath source);
+  // A tool call appended to the previous message when it is an assistant message that may take
+  // more (the Responses API lists a turn's calls as separate items), else a new one.
+  void add_tool_call(ToolCallBlock call, JsonPath source);
+  // A {"role": "tool"} message answering `call_id`.
+  void add_tool_result(std::string_view call_id, const std::vector<ContentBlock>& blocks,
+                       JsonPath source, std::string_view source_text, bool breakpoint);
+  // {"function": {"description", "name", "parameters", "strict"}, "type": "function"}; absent
+  // members (nullptr) are left out.
+  void add_tool(const std::string& name, const json::Value* description,
+                const json::Value* parameters, const json::Value* strict,
+                const std::string& source_text, bool breakpoint);
+  // A breakpoint at the end of the last message so far (Anthropic's top-level cache_control).
+  void mark_last_message(std::string source_text);
+  // Ends an assistant message that add_tool_call() may extend.
+  void close_turn() { open_assistant_ = false; }
+
+  // Moves the messages and tools into `chat`, then `options`' members.
+  void finish(json::Object& chat, json::Object options);
+
+ private:
+  json::Value content_value(const std::vector<ContentBlock>& blocks, MessageOrigin& origin);
+  std::string message_field() const { return "messages[" + std::to_string(messages_.size()) + "]"; }
+
+  ChatConversion& conv_;
+  json::Array messages_;
+  json::Array tools_;
+  bool open_assistant_ = false;
+};
+
+}  // namespace prefixgate::canon

@@ -1,0 +1,204 @@
+// EngineBlockKeys: a block's keys are computed once, when it is first stored with its tokens;
+// from then on the engine's hash alone finds them. A key's state is recomputed from its parts'
+// media whenever one of them changes, and reported only when it changes.
+#include "prefixgate/gateway/engine_block_keys.h"
+
+#include <algorithm>
+
+#include "prefixgate/base/check.h"
+#include "prefixgate/canonicalize/block_hash.h"
+
+namespace prefixgate::gateway {
+namespace {
+
+using kv_events::EngineHash;
+
+constexpr std::uint8_t kGpuBit = 1;
+constexpr std::uint8_t kOffloadBit = 2;
+// Keys one engine block may hold tokens of: E / G + 1 when E > G, more only when an engine
+// names different blocks alike (SGLang once hashed a page's tokens without its prefix).
+constexpr std::size_t kMaxKeysPerBlock = 64;
+
+std::uint8_t medium_bit(kv_events::Medium m) {
+  return m == kv_events::Medium::kGpu ? kGpuBit : kOffloadBit;
+}
+
+}  // namespace
+
+EngineBlockKeys::EngineBlockKeys(BlockKeysConfig config) : config_(std::move(config)) {
+  PG_CHECK(config_.block_size > 0);
+  config_.max_blocks = std::max<std::size_t>(config_.max_blocks, 1);
+}
+
+std::size_t EngineBlockKeys::held_keys() const {
+  return static_cast<std::size_t>(std::count_if(keys_.begin(), keys_.end(), [](const auto& kv) {
+    return kv.second.reported != KeyState::kAbsent;
+  }));
+}
+
+void EngineBlockKeys::stored(const kv_events::BlockStored& event, std::vector<KeyChange>& out) {
+  const std::size_t n = event.block_hashes.size();
+  if (n == 0) return;
+  if (event.group != 0) {
+    skips_.other_group += n;
+    return;
+  }
+  if (event.lora) {
+    skips_.lora += n;
+    return;
+  }
+  // Tokens per engine block: the event's block size, or whatever splits the tokens evenly.
+  std::size_t per_block = event.block_size;
+  const std::size_t total = event.token_ids.size();
+  if (total > 0 && (per_block == 0 || per_block * n != total)) {
+    per_block = total % n == 0 ? total / n : 0;
+  }
+  const bool have_tokens = total > 0 && per_block > 0;
+  if (total > 0 && !have_tokens) skips_.bad_tokens += n;
+
+  // Where the chain stands before the first block.
+  std::optional<Chain> chain;
+  if (!event.parent) {
+    chain = Chain{canon::block_hash_root(config_.model_id, event.cache_salt), {}, {}};
+  } else if (auto it = blocks_.find(*event.parent); it != blocks_.end()) {
+    chain = it->second.after;
+  }
+  const std::uint8_t bit = medium_bit(event.medium);
+  for (std::size_t i = 0; i < n; ++i) {
+    const EngineHash hash = event.block_hashes[i];
+    Block* block = nullptr;
+    if (auto it = blocks_.find(hash); it != blocks_.end()) {
+      block = &it->second;
+      lru_.splice(lru_.begin(), lru_, block->lru);
+    } else if (chain && have_tokens) {
+      block =
+          &add_block(hash, *chain, std::span(event.token_ids).subspan(i * per_block, per_block));
+    } else {
+      ++skips_.unknown_parent;
+      chain.reset();  // the rest of this chain cannot be placed either
+      continue;
+    }
+    chain = block->after;
+    set_media(*block, static_cast<std::uint8_t>(block->media | bit), out);
+  }
+  while (blocks_.size() > config_.max_blocks) forget_oldest(out);
+}
+
+EngineBlockKeys::Block& EngineBlockKeys::add_block(EngineHash hash, const Chain& before,
+                                                   std::span<const std::uint32_t> tokens) {
+  const std::size_t g = config_.block_size;
+  Block& block = blocks_[hash];
+  lru_.push_front(hash);
+  block.lru = lru_.begin();
+
+  // Our blocks completed by this one: the first also holds the unfinished block's tokens.
+  std::vector<std::uint32_t> buf = before.partial;
+  buf.insert(buf.end(), tokens.begin(), tokens.end());
+  std::uint64_t parent = before.parent_key;
+  std::size_t pos = 0;
+  bool first = true;
+  while (buf.size() - pos >= g) {
+    const std::uint64_t key =
+        canon::chain_block_hash(parent, std::span<const canon::TokenId>(buf).subspan(pos, g));
+    Key& k = keys_[key];
+    k.parts.clear();
+    if (first && !before.partial.empty()) k.parts = before.partial_from;
+    k.parts.push_back(hash);
+    for (EngineHash part : k.parts) {
+      auto it = blocks_.find(part);
+      if (it == blocks_.end()) continue;
+      std::vector<std::uint64_t>& keys = it->second.keys;
+      if (std::find(keys.begin(), keys.end(), key) != keys.end()) continue;
+      if (keys.size() >= kMaxKeysPerBlock) keys.erase(keys.begin());
+      keys.push_back(key);
+    }
+    parent = key;
+    pos += g;
+    first = false;
+  }
+  block.after.parent_key = parent;
+  block.after.partial.assign(buf.begin() + static_cast<std::ptrdiff_t>(pos), buf.end());
+  if (pos == 0) {
+    block.after.partial_from = before.partial_from;  // nothing completed: still unfinished
+    block.after.partial_from.push_back(hash);
+  } else if (!block.after.partial.empty()) {
+    block.after.partial_from = {hash};
+  }
+  return block;
+}
+
+void EngineBlockKeys::removed(const kv_events::BlockRemoved& event, std::vector<KeyChange>& out) {
+  if (event.group != 0) {
+    skips_.other_group += event.block_hashes.size();
+    return;
+  }
+  const std::uint8_t bit = medium_bit(event.medium);
+  for (EngineHash hash : event.block_hashes) {
+    auto it = blocks_.find(hash);
+    if (it == blocks_.end()) continue;  // never placed (or long forgotten): nothing of ours
+    Block& block = it->second;
+    set_media(block, static_cast<std::uint8_t>(block.media & ~bit), out);
+    // A block held nowhere is the first to forget when the map is full.
+    if (block.media == 0) lru_.splice(lru_.end(), lru_, block.lru);
+  }
+}
+
+void EngineBlockKeys::cleared(std::vector<KeyChange>& out) {
+  for (auto& [hash, block] : blocks_) block.media = 0;
+  for (auto& [key, k] : keys_) {
+    if (k.reported == KeyState::kAbsent) continue;
+    k.reported = KeyState::kAbsent;
+    out.push_back({key, KeyState::kAbsent});
+  }
+}
+
+void EngineBlockKeys::reset(std::vector<KeyChange>& out) {
+  cleared(out);
+  blocks_.clear();
+  keys_.clear();
+  lru_.clear();
+}
+
+void EngineBlockKeys::set_media(Block& block, std::uint8_t media, std::vector<KeyChange>& out) {
+  if (block.media == media) return;
+  block.media = media;
+  for (std::uint64_t key : block.keys) refresh_key(key, out);
+}
+
+void EngineBlockKeys::refresh_key(std::uint64_t key, std::vector<KeyChange>& out) {
+  auto it = keys_.find(key);
+  if (it == keys_.end()) return;
+  Key& k = it->second;
+  bool all_gpu = true, all_held = true;
+  for (EngineHash part : k.parts) {
+    auto b = blocks_.find(part);
+    const std::uint8_t media = b == blocks_.end() ? 0 : b->second.media;
+    all_gpu = all_gpu && (media & kGpuBit) != 0;
+    all_held = all_held && media != 0;
+  }
+  const KeyState state = all_gpu    ? KeyState::kPrimary
+                         : all_held ? KeyState::kOffload
+                                    : KeyState::kAbsent;
+  if (state == k.reported) return;
+  k.reported = state;
+  out.push_back({key, state});
+}
+
+void EngineBlockKeys::forget_oldest(std::vector<KeyChange>& out) {
+  const EngineHash hash = lru_.back();
+  lru_.pop_back();
+  auto it = blocks_.find(hash);
+  PG_DCHECK(it != blocks_.end());
+  std::vector<std::uint64_t> keys = std::move(it->second.keys);
+  blocks_.erase(it);
+  for (std::uint64_t key : keys) {
+    refresh_key(key, out);  // a part is gone: absent
+    auto k = keys_.find(key);
+    if (k == keys_.end()) continue;
+    const bool any_part_left = std::any_of(k->second.parts.begin(), k->second.parts.end(),
+                                           [&](EngineHash p) { return blocks_.contains(p); });
+    if (!any_part_left) keys_.erase(k);
+  }
+}
+
+}  // namespace prefixgate::gateway

@@ -1,0 +1,109 @@
+// Upstream kinds vllm and sglang in the configuration: YAML keys and the --upstream flag form,
+// defaults, and refusals that name the key.
+#include "config.h"
+
+#include <gtest/gtest.h>
+
+namespace prefixgate::gateway {
+namespace {
+
+TEST(ConfigTest, VllmUpstreamFromYaml) {
+  GatewayConfig cfg;
+  const auto st = apply_config_yaml(R"(
+upstreams:
+  - url: http://10.0.0.5:8000
+    kind: vllm
+    kv_events: tcp://10.0.0.5:5557
+    kv_events_replay: tcp://10.0.0.5:5558
+    data_parallel_size: 2
+    load_interval_ms: 500
+  - {url: http://10.0.0.6:30000, kind: sglang}
+routing: {offload_hit_weight: 0.5}
+)",
+                                    cfg);
+  ASSERT_TRUE(st.ok()) << st.error().message;
+  ASSERT_EQ(cfg.upstreams.size(), 2U);
+  const UpstreamConfig& v = cfg.upstreams[0];
+  EXPECT_EQ(v.kind, ReplicaKind::kVllm);
+  EXPECT_EQ(v.kv_events, "tcp://10.0.0.5:5557");
+  EXPECT_EQ(v.kv_events_replay, "tcp://10.0.0.5:5558");
+  EXPECT_EQ(v.data_parallel_size, 2U);
+  EXPECT_EQ(v.load_interval, std::chrono::milliseconds(500));
+  EXPECT_EQ(cfg.upstreams[1].kind, ReplicaKind::kSglang);
+  EXPECT_EQ(cfg.upstreams[1].kv_events, "tcp://10.0.0.6:5557");  // vLLM's default port
+  EXPECT_EQ(cfg.upstreams[1].load_interval, std::chrono::milliseconds(200));
+  EXPECT_DOUBLE_EQ(cfg.routing.offload_hit_weight, 0.5);
+  EXPECT_TRUE(validate(cfg).ok());
+}
+
+TEST(ConfigTest, UpstreamFlagFormTakesEveryKey) {
+  auto up = parse_upstream_spec(
+      "http://10.0.0.5:8000;kind=vllm;kv_events=tcp://10.0.0.5:5557;"
+      "kv_events_replay=tcp://10.0.0.5:5558;data_parallel_size=4;capacity_blocks=9000");
+  ASSERT_TRUE(up.ok()) << up.error().message;
+  EXPECT_EQ(up->host, "10.0.0.5");
+  EXPECT_EQ(up->port, 8000);
+  EXPECT_EQ(up->kind, ReplicaKind::kVllm);
+  EXPECT_EQ(up->kv_events_replay, "tcp://10.0.0.5:5558");
+  EXPECT_EQ(up->data_parallel_size, 4U);
+  EXPECT_EQ(up->capacity_blocks, 9000U);
+  auto plain = parse_upstream_spec("http://127.0.0.1:9001");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->kind, ReplicaKind::kPrefixgate);
+}
+
+TEST(ConfigTest, MalformedUpstreamValuesNameTheKey) {
+  const auto refuse = [](std::string_view spec, std::string_view param) {
+    auto up = parse_upstream_spec(spec, "--upstream");
+    ASSERT_FALSE(up.ok()) << spec;
+    EXPECT_EQ(up.error().param, param) << up.error().message;
+  };
+  refuse("http://h:1;kind=tgi", "--upstream.kind");
+  refuse("http://h:1;kind=vllm;data_parallel_size=0", "--upstream.data_parallel_size");
+  refuse("http://h:1;kind=vllm;data_parallel_size=65", "--upstream.data_parallel_size");
+  refuse("http://h:1;kind=vllm;data_parallel_size=two", "--upstream.data_parallel_size");
+  refuse("http://h:1;kind=vllm;kv_events=http://h:5557", "--upstream.kv_events");
+  refuse("http://h:1;kind=vllm;kv_events=tcp://*:5557", "--upstream.kv_events");
+  refuse("http://h:1;kind=vllm;kv_events_replay=tcp://h:65535;data_parallel_size=2",
+         "--upstream.kv_events_replay");
+  refuse("http://h:1;kind=openai;kv_events=tcp://h:5557", "--upstream.kv_events");
+  refuse("http://h:1;kv_events=tcp://h:5557", "--upstream.kv_events");  // kind prefixgate
+  refuse("http://h:1;kind=vllm;load_interval_ms=-5", "--upstream.load_interval_ms");
+  refuse("http://h:1;kind=vllm;color=blue", "--upstream.color");
+  refuse("http://h:1;kind", "--upstream");
+  refuse("ftp://h:1;kind=vllm", "--upstream");
+
+  GatewayConfig cfg;
+  auto st = apply_config_yaml("upstreams: [{url: 'http://h:1', kind: vllm, kv_events: [1]}]", cfg);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().param, "upstreams[0].kv_events");
+  st = apply_config_yaml("routing: {offload_hit_weight: 2}", cfg);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().param, "routing.offload_hit_weight");
+}
+
+TEST(ConfigTest, AnUpstreamModelMustBeConfigured) {
+  GatewayConfig cfg;
+  ASSERT_TRUE(
+      apply_config_yaml("upstreams: [{url: 'http://h:1', kind: vllm, model: llama}]", cfg).ok());
+  auto st = validate(cfg);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().param, "upstreams[0].model");
+  ASSERT_TRUE(apply_config_yaml("models: {llama: {model_id: llama-3}}", cfg).ok());
+  EXPECT_TRUE(validate(cfg).ok());
+}
+
+TEST(ConfigTest, ExampleConfigsAreValid) {
+  for (const char* name : {"vllm-fleet.yaml", "sglang-fleet.yaml", "engine-as-vllm.yaml"}) {
+    auto cfg = load_config_file(std::string(PREFIXGATE_SOURCE_DIR) + "/examples/" + name);
+    ASSERT_TRUE(cfg.ok()) << name << ": " << cfg.error().message;
+    EXPECT_TRUE(validate(*cfg).ok()) << name;
+    for (const UpstreamConfig& up : cfg->upstreams) {
+      EXPECT_TRUE(has_kv_event_stream(up.kind)) << name;
+      EXPECT_FALSE(up.kv_events_replay.empty()) << name;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace prefixgate::gateway
