@@ -103,7 +103,7 @@ TEST(BenchCliTest, CompareWritesTheResultsAndCacheAwareHitsMoreThanRoundRobin) {
                                "--gateway-bin",
                                PREFIXGATE_GATEWAY_BIN,
                                "--log-dir",
-                               ::testing::TempDir() + "prefixgate-bench-logs",
+                               ::testing::TempDir() + "prefixgate-bench-logs-" + std::to_string(getpid()),
                                "--no-progress"});
   ASSERT_EQ(o.status, 0) << o.output;
   EXPECT_NE(o.output.find("cache_aware"), std::string::npos) << o.output;
@@ -241,7 +241,7 @@ TEST(BenchCliTest, AgentLoopOverMessagesAndResponsesCountsTheirCachedTokens) {
                                  "--gateway-bin",
                                  PREFIXGATE_GATEWAY_BIN,
                                  "--log-dir",
-                                 ::testing::TempDir() + "prefixgate-bench-logs",
+                                 ::testing::TempDir() + "prefixgate-bench-logs-" + std::to_string(getpid()),
                                  "--no-progress"});
     ASSERT_EQ(o.status, 0) << api << ": " << o.output;
     std::ifstream in(json_path);
@@ -300,7 +300,7 @@ TEST(BenchCliTest, RuleSetsRunEachPolicyUnderEachCanonicalization) {
                                "--gateway-bin",
                                PREFIXGATE_GATEWAY_BIN,
                                "--log-dir",
-                               ::testing::TempDir() + "prefixgate-bench-logs",
+                               ::testing::TempDir() + "prefixgate-bench-logs-" + std::to_string(getpid()),
                                "--no-progress"});
   ASSERT_EQ(o.status, 0) << o.output;
   std::ifstream in(json_path);
