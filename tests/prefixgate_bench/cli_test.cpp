@@ -17,6 +17,12 @@ struct Outcome {
   std::string output;
 };
 
+// Engine and gateway logs, one directory per test process: fleets of tests that run at the same
+// time must not write each other's logs.
+std::string log_dir() {
+  return ::testing::TempDir() + "prefixgate-bench-logs-" + std::to_string(getpid());
+}
+
 Outcome run_bench(std::vector<std::string> args,
                   std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
   proc::Process p(PREFIXGATE_BENCH_BIN, std::move(args));
@@ -103,7 +109,7 @@ TEST(BenchCliTest, CompareWritesTheResultsAndCacheAwareHitsMoreThanRoundRobin) {
                                "--gateway-bin",
                                PREFIXGATE_GATEWAY_BIN,
                                "--log-dir",
-                               ::testing::TempDir() + "prefixgate-bench-logs-" + std::to_string(getpid()),
+                               log_dir(),
                                "--no-progress"});
   ASSERT_EQ(o.status, 0) << o.output;
   EXPECT_NE(o.output.find("cache_aware"), std::string::npos) << o.output;
@@ -241,7 +247,7 @@ TEST(BenchCliTest, AgentLoopOverMessagesAndResponsesCountsTheirCachedTokens) {
                                  "--gateway-bin",
                                  PREFIXGATE_GATEWAY_BIN,
                                  "--log-dir",
-                                 ::testing::TempDir() + "prefixgate-bench-logs-" + std::to_string(getpid()),
+                                 log_dir(),
                                  "--no-progress"});
     ASSERT_EQ(o.status, 0) << api << ": " << o.output;
     std::ifstream in(json_path);
@@ -300,7 +306,7 @@ TEST(BenchCliTest, RuleSetsRunEachPolicyUnderEachCanonicalization) {
                                "--gateway-bin",
                                PREFIXGATE_GATEWAY_BIN,
                                "--log-dir",
-                               ::testing::TempDir() + "prefixgate-bench-logs-" + std::to_string(getpid()),
+                               log_dir(),
                                "--no-progress"});
   ASSERT_EQ(o.status, 0) << o.output;
   std::ifstream in(json_path);
