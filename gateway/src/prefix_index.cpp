@@ -1,9 +1,10 @@
 // PrefixIndex: one flat hash map from block hash to a slot; per slot a bitmask of the replicas
 // that hold the block confirmed (ceil(replicas / 64) words, stored contiguously in `masks_`), a
-// second one of those holding it only on a lower tier (`offload_masks_`, a subset), and a short
-// list of predictions. longest_match walks the prompt's hashes once, keeping the mask of
-// replicas whose match is still unbroken (visiting only its non-zero words), and stops as soon as
-// that mask is empty.
+// second one of those holding it only on a lower tier (`offload_masks_`, a subset, allocated only
+// once a replica reports a lower tier: prefixgate-engine never does, and at 1,000 replicas the
+// second mask is 128 bytes per block), and a short list of predictions. longest_match walks the
+// prompt's hashes once, keeping the mask of replicas whose match is still unbroken (visiting only
+// its non-zero words), and stops as soon as that mask is empty.
 #include "prefixgate/gateway/prefix_index.h"
 
 #include <algorithm>
@@ -60,9 +61,10 @@ struct PrefixIndex::Impl {
   std::size_t words = 0;  // mask words per slot
 
   boost::unordered_flat_map<std::uint64_t, std::uint32_t> slot_of;
-  std::vector<std::uint64_t> masks;          // slot s: masks[s * words, (s + 1) * words)
-  std::vector<std::uint64_t> offload_masks;  // the same layout: held only on a lower tier
-  std::vector<Predictions> predictions;      // by slot
+  std::vector<std::uint64_t> masks;  // slot s: masks[s * words, (s + 1) * words)
+  // The same layout: held only on a lower tier. Empty until the first kOffload block.
+  std::vector<std::uint64_t> offload_masks;
+  std::vector<Predictions> predictions;  // by slot
   std::vector<std::uint32_t> free_slots;
   std::size_t offload_entries = 0;  // set bits in offload_masks: 0 skips counting them
 
@@ -71,6 +73,7 @@ struct PrefixIndex::Impl {
     return masks.data() + std::size_t{slot} * words;
   }
   std::uint64_t* offload_mask(std::uint32_t slot) {
+    if (offload_masks.empty()) offload_masks.assign(predictions.size() * words, 0);
     return offload_masks.data() + std::size_t{slot} * words;
   }
   const std::uint64_t* offload_mask(std::uint32_t slot) const {
@@ -91,6 +94,7 @@ struct PrefixIndex::Impl {
   void widen(std::size_t new_words) {
     const std::size_t slots = predictions.size();
     for (std::vector<std::uint64_t>* m : {&masks, &offload_masks}) {
+      if (m->empty()) continue;
       std::vector<std::uint64_t> wider(slots * new_words, 0);
       for (std::size_t s = 0; s < slots; ++s) {
         std::copy_n(m->begin() + static_cast<std::ptrdiff_t>(s * words), words,
@@ -112,7 +116,7 @@ struct PrefixIndex::Impl {
       slot = static_cast<std::uint32_t>(predictions.size());
       predictions.emplace_back();
       masks.resize(masks.size() + words, 0);
-      offload_masks.resize(offload_masks.size() + words, 0);
+      if (!offload_masks.empty()) offload_masks.resize(offload_masks.size() + words, 0);
     }
     it->second = slot;
     return slot;
