@@ -179,20 +179,25 @@ std::string sim_to_svg(const SimReport& report) {
   const double group_w = 26.0 * static_cast<double>(policies.size()) + 24;
   const double panel_w = std::max(320.0, group_w * static_cast<double>(cells.size()) + 60);
   const double panel_h = 230, top = 60, bar_area = 160;
-  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
-                    fmt("%.0f", panel_w + 20) + "\" height=\"" +
-                    fmt("%.0f", top + 2 * panel_h + 20) +
+  // The legend first: the picture is as wide as the widest of the panels, the legend and the
+  // title (about 8.5 px a character at 15 px), so nothing is cut off.
+  std::string legend;
+  double lx = 10;
+  for (std::size_t i = 0; i < policies.size(); ++i) {
+    legend += "<rect x=\"" + fmt("%.0f", lx) + "\" y=\"32\" width=\"12\" height=\"12\" fill=\"" +
+              colors[i % 8] + "\"/><text x=\"" + fmt("%.0f", lx + 16) + "\" y=\"43\">" +
+              xml_escape(policies[i]) + "</text>\n";
+    lx += 30 + 7.0 * static_cast<double>(policies[i].size());
+  }
+  const double width =
+      std::max({panel_w + 20, lx + 10, 20 + 8.5 * static_cast<double>(report.title.size())});
+  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + fmt("%.0f", width) +
+                    "\" height=\"" + fmt("%.0f", top + 2 * panel_h + 20) +
                     "\" font-family=\"sans-serif\" font-size=\"11\">\n"
                     "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   svg += "<text x=\"10\" y=\"22\" font-size=\"15\" font-weight=\"bold\">" +
          xml_escape(report.title) + "</text>\n";
-  double lx = 10;
-  for (std::size_t i = 0; i < policies.size(); ++i) {
-    svg += "<rect x=\"" + fmt("%.0f", lx) + "\" y=\"32\" width=\"12\" height=\"12\" fill=\"" +
-           colors[i % 8] + "\"/><text x=\"" + fmt("%.0f", lx + 16) + "\" y=\"43\">" +
-           xml_escape(policies[i]) + "</text>\n";
-    lx += 30 + 7.0 * static_cast<double>(policies[i].size());
-  }
+  svg += legend;
   struct Panel {
     const char* title;
     double (*value)(const SimResult&);
