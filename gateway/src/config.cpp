@@ -509,13 +509,14 @@ Status validate(const GatewayConfig& config) {
     return bad("upstreams", "upstreams: at least one upstream is required (--upstream URL)");
   }
   static constexpr std::string_view kPolicies[] = {
-      "round_robin", "random", "least_load", "power_of_two", "consistent_hash", "cache_aware"};
+      "round_robin",     "random",      "least_load",         "power_of_two",
+      "consistent_hash", "cache_aware", "sglang_cache_aware", "dynamo_kv"};
   bool known = false;
   for (std::string_view p : kPolicies) known = known || p == config.policy;
   if (!known) {
     return bad("policy", "policy: '" + config.policy +
                              "' is not one of round_robin, random, least_load, power_of_two, "
-                             "consistent_hash, cache_aware");
+                             "consistent_hash, cache_aware, sglang_cache_aware, dynamo_kv");
   }
   for (std::size_t i = 0; i < config.upstreams.size(); ++i) {
     const std::string& model = config.upstreams[i].model;

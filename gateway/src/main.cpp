@@ -68,7 +68,8 @@ int main(int argc, char** argv) {
                  "(kind, kv_events, kv_events_replay, data_parallel_size, load_interval_ms, "
                  "capacity_blocks, model); repeatable");
   app.add_option("--policy", policy,
-                 "round_robin, random, least_load, power_of_two, consistent_hash, cache_aware");
+                 "round_robin, random, least_load, power_of_two, consistent_hash, cache_aware, "
+                 "sglang_cache_aware (SGLang's router), dynamo_kv (Dynamo's KV router)");
   app.add_option("--threads", threads, "I/O threads (0: one per core)");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error");
   try {

@@ -1,11 +1,17 @@
-// PrefixIndex: one flat hash map from block hash to a slot; per slot a bitmask of the replicas
-// that hold the block confirmed (ceil(replicas / 64) words, stored contiguously in `masks_`), a
-// second one of those holding it only on a lower tier (`offload_masks_`, a subset), and a short
-// list of predictions. longest_match walks the prompt's hashes once, keeping the mask of
-// replicas whose match is still unbroken, and stops as soon as that mask is empty.
+// PrefixIndex: one flat hash map from block hash to a slot; per slot the replicas that hold the
+// block confirmed: up to kInlineHolders replica ids in the slot itself (a cache-aware fleet keeps
+// one or a few copies of a block), past that a bitmask of ceil(replicas / 64) words in
+// `dense_rows` (a block every replica holds, such as a system prompt under round robin). A
+// bitmask per slot for every block would cost replicas / 8 bytes each: 128 at 1,000 replicas. A
+// second bitmask per slot marks the holders that hold it only on a lower tier (`offload_masks`,
+// a subset, allocated only once a replica reports a lower tier: prefixgate-engine never does),
+// and a short list of predictions. longest_match walks the
+// prompt's hashes once, keeping the mask of replicas whose match is still unbroken (visiting only
+// its non-zero words), and stops as soon as that mask is empty.
 #include "prefixgate/gateway/prefix_index.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <boost/unordered/unordered_flat_map.hpp>
 #include <boost/unordered/unordered_flat_set.hpp>
@@ -20,6 +26,15 @@ namespace {
 
 constexpr std::size_t kBitsPerWord = 64;
 constexpr Clock::time_point kNever = Clock::time_point::max();
+constexpr std::uint32_t kInlineHolders = 4;
+constexpr std::uint32_t kNoRow = ~std::uint32_t{0};
+
+// The replicas holding a block confirmed: inline ids while they fit, else a bitmask row.
+struct Holders {
+  std::array<ReplicaId, kInlineHolders> ids{};  // ids[0, count) while row == kNoRow
+  std::uint32_t count = 0;                      // holders, either way
+  std::uint32_t row = kNoRow;                   // a row of dense_rows once past kInlineHolders
+};
 
 std::size_t words_for(std::size_t replicas) {
   return (replicas + kBitsPerWord - 1) / kBitsPerWord;
@@ -59,17 +74,76 @@ struct PrefixIndex::Impl {
   std::size_t words = 0;  // mask words per slot
 
   boost::unordered_flat_map<std::uint64_t, std::uint32_t> slot_of;
-  std::vector<std::uint64_t> masks;          // slot s: masks[s * words, (s + 1) * words)
-  std::vector<std::uint64_t> offload_masks;  // the same layout: held only on a lower tier
-  std::vector<Predictions> predictions;      // by slot
+  std::vector<Holders> holders;           // by slot
+  std::vector<std::uint64_t> dense_rows;  // row k: dense_rows[k * words, (k + 1) * words)
+  std::vector<std::uint32_t> free_rows;
+  // The same layout: held only on a lower tier. Empty until the first kOffload block.
+  std::vector<std::uint64_t> offload_masks;
+  std::vector<Predictions> predictions;  // by slot
   std::vector<std::uint32_t> free_slots;
   std::size_t offload_entries = 0;  // set bits in offload_masks: 0 skips counting them
 
-  std::uint64_t* mask(std::uint32_t slot) { return masks.data() + std::size_t{slot} * words; }
-  const std::uint64_t* mask(std::uint32_t slot) const {
-    return masks.data() + std::size_t{slot} * words;
+  std::uint64_t* row(std::uint32_t k) { return dense_rows.data() + std::size_t{k} * words; }
+  const std::uint64_t* row(std::uint32_t k) const {
+    return dense_rows.data() + std::size_t{k} * words;
+  }
+
+  // Word w of the slot's holder mask.
+  std::uint64_t held_word(std::uint32_t slot, std::size_t w) const {
+    const Holders& h = holders[slot];
+    if (h.row != kNoRow) return row(h.row)[w];
+    std::uint64_t m = 0;
+    for (std::uint32_t i = 0; i < h.count; ++i) {
+      if (h.ids[i] / kBitsPerWord == w) m |= std::uint64_t{1} << (h.ids[i] % kBitsPerWord);
+    }
+    return m;
+  }
+
+  // r is not a holder yet (the caller's confirmed set says so).
+  void add_holder(std::uint32_t slot, ReplicaId r) {
+    Holders& h = holders[slot];
+    if (h.row == kNoRow && h.count < kInlineHolders) {
+      h.ids[h.count++] = r;
+      return;
+    }
+    if (h.row == kNoRow) {  // one holder more than fits inline: a bitmask row
+      std::uint32_t k;
+      if (!free_rows.empty()) {
+        k = free_rows.back();
+        free_rows.pop_back();
+      } else {
+        k = static_cast<std::uint32_t>(dense_rows.size() / words);
+        dense_rows.resize(dense_rows.size() + words, 0);
+      }
+      for (std::uint32_t i = 0; i < h.count; ++i) set_bit(row(k), h.ids[i]);
+      h.row = k;
+    }
+    set_bit(row(h.row), r);
+    ++h.count;
+  }
+
+  // r is a holder (the caller's confirmed set says so).
+  void remove_holder(std::uint32_t slot, ReplicaId r) {
+    Holders& h = holders[slot];
+    PG_DCHECK(h.count > 0);
+    if (h.row != kNoRow) {
+      clear_bit(row(h.row), r);
+      if (--h.count == 0) {
+        free_rows.push_back(h.row);
+        h.row = kNoRow;
+      }
+      return;
+    }
+    for (std::uint32_t i = 0; i < h.count; ++i) {
+      if (h.ids[i] == r) {
+        h.ids[i] = h.ids[--h.count];
+        return;
+      }
+    }
+    PG_DCHECK(false, "remove_holder: not a holder");
   }
   std::uint64_t* offload_mask(std::uint32_t slot) {
+    if (offload_masks.empty()) offload_masks.assign(predictions.size() * words, 0);
     return offload_masks.data() + std::size_t{slot} * words;
   }
   const std::uint64_t* offload_mask(std::uint32_t slot) const {
@@ -88,10 +162,11 @@ struct PrefixIndex::Impl {
 
   // Grows the mask of every slot when a replica needs another word (rare: at replica 65, 129...).
   void widen(std::size_t new_words) {
-    const std::size_t slots = predictions.size();
-    for (std::vector<std::uint64_t>* m : {&masks, &offload_masks}) {
-      std::vector<std::uint64_t> wider(slots * new_words, 0);
-      for (std::size_t s = 0; s < slots; ++s) {
+    for (std::vector<std::uint64_t>* m : {&dense_rows, &offload_masks}) {
+      if (m->empty()) continue;
+      const std::size_t rows = m->size() / words;
+      std::vector<std::uint64_t> wider(rows * new_words, 0);
+      for (std::size_t s = 0; s < rows; ++s) {
         std::copy_n(m->begin() + static_cast<std::ptrdiff_t>(s * words), words,
                     wider.begin() + static_cast<std::ptrdiff_t>(s * new_words));
       }
@@ -110,8 +185,8 @@ struct PrefixIndex::Impl {
     } else {
       slot = static_cast<std::uint32_t>(predictions.size());
       predictions.emplace_back();
-      masks.resize(masks.size() + words, 0);
-      offload_masks.resize(offload_masks.size() + words, 0);
+      holders.emplace_back();
+      if (!offload_masks.empty()) offload_masks.resize(offload_masks.size() + words, 0);
     }
     it->second = slot;
     return slot;
@@ -119,9 +194,7 @@ struct PrefixIndex::Impl {
 
   // An entry that no replica holds any more is erased, so memory follows what is cached.
   void release_if_empty(std::uint64_t hash, std::uint32_t slot) {
-    const std::uint64_t* m = mask(slot);
-    if (!predictions[slot].empty()) return;
-    if (std::any_of(m, m + words, [](std::uint64_t w) { return w != 0; })) return;
+    if (!predictions[slot].empty() || holders[slot].count != 0) return;
     slot_of.erase(hash);
     predictions[slot].shrink_to_fit();
     free_slots.push_back(slot);
@@ -164,7 +237,7 @@ struct PrefixIndex::Impl {
       return;
     }
     const std::uint32_t slot = find_or_insert(hash);
-    set_bit(mask(slot), r);
+    add_holder(slot, r);
     if (tier == CacheTier::kOffload) {
       set_bit(offload_mask(slot), r);
       ++offload_entries;
@@ -178,7 +251,7 @@ struct PrefixIndex::Impl {
   void unstore(ReplicaId r, std::uint64_t hash, CacheTier tier) {
     const std::uint32_t* slot = find(hash);
     if (slot == nullptr) return;
-    clear_bit(mask(*slot), r);
+    remove_holder(*slot, r);
     if (tier == CacheTier::kOffload) {
       clear_bit(offload_mask(*slot), r);
       --offload_entries;
@@ -361,40 +434,53 @@ void PrefixIndex::longest_match(std::span<const std::uint64_t> hashes, Clock::ti
   const bool count_offloaded = !offloaded.empty() && im.offload_entries > 0;
 
   // alive: replicas whose match covers every block so far. When a replica drops out at block i,
-  // its match is i blocks.
+  // its match is i blocks. Only the words of `alive` that are still non-zero are visited
+  // (`live`): after the first blocks there are one or two, whatever the replica count.
   std::vector<std::uint64_t> alive(words, ~std::uint64_t{0});
   if (n_replicas % kBitsPerWord != 0) alive.back() = (std::uint64_t{1} << (n_replicas % 64)) - 1;
-  std::vector<std::uint64_t> held(words);
-  std::size_t alive_words = words;  // words of `alive` that are non-zero
+  std::vector<std::uint32_t> live(words);
+  for (std::size_t w = 0; w < words; ++w) live[w] = static_cast<std::uint32_t>(w);
+  std::size_t live_count = words;
 
-  for (std::size_t i = 0; i < hashes.size() && alive_words > 0; ++i) {
-    const std::uint32_t* slot = im.find(hashes[i]);
-    if (slot == nullptr) {
-      std::fill(held.begin(), held.end(), 0);
-    } else {
-      const std::uint64_t* m = im.mask(*slot);
-      std::copy_n(m, words, held.begin());
-      for (const Prediction& p : im.predictions[*slot]) {
-        if (p.expiry > now) held[p.replica / kBitsPerWord] |= std::uint64_t{1} << (p.replica % 64);
-      }
-    }
-    alive_words = 0;
-    for (std::size_t w = 0; w < words; ++w) {
-      std::uint64_t dropped = alive[w] & ~held[w];
-      while (dropped != 0) {
-        const int bit = std::countr_zero(dropped);
-        out[w * kBitsPerWord + static_cast<std::size_t>(bit)] = i;
-        dropped &= dropped - 1;
-      }
-      alive[w] &= held[w];
-      if (alive[w] != 0) ++alive_words;
-      if (count_offloaded && slot != nullptr) {
-        std::uint64_t lower = alive[w] & im.offload_mask(*slot)[w];
-        while (lower != 0) {
-          ++offloaded[w * kBitsPerWord + static_cast<std::size_t>(std::countr_zero(lower))];
-          lower &= lower - 1;
+  // Slots are looked up a batch ahead: the lookups are independent, so their cache misses
+  // overlap instead of queueing behind each block's work (a large index is memory-bound).
+  constexpr std::size_t kBatch = 16;
+  const std::uint32_t* slots[kBatch];
+  for (std::size_t base = 0; base < hashes.size() && live_count > 0; base += kBatch) {
+    const std::size_t batch = std::min(kBatch, hashes.size() - base);
+    for (std::size_t k = 0; k < batch; ++k) slots[k] = im.find(hashes[base + k]);
+    for (std::size_t k = 0; k < batch && live_count > 0; ++k) {
+      const std::size_t i = base + k;
+      const std::uint32_t* slot = slots[k];
+      const Predictions* preds = slot == nullptr ? nullptr : &im.predictions[*slot];
+      std::size_t kept = 0;
+      for (std::size_t j = 0; j < live_count; ++j) {
+        const std::uint32_t w = live[j];
+        std::uint64_t held = slot == nullptr ? 0 : im.held_word(*slot, w);
+        if (preds != nullptr) {
+          for (const Prediction& p : *preds) {
+            if (p.replica / kBitsPerWord == w && p.expiry > now) {
+              held |= std::uint64_t{1} << (p.replica % 64);
+            }
+          }
         }
+        std::uint64_t dropped = alive[w] & ~held;
+        while (dropped != 0) {
+          const int bit = std::countr_zero(dropped);
+          out[w * kBitsPerWord + static_cast<std::size_t>(bit)] = i;
+          dropped &= dropped - 1;
+        }
+        alive[w] &= held;
+        if (count_offloaded && slot != nullptr) {
+          std::uint64_t lower = alive[w] & im.offload_mask(*slot)[w];
+          while (lower != 0) {
+            ++offloaded[w * kBitsPerWord + static_cast<std::size_t>(std::countr_zero(lower))];
+            lower &= lower - 1;
+          }
+        }
+        if (alive[w] != 0) live[kept++] = w;
       }
+      live_count = kept;
     }
   }
 }

@@ -2,6 +2,7 @@
 #include "prefixgate/gateway/routing.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "routing_common.h"
@@ -61,11 +62,39 @@ Status validate(const CacheAwareConfig& c) {
   return {};
 }
 
+Status validate(const SglangCacheAwareConfig& c) {
+  auto bad = [](const char* key, const char* why) {
+    return make_error(ErrorCode::kInvalidValue,
+                      std::string("routing.sglang_cache_aware.") + key + " " + why,
+                      std::string("routing.sglang_cache_aware.") + key);
+  };
+  if (!(c.cache_threshold >= 0 && c.cache_threshold <= 1)) {
+    return bad("cache_threshold", "must be in [0, 1]");
+  }
+  if (!(c.balance_rel_threshold >= 1)) return bad("balance_rel_threshold", "must be >= 1");
+  if (c.max_tree_blocks < 1) return bad("max_tree_blocks", "must be >= 1");
+  return {};
+}
+
+Status validate(const DynamoKvConfig& c) {
+  auto bad = [](const char* key, const char* why) {
+    return make_error(ErrorCode::kInvalidValue, std::string("routing.dynamo_kv.") + key + " " + why,
+                      std::string("routing.dynamo_kv.") + key);
+  };
+  if (!(c.overlap_score_weight >= 0)) return bad("overlap_score_weight", "must be >= 0");
+  if (!(c.temperature >= 0) || std::isinf(c.temperature)) {
+    return bad("temperature", "must be finite and >= 0");
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<std::unique_ptr<RoutingPolicy>> make_policy(std::string_view name,
                                                    const PolicyConfig& config) {
   if (Status s = validate(config.cache_aware); !s) return s.error();
+  if (Status s = validate(config.sglang); !s) return s.error();
+  if (Status s = validate(config.dynamo); !s) return s.error();
   const double w = config.cache_aware.decode_weight;
   if (name == "round_robin") return routing::make_round_robin();
   if (name == "random") return routing::make_random(config.seed);
@@ -73,10 +102,13 @@ Result<std::unique_ptr<RoutingPolicy>> make_policy(std::string_view name,
   if (name == "power_of_two") return routing::make_power_of_two(config.seed, w);
   if (name == "consistent_hash") return routing::make_consistent_hash(w);
   if (name == "cache_aware") return routing::make_cache_aware(config.cache_aware);
+  if (name == "sglang_cache_aware") return routing::make_sglang_cache_aware(config.sglang);
+  if (name == "dynamo_kv") return routing::make_dynamo_kv(config.dynamo, config.seed);
   return make_error(ErrorCode::kInvalidValue,
                     "unknown routing policy '" + std::string(name) +
                         "'; expected one of round_robin, random, least_load, "
-                        "power_of_two, consistent_hash, cache_aware",
+                        "power_of_two, consistent_hash, cache_aware, sglang_cache_aware, "
+                        "dynamo_kv",
                     "policy");
 }
 

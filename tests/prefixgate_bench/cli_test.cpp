@@ -17,6 +17,12 @@ struct Outcome {
   std::string output;
 };
 
+// Engine and gateway logs, one directory per test process: fleets of tests that run at the same
+// time must not write each other's logs.
+std::string log_dir() {
+  return ::testing::TempDir() + "prefixgate-bench-logs-" + std::to_string(getpid());
+}
+
 Outcome run_bench(std::vector<std::string> args,
                   std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
   proc::Process p(PREFIXGATE_BENCH_BIN, std::move(args));
@@ -53,6 +59,13 @@ INSTANTIATE_TEST_SUITE_P(
                       std::vector<std::string>{"compare", "--device", "tpu"},
                       std::vector<std::string>{"compare", "--target", "ftp://x"},
                       std::vector<std::string>{"compare", "--rule-sets", "as-sent,strict"},
+                      std::vector<std::string>{"compare", "--gateways", "0"},
+                      std::vector<std::string>{"simulate", "--replicas", "0"},
+                      std::vector<std::string>{"simulate", "--policies", "cache_aware,fastest"},
+                      std::vector<std::string>{"simulate", "--load", "0"},
+                      std::vector<std::string>{"simulate", "--concurrency", "4"},
+                      std::vector<std::string>{"simulate", "--sim-profile", "tpu:llama3-8b"},
+                      std::vector<std::string>{"simulate", "--workload", "trace"},
                       std::vector<std::string>{"compare", "--api", "grpc"},
                       std::vector<std::string>{"compare", "--api", "messages"},  // not agent
                       std::vector<std::string>{"run"},
@@ -96,7 +109,7 @@ TEST(BenchCliTest, CompareWritesTheResultsAndCacheAwareHitsMoreThanRoundRobin) {
                                "--gateway-bin",
                                PREFIXGATE_GATEWAY_BIN,
                                "--log-dir",
-                               ::testing::TempDir() + "prefixgate-bench-logs",
+                               log_dir(),
                                "--no-progress"});
   ASSERT_EQ(o.status, 0) << o.output;
   EXPECT_NE(o.output.find("cache_aware"), std::string::npos) << o.output;
@@ -131,9 +144,66 @@ TEST(BenchCliTest, CompareWritesTheResultsAndCacheAwareHitsMoreThanRoundRobin) {
   EXPECT_EQ(first_line.rfind("<svg", 0), 0u);
 }
 
+// simulate: the grid of replica counts, gateway counts and loads, each cell with every policy,
+// in the JSON compare's field names use.
+TEST(BenchCliTest, SimulateWritesEveryCellOfTheGrid) {
+  const std::string json_path =
+      ::testing::TempDir() + "prefixgate-bench-sim-" + std::to_string(getpid()) + ".json";
+  const Outcome o = run_bench({"simulate",
+                               "--replicas",
+                               "2,4",
+                               "--gateways",
+                               "1,2",
+                               "--load",
+                               "0.5",
+                               "--policies",
+                               "round_robin,cache_aware",
+                               "--workload",
+                               "shared-prefix",
+                               "--groups",
+                               "6",
+                               "--prompts-per-group",
+                               "8",
+                               "--system-len",
+                               "512",
+                               "--output-len",
+                               "8",
+                               "--json",
+                               json_path,
+                               "--no-progress"});
+  ASSERT_EQ(o.status, 0) << o.output;
+  std::ifstream in(json_path);
+  std::stringstream text;
+  text << in.rdbuf();
+  auto doc = json::parse(text.str());
+  ASSERT_TRUE(doc.ok()) << text.str();
+  const json::Value* results = doc->find("results");
+  ASSERT_TRUE(results != nullptr && results->is_array());
+  ASSERT_EQ(results->as_array().size(), 8u);
+  std::map<std::string, double> hit;
+  for (const json::Value& r : results->as_array()) {
+    for (const char* key : {"replicas", "gateways", "policy", "load", "hit_rate",
+                            "ceiling_hit_rate", "ttft_p50", "ttft_p99", "itl_p50", "itl_p99",
+                            "imbalance", "preemptions", "gpu_seconds", "queue_p99"}) {
+      EXPECT_NE(r.find(key), nullptr) << key;
+    }
+    EXPECT_EQ(r.find("requests")->as_number().value, 48);
+    EXPECT_LE(r.find("hit_rate")->as_number().value,
+              r.find("ceiling_hit_rate")->as_number().value + 1e-9);
+    const std::string cell = std::to_string(r.find("replicas")->as_number().value) + "/" +
+                             std::to_string(r.find("gateways")->as_number().value);
+    hit[cell + r.find("policy")->as_string()] = r.find("hit_rate")->as_number().value;
+  }
+  for (const char* cell : {"2.000000/1.000000", "4.000000/2.000000"}) {
+    EXPECT_GT(hit[std::string(cell) + "cache_aware"], hit[std::string(cell) + "round_robin"])
+        << text.str();
+  }
+}
+
 // --api: the agent loop over Anthropic's Messages API and OpenAI's Responses API. The load
 // generator reads each API's usage (message_delta's cache_read_input_tokens, the response's
-// input_tokens_details.cached_tokens): the same prompts, the same cached tokens.
+// input_tokens_details.cached_tokens): the same prompts, the same cached tokens. One replica, so
+// that what is cached cannot depend on where a late prediction sent a step on a busy host.
 TEST(BenchCliTest, AgentLoopOverMessagesAndResponsesCountsTheirCachedTokens) {
   std::map<std::string, std::pair<double, double>> tokens;  // api -> prompt, cached
   for (const char* api : {"chat", "messages", "responses"}) {
@@ -141,7 +211,7 @@ TEST(BenchCliTest, AgentLoopOverMessagesAndResponsesCountsTheirCachedTokens) {
         ::testing::TempDir() + "prefixgate-bench-" + api + "-" + std::to_string(getpid()) + ".json";
     const Outcome o = run_bench({"compare",
                                  "--replicas",
-                                 "2",
+                                 "1",
                                  "--device",
                                  "sim",
                                  "--sim-profile",
@@ -177,7 +247,7 @@ TEST(BenchCliTest, AgentLoopOverMessagesAndResponsesCountsTheirCachedTokens) {
                                  "--gateway-bin",
                                  PREFIXGATE_GATEWAY_BIN,
                                  "--log-dir",
-                                 ::testing::TempDir() + "prefixgate-bench-logs",
+                                 log_dir(),
                                  "--no-progress"});
     ASSERT_EQ(o.status, 0) << api << ": " << o.output;
     std::ifstream in(json_path);
@@ -236,7 +306,7 @@ TEST(BenchCliTest, RuleSetsRunEachPolicyUnderEachCanonicalization) {
                                "--gateway-bin",
                                PREFIXGATE_GATEWAY_BIN,
                                "--log-dir",
-                               ::testing::TempDir() + "prefixgate-bench-logs",
+                               log_dir(),
                                "--no-progress"});
   ASSERT_EQ(o.status, 0) << o.output;
   std::ifstream in(json_path);

@@ -13,12 +13,12 @@
 //   c.hit_rate();
 #pragma once
 
+#include <boost/unordered/unordered_flat_set.hpp>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
-#include <unordered_set>
 #include <vector>
 
 #include "prefixgate/base/status.h"
@@ -45,7 +45,7 @@ class PrefixCeiling {
 
  private:
   std::size_t block_size_;
-  std::unordered_set<std::uint64_t> blocks_;
+  boost::unordered_flat_set<std::uint64_t> blocks_;  // open addressing: 100M+ blocks at scale
   std::size_t prompt_tokens_ = 0;
   std::size_t hit_tokens_ = 0;
 };

@@ -73,6 +73,33 @@ struct CompareFlags {
 
 int run_compare(CompareFlags flags);
 
+// The workload `--workload` and its flags describe (compare.cpp; simulate uses it too).
+Result<Workload> build_workload(const WorkloadFlags& flags);
+
+struct SimulateFlags {
+  WorkloadFlags workload;
+  CeilingFlags ceiling;
+  LoadFlags load;  // --rate (absolute; overrides --load), --num-requests, --warmup
+  std::vector<std::size_t> replicas{8};
+  std::vector<std::size_t> gateways{1};
+  std::vector<double> loads{0.8};  // fractions of the fleet's modelled capacity
+  std::vector<std::string> policies{"round_robin", "least_load", "cache_aware"};
+  std::string sim_profile = "h100:llama3-8b";
+  std::size_t kv_cache_tokens = 0;  // 0: the profile's capacity
+  std::size_t max_model_len = 0;    // 0: the profile's context
+  std::size_t max_num_batched_tokens = 2048;
+  std::size_t max_num_seqs = 64;
+  double event_delay_ms = 50;
+  double load_report_ms = 100;
+  double prediction_ttl_ms = 2000;  // the gateway's IndexConfig::prediction_ttl
+  std::size_t trace_copies = 1;
+  double gpu_hour_usd = 0;
+  std::string json_out;
+  std::string svg_out;
+};
+
+int run_simulate(const SimulateFlags& flags);
+
 struct OverheadFlags {
   std::string duration = "10s";
   std::string warmup = "3s";

@@ -85,6 +85,8 @@ Result<std::string> write_rule_set_config(const std::string& dir, const std::str
   return path;
 }
 
+}  // namespace
+
 Result<Workload> build_workload(const WorkloadFlags& f) {
   if (f.api != "chat" && f.workload != "agent") {
     return make_error(ErrorCode::kInvalidValue,
@@ -148,6 +150,8 @@ Result<Workload> build_workload(const WorkloadFlags& f) {
                     "--workload: unknown '" + f.workload +
                         "' (shared-prefix, multi-turn, agent, volatile, trace)");
 }
+
+namespace {
 
 Result<LoadOptions> build_load(const LoadFlags& f, const Workload& w) {
   LoadOptions o;
@@ -246,6 +250,7 @@ json::Object setup_json(const CompareFlags& f, const Workload& w, const LoadOpti
   if (f.targets.empty()) {
     s.push_back(
         {"fleet", json::Object{{"replicas", static_cast<double>(f.fleet.replicas)},
+                               {"gateways", static_cast<double>(f.fleet.gateways)},
                                {"device", f.fleet.device},
                                {"sim_profile", f.fleet.sim_profile},
                                {"sim_speedup", f.fleet.sim_speedup},
@@ -311,14 +316,16 @@ int run_compare(CompareFlags flags) {
     if (flags.policies.empty()) return usage_error("--policies: none given");
     for (const std::string& p : flags.policies) {
       static const std::vector<std::string> kKnown{
-          "round_robin", "random", "least_load", "power_of_two", "consistent_hash", "cache_aware"};
+          "round_robin",     "random",      "least_load",         "power_of_two",
+          "consistent_hash", "cache_aware", "sglang_cache_aware", "dynamo_kv"};
       if (std::find(kKnown.begin(), kKnown.end(), p) == kKnown.end()) {
         return usage_error("--policies: unknown policy '" + p +
                            "' (round_robin, random, least_load, power_of_two, consistent_hash, "
-                           "cache_aware)");
+                           "cache_aware, sglang_cache_aware, dynamo_kv)");
       }
     }
     if (flags.fleet.replicas == 0) return usage_error("--replicas must be at least 1");
+    if (flags.fleet.gateways == 0) return usage_error("--gateways must be at least 1");
     if (flags.fleet.device != "sim" && flags.fleet.device != "cpu") {
       return usage_error("--device: sim or cpu, got '" + flags.fleet.device + "'");
     }
@@ -369,6 +376,8 @@ int run_compare(CompareFlags flags) {
   if (targets.empty()) {
     report.title =
         workload->name + ", " + std::to_string(flags.fleet.replicas) + " x " + flags.fleet.device +
+        (flags.fleet.gateways > 1 ? ", " + std::to_string(flags.fleet.gateways) + " gateways"
+                                  : "") +
         (flags.fleet.device == "sim"
              ? " " + flags.fleet.sim_profile + " (speedup " + flags.fleet.sim_speedup + ")"
              : " " + flags.fleet.model);
@@ -388,7 +397,8 @@ int run_compare(CompareFlags flags) {
   }
 
   int status = 0;
-  auto run_one = [&](const std::string& name, const HttpTarget& target, std::size_t replicas) {
+  auto run_one = [&](const std::string& name, std::span<const HttpTarget> target,
+                     std::size_t replicas) {
     LoadOptions o = *load;
     o.label = name;
     o.seed = flags.workload.seed;
@@ -410,7 +420,7 @@ int run_compare(CompareFlags flags) {
 
   if (!targets.empty()) {
     for (const auto& [name, target] : targets) {
-      run_one(name, target, 0);
+      run_one(name, std::span(&target, 1), 0);
       warn_if_saturated(report.results.back());
     }
   } else {
@@ -444,12 +454,12 @@ int run_compare(CompareFlags flags) {
         std::cerr << "prefixgate-bench: " << s.error().message << "\n";
         return 1;
       }
-      auto gateway = fleet.start_gateway(policy, policy + "-" + kind);
-      if (!gateway) {
-        std::cerr << "prefixgate-bench: " << policy << ": " << gateway.error().message << "\n";
+      auto gateways = fleet.start_gateways(policy, policy + "-" + kind);
+      if (!gateways) {
+        std::cerr << "prefixgate-bench: " << policy << ": " << gateways.error().message << "\n";
         return 1;
       }
-      run_one(name, *gateway, flags.fleet.replicas);
+      run_one(name, *gateways, flags.fleet.replicas);
       if (!rules.empty()) {
         report.results.back().ceiling_hit_rate = rules == "as-sent"     ? ceilings->as_sent
                                                  : rules == "canonical" ? ceilings->canonical

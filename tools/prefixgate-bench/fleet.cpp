@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <regex>
 #include <thread>
@@ -84,6 +85,18 @@ Status Fleet::start_engines() {
   return {};
 }
 
+Result<std::vector<HttpTarget>> Fleet::start_gateways(const std::string& policy,
+                                                      const std::string& tag) {
+  std::vector<HttpTarget> targets;
+  for (std::size_t g = 0; g < std::max<std::size_t>(1, options_.gateways); ++g) {
+    auto target =
+        start_gateway(policy, options_.gateways > 1 ? tag + "-" + std::to_string(g) : tag);
+    if (!target) return target.error();
+    targets.push_back(*target);
+  }
+  return targets;
+}
+
 Result<HttpTarget> Fleet::start_gateway(const std::string& policy, const std::string& tag) {
   std::vector<std::string> args{"--listen", "127.0.0.1:0", "--policy",
                                 policy,     "--log-level", "warn"};
@@ -93,11 +106,12 @@ Result<HttpTarget> Fleet::start_gateway(const std::string& policy, const std::st
   for (const std::string& u : upstreams_) args.insert(args.end(), {"--upstream", u});
   const std::string log = options_.log_dir + "/gateway-" + tag + ".log";
   std::filesystem::remove(log);
-  gateway_ = std::make_unique<proc::Process>(options_.gateway_bin, args, proc::ProcessOptions{log});
-  const std::uint16_t port = gateway_->wait_listening();
+  proc::Process& gateway = *gateways_.emplace_back(
+      std::make_unique<proc::Process>(options_.gateway_bin, args, proc::ProcessOptions{log}));
+  const std::uint16_t port = gateway.wait_listening();
   if (port == 0) {
     return failure("gateway (" + options_.gateway_bin + ") did not start:\n" +
-                   tail(gateway_->output()));
+                   tail(gateway.output()));
   }
   auto target = parse_url("http://127.0.0.1:" + std::to_string(port));
   if (!target) return target.error();
@@ -109,12 +123,12 @@ Result<HttpTarget> Fleet::start_gateway(const std::string& policy, const std::st
     std::this_thread::sleep_for(std::chrono::milliseconds(50));  // polling, not synchronizing
   }
   return failure("gateway never saw all " + std::to_string(upstreams_.size()) +
-                 " replicas healthy:\n" + tail(gateway_->output()));
+                 " replicas healthy:\n" + tail(gateway.output()));
 }
 
 void Fleet::stop() {
-  if (gateway_) gateway_->stop(std::chrono::seconds(5));
-  gateway_.reset();
+  for (auto& g : gateways_) g->stop(std::chrono::seconds(5));
+  gateways_.clear();
   for (auto& e : engines_) e->kill(SIGTERM);
   for (auto& e : engines_) e->stop(std::chrono::seconds(5));
   engines_.clear();

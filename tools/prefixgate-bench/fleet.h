@@ -1,11 +1,12 @@
 // The replicas and gateways `compare` starts for itself: N prefixgate-engine processes (sim or
-// cpu device) on OS-picked loopback ports, and a prefixgate gateway in front of them with one
-// routing policy. Logs go to files under `log_dir`. Everything is stopped (SIGTERM, then
-// SIGKILL) when the Fleet is destroyed.
+// cpu device) on OS-picked loopback ports, and `gateways` prefixgate gateways in front of them
+// with one routing policy (several: independent instances, each with its own index and
+// predictions, all following every engine's kv_events, as behind a plain load balancer). Logs go to
+// files under `log_dir`. Everything is stopped (SIGTERM, then SIGKILL) when the Fleet is destroyed.
 //
 //   bench::Fleet fleet(options);
 //   if (auto s = fleet.start_engines(); !s) fail(s.error().message);
-//   auto gateway = fleet.start_gateway("cache_aware");   // Result<HttpTarget>
+//   auto gateways = fleet.start_gateways("cache_aware", "tag");   // Result<vector<HttpTarget>>
 //   ... run the workload against *gateway ...
 //   fleet.stop();                                        // fresh caches for the next policy
 #pragma once
@@ -30,6 +31,7 @@ struct FleetOptions {
   std::size_t max_model_len = 0;         // 0: the engine's default
   std::vector<std::string> engine_args;  // extra flags for every engine
   std::string gateway_config;            // a YAML file for every gateway ("": none)
+  std::size_t gateways = 1;              // gateway instances over the same engines
   // How the gateway is told to follow the engines: prefixgate (their /v1/kv_events), vllm (they
   // publish vLLM's ZeroMQ KV events, the gateway subscribes as to vLLM), openai (no events).
   std::string upstream_kind = "prefixgate";
@@ -46,8 +48,9 @@ class Fleet {
   Fleet& operator=(const Fleet&) = delete;
 
   Status start_engines();
-  // Starts a gateway over the running engines and waits until it sees all of them healthy.
-  Result<HttpTarget> start_gateway(const std::string& policy, const std::string& tag);
+  // Starts `gateways` gateways over the running engines and waits until each sees all of them
+  // healthy.
+  Result<std::vector<HttpTarget>> start_gateways(const std::string& policy, const std::string& tag);
   void stop();
 
   std::size_t replicas() const { return options_.replicas; }
@@ -56,7 +59,9 @@ class Fleet {
   FleetOptions options_;
   std::vector<std::unique_ptr<proc::Process>> engines_;
   std::vector<std::string> upstreams_;
-  std::unique_ptr<proc::Process> gateway_;
+  Result<HttpTarget> start_gateway(const std::string& policy, const std::string& log_tag);
+
+  std::vector<std::unique_ptr<proc::Process>> gateways_;
   std::size_t generation_ = 0;
 };
 

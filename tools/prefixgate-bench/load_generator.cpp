@@ -23,8 +23,9 @@ namespace {
 
 struct RunState {
   const Workload& workload;
-  const HttpTarget& target;
+  std::span<const HttpTarget> targets;
   const LoadOptions& options;
+  Rng spray;  // which target each request goes to
   BenchClock::time_point zero;
   std::size_t limit = 0;   // requests to issue at most
   std::size_t issued = 0;  // requests sent so far
@@ -65,7 +66,9 @@ asio::awaitable<void> run_session(RunState& st, const Session& session, double s
     RequestRecord& rec = st.records.emplace_back();
     rec.order = st.issued++;
     rec.warmup = rec.order < st.options.warmup;
-    co_await send_streaming(st.target, turn, st.zero, timeout, rec);
+    const HttpTarget& target =
+        st.targets.size() == 1 ? st.targets.front() : st.targets[st.spray.below(st.targets.size())];
+    co_await send_streaming(target, turn, st.zero, timeout, rec);
     ++st.finished;
     if (!rec.error.empty()) {
       ++st.failed;
@@ -92,9 +95,17 @@ asio::awaitable<void> open_session(RunState& st, const Session& session, double 
 
 std::vector<RequestRecord> run_load(const Workload& workload, const HttpTarget& target,
                                     const LoadOptions& options) {
+  return run_load(workload, std::span(&target, 1), options);
+}
+
+std::vector<RequestRecord> run_load(const Workload& workload, std::span<const HttpTarget> targets,
+                                    const LoadOptions& options) {
   asio::io_context ioc(1);
-  RunState st{
-      .workload = workload, .target = target, .options = options, .zero = BenchClock::now()};
+  RunState st{.workload = workload,
+              .targets = targets,
+              .options = options,
+              .spray = Rng(options.seed ^ 0x5bd1e995ULL),
+              .zero = BenchClock::now()};
   st.limit = workload.requests();
   if (options.max_requests > 0) st.limit = std::min(st.limit, options.max_requests);
 

@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,10 @@ struct LoadOptions {
 };
 
 std::vector<RequestRecord> run_load(const Workload& workload, const HttpTarget& target,
+                                    const LoadOptions& options);
+// Several targets (gateway instances behind a plain load balancer): each request goes to one of
+// them uniformly at random (seeded by options.seed), turn by turn.
+std::vector<RequestRecord> run_load(const Workload& workload, std::span<const HttpTarget> targets,
                                     const LoadOptions& options);
 
 }  // namespace prefixgate::bench

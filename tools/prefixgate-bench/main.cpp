@@ -6,6 +6,8 @@
 //   prefixgate-bench compare --workload trace --trace FILE --time-scale 0.1 ...
 //   prefixgate-bench compare --target a=http://10.0.0.1:8080 --target b=http://10.0.0.2:8080 ...
 //   prefixgate-bench run --url http://127.0.0.1:8080 --workload multi-turn
+//   prefixgate-bench simulate --replicas 8,64,1000 --gateways 1,3 --load 0.8,1.0
+//     --policies round_robin,sglang_cache_aware,dynamo_kv,cache_aware --workload trace --trace FILE
 //   prefixgate-bench overhead
 //
 // Exit status: 0 done, 1 a run could not be carried out (a process did not start, a file could
@@ -141,6 +143,11 @@ int main(int argc, char** argv) {
   cmp->add_option("--engine-arg", compare.fleet.engine_args, "an extra engine flag (repeatable)")
       ->allow_extra_args(false);
   cmp->add_option("--gateway-config", compare.fleet.gateway_config, "a prefixgate YAML config");
+  cmp->add_option("--gateways", compare.fleet.gateways,
+                  "gateway instances per policy over the same replicas, each request sent to one "
+                  "of them at random (each has its own index and predictions)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmp->add_option("--policies", compare.policies, "routing policies, comma-separated")
       ->delimiter(',')
       ->capture_default_str();
@@ -173,6 +180,61 @@ int main(int argc, char** argv) {
   runc->add_option("--url", url, "http://HOST:PORT of a gateway or an engine")->required();
   runc->add_option("--json", run.json_out, "write the results as JSON");
   runc->add_option("--svg", run.svg_out, "write the chart");
+
+  bench::SimulateFlags sim;
+  CLI::App* simc = app.add_subcommand(
+      "simulate",
+      "discrete-event simulation in virtual time of sim replicas behind gateways, running the "
+      "gateway's routing and index and the engine's scheduler and cache: policies side by side "
+      "at fleet scale");
+  add_workload_flags(*simc, sim.workload, sim.ceiling, sim.load);
+  simc->add_option("--replicas", sim.replicas, "replica counts, comma-separated")
+      ->delimiter(',')
+      ->capture_default_str();
+  simc->add_option("--gateways", sim.gateways,
+                   "gateway counts, comma-separated (requests sprayed at random over them)")
+      ->delimiter(',')
+      ->capture_default_str();
+  simc->add_option("--load", sim.loads,
+                   "offered load as fractions of the fleet's modelled capacity, comma-separated "
+                   "(--rate overrides)")
+      ->delimiter(',')
+      ->capture_default_str();
+  simc->add_option("--policies", sim.policies, "routing policies, comma-separated")
+      ->delimiter(',')
+      ->capture_default_str();
+  simc->add_option("--sim-profile", sim.sim_profile, "GPU:MODEL (engine/SIM.md)")
+      ->capture_default_str();
+  simc->add_option("--kv-cache-tokens", sim.kv_cache_tokens,
+                   "KV tokens per replica (0: the profile's capacity)");
+  simc->add_option("--max-model-len", sim.max_model_len,
+                   "prompt + output tokens per request (0: the profile's context; more: the same "
+                   "model shape with a longer context)");
+  simc->add_option("--max-num-batched-tokens", sim.max_num_batched_tokens,
+                   "the engines' token budget per step")
+      ->capture_default_str();
+  simc->add_option("--max-num-seqs", sim.max_num_seqs, "the engines' running sequences at most")
+      ->capture_default_str();
+  simc->add_option("--event-delay-ms", sim.event_delay_ms,
+                   "a replica's cache events and load reports reach the gateways this late")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  simc->add_option("--load-report-ms", sim.load_report_ms, "the engines' load-report interval")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  simc->add_option("--prediction-ttl-ms", sim.prediction_ttl_ms,
+                   "how long a gateway's prediction lives without an event (its prediction_ttl)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  simc->add_option("--trace-copies", sim.trace_copies,
+                   "trace: replay it this many times as separate tenants, interleaved")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  simc->add_option("--gpu-hour-usd", sim.gpu_hour_usd,
+                   "price of a GPU-hour: adds usd_per_mtok to the JSON")
+      ->check(CLI::NonNegativeNumber);
+  simc->add_option("--json", sim.json_out, "write the results as JSON");
+  simc->add_option("--svg", sim.svg_out, "write the chart (default: --json's path, .svg)");
 
   bench::OverheadFlags overhead;
   CLI::App* ovh =
@@ -210,6 +272,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (cmp->parsed()) return bench::run_compare(std::move(compare));
+    if (simc->parsed()) return bench::run_simulate(sim);
     if (runc->parsed()) {
       run.targets = {"target=" + url};
       return bench::run_compare(std::move(run));

@@ -128,7 +128,7 @@ Awaitable<bool> relay_stream(Connection& c, const Request& req, ProxiedRequest& 
     }
     if (!out.empty()) client_ok = co_await write_chunk(c, out);
   }
-  ctx.replicas->finish(p.decision.replica, prefilled ? 0 : uncached_prompt_tokens(p));
+  ctx.replicas->finish(p.decision, prefilled ? 0 : uncached_prompt_tokens(p));
   if (!client_ok) {
     // The client left: closing the upstream connection (Exchange's destructor) makes the
     // engine abort the sequence and free its pages.

@@ -128,7 +128,7 @@ Awaitable<bool> relay_translated_body(Connection& c, const Request& req, Proxied
   GatewayContext& ctx = c.ctx;
   std::string body;
   const bool read = co_await ex.read_all(body, 256u << 20);
-  ctx.replicas->finish(p.decision.replica, uncached_prompt_tokens(p));
+  ctx.replicas->finish(p.decision, uncached_prompt_tokens(p));
   if (read) ex.finish();
   int status = static_cast<int>(ex.parser().get().result_int());
   std::string out;
@@ -200,7 +200,7 @@ Awaitable<bool> relay_translated_stream(Connection& c, const Request& req, Proxi
     }
     if (!out.empty()) client_ok = co_await serving::write_chunk(c.io, out);
   }
-  ctx.replicas->finish(p.decision.replica, prefilled ? 0 : uncached_prompt_tokens(p));
+  ctx.replicas->finish(p.decision, prefilled ? 0 : uncached_prompt_tokens(p));
   if (!client_ok) {
     p.status = 499;  // the client left; closing the upstream connection aborts the sequence
     record_done(ctx, p);

@@ -50,30 +50,18 @@ RouteDecision ReplicaSet::route(const RouteRequest& request, std::span<const Rep
   if (d.reason == RouteReason::kNoHealthyReplica || d.replica >= state_.size()) {
     return RouteDecision{};
   }
-  if (!dry_run) {
-    index_.predict(d.replica, request.block_hashes, now);
-    ReplicaView& v = state_[d.replica].view;
-    ++v.inflight_requests;
-    // Queued prefill work is what the replica must compute: the prompt less what it is
-    // predicted to hold. Counting the whole prompt made a replica with a hot prefix look
-    // loaded by tokens it will never prefill, and spilled its siblings elsewhere.
-    v.inflight_prompt_tokens +=
-        request.prompt_tokens - std::min(request.prompt_tokens, d.predicted_cached_tokens);
-  }
+  if (!dry_run) record_routed(index_, *policy_, state_[d.replica].view, request, d, now);
   return d;
 }
 
 void ReplicaSet::prefilled(ReplicaId id, std::size_t prompt_tokens) {
   std::lock_guard lock(mu_);
-  ReplicaView& v = state_[id].view;
-  v.inflight_prompt_tokens -= std::min(v.inflight_prompt_tokens, prompt_tokens);
+  record_prefilled(state_[id].view, prompt_tokens);
 }
 
-void ReplicaSet::finish(ReplicaId id, std::size_t prompt_tokens_if_not_prefilled) {
+void ReplicaSet::finish(const RouteDecision& d, std::size_t prompt_tokens_if_not_prefilled) {
   std::lock_guard lock(mu_);
-  ReplicaView& v = state_[id].view;
-  if (v.inflight_requests > 0) --v.inflight_requests;
-  v.inflight_prompt_tokens -= std::min(v.inflight_prompt_tokens, prompt_tokens_if_not_prefilled);
+  record_finished(*policy_, state_[d.replica].view, d, prompt_tokens_if_not_prefilled);
 }
 
 std::optional<ReplicaId> ReplicaSet::any_healthy(std::span<const ReplicaId> exclude) {
@@ -155,12 +143,7 @@ void ReplicaSet::apply_cleared(ReplicaId id) {
 }
 void ReplicaSet::apply_load(ReplicaId id, const LoadReport& load) {
   std::lock_guard lock(mu_);
-  ReplicaView& v = state_[id].view;
-  v.running = load.running;
-  v.waiting = load.waiting;
-  v.kv_pages_used = load.kv_pages_used;
-  v.kv_pages_total = load.kv_pages_total;
-  v.tokens_queued_for_prefill = load.tokens_queued_for_prefill;
+  apply_load_report(state_[id].view, load);
   state_[id].preemptions_total = load.preemptions_total;
   touch_locked(id);
 }

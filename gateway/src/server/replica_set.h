@@ -6,7 +6,7 @@
 //   ReplicaSet replicas(config.upstreams, std::move(policy), index_config, eject_after);
 //   auto d = replicas.route(req, exclude, now);     // also predicts and counts it in flight
 //   ...
-//   replicas.finish(d.replica, prompt_tokens);
+//   replicas.finish(d, prompt_tokens);
 #pragma once
 
 #include <chrono>
@@ -21,18 +21,10 @@
 #include "config.h"
 #include "prefixgate/gateway/engine_block_keys.h"
 #include "prefixgate/gateway/prefix_index.h"
+#include "prefixgate/gateway/replica_load.h"
 #include "prefixgate/gateway/routing.h"
 
 namespace prefixgate::gateway::server {
-
-struct LoadReport {
-  std::size_t running = 0;
-  std::size_t waiting = 0;
-  std::size_t kv_pages_used = 0;
-  std::size_t kv_pages_total = 0;
-  std::size_t tokens_queued_for_prefill = 0;
-  std::size_t preemptions_total = 0;  // since the engine started (for the dashboard)
-};
 
 // Whether the gateway receives a replica's cache events.
 enum class EventsLink {
@@ -66,9 +58,10 @@ class ReplicaSet {
   // the chosen replica and counts the request in flight there. `dry_run` does neither.
   RouteDecision route(const RouteRequest& request, std::span<const ReplicaId> exclude,
                       Clock::time_point now, bool dry_run = false);
-  // The prompt's tokens have been prefilled (first byte) / the request has ended.
+  // The prompt's tokens have been prefilled (first byte) / the request `d` routed has ended.
+  // The bookkeeping is replica_load.h's, shared with prefixgate-bench's simulator.
   void prefilled(ReplicaId id, std::size_t prompt_tokens);
-  void finish(ReplicaId id, std::size_t prompt_tokens_if_not_prefilled);
+  void finish(const RouteDecision& d, std::size_t prompt_tokens_if_not_prefilled);
   // A healthy replica for requests that carry no prompt (round robin), if any.
   std::optional<ReplicaId> any_healthy(std::span<const ReplicaId> exclude);
   std::vector<ReplicaId> healthy_replicas() const;

@@ -18,6 +18,15 @@
 //     - never an unhealthy replica; an idle replica beats a queueing one when the saved prefill
 //       is smaller than the queue.
 //   Every parameter is in CacheAwareConfig, documented there.
+//   sglang_cache_aware, dynamo_kv   the routers users would otherwise run, rebuilt from their
+//                     documentation and parameters as baselines (gateway/ROUTING.md cites them):
+//     sglang_cache_aware: SGLang's router. An approximate prefix tree per replica of what it
+//       routed there (no events); the longest match wins when it covers more than
+//       cache_threshold of the prompt, else the replica with the smallest tree; shortest queue
+//       (in-flight requests) whenever the fleet is imbalanced.
+//     dynamo_kv: NVIDIA Dynamo's KV router. cost = overlap_score_weight x prefill blocks +
+//       decode blocks, lowest wins; the overlap comes from the engines' events, the prefill and
+//       decode blocks from the router's own record of what it routed and what is still running.
 //
 //   auto policy = gateway::make_policy("cache_aware", {});
 //   gateway::RouteDecision d = policy->route(request, replicas, index, now);
@@ -79,6 +88,9 @@ struct RouteDecision {
   ReplicaId replica = 0;  // meaningless when reason == kNoHealthyReplica
   RouteReason reason = RouteReason::kNoHealthyReplica;
   std::size_t predicted_cached_tokens = 0;
+  // Set by route() of a policy that tracks the requests it routed (dynamo_kv), naming the request
+  // to its on_routed/on_finished; 0 for the others.
+  std::uint64_t ticket = 0;
 };
 
 struct CacheAwareConfig {
@@ -101,9 +113,37 @@ struct CacheAwareConfig {
   double offload_hit_weight = 0.8;
 };
 
+// sglang_cache_aware: SGLang router's cache_aware policy (sgl-router, policies/cache_aware.rs),
+// with its defaults. Its tree holds routed text; ours holds the routed prompt's block hashes, so
+// sizes are in blocks rather than characters.
+struct SglangCacheAwareConfig {
+  // The longest match is used when it covers more than this share of the prompt.
+  double cache_threshold = 0.3;
+  // The fleet is imbalanced when max - min in-flight requests > balance_abs_threshold and
+  // max > min x balance_rel_threshold; then the replica with the fewest in flight wins.
+  std::size_t balance_abs_threshold = 64;
+  double balance_rel_threshold = 1.5;
+  // Per-replica tree bound, least recently routed blocks evicted first. SGLang bounds each tree
+  // at 2^26 characters (max_tree_size); at about 4 characters per token and 16 tokens per
+  // block that is 2^20 blocks.
+  std::size_t max_tree_blocks = std::size_t{1} << 20;
+};
+
+// dynamo_kv: Dynamo KV router's cost (lib/llm/src/kv_router and
+// docs/architecture/kv_cache_routing.md).
+struct DynamoKvConfig {
+  // cost(r) = overlap_score_weight x prefill_blocks(r) + decode_blocks(r); Dynamo's default.
+  double overlap_score_weight = 1.0;
+  // 0: the lowest cost wins (ties at random). > 0: softmax sampling of the negated costs,
+  // normalized by their range, at this temperature (router_temperature).
+  double temperature = 0.0;
+};
+
 struct PolicyConfig {
   CacheAwareConfig cache_aware;
-  std::uint64_t seed = 0;  // random, power_of_two
+  SglangCacheAwareConfig sglang;
+  DynamoKvConfig dynamo;
+  std::uint64_t seed = 0;  // random, power_of_two, dynamo_kv's tie-breaks and sampling
 };
 
 // Not thread-safe (policies keep counters, RNGs and scratch buffers): the gateway serializes
@@ -115,10 +155,19 @@ class RoutingPolicy {
   // `replicas` is indexed by ReplicaId. Policies that use the index query it for `request`.
   virtual RouteDecision route(const RouteRequest& request, std::span<const ReplicaView> replicas,
                               const PrefixIndex& index, Clock::time_point now) = 0;
+  // The request `decision` chose for was sent (not a dry run): a policy that keeps its own
+  // record of what it routed (sglang_cache_aware's trees, dynamo_kv's active blocks) adds it.
+  virtual void on_routed(const RouteRequest& request, const RouteDecision& decision,
+                         Clock::time_point now) {
+    (void)request, (void)decision, (void)now;
+  }
+  // That request ended (finished, failed or abandoned), whatever its replica did with it.
+  virtual void on_finished(const RouteDecision& decision) { (void)decision; }
 };
 
-// "round_robin", "random", "least_load", "power_of_two", "consistent_hash", "cache_aware".
-// kInvalidValue for an unknown name or an out-of-range CacheAwareConfig field (param names it).
+// "round_robin", "random", "least_load", "power_of_two", "consistent_hash", "cache_aware",
+// "sglang_cache_aware", "dynamo_kv". kInvalidValue for an unknown name or an out-of-range config
+// field (param names it).
 Result<std::unique_ptr<RoutingPolicy>> make_policy(std::string_view name,
                                                    const PolicyConfig& config = {});
 

@@ -1,0 +1,54 @@
+// The gateway's own record of each replica's load between the engine's reports, and the
+// bookkeeping around a routing decision: what a routed request adds to its replica (its blocks
+// predicted in the PrefixIndex, one more request in flight, its uncached prompt tokens queued
+// for prefill) and what its first token and its end take away. The load model that reads these
+// counts is in routing.h (ReplicaView) and gateway/ROUTING.md.
+//
+// Pure functions over ReplicaView, no threads or clocks of their own: the gateway's ReplicaSet
+// calls them under its lock, and prefixgate-bench's simulator calls them in virtual time, so
+// both run the same bookkeeping.
+//
+//   RouteDecision d = policy.route(request, views, index, now);
+//   gateway::record_routed(index, policy, views[d.replica], request, d, now);
+//   const std::size_t uncached = gateway::uncached_prompt_tokens(request, d);
+//   ...first token...   gateway::record_prefilled(views[d.replica], uncached);
+//   ...end...           gateway::record_finished(policy, views[d.replica], d, 0);
+#pragma once
+
+#include <cstddef>
+
+#include "prefixgate/gateway/prefix_index.h"
+#include "prefixgate/gateway/routing.h"
+
+namespace prefixgate::gateway {
+
+// An engine's periodic load report (prefixgate-engine's kv_events "load" line).
+struct LoadReport {
+  std::size_t running = 0;
+  std::size_t waiting = 0;
+  std::size_t kv_pages_used = 0;
+  std::size_t kv_pages_total = 0;
+  std::size_t tokens_queued_for_prefill = 0;
+  std::size_t preemptions_total = 0;  // since the engine started (for the dashboard)
+};
+
+// The prefill work a routed request adds to its replica: the prompt less the tokens the replica
+// is predicted to hold. Counting the whole prompt would make a replica that holds a hot prefix
+// look loaded by tokens it never prefills.
+std::size_t uncached_prompt_tokens(const RouteRequest& request, const RouteDecision& decision);
+
+// `decision` (not kNoHealthyReplica) was acted on: predicts the prompt's blocks on its replica,
+// counts the request in flight on `view` (that replica's), and tells the policy (on_routed).
+void record_routed(PrefixIndex& index, RoutingPolicy& policy, ReplicaView& view,
+                   const RouteRequest& request, const RouteDecision& decision,
+                   Clock::time_point now);
+// The request's first token arrived: its prompt is no longer queued for prefill.
+void record_prefilled(ReplicaView& view, std::size_t uncached_prompt_tokens);
+// The request ended (completed, failed, or the client left): it is no longer in flight, its
+// prompt no longer queued if its first token never came, and the policy hears of it.
+void record_finished(RoutingPolicy& policy, ReplicaView& view, const RouteDecision& decision,
+                     std::size_t uncached_prompt_tokens_if_not_prefilled);
+// A load report replaces the engine-reported counts (the gateway's own in-flight counts stay).
+void apply_load_report(ReplicaView& view, const LoadReport& report);
+
+}  // namespace prefixgate::gateway

@@ -1,0 +1,150 @@
+// The prefix index at fleet scale: 1,000 replicas and 10 M blocks (10,240 K entries of 16-token
+// blocks: 164 M tokens, about what 360 H100s of Llama 3 8B cache), and what it costs.
+//
+//   BM_IndexMemory/holders:H        bytes per (block, replica) entry, from the allocator's own
+//                                   count of bytes in use (mallinfo2) before and after building
+//   BM_IndexLongestMatch            lookups/s of a 2,048-block prompt matched to the end
+//   BM_IndexApplyEvents             events/s: a stored and a removed block per iteration, as a
+//                                   replica's cache turns over, on the full index
+//   BM_RouteDecision32k/policy:P    one routing decision for a 32k-token prompt (2,048 blocks)
+//
+// The index is built once and shared: 5,000 prompts of 2,048 chained blocks, each held by
+// `holders` replicas (1: a cache-aware fleet with one copy of everything; 4: hot prefixes
+// replicated), spread over the replicas in turn, so each replica holds 10-40 K blocks.
+#include <benchmark/benchmark.h>
+#include <malloc.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "prefixgate/gateway/prefix_index.h"
+#include "prefixgate/gateway/replica_load.h"
+#include "prefixgate/gateway/routing.h"
+
+namespace {
+
+using namespace prefixgate::gateway;
+
+constexpr std::size_t kReplicas = 1000;
+constexpr std::size_t kPromptBlocks = 2048;
+constexpr std::size_t kPrompts = 5000;  // 10,240,000 blocks
+
+std::uint64_t mix(std::uint64_t x) {
+  x ^= x >> 31;
+  x *= 0x7fb5d329728ea185ULL;
+  x ^= x >> 27;
+  x *= 0x81dadef4bc2dd44dULL;
+  x ^= x >> 33;
+  return x;
+}
+
+std::vector<std::uint64_t> chain(std::uint64_t seed, std::size_t blocks) {
+  std::vector<std::uint64_t> out(blocks);
+  std::uint64_t h = mix(seed + 1);
+  for (std::size_t i = 0; i < blocks; ++i) out[i] = h = mix(h ^ (i + 1));
+  return out;
+}
+
+std::size_t heap_bytes_in_use() {
+  const struct mallinfo2 m = mallinfo2();
+  return m.uordblks + m.hblkhd;  // in-use arena bytes + mmapped chunks
+}
+
+struct Fleet {
+  std::unique_ptr<PrefixIndex> index;
+  std::size_t entries = 0;  // (block, replica) pairs
+  std::size_t bytes = 0;    // heap the index holds
+};
+
+// Built on first use, then kept: building 10 M blocks takes seconds.
+Fleet& fleet(std::size_t holders) {
+  static std::map<std::size_t, Fleet> fleets;
+  Fleet& f = fleets[holders];
+  if (f.index) return f;
+  malloc_trim(0);
+  const std::size_t before = heap_bytes_in_use();
+  f.index = std::make_unique<PrefixIndex>();
+  for (std::size_t r = 0; r < kReplicas; ++r) f.index->add_replica({});
+  for (std::size_t p = 0; p < kPrompts; ++p) {
+    const std::vector<std::uint64_t> blocks = chain(p, kPromptBlocks);
+    for (std::size_t h = 0; h < holders; ++h) {
+      const auto r = static_cast<ReplicaId>((p * holders + h * 7) % kReplicas);
+      for (std::uint64_t b : blocks) f.index->apply_stored(r, b);
+      f.entries += blocks.size();
+    }
+  }
+  f.bytes = heap_bytes_in_use() - before;
+  return f;
+}
+
+void BM_IndexMemory(benchmark::State& state) {
+  const auto holders = static_cast<std::size_t>(state.range(0));
+  Fleet& f = fleet(holders);
+  for (auto _ : state) benchmark::DoNotOptimize(f.index->size());
+  state.counters["blocks"] = static_cast<double>(f.index->size());
+  state.counters["entries"] = static_cast<double>(f.entries);
+  state.counters["MiB"] = static_cast<double>(f.bytes) / (1 << 20);
+  state.counters["bytes_per_entry"] = static_cast<double>(f.bytes) / static_cast<double>(f.entries);
+  state.counters["bytes_per_block"] =
+      static_cast<double>(f.bytes) / static_cast<double>(f.index->size());
+}
+BENCHMARK(BM_IndexMemory)->ArgName("holders")->Arg(1)->Arg(4)->Iterations(1);
+
+void BM_IndexLongestMatch(benchmark::State& state) {
+  Fleet& f = fleet(1);
+  const std::vector<std::uint64_t> prompt = chain(1234, kPromptBlocks);
+  std::vector<std::size_t> out(kReplicas);
+  for (auto _ : state) {
+    f.index->longest_match(prompt, Clock::time_point{}, out);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()));
+  state.counters["blocks_per_s"] = benchmark::Counter(
+      static_cast<double>(state.iterations() * kPromptBlocks), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_IndexLongestMatch)->Unit(benchmark::kMicrosecond);
+
+void BM_IndexApplyEvents(benchmark::State& state) {
+  Fleet& f = fleet(1);
+  // A replica's cache turning over: a new block stored, an old one removed, on the full index.
+  std::uint64_t next = 0;
+  for (auto _ : state) {
+    const std::uint64_t fresh = mix(0xabcdef ^ next);
+    const auto r = static_cast<ReplicaId>(next % kReplicas);
+    f.index->apply_stored(r, fresh);
+    f.index->apply_removed(r, fresh);
+    ++next;
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(2 * state.iterations()));
+}
+BENCHMARK(BM_IndexApplyEvents);
+
+void BM_RouteDecision32k(benchmark::State& state, const char* name) {
+  Fleet& f = fleet(1);
+  std::vector<ReplicaView> views(kReplicas);
+  for (std::size_t r = 0; r < kReplicas; ++r) {
+    views[r].id = static_cast<ReplicaId>(r);
+    views[r].tokens_queued_for_prefill = 1000 + 37 * (r % 50);
+    views[r].running = 8 + r % 5;
+    views[r].inflight_requests = r % 7;
+  }
+  auto policy = std::move(*make_policy(name));
+  const std::vector<std::uint64_t> prompt = chain(1234, kPromptBlocks);  // held by one replica
+  RouteRequest request;
+  request.block_hashes = prompt;
+  request.prompt_tokens = kPromptBlocks * 16;
+  request.block_size = 16;
+  for (auto _ : state) {
+    RouteDecision d = policy->route(request, views, *f.index, Clock::time_point{});
+    benchmark::DoNotOptimize(d);
+  }
+}
+BENCHMARK_CAPTURE(BM_RouteDecision32k, cache_aware, "cache_aware")->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_RouteDecision32k, dynamo_kv, "dynamo_kv")->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_RouteDecision32k, sglang_cache_aware, "sglang_cache_aware")
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_RouteDecision32k, round_robin, "round_robin")->Unit(benchmark::kMicrosecond);
+
+}  // namespace
