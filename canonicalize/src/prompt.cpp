@@ -19,7 +19,7 @@ Result<AnalyzedPrompt> analyze_prompt(const ParsedRequest& request, const Prompt
   AnalyzedPrompt out;
   out.block_size = model.block_size;
   out.rendered = std::move(*rendered);
-  out.tokens = tokenize_request(request, out.rendered, *model.tokenizer);
+  out.tokens = tokenize_request(request, out.rendered, *model.tokenizer, model.segment_cache);
   out.block_hashes = block_hashes(out.tokens.tokens, model.block_size,
                                   block_hash_root(model.model_id, request.cache_salt));
   return out;

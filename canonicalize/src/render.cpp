@@ -245,19 +245,20 @@ std::size_t TokenizedPrompt::token_at_byte(std::size_t offset) const {
   return static_cast<std::size_t>(it - byte_offsets.begin()) - 1;
 }
 
-TokenizedPrompt tokenize_prompt(const RenderedPrompt& prompt, const Tokenizer& tokenizer) {
+TokenizedPrompt tokenize_prompt(const RenderedPrompt& prompt, const Tokenizer& tokenizer,
+                                SegmentCache* cache) {
   TokenizedPrompt out;
   // At most one token per byte: one allocation each instead of a doubling series, which for
   // large prompts means fresh pages (and page faults) on every growth.
   out.tokens.reserve(prompt.text.size());
   out.byte_offsets.reserve(prompt.text.size());
-  tokenizer.encode(prompt.text, out.tokens, EncodeOptions{.parse_special = true},
-                   &out.byte_offsets);
+  tokenizer.encode(prompt.text, out.tokens,
+                   EncodeOptions{.parse_special = true, .segment_cache = cache}, &out.byte_offsets);
   return out;
 }
 
 TokenizedPrompt tokenize_request(const ParsedRequest& request, const RenderedPrompt& prompt,
-                                 const Tokenizer& tokenizer) {
+                                 const Tokenizer& tokenizer, SegmentCache* cache) {
   if (request.endpoint == Endpoint::kCompletions && !request.prompts.empty() &&
       request.prompts[0].is_tokens) {
     TokenizedPrompt out;
@@ -265,7 +266,7 @@ TokenizedPrompt tokenize_request(const ParsedRequest& request, const RenderedPro
     out.byte_offsets.assign(out.tokens.size(), 0);
     return out;
   }
-  return tokenize_prompt(prompt, tokenizer);
+  return tokenize_prompt(prompt, tokenizer, cache);
 }
 
 }  // namespace prefixgate::canon

@@ -27,6 +27,9 @@ struct PromptModel {
   const Tokenizer* tokenizer = nullptr;
   std::size_t block_size = kDefaultBlockSize;
   std::string model_id = "builtin:tiny";  // seeds the block-hash root
+  // Tokenization goes through this cache when set (the same tokens: segment_cache.h).
+  // Borrowed, may be shared by many models and threads.
+  SegmentCache* segment_cache = nullptr;
 };
 
 struct AnalyzedPrompt {
