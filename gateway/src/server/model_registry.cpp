@@ -38,7 +38,12 @@ Result<std::unique_ptr<ModelRegistry>> ModelRegistry::load(const std::vector<Mod
                                         .tokenizer = e.tokenizer.get(),
                                         .block_size = m.block_size,
                                         .model_id = m.model_id,
-                                        .segment_cache = registry->segment_cache_.get()};
+                                        .segment_cache = nullptr};
+    // The byte tokenizer is a widening copy: looking a segment up costs more than tokenizing
+    // it (gateway_bench's BM_StageTokenize/byte_*), so only real tokenizers use the cache.
+    if (e.tokenizer->identity() != canon::make_byte_tokenizer()->identity()) {
+      e.prompt_model.segment_cache = registry->segment_cache_.get();
+    }
     e.template_errors = m.template_errors;
     e.description = loaded->description;
     registry->entries_.push_back(std::move(e));
