@@ -46,6 +46,12 @@ struct AnalyzedPrompt {
 Result<AnalyzedPrompt> analyze_prompt(const ParsedRequest& request, const PromptModel& model,
                                       const ChatRenderOptions& options = {});
 
+// The same into `out`, reusing the capacity of its token and offset vectors: a caller that
+// analyzes one request after another on a thread keeps one AnalyzedPrompt and allocates them
+// once. On an error `out` is left unspecified.
+Status analyze_prompt_into(const ParsedRequest& request, const PromptModel& model,
+                           AnalyzedPrompt& out, const ChatRenderOptions& options = {});
+
 // Tokens two token streams share from the start.
 std::size_t common_prefix_length(const std::vector<TokenId>& a, const std::vector<TokenId>& b);
 

@@ -76,5 +76,8 @@ TokenizedPrompt tokenize_prompt(const RenderedPrompt& prompt, const Tokenizer& t
                                 SegmentCache* cache = nullptr);
 TokenizedPrompt tokenize_request(const ParsedRequest& request, const RenderedPrompt& prompt,
                                  const Tokenizer& tokenizer, SegmentCache* cache = nullptr);
+// tokenize_request() into `out`, replacing its contents but keeping its vectors' capacity.
+void tokenize_request_into(const ParsedRequest& request, const RenderedPrompt& prompt,
+                           const Tokenizer& tokenizer, SegmentCache* cache, TokenizedPrompt& out);
 
 }  // namespace prefixgate::canon
