@@ -194,6 +194,9 @@ int main(int argc, char** argv) {
                 "perf record -g of prefixgate during its run (OUT_DIR/perf-gateway.data)");
   ovh->add_option("--gateway-arg", overhead.gateway_args, "an extra prefixgate flag (repeatable)")
       ->allow_extra_args(false);
+  ovh->add_option("--engine-arg", overhead.engine_args,
+                  "an extra prefixgate-engine flag (repeatable)")
+      ->allow_extra_args(false);
   ovh->add_option("--variant", overhead.variants,
                   "NAME=FLAGS: another prefixgate with these extra flags, measured in the same run "
                   "as prefixgate-NAME (repeatable)")

@@ -192,11 +192,13 @@ int run_overhead(const OverheadFlags& f) {
     return std::make_unique<proc::Process>(bin, args, proc::ProcessOptions{log});
   };
 
-  auto engine = pinned(
-      server_cpus, engine_bin,
-      {"--device", "sim", "--sim-speedup", "inf", "--model", "builtin:tiny", "--host", "127.0.0.1",
-       "--port", "0", "--threads", std::to_string(f.engine_threads), "--log-level", "warn"},
-      tmp + "/engine.log");
+  std::vector<std::string> engine_args{"--device",    "sim",       "--sim-speedup",
+                                       "inf",         "--model",   "builtin:tiny",
+                                       "--host",      "127.0.0.1", "--port",
+                                       "0",           "--threads", std::to_string(f.engine_threads),
+                                       "--log-level", "warn"};
+  engine_args.insert(engine_args.end(), f.engine_args.begin(), f.engine_args.end());
+  auto engine = pinned(server_cpus, engine_bin, engine_args, tmp + "/engine.log");
   const std::uint16_t engine_port = engine->wait_listening();
   if (engine_port == 0) {
     std::cerr << "prefixgate-bench overhead: the engine did not start:\n" << engine->output();
@@ -214,8 +216,11 @@ int run_overhead(const OverheadFlags& f) {
          << "events { worker_connections 4096; }\nhttp {\n  access_log off;\n"
          << "  client_body_temp_path " << tmp << "/nginx/body;\n  proxy_temp_path " << tmp
          << "/nginx/proxy;\n  fastcgi_temp_path " << tmp << "/nginx/fastcgi;\n  uwsgi_temp_path "
-         << tmp << "/nginx/uwsgi;\n  scgi_temp_path " << tmp << "/nginx/scgi;\n"
-         << "  client_max_body_size 16m;\n  keepalive_requests 1000000;\n"
+         << tmp << "/nginx/uwsgi;\n  scgi_temp_path " << tmp
+         << "/nginx/scgi;\n"
+         // Bodies in memory, as the gateway keeps them (not in temporary files).
+         << "  client_max_body_size 16m;\n  client_body_buffer_size 1m;\n"
+         << "  keepalive_requests 1000000;\n"
          << "  upstream engine {\n    server 127.0.0.1:" << engine_port
          << ";\n    keepalive 64;\n    keepalive_requests 1000000;\n  }\n"
          << "  server {\n    listen 127.0.0.1:" << nginx_port << ";\n    location / {\n"
@@ -370,16 +375,16 @@ int run_overhead(const OverheadFlags& f) {
 
   const WrkResult& nginx_r = results["nginx"];
   const WrkResult& direct_r = results["direct"];
-  std::printf("\n%-18s %11s %9s %9s %9s %10s %10s %11s %10s %11s\n", "target", "requests/s",
+  std::printf("\n%-26s %11s %9s %9s %9s %10s %10s %11s %10s %11s\n", "target", "requests/s",
               "p50 us", "p99 us", "vs nginx", "added p50", "1-conn p50", "added 1-conn",
               "proxy CPU", "engine CPU");
-  std::printf("%-18s %11s %9s %9s %9s %10s %10s %11s %10s %11s\n", "", "(16 conn)", "", "", "rps",
+  std::printf("%-26s %11s %9s %9s %9s %10s %10s %11s %10s %11s\n", "", "(16 conn)", "", "", "rps",
               "us", "us", "p50 us", "us/req", "us/req");
   std::string json_targets;
   for (const auto& [name, port] : targets) {
     const WrkResult& r = results[name];
     const double vs = nginx_r.rps > 0 ? r.rps / nginx_r.rps : 0;
-    std::printf("%-18s %11.0f %9ld %9ld %9.2f %10ld %10ld %11ld %10.1f %11.1f\n", name.c_str(),
+    std::printf("%-26s %11.0f %9ld %9ld %9.2f %10ld %10ld %11ld %10.1f %11.1f\n", name.c_str(),
                 r.rps, r.p50_us, r.p99_us, vs, r.p50_us - direct_r.p50_us, r.unloaded_p50_us,
                 r.unloaded_p50_us - direct_r.unloaded_p50_us, r.proxy_cpu_us, r.engine_cpu_us);
     char buf[768];
