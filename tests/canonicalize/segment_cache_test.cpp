@@ -169,6 +169,10 @@ struct Family {
   std::vector<std::string> specials;
 };
 
+void PrintTo(const Family& f, std::ostream* os) {
+  *os << f.name;
+}
+
 class SegmentCacheBpeTest : public ::testing::TestWithParam<Family> {};
 
 TEST_P(SegmentCacheBpeTest, CachedEqualsUncached) {
