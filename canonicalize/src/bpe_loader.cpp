@@ -6,6 +6,8 @@
 // Not read, because they do not change what encode() gives: post_processor (it only adds
 // BOS/EOS-style tokens, which the caller's chat template writes itself), truncation and padding
 // (the caller's limits apply).
+#include <xxhash.h>
+
 #include <string>
 #include <unordered_map>
 
@@ -299,7 +301,8 @@ Result<std::unique_ptr<Tokenizer>> load_tokenizer_json(std::string_view tokenize
   if (!bpe) return bpe.error();
   return std::unique_ptr<Tokenizer>(std::make_unique<internal::BpeTokenizer>(
       BpeTokenizerSpec{std::move(*bpe), std::move(*normalizer), std::move(*pre_tokenizer),
-                       std::move(*decoder), std::move(*added), std::move(byte_level)}));
+                       std::move(*decoder), std::move(*added), std::move(byte_level),
+                       XXH3_64bits(tokenizer_json.data(), tokenizer_json.size())}));
 }
 
 }  // namespace prefixgate::canon

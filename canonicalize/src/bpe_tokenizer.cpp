@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "byte_level.h"
+#include "segment_cache_encode.h"
 #include "utf8_decode.h"
 
 namespace prefixgate::canon::internal {
@@ -23,7 +24,8 @@ BpeTokenizer::BpeTokenizer(BpeTokenizerSpec spec)
       normalizer_(std::move(spec.normalizer)),
       pre_tokenizer_(std::move(spec.pre_tokenizer)),
       decoder_(std::move(spec.decoder)),
-      byte_level_(std::move(spec.byte_level)) {
+      byte_level_(std::move(spec.byte_level)),
+      identity_(spec.identity) {
   std::vector<AddedToken> raw, normalized;
   std::vector<std::string> normalized_patterns;
   id_limit_ = model_.id_limit();
@@ -63,18 +65,23 @@ void BpeTokenizer::encode(std::string_view text, std::vector<TokenId>& out,
                           const EncodeOptions& options,
                           std::vector<std::size_t>* byte_offsets) const {
   Scratch scratch;
+  // A section's tokens depend on its bytes, whether it starts the text (its origin, for
+  // Metaspace's prepend_scheme "first") and parse_special: what the segment cache is keyed by.
+  const auto section = [&](std::size_t begin, std::size_t end) {
+    internal::encode_segment(options, identity_, text.substr(begin, end - begin), begin, out,
+                             byte_offsets, scratch.segment_offsets,
+                             [&](std::vector<TokenId>& o, std::vector<std::size_t>* offs) {
+                               encode_section(text, begin, end, options, o, offs, scratch);
+                             });
+  };
   AddedTokenMatcher::Cursor cursor;
   while (const auto m = raw_added_.next(text, cursor, options.parse_special)) {
-    if (m->begin > cursor.emitted_end) {
-      encode_section(text, cursor.emitted_end, m->begin, options, out, byte_offsets, scratch);
-    }
+    if (m->begin > cursor.emitted_end) section(cursor.emitted_end, m->begin);
     out.push_back(m->token->id);
     if (byte_offsets) byte_offsets->push_back(m->begin);
     cursor.emitted_end = m->end;
   }
-  if (cursor.emitted_end < text.size()) {
-    encode_section(text, cursor.emitted_end, text.size(), options, out, byte_offsets, scratch);
-  }
+  if (cursor.emitted_end < text.size()) section(cursor.emitted_end, text.size());
 }
 
 void BpeTokenizer::encode_section(std::string_view text, std::size_t begin, std::size_t end,

@@ -33,6 +33,7 @@ struct BpeTokenizerSpec {
   // kBytes models: by id, whether the vocabulary entry was written in the byte-level alphabet
   // (its string for decoders is then re-encoded from the bytes).
   std::vector<bool> byte_level;
+  std::uint64_t identity = 0;  // Tokenizer::identity()
 };
 
 class BpeTokenizer final : public Tokenizer {
@@ -41,6 +42,7 @@ class BpeTokenizer final : public Tokenizer {
 
   std::string_view name() const override { return name_; }
   std::size_t vocab_size() const override { return id_limit_; }
+  std::uint64_t identity() const override { return identity_; }
   void encode(std::string_view text, std::vector<TokenId>& out, const EncodeOptions& options,
               std::vector<std::size_t>* byte_offsets) const override;
   std::string decode(std::span<const TokenId> ids) const override;
@@ -54,6 +56,7 @@ class BpeTokenizer final : public Tokenizer {
     std::vector<std::uint32_t> identity;  // origin of an unnormalized section, when needed
     PreTokenizerScratch pre;
     std::vector<std::uint32_t> lengths;
+    std::vector<std::size_t> segment_offsets;
   };
   // Encodes text[begin, end), which holds no raw added token.
   void encode_section(std::string_view text, std::size_t begin, std::size_t end,
@@ -81,6 +84,7 @@ class BpeTokenizer final : public Tokenizer {
   // With a ByteLevel decoder: by id, the bytes each token decodes to.
   std::vector<std::string> decode_bytes_;
   std::size_t id_limit_ = 0;
+  std::uint64_t identity_ = 0;
   std::string name_;
 };
 

@@ -4,6 +4,7 @@
 
 #include "added_tokens.h"
 #include "prefixgate/canonicalize/tokenizer.h"
+#include "segment_cache_encode.h"
 
 namespace prefixgate::canon {
 namespace {
@@ -13,6 +14,7 @@ constexpr std::array<std::string_view, 7> kSpecials = {
     "<|eot_id|>",        "<|im_start|>",    "<|im_end|>",
 };
 constexpr TokenId kFirstSpecialId = 256;
+constexpr std::uint64_t kIdentity = 0x62797465746f6b31;  // "bytetok1"
 
 class ByteTokenizer final : public Tokenizer {
  public:
@@ -28,18 +30,27 @@ class ByteTokenizer final : public Tokenizer {
 
   std::string_view name() const override { return "byte"; }
   std::size_t vocab_size() const override { return kFirstSpecialId + kSpecials.size(); }
+  std::uint64_t identity() const override { return kIdentity; }
 
   void encode(std::string_view text, std::vector<TokenId>& out, const EncodeOptions& options,
               std::vector<std::size_t>* byte_offsets) const override {
+    std::vector<std::size_t> scratch;
+    const auto bytes = [&](std::size_t begin, std::size_t end) {
+      const std::string_view segment = text.substr(begin, end - begin);
+      internal::encode_segment(options, kIdentity, segment, begin, out, byte_offsets, scratch,
+                               [&](std::vector<TokenId>& o, std::vector<std::size_t>* offs) {
+                                 append_bytes(segment, begin, o, offs);
+                               });
+    };
     if (!options.parse_special) {
-      append_bytes(text, 0, out, byte_offsets);
+      bytes(0, text.size());
       return;
     }
     std::size_t pos = 0;
     while (true) {
       const auto m = specials_.find(text, pos, /*include_special=*/true);
       const std::size_t end = m ? m->begin : text.size();
-      append_bytes(text.substr(pos, end - pos), pos, out, byte_offsets);
+      bytes(pos, end);
       if (!m) break;
       out.push_back(m->token->id);
       if (byte_offsets) byte_offsets->push_back(m->begin);

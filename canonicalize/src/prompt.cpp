@@ -13,16 +13,22 @@ std::size_t AnalyzedPrompt::stable_prefix_tokens() const {
 
 Result<AnalyzedPrompt> analyze_prompt(const ParsedRequest& request, const PromptModel& model,
                                       const ChatRenderOptions& options) {
+  AnalyzedPrompt out;
+  if (Status s = analyze_prompt_into(request, model, out, options); !s) return s.error();
+  return out;
+}
+
+Status analyze_prompt_into(const ParsedRequest& request, const PromptModel& model,
+                           AnalyzedPrompt& out, const ChatRenderOptions& options) {
   PG_DCHECK(model.tokenizer != nullptr);
   auto rendered = model.chat_format.render(request, options);
   if (!rendered) return rendered.error();
-  AnalyzedPrompt out;
   out.block_size = model.block_size;
   out.rendered = std::move(*rendered);
-  out.tokens = tokenize_request(request, out.rendered, *model.tokenizer);
+  tokenize_request_into(request, out.rendered, *model.tokenizer, model.segment_cache, out.tokens);
   out.block_hashes = block_hashes(out.tokens.tokens, model.block_size,
                                   block_hash_root(model.model_id, request.cache_salt));
-  return out;
+  return {};
 }
 
 std::size_t common_prefix_length(const std::vector<TokenId>& a, const std::vector<TokenId>& b) {

@@ -245,27 +245,45 @@ std::size_t TokenizedPrompt::token_at_byte(std::size_t offset) const {
   return static_cast<std::size_t>(it - byte_offsets.begin()) - 1;
 }
 
-TokenizedPrompt tokenize_prompt(const RenderedPrompt& prompt, const Tokenizer& tokenizer) {
-  TokenizedPrompt out;
+namespace {
+
+void tokenize_prompt_into(const RenderedPrompt& prompt, const Tokenizer& tokenizer,
+                          SegmentCache* cache, TokenizedPrompt& out) {
+  out.tokens.clear();
+  out.byte_offsets.clear();
   // At most one token per byte: one allocation each instead of a doubling series, which for
   // large prompts means fresh pages (and page faults) on every growth.
   out.tokens.reserve(prompt.text.size());
   out.byte_offsets.reserve(prompt.text.size());
-  tokenizer.encode(prompt.text, out.tokens, EncodeOptions{.parse_special = true},
-                   &out.byte_offsets);
+  tokenizer.encode(prompt.text, out.tokens,
+                   EncodeOptions{.parse_special = true, .segment_cache = cache}, &out.byte_offsets);
+}
+
+}  // namespace
+
+TokenizedPrompt tokenize_prompt(const RenderedPrompt& prompt, const Tokenizer& tokenizer,
+                                SegmentCache* cache) {
+  TokenizedPrompt out;
+  tokenize_prompt_into(prompt, tokenizer, cache, out);
   return out;
 }
 
-TokenizedPrompt tokenize_request(const ParsedRequest& request, const RenderedPrompt& prompt,
-                                 const Tokenizer& tokenizer) {
+void tokenize_request_into(const ParsedRequest& request, const RenderedPrompt& prompt,
+                           const Tokenizer& tokenizer, SegmentCache* cache, TokenizedPrompt& out) {
   if (request.endpoint == Endpoint::kCompletions && !request.prompts.empty() &&
       request.prompts[0].is_tokens) {
-    TokenizedPrompt out;
     out.tokens = request.prompts[0].token_ids;
     out.byte_offsets.assign(out.tokens.size(), 0);
-    return out;
+    return;
   }
-  return tokenize_prompt(prompt, tokenizer);
+  tokenize_prompt_into(prompt, tokenizer, cache, out);
+}
+
+TokenizedPrompt tokenize_request(const ParsedRequest& request, const RenderedPrompt& prompt,
+                                 const Tokenizer& tokenizer, SegmentCache* cache) {
+  TokenizedPrompt out;
+  tokenize_request_into(request, prompt, tokenizer, cache, out);
+  return out;
 }
 
 }  // namespace prefixgate::canon

@@ -88,6 +88,29 @@ Status apply_limits(const YAML::Node& t, LimitConfig& out) {
   return {};
 }
 
+Status apply_tokenizer_cache(const YAML::Node& t, TokenizerCacheConfig& out) {
+  for (const auto& kv : t) {
+    const std::string k = kv.first.as<std::string>();
+    const std::string key = "tokenizer_cache." + k;
+    if (k == "enabled") {
+      auto b = scalar<bool>(kv.second, key);
+      if (!b) return b.error();
+      out.enabled = *b;
+    } else if (k == "max_bytes") {
+      auto v = positive(kv.second, key);
+      if (!v) return v.error();
+      out.max_bytes = *v;
+    } else if (k == "min_segment_bytes") {
+      auto v = scalar<std::size_t>(kv.second, key);
+      if (!v) return v.error();
+      out.min_segment_bytes = *v;
+    } else {
+      return bad(key, key + ": unknown key (enabled, max_bytes, min_segment_bytes)");
+    }
+  }
+  return {};
+}
+
 Status apply_canonicalization(const YAML::Node& t, CanonicalizationConfig& out) {
   for (const auto& kv : t) {
     const std::string k = kv.first.as<std::string>();
@@ -329,6 +352,9 @@ Status apply_root(const YAML::Node& root, GatewayConfig& cfg) {
                      : Status(bad(k, "timeouts: expected a mapping"));
     } else if (k == "limits") {
       st = v.IsMap() ? apply_limits(v, cfg.limits) : Status(bad(k, "limits: expected a mapping"));
+    } else if (k == "tokenizer_cache") {
+      st = v.IsMap() ? apply_tokenizer_cache(v, cfg.tokenizer_cache)
+                     : Status(bad(k, "tokenizer_cache: expected a mapping"));
     } else if (k == "eject_after_failures" || k == "max_attempts") {
       auto n = positive(v, k);
       if (!n) return n.error();

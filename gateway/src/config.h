@@ -111,6 +111,16 @@ struct RoutingConfig {
   double offload_hit_weight = 0.8;
 };
 
+// The tokenizer's segment cache (canonicalize/'s segment_cache.h): the tokens of the stretches
+// of a prompt between special tokens (system prompt, tools, earlier turns) are kept, so a
+// request is tokenized only where it is new. One cache for every model with a tokenizer.json
+// (the byte tokenizer is cheaper than a lookup), within max_bytes.
+struct TokenizerCacheConfig {
+  bool enabled = true;
+  std::size_t max_bytes = std::size_t{64} << 20;
+  std::size_t min_segment_bytes = 64;  // shorter stretches are tokenized directly
+};
+
 struct GatewayConfig {
   std::string host = "127.0.0.1";
   std::uint16_t port = 8080;
@@ -122,6 +132,7 @@ struct GatewayConfig {
   CanonicalizationConfig canonicalization;
   TimeoutConfig timeouts;
   LimitConfig limits;
+  TokenizerCacheConfig tokenizer_cache;
   TenantConfig tenants;
   std::size_t eject_after_failures = 3;  // consecutive request failures that eject a replica
   std::size_t max_attempts = 3;          // replicas tried per request before the first byte

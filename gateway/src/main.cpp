@@ -60,6 +60,7 @@ int main(int argc, char** argv) {
   std::string config_path, listen, policy, log_level;
   std::vector<std::string> upstreams;
   std::size_t threads = 0;
+  std::string tokenizer_cache;
   CLI::App app{"prefixgate: an OpenAI-compatible proxy that routes by cached prefix and load"};
   app.add_option("--config", config_path, "YAML configuration file");
   app.add_option("--listen", listen, "HOST:PORT to listen on (port 0 picks a free one)");
@@ -72,6 +73,9 @@ int main(int argc, char** argv) {
                  "sglang_cache_aware (SGLang's router), dynamo_kv (Dynamo's KV router)");
   app.add_option("--threads", threads, "I/O threads (0: one per core)");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error");
+  app.add_option("--tokenizer-cache", tokenizer_cache,
+                 "on or off: the segment cache of prompt tokens (tokenizer_cache.enabled)")
+      ->check(CLI::IsMember({"on", "off"}));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -98,6 +102,7 @@ int main(int argc, char** argv) {
   if (!policy.empty()) cfg.policy = policy;
   if (threads > 0) cfg.threads = threads;
   if (!log_level.empty()) cfg.log_level = log_level;
+  if (!tokenizer_cache.empty()) cfg.tokenizer_cache.enabled = tokenizer_cache == "on";
   add_env_keys(cfg);
   if (auto st = gw::validate(cfg); !st) return invalid(st.error());
   const auto level = spdlog::level::from_str(cfg.log_level);

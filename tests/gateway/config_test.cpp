@@ -105,5 +105,22 @@ TEST(ConfigTest, ExampleConfigsAreValid) {
   }
 }
 
+TEST(ConfigTest, TokenizerCacheKeys) {
+  GatewayConfig cfg;
+  EXPECT_TRUE(cfg.tokenizer_cache.enabled);  // on by default
+  auto st = apply_config_yaml(
+      "tokenizer_cache: {enabled: false, max_bytes: 1048576, min_segment_bytes: 0}", cfg);
+  ASSERT_TRUE(st.ok()) << st.error().message;
+  EXPECT_FALSE(cfg.tokenizer_cache.enabled);
+  EXPECT_EQ(cfg.tokenizer_cache.max_bytes, 1048576U);
+  EXPECT_EQ(cfg.tokenizer_cache.min_segment_bytes, 0U);
+  st = apply_config_yaml("tokenizer_cache: {max_bytes: 0}", cfg);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().param, "tokenizer_cache.max_bytes");
+  st = apply_config_yaml("tokenizer_cache: {size: 1}", cfg);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().param, "tokenizer_cache.size");
+}
+
 }  // namespace
 }  // namespace prefixgate::gateway

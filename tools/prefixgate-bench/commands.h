@@ -110,6 +110,10 @@ struct OverheadFlags {
   bool pin = true;
   bool profile = false;
   std::vector<std::string> gateway_args;
+  std::vector<std::string> engine_args;  // extra prefixgate-engine flags (--max-model-len 65536)
+  // More gateways measured in the same run, "NAME=FLAGS" (flags split at spaces), each reported
+  // as prefixgate-NAME: "bpe=--config llama3.yaml", "nocache=--tokenizer-cache off".
+  std::vector<std::string> variants;
   std::string out_dir = "build/results";
   std::string lua;
   std::string engine_bin;

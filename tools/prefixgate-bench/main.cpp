@@ -256,6 +256,13 @@ int main(int argc, char** argv) {
                 "perf record -g of prefixgate during its run (OUT_DIR/perf-gateway.data)");
   ovh->add_option("--gateway-arg", overhead.gateway_args, "an extra prefixgate flag (repeatable)")
       ->allow_extra_args(false);
+  ovh->add_option("--engine-arg", overhead.engine_args,
+                  "an extra prefixgate-engine flag (repeatable)")
+      ->allow_extra_args(false);
+  ovh->add_option("--variant", overhead.variants,
+                  "NAME=FLAGS: another prefixgate with these extra flags, measured in the same run "
+                  "as prefixgate-NAME (repeatable)")
+      ->allow_extra_args(false);
   ovh->add_option("--out-dir", overhead.out_dir, "where results go")->capture_default_str();
   ovh->add_option("--lua", overhead.lua,
                   "the wrk script (default tools/prefixgate-bench/overhead_request.lua)");

@@ -192,11 +192,13 @@ int run_overhead(const OverheadFlags& f) {
     return std::make_unique<proc::Process>(bin, args, proc::ProcessOptions{log});
   };
 
-  auto engine = pinned(
-      server_cpus, engine_bin,
-      {"--device", "sim", "--sim-speedup", "inf", "--model", "builtin:tiny", "--host", "127.0.0.1",
-       "--port", "0", "--threads", std::to_string(f.engine_threads), "--log-level", "warn"},
-      tmp + "/engine.log");
+  std::vector<std::string> engine_args{"--device",    "sim",       "--sim-speedup",
+                                       "inf",         "--model",   "builtin:tiny",
+                                       "--host",      "127.0.0.1", "--port",
+                                       "0",           "--threads", std::to_string(f.engine_threads),
+                                       "--log-level", "warn"};
+  engine_args.insert(engine_args.end(), f.engine_args.begin(), f.engine_args.end());
+  auto engine = pinned(server_cpus, engine_bin, engine_args, tmp + "/engine.log");
   const std::uint16_t engine_port = engine->wait_listening();
   if (engine_port == 0) {
     std::cerr << "prefixgate-bench overhead: the engine did not start:\n" << engine->output();
@@ -214,8 +216,11 @@ int run_overhead(const OverheadFlags& f) {
          << "events { worker_connections 4096; }\nhttp {\n  access_log off;\n"
          << "  client_body_temp_path " << tmp << "/nginx/body;\n  proxy_temp_path " << tmp
          << "/nginx/proxy;\n  fastcgi_temp_path " << tmp << "/nginx/fastcgi;\n  uwsgi_temp_path "
-         << tmp << "/nginx/uwsgi;\n  scgi_temp_path " << tmp << "/nginx/scgi;\n"
-         << "  client_max_body_size 16m;\n  keepalive_requests 1000000;\n"
+         << tmp << "/nginx/uwsgi;\n  scgi_temp_path " << tmp
+         << "/nginx/scgi;\n"
+         // Bodies in memory, as the gateway keeps them (not in temporary files).
+         << "  client_max_body_size 16m;\n  client_body_buffer_size 1m;\n"
+         << "  keepalive_requests 1000000;\n"
          << "  upstream engine {\n    server 127.0.0.1:" << engine_port
          << ";\n    keepalive 64;\n    keepalive_requests 1000000;\n  }\n"
          << "  server {\n    listen 127.0.0.1:" << nginx_port << ";\n    location / {\n"
@@ -233,12 +238,33 @@ int run_overhead(const OverheadFlags& f) {
       "--policy",    "cache_aware", "--threads",  std::to_string(f.proxy_threads),
       "--log-level", "warn"};
   gw_args.insert(gw_args.end(), f.gateway_args.begin(), f.gateway_args.end());
-  auto gateway = pinned(server_cpus, gateway_bin, gw_args, tmp + "/gateway.log");
-  const std::uint16_t gateway_port = gateway->wait_listening();
-  if (gateway_port == 0) {
-    std::cerr << "prefixgate-bench overhead: the gateway did not start:\n" << gateway->output();
-    return 1;
+  // The gateways: "prefixgate" with the common flags, then one per --variant with its own.
+  std::vector<std::pair<std::string, std::vector<std::string>>> gateway_specs{
+      {"prefixgate", gw_args}};
+  for (const std::string& v : f.variants) {
+    const std::size_t eq = v.find('=');
+    if (eq == 0 || eq == std::string::npos) {
+      std::cerr << "prefixgate-bench overhead: --variant '" << v << "': expected NAME=FLAGS\n";
+      return 2;
+    }
+    std::vector<std::string> args = gw_args;
+    std::istringstream words(v.substr(eq + 1));
+    for (std::string w; words >> w;) args.push_back(w);
+    gateway_specs.emplace_back("prefixgate-" + v.substr(0, eq), std::move(args));
   }
+  std::map<std::string, std::unique_ptr<proc::Process>> gateways;
+  std::map<std::string, std::uint16_t> gateway_ports;
+  for (const auto& [name, args] : gateway_specs) {
+    auto g = pinned(server_cpus, gateway_bin, args, tmp + "/" + name + ".log");
+    const std::uint16_t port = g->wait_listening();
+    if (port == 0) {
+      std::cerr << "prefixgate-bench overhead: " << name << " did not start:\n" << g->output();
+      return 1;
+    }
+    gateway_ports[name] = port;
+    gateways[name] = std::move(g);
+  }
+  const std::uint16_t gateway_port = gateway_ports["prefixgate"];
   auto wait_ok = [](std::uint16_t port, const char* what) {
     auto t = parse_url("http://127.0.0.1:" + std::to_string(port));
     for (int i = 0; i < 200 && t; ++i) {
@@ -248,7 +274,10 @@ int run_overhead(const OverheadFlags& f) {
     std::cerr << "prefixgate-bench overhead: " << what << " does not answer\n";
     return false;
   };
-  if (!wait_ok(nginx_port, "nginx") || !wait_ok(gateway_port, "prefixgate")) return 1;
+  if (!wait_ok(nginx_port, "nginx")) return 1;
+  for (const auto& [name, port] : gateway_ports) {
+    if (!wait_ok(port, name.c_str())) return 1;
+  }
 
   std::cerr << "overhead: engine :" << engine_port << ", nginx :" << nginx_port
             << ", prefixgate :" << gateway_port << "; wrk -t" << f.wrk_threads << " -c"
@@ -260,8 +289,10 @@ int run_overhead(const OverheadFlags& f) {
 
   const std::string wrk = which("wrk");
   std::map<std::string, WrkResult> results;
-  const std::vector<std::pair<std::string, std::uint16_t>> targets{
-      {"direct", engine_port}, {"nginx", nginx_port}, {"prefixgate", gateway_port}};
+  std::vector<std::pair<std::string, std::uint16_t>> targets{{"direct", engine_port},
+                                                             {"nginx", nginx_port}};
+  for (const auto& spec : gateway_specs)
+    targets.emplace_back(spec.first, gateway_ports[spec.first]);
   for (const auto& [name, port] : targets) {
     const std::string url = "http://127.0.0.1:" + std::to_string(port);
     auto wrk_args = [&](const std::string& duration, bool latency, std::size_t connections = 0) {
@@ -284,18 +315,20 @@ int run_overhead(const OverheadFlags& f) {
       return 1;
     }
     std::unique_ptr<proc::Process> perf;
-    if (name == "prefixgate" && f.profile) {
+    const auto gw_it = gateways.find(name);
+    if (gw_it != gateways.end() && f.profile) {
+      const std::string suffix = name == "prefixgate" ? "gateway" : name;
       perf = std::make_unique<proc::Process>(
           which("perf"),
-          std::vector<std::string>{"record", "-q", "-g", "-p", std::to_string(gateway->pid()), "-o",
-                                   f.out_dir + "/perf-gateway.data"},
+          std::vector<std::string>{"record", "-q", "-g", "-p", std::to_string(gw_it->second->pid()),
+                                   "-o", f.out_dir + "/perf-" + suffix + ".data"},
           proc::ProcessOptions{f.out_dir + "/perf-gateway.log"});
       std::this_thread::sleep_for(std::chrono::milliseconds(300));  // let perf attach
     }
     // The proxy's processes: none for direct; nginx's master and workers; the gateway.
     const auto proxy_cpu = [&] {
       if (name == "nginx") return cpu_seconds(nginx->pid(), true);
-      if (name == "prefixgate") return cpu_seconds(gateway->pid(), false);
+      if (gw_it != gateways.end()) return cpu_seconds(gw_it->second->pid(), false);
       return 0.0;
     };
     const double proxy_before = proxy_cpu();
@@ -342,16 +375,16 @@ int run_overhead(const OverheadFlags& f) {
 
   const WrkResult& nginx_r = results["nginx"];
   const WrkResult& direct_r = results["direct"];
-  std::printf("\n%-11s %11s %9s %9s %9s %10s %10s %11s %10s %11s\n", "target", "requests/s",
+  std::printf("\n%-26s %11s %9s %9s %9s %10s %10s %11s %10s %11s\n", "target", "requests/s",
               "p50 us", "p99 us", "vs nginx", "added p50", "1-conn p50", "added 1-conn",
               "proxy CPU", "engine CPU");
-  std::printf("%-11s %11s %9s %9s %9s %10s %10s %11s %10s %11s\n", "", "(16 conn)", "", "", "rps",
+  std::printf("%-26s %11s %9s %9s %9s %10s %10s %11s %10s %11s\n", "", "(16 conn)", "", "", "rps",
               "us", "us", "p50 us", "us/req", "us/req");
   std::string json_targets;
   for (const auto& [name, port] : targets) {
     const WrkResult& r = results[name];
     const double vs = nginx_r.rps > 0 ? r.rps / nginx_r.rps : 0;
-    std::printf("%-11s %11.0f %9ld %9ld %9.2f %10ld %10ld %11ld %10.1f %11.1f\n", name.c_str(),
+    std::printf("%-26s %11.0f %9ld %9ld %9.2f %10ld %10ld %11ld %10.1f %11.1f\n", name.c_str(),
                 r.rps, r.p50_us, r.p99_us, vs, r.p50_us - direct_r.p50_us, r.unloaded_p50_us,
                 r.unloaded_p50_us - direct_r.unloaded_p50_us, r.proxy_cpu_us, r.engine_cpu_us);
     char buf[768];
@@ -380,7 +413,7 @@ int run_overhead(const OverheadFlags& f) {
        << json_targets << "\n  }\n}\n";
   std::cerr << "overhead: wrote " << f.out_dir << "/overhead.json (wrk output in " << f.out_dir
             << "/wrk-*.txt)\n";
-  gateway->stop();
+  for (auto& [name, g] : gateways) g->stop();
   nginx->stop();
   engine->stop();
   return 0;

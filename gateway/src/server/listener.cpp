@@ -245,7 +245,7 @@ Result<std::uint16_t> Gateway::start() {
   policy_config.cache_aware.offload_hit_weight = ctx.config.routing.offload_hit_weight;
   auto policy = make_policy(ctx.config.policy, policy_config);
   if (!policy) return policy.error();
-  auto models = ModelRegistry::load(ctx.config.models);
+  auto models = ModelRegistry::load(ctx.config.models, ctx.config.tokenizer_cache);
   if (!models) return models.error();
   ctx.models = std::move(*models);
   ctx.stage = std::make_unique<CanonicalizeStage>(ctx.config.canonicalization);
@@ -275,6 +275,9 @@ Result<std::uint16_t> Gateway::start() {
     ctx.endpoints.push_back(results.begin()->endpoint());
   }
   ctx.m = register_proxy_metrics(ctx.metrics, *ctx.replicas);
+  if (const canon::SegmentCache* cache = ctx.models->segment_cache()) {
+    register_segment_cache_metrics(ctx.metrics, *cache);
+  }
   ctx.prep.template_errors = ctx.m.template_errors;
   for (const ModelEntry& e : ctx.models->entries()) {
     spdlog::info("model {}: {}", e.name.empty() ? "default" : e.name, e.description);

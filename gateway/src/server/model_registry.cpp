@@ -6,8 +6,13 @@
 
 namespace prefixgate::gateway::server {
 
-Result<std::unique_ptr<ModelRegistry>> ModelRegistry::load(const std::vector<ModelConfig>& models) {
+Result<std::unique_ptr<ModelRegistry>> ModelRegistry::load(const std::vector<ModelConfig>& models,
+                                                           const TokenizerCacheConfig& cache) {
   auto registry = std::make_unique<ModelRegistry>();
+  if (cache.enabled) {
+    registry->segment_cache_ = std::make_unique<canon::SegmentCache>(canon::SegmentCacheOptions{
+        .max_bytes = cache.max_bytes, .min_segment_bytes = cache.min_segment_bytes});
+  }
   std::vector<ModelConfig> all = models;
   // The default entry first: the configured one ("" name) or the embedded defaults.
   auto def =
@@ -29,8 +34,16 @@ Result<std::unique_ptr<ModelRegistry>> ModelRegistry::load(const std::vector<Mod
     ModelEntry e;
     e.name = m.name;
     e.tokenizer = std::move(loaded->tokenizer);
-    e.prompt_model =
-        canon::PromptModel{loaded->chat_format, e.tokenizer.get(), m.block_size, m.model_id};
+    e.prompt_model = canon::PromptModel{.chat_format = loaded->chat_format,
+                                        .tokenizer = e.tokenizer.get(),
+                                        .block_size = m.block_size,
+                                        .model_id = m.model_id,
+                                        .segment_cache = nullptr};
+    // The byte tokenizer is a widening copy: looking a segment up costs more than tokenizing
+    // it (gateway_bench's BM_StageTokenize/byte_*), so only real tokenizers use the cache.
+    if (e.tokenizer->identity() != canon::make_byte_tokenizer()->identity()) {
+      e.prompt_model.segment_cache = registry->segment_cache_.get();
+    }
     e.template_errors = m.template_errors;
     e.description = loaded->description;
     registry->entries_.push_back(std::move(e));

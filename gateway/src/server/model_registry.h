@@ -1,7 +1,8 @@
 // Per-model prompt settings (tokenizer, chat format, block size, hash-root model id), loaded
-// once at start. A request's `model` picks its entry; unknown models use the default entry.
+// once at start, and the segment cache every model's tokenization shares (unless turned off).
+// A request's `model` picks its entry; unknown models use the default entry.
 //
-//   auto models = ModelRegistry::load(config.models);   // reads tokenizers and model folders
+//   auto models = ModelRegistry::load(config.models, config.tokenizer_cache);
 //   const ModelEntry& m = models->for_model(request.model);
 //   canon::analyze_prompt(request, m.prompt_model);
 #pragma once
@@ -27,11 +28,15 @@ struct ModelEntry {
 class ModelRegistry {
  public:
   // Errors name the configuration key ("models.qwen3.tokenizer: /models/qwen3: ...").
-  static Result<std::unique_ptr<ModelRegistry>> load(const std::vector<ModelConfig>& models);
+  static Result<std::unique_ptr<ModelRegistry>> load(const std::vector<ModelConfig>& models,
+                                                     const TokenizerCacheConfig& cache = {});
   const ModelEntry& for_model(std::string_view name) const;
   const std::vector<ModelEntry>& entries() const { return entries_; }
+  // The segment cache the entries tokenize through; null when turned off.
+  const canon::SegmentCache* segment_cache() const { return segment_cache_.get(); }
 
  private:
+  std::unique_ptr<canon::SegmentCache> segment_cache_;
   std::vector<ModelEntry> entries_;  // entries_[0] is the default
 };
 

@@ -127,4 +127,27 @@ ProxyMetrics register_proxy_metrics(serving::Metrics& m, const ReplicaSet& repli
   return out;
 }
 
+void register_segment_cache_metrics(serving::Metrics& m, const canon::SegmentCache& cache) {
+  using serving::MetricType;
+  const std::string p = "prefixgate_tokenizer_cache_";
+  const canon::SegmentCache* c = &cache;
+  const auto read = [&](const char* name, const char* help, MetricType type, auto field) {
+    m.callback(p + name, help, type, [c, field] { return static_cast<double>(field(c->stats())); });
+  };
+  using S = canon::SegmentCacheStats;
+  read("hits_total", "Prompt segments (text between special tokens) whose tokens came from cache.",
+       MetricType::kCounter, [](const S& s) { return s.hits; });
+  read("misses_total", "Prompt segments tokenized (and then cached).", MetricType::kCounter,
+       [](const S& s) { return s.misses; });
+  read("hit_bytes_total", "Prompt bytes whose tokens came from cache.", MetricType::kCounter,
+       [](const S& s) { return s.hit_bytes; });
+  read("miss_bytes_total", "Prompt bytes tokenized in cacheable segments.", MetricType::kCounter,
+       [](const S& s) { return s.miss_bytes; });
+  read("evictions_total", "Segments evicted, least recently used first.", MetricType::kCounter,
+       [](const S& s) { return s.evictions; });
+  read("bytes", "Memory held by cached segments (tokens, offsets, index).", MetricType::kGauge,
+       [](const S& s) { return s.bytes; });
+  read("entries", "Segments held.", MetricType::kGauge, [](const S& s) { return s.entries; });
+}
+
 }  // namespace prefixgate::gateway::server

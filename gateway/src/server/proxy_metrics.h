@@ -2,6 +2,7 @@
 // the per-replica gauges read from the replica set at each scrape.
 #pragma once
 
+#include "prefixgate/canonicalize/segment_cache.h"
 #include "prefixgate/serving/metrics.h"
 
 namespace prefixgate::gateway::server {
@@ -35,5 +36,7 @@ struct ProxyMetrics {
 // Registers every family in `metrics` (in the order /metrics shows them) and returns the ones
 // the proxy records into. `replicas` must outlive `metrics`.
 ProxyMetrics register_proxy_metrics(serving::Metrics& metrics, const ReplicaSet& replicas);
+// prefixgate_tokenizer_cache_*: hits, misses, bytes of text each way, evictions, memory held.
+void register_segment_cache_metrics(serving::Metrics& metrics, const canon::SegmentCache& cache);
 
 }  // namespace prefixgate::gateway::server

