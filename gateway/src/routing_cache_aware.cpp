@@ -26,13 +26,15 @@ class CacheAware final : public RoutingPolicy {
                       const PrefixIndex& index, Clock::time_point now) override {
     const std::size_t n = replicas.size();
     match_blocks(request, replicas, index, now, blocks_, &offloaded_);
+    const bool seconds = config_.cost_in_seconds && timed(replicas);
     load_.assign(n, 0);
     double total_load = 0;
     std::size_t healthy = 0;
     std::size_t best_match = 0;  // longest match on any healthy replica, in blocks
     for (std::size_t r = 0; r < n; ++r) {
       if (!replicas[r].healthy) continue;
-      load_[r] = load_tokens(replicas[r], config_.decode_weight);
+      load_[r] =
+          seconds ? load_seconds(replicas[r]) : load_tokens(replicas[r], config_.decode_weight);
       total_load += load_[r];
       ++healthy;
       best_match = std::max(best_match, blocks_[r]);
@@ -52,9 +54,9 @@ class CacheAware final : public RoutingPolicy {
       }
     }
 
-    // Least cost among replicas that are not overloaded. Ties (an idle fleet, a prefix cached
-    // everywhere) go to the rendezvous winner for the blocks just past the longest match, so
-    // siblings that diverge there still converge.
+    // Least cost. Without memory_aware, among replicas that are not overloaded. Ties (an idle
+    // fleet, a prefix cached everywhere) go to the rendezvous winner for the blocks just past the
+    // longest match, so siblings that diverge there still converge.
     const double overload_bound = config_.overload_factor * mean + config_.overload_floor_tokens;
     const std::uint64_t tie_key =
         hashes.empty() ? 0
@@ -66,10 +68,7 @@ class CacheAware final : public RoutingPolicy {
       for (std::size_t r = 0; r < n; ++r) {
         if (!replicas[r].healthy) continue;
         if (skip_overloaded && load_[r] > overload_bound) continue;
-        const double uncached =
-            static_cast<double>(request.prompt_tokens) -
-            saved_prefill_tokens(request, blocks_[r], offloaded_[r], config_.offload_hit_weight);
-        const double cost = uncached + load_[r];
+        const double cost = load_[r] + miss_cost(request, replicas[r], r, seconds);
         const std::uint64_t score = rendezvous_score(tie_key, static_cast<ReplicaId>(r));
         if (best == n || cost < best_cost || (cost == best_cost && score > best_score)) {
           best = r;
@@ -79,7 +78,7 @@ class CacheAware final : public RoutingPolicy {
       }
       return best;
     };
-    std::size_t chosen = cheapest(/*skip_overloaded=*/true);
+    std::size_t chosen = cheapest(/*skip_overloaded=*/!config_.memory_aware);
     // Every healthy replica over the bound cannot happen with overload_factor >= 1 (the least
     // loaded is at most the mean); kept so a future config cannot make route() fail.
     if (chosen == n) chosen = cheapest(/*skip_overloaded=*/false);
@@ -106,6 +105,44 @@ class CacheAware final : public RoutingPolicy {
       }
     }
     return best;
+  }
+
+  // Whether every healthy replica says how fast it is (the cost can be in seconds).
+  static bool timed(std::span<const ReplicaView> replicas) {
+    bool any = false;
+    for (const ReplicaView& v : replicas) {
+      if (!v.healthy) continue;
+      if (!(v.prefill_seconds_per_token > 0) || !(v.decode_seconds_per_sequence > 0)) return false;
+      any = true;
+    }
+    return any;
+  }
+
+  // The load model in seconds: queued prefill at the replica's rate, plus a step's share of each
+  // sequence it runs.
+  static double load_seconds(const ReplicaView& v) {
+    return queued_prefill_tokens(v) * v.prefill_seconds_per_token +
+           decode_sequences(v) * v.decode_seconds_per_sequence;
+  }
+
+  // What computing the request's uncached tokens on replica r costs. memory_aware: on a full KV
+  // cache, the new blocks evict as many cached tokens of other prefixes, recomputed later with
+  // probability eviction_weight; kv usage from the engine's load report scales that (a cache
+  // with room evicts nothing), and a replica that reports none is taken as full, as every cache
+  // is once it has served for a while.
+  double miss_cost(const RouteRequest& request, const ReplicaView& v, std::size_t r,
+                   bool seconds) const {
+    double tokens =
+        static_cast<double>(request.prompt_tokens) -
+        saved_prefill_tokens(request, blocks_[r], offloaded_[r], config_.offload_hit_weight);
+    if (config_.memory_aware) {
+      const double usage = v.kv_pages_total == 0
+                               ? 1.0
+                               : std::min(1.0, static_cast<double>(v.kv_pages_used) /
+                                                   static_cast<double>(v.kv_pages_total));
+      tokens *= 1.0 + config_.eviction_weight * usage;
+    }
+    return seconds ? tokens * v.prefill_seconds_per_token : tokens;
   }
 
   RouteDecision decision(const RouteRequest& request, std::size_t r, RouteReason reason) const {
