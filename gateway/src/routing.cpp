@@ -92,12 +92,13 @@ Status validate(const DynamoKvConfig& c) {
   return {};
 }
 
-// "key=value,key=value" after "cache_aware:": the cache_aware parameters a name can override.
+// "key=value:key=value" after "cache_aware:": the cache_aware parameters a name can override
+// (':' between them, so that a comma-separated list of policies can hold variants).
 Status apply_options(std::string_view options, CacheAwareConfig& c) {
   while (!options.empty()) {
-    const std::size_t comma = options.find(',');
-    const std::string_view item = options.substr(0, comma);
-    options = comma == std::string_view::npos ? std::string_view{} : options.substr(comma + 1);
+    const std::size_t colon = options.find(':');
+    const std::string_view item = options.substr(0, colon);
+    options = colon == std::string_view::npos ? std::string_view{} : options.substr(colon + 1);
     const std::size_t eq = item.find('=');
     const std::string key(item.substr(0, eq));
     const std::string value(eq == std::string_view::npos ? "" : item.substr(eq + 1));

@@ -60,7 +60,7 @@ TEST(ConfigTest, AnUpstreamsSpeedAndACacheAwareVariant) {
   EXPECT_EQ(up->decode_us_per_sequence, 1100U);
   GatewayConfig cfg;
   cfg.upstreams.push_back(*up);
-  cfg.policy = "cache_aware:memory_aware=false,eviction_weight=0.5";
+  cfg.policy = "cache_aware:memory_aware=false:eviction_weight=0.5";
   EXPECT_TRUE(validate(cfg).ok());
   cfg.policy = "cache_aware:memory_aware=maybe";
   ASSERT_FALSE(validate(cfg).ok());

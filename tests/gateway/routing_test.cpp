@@ -51,7 +51,7 @@ TEST(RoutingTest, MakePolicyRefusesUnknownNamesAndBadConfig) {
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.error().param, "routing.cache_aware.overload_factor");
   // cache_aware's parameters after its name: a variant, checked like the config.
-  auto variant = make_policy("cache_aware:memory_aware=false,eviction_weight=0.5");
+  auto variant = make_policy("cache_aware:memory_aware=false:eviction_weight=0.5");
   ASSERT_TRUE(variant.ok());
   EXPECT_EQ((*variant)->name(), "cache_aware");
   for (const char* bad_variant :
