@@ -44,6 +44,7 @@ struct ReplicaState {
   // O(replica's blocks) instead of a scan of the whole index.
   boost::unordered_flat_map<std::uint64_t, CacheTier> confirmed;
   std::size_t predicted = 0;  // live prediction records on this replica
+  std::uint64_t evicted = 0;  // blocks evicted: removed by events, or dropped by the LRU
   // Predictions expire after the TTL (events confirm what is cached), or else live in the LRU.
   bool events_live = true;
   // With events: a min-heap of (hash, expiry), earliest on top (expiries are not monotonic in
@@ -307,6 +308,7 @@ void PrefixIndex::apply_removed(ReplicaId replica, std::uint64_t hash) {
   auto& confirmed = impl_->replicas[replica].confirmed;
   auto it = confirmed.find(hash);
   if (it == confirmed.end()) return;
+  ++impl_->replicas[replica].evicted;
   const CacheTier tier = it->second;
   confirmed.erase(it);
   impl_->unstore(replica, hash, tier);
@@ -373,6 +375,7 @@ void PrefixIndex::predict(ReplicaId replica, std::span<const std::uint64_t> hash
     rs.lru.pop_back();
     rs.lru_pos.erase(victim);
     im.drop_prediction(replica, victim, kNever);
+    ++rs.evicted;
   }
 }
 
@@ -456,6 +459,11 @@ void PrefixIndex::longest_match(std::span<const std::uint64_t> hashes, Clock::ti
       live_count = kept;
     }
   }
+}
+
+std::uint64_t PrefixIndex::evicted_blocks(ReplicaId replica) const {
+  PG_DCHECK(replica < impl_->replicas.size());
+  return impl_->replicas[replica].evicted;
 }
 
 std::size_t PrefixIndex::blocks(ReplicaId replica) const {

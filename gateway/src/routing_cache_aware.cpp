@@ -9,6 +9,8 @@
 // rendezvous hash of its first blocks; otherwise the least cost among replicas that are not
 // overloaded (an overloaded replica keeps no affinity, which is what spreads a hot prefix).
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <optional>
 #include <vector>
 
@@ -26,6 +28,7 @@ class CacheAware final : public RoutingPolicy {
                       const PrefixIndex& index, Clock::time_point now) override {
     const std::size_t n = replicas.size();
     match_blocks(request, replicas, index, now, blocks_, &offloaded_);
+    if (config_.memory_aware) update_churn(replicas, index, now);
     const bool seconds = config_.cost_in_seconds && timed(replicas);
     load_.assign(n, 0);
     double total_load = 0;
@@ -49,6 +52,14 @@ class CacheAware final : public RoutingPolicy {
       // event exists; bounded load keeps a busy replica from taking new prefixes.
       const std::uint64_t key = hashes[std::min(config_.affinity_blocks, hashes.size()) - 1];
       const double bound = config_.bounded_load_factor * mean;
+      // Memory-aware: nor one that evicts faster than the others (its LRU tail is young: a new
+      // prefix there pushes out blocks still in use), unless every replica under the load bound
+      // does.
+      if (auto r = highest_score(replicas, key, [&](std::size_t i) {
+            return load_[i] <= bound && churn(i) <= config_.bounded_load_factor;
+          })) {
+        return decision(request, *r, RouteReason::kColdAffinity);
+      }
       if (auto r = highest_score(replicas, key, [&](std::size_t i) { return load_[i] <= bound; })) {
         return decision(request, *r, RouteReason::kColdAffinity);
       }
@@ -145,6 +156,50 @@ class CacheAware final : public RoutingPolicy {
     return seconds ? tokens * v.prefill_seconds_per_token : tokens;
   }
 
+  // Each replica's eviction rate (blocks/s, from PrefixIndex::evicted_blocks), smoothed over
+  // kChurnWindowSeconds, and churn(r) = its rate over the healthy mean (1 when nothing evicts).
+  // A replica evicting faster than the others has a younger LRU tail: what a copy there evicts
+  // is likelier to be needed again.
+  static constexpr double kChurnWindowSeconds = 5.0;
+  static constexpr double kMaxChurn = 4.0;
+  struct ChurnState {
+    std::uint64_t last = 0;
+    Clock::time_point at{};
+    double rate = 0;
+    bool seen = false;
+  };
+  void update_churn(std::span<const ReplicaView> replicas, const PrefixIndex& index,
+                    Clock::time_point now) {
+    const std::size_t n = std::min(replicas.size(), index.replica_count());
+    churn_.resize(n);
+    double total = 0;
+    std::size_t healthy = 0;
+    for (std::size_t r = 0; r < n; ++r) {
+      ChurnState& c = churn_[r];
+      const std::uint64_t count = index.evicted_blocks(static_cast<ReplicaId>(r));
+      if (!c.seen || count < c.last) {
+        c = {count, now, 0, true};
+      } else {
+        const double dt = std::chrono::duration<double>(now - c.at).count();
+        if (dt >= 0.05) {  // shorter gaps say little about a rate
+          const double instant = static_cast<double>(count - c.last) / dt;
+          c.rate += (1.0 - std::exp(-dt / kChurnWindowSeconds)) * (instant - c.rate);
+          c.last = count;
+          c.at = now;
+        }
+      }
+      if (replicas[r].healthy) {
+        total += c.rate;
+        ++healthy;
+      }
+    }
+    mean_churn_ = healthy == 0 ? 0 : total / static_cast<double>(healthy);
+  }
+  double churn(std::size_t r) const {
+    if (!config_.memory_aware || r >= churn_.size() || !(mean_churn_ > 0)) return 1.0;
+    return std::min(kMaxChurn, churn_[r].rate / mean_churn_);
+  }
+
   RouteDecision decision(const RouteRequest& request, std::size_t r, RouteReason reason) const {
     return {static_cast<ReplicaId>(r), reason, cached_tokens(request, blocks_[r])};
   }
@@ -153,6 +208,8 @@ class CacheAware final : public RoutingPolicy {
   std::vector<std::size_t> blocks_;     // scratch, reused between calls
   std::vector<std::size_t> offloaded_;  // scratch
   std::vector<double> load_;            // scratch
+  std::vector<ChurnState> churn_;       // by replica
+  double mean_churn_ = 0;
 };
 
 }  // namespace

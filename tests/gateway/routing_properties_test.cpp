@@ -289,6 +289,39 @@ TEST(RoutingPropertiesTest, UnderCachePressureAMissCountsWhatItEvicts) {
   EXPECT_GT(memory_aware, 0.85 * ceiling) << memory_aware;
 }
 
+// A new prefix goes to the hash of its first blocks, but not to a replica that evicts faster than
+// the others: there it would push out blocks still in use.
+TEST(RoutingPropertiesTest, ANewPrefixAvoidsAReplicaThatEvictsFasterThanTheOthers) {
+  constexpr std::size_t kReplicas = 4;
+  PrefixIndex index = index_with(kReplicas);
+  auto views = fleet(kReplicas);
+  auto p = policy("cache_aware");
+  const auto prompt = prompt_hashes(77, 8);
+  const Clock::time_point t0{};
+  const ReplicaId hashed = p->route(request_for(prompt), views, index, t0).replica;
+  // Every replica evicts a little; the hashed one 40 times as much, for ten seconds.
+  std::uint64_t next = 1000;
+  for (int second = 1; second <= 10; ++second) {
+    for (ReplicaId r = 0; r < kReplicas; ++r) {
+      const std::size_t evictions = r == hashed ? 400 : 10;
+      for (std::size_t i = 0; i < evictions; ++i) {
+        index.apply_stored(r, ++next);
+        index.apply_removed(r, next);
+      }
+    }
+    // A request of another prefix each second, as traffic would: the policy samples the rates.
+    p->route(request_for(prompt_hashes(5000 + second, 8)), views, index,
+             t0 + std::chrono::seconds(second));
+  }
+  const Clock::time_point t1 = t0 + std::chrono::seconds(10);
+  const RouteDecision d = p->route(request_for(prompt), views, index, t1);
+  EXPECT_EQ(d.reason, RouteReason::kColdAffinity);
+  EXPECT_NE(d.replica, hashed);
+  // The earlier rule knows nothing of evictions.
+  auto old = mean_overload_policy();
+  EXPECT_EQ(old->route(request_for(prompt), views, index, t1).replica, hashed);
+}
+
 // A mixed fleet: with each replica's speed known, the cost is the predicted time to first token,
 // so a fast replica with a queue beats an idle slow one when it answers sooner; on a uniform
 // fleet seconds and tokens make the same decisions.

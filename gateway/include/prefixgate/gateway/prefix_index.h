@@ -118,6 +118,10 @@ class PrefixIndex {
   // expired but not yet dropped by predict()/expire_predictions() still count here.
   std::size_t blocks(ReplicaId replica) const;
   std::size_t size() const;  // distinct hashes indexed
+  // Blocks the replica evicted since it was added: confirmed blocks its events removed and, while
+  // it has no events, predictions its LRU dropped (not clears, resets or snapshots). How fast it
+  // grows says how young the replica's LRU tail is: what a new prefix there would evict.
+  std::uint64_t evicted_blocks(ReplicaId replica) const;
 
  private:
   struct Impl;
