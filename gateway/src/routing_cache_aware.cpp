@@ -137,10 +137,12 @@ class CacheAware final : public RoutingPolicy {
   }
 
   // What computing the request's uncached tokens on replica r costs. memory_aware: on a full KV
-  // cache, the new blocks evict as many cached tokens of other prefixes, recomputed later with
-  // probability eviction_weight; kv usage from the engine's load report scales that (a cache
-  // with room evicts nothing), and a replica that reports none is taken as full, as every cache
-  // is once it has served for a while.
+  // cache the new blocks evict as many cached tokens of other prefixes, recomputed later with
+  // probability eviction_weight. How full: pressure = (kv usage - 1/2) / (1/2), clamped to
+  // [0, 1], usage from the load report. A cache less than half full evicts nothing; the free
+  // pages of a nearly full one are the running sequences' headroom, taken as they decode, not
+  // room for a copy. A replica that reports no usage is taken as full, as every cache is once it
+  // has served a while (a prefix cache keeps what it computed until it needs the room).
   double miss_cost(const RouteRequest& request, const ReplicaView& v, std::size_t r,
                    bool seconds) const {
     double tokens =
@@ -151,7 +153,8 @@ class CacheAware final : public RoutingPolicy {
                                ? 1.0
                                : std::min(1.0, static_cast<double>(v.kv_pages_used) /
                                                    static_cast<double>(v.kv_pages_total));
-      tokens *= 1.0 + config_.eviction_weight * usage;
+      const double pressure = std::clamp(2.0 * usage - 1.0, 0.0, 1.0);
+      tokens *= 1.0 + config_.eviction_weight * pressure;
     }
     return seconds ? tokens * v.prefill_seconds_per_token : tokens;
   }

@@ -227,12 +227,20 @@ TEST(RoutingPropertiesTest, AMissCostsItsPrefillPlusWhatItEvicts) {
   d = p->route(request_for(h), views, index, {});
   EXPECT_EQ(d.replica, 2U);
   EXPECT_EQ(d.reason, RouteReason::kLoadSpill);
-  // With room in the caches (usage 0) a copy evicts nothing: the plain prefill cost decides.
-  for (auto& v : views) v.kv_pages_used = 0;
+  // With room in the caches (at most half full) a copy evicts nothing: the plain prefill cost
+  // decides.
+  for (auto& v : views) v.kv_pages_used = 500;
   views[0].tokens_queued_for_prefill = 32768 + 501;
   EXPECT_EQ(p->route(request_for(h), views, index, {}).replica, 2U);
   views[0].tokens_queued_for_prefill = 32768 + 499;
   EXPECT_EQ(p->route(request_for(h), views, index, {}).replica, 0U);
+
+  // Three quarters full: pressure 0.5, a copy costs 1.5 x its prefill.
+  for (auto& v : views) v.kv_pages_used = 750;
+  views[0].tokens_queued_for_prefill = 32768 + 16384 + 499;
+  EXPECT_EQ(p->route(request_for(h), views, index, {}).replica, 0U);
+  views[0].tokens_queued_for_prefill = 32768 + 16384 + 501;
+  EXPECT_EQ(p->route(request_for(h), views, index, {}).replica, 2U);
 
   // Random loads, usages and partial matches: the choice is the least cost.
   std::mt19937_64 rng(7);
@@ -250,8 +258,9 @@ TEST(RoutingPropertiesTest, AMissCostsItsPrefillPlusWhatItEvicts) {
     }
     for (ReplicaId r = 0; r < kReplicas; ++r) {
       const double usage = static_cast<double>(views[r].kv_pages_used) / 1000.0;
+      const double pressure = std::clamp(2 * usage - 1, 0.0, 1.0);
       cost[r] = static_cast<double>(views[r].tokens_queued_for_prefill) +
-                static_cast<double>(1024 - blocks[r] * 16) * (1.0 + usage);
+                static_cast<double>(1024 - blocks[r] * 16) * (1.0 + pressure);
     }
     d = p->route(request_for(prompt), views, idx, {});
     for (ReplicaId r = 0; r < kReplicas; ++r) ASSERT_LE(cost[d.replica], cost[r]) << trial;

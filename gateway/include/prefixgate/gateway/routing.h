@@ -16,9 +16,10 @@
 //       `overload_factor` x the mean (plus a floor) is not chosen for affinity, which sends a
 //       hot prefix to a second replica and keeps one loaded replica from turning affinity off
 //       for everyone else;
-//     - memory_aware (default): no overload rule; a miss also costs what its copy evicts on a
-//       full cache (eviction_weight x kv usage), so a prefix moves only when waiting for its
-//       replica costs more than recomputing it and evicting someone else's;
+//     - memory_aware (default): no overload rule; a miss also costs what its copy evicts
+//       (eviction_weight x its tokens, once the replica's KV is more than half full), so a
+//       prefix moves only when
+//       waiting for its replica costs more than recomputing it and evicting someone else's;
 //     - never an unhealthy replica; an idle replica beats a queueing one when the saved prefill
 //       is smaller than the queue.
 //   Every parameter is in CacheAwareConfig, documented there.
