@@ -47,6 +47,7 @@ EngineLoop::EngineLoop(EngineConfig config, std::unique_ptr<Device> device)
       scheduler_(config_.scheduler, cache_, pool_) {
   device_->init_kv_cache(config_.num_pages, config_.page_tokens);
   stats_.kv_pages_total = config_.num_pages;
+  stats_.speed = device_->speed();
   thread_ = std::thread([this] { run(); });
 }
 

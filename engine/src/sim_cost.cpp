@@ -3,6 +3,7 @@
 // sources in engine/SIM.md.
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "prefixgate/base/check.h"
 #include "prefixgate/engine/sim_device.h"
@@ -138,6 +139,22 @@ SimStepCost sim_step_cost(const SimProfile& profile, std::span<const SimSequence
   cost.overhead_seconds = profile.step_overhead_seconds;
   cost.seconds = std::max(cost.compute_seconds, cost.memory_seconds) + cost.overhead_seconds;
   return cost;
+}
+
+DeviceSpeed sim_speed(const SimProfile& profile) {
+  auto prefill = [&](std::size_t tokens) {
+    const SimSequenceWork one{.cached_tokens = 0, .new_tokens = tokens, .sampled = true};
+    return sim_step_cost(profile, std::span(&one, 1)).seconds;
+  };
+  auto decodes = [&](std::size_t sequences) {
+    const std::vector<SimSequenceWork> batch(
+        sequences, SimSequenceWork{.cached_tokens = 2048, .new_tokens = 1, .sampled = true});
+    return sim_step_cost(profile, batch).seconds;
+  };
+  DeviceSpeed speed;
+  speed.prefill_seconds_per_token = (prefill(4096) - prefill(2048)) / 2048.0;
+  speed.decode_seconds_per_sequence = (decodes(64) - decodes(32)) / 32.0;
+  return speed;
 }
 
 }  // namespace prefixgate::engine

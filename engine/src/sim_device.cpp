@@ -54,6 +54,14 @@ void SimDevice::init_kv_cache(std::size_t num_pages, std::size_t page_tokens) {
   page_tokens_ = page_tokens;
 }
 
+DeviceSpeed SimDevice::speed() const {
+  if (std::isinf(speedup_)) return {};  // the virtual clock: no wall-clock rate to announce
+  DeviceSpeed s = sim_speed(profile_);
+  s.prefill_seconds_per_token /= speedup_;
+  s.decode_seconds_per_sequence /= speedup_;
+  return s;
+}
+
 StepOutput SimDevice::execute(std::span<const SequenceStep> batch) {
   PG_DCHECK(page_tokens_ > 0, "init_kv_cache() before execute()");
   StepOutput out;

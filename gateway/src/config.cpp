@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "prefixgate/canonicalize/render.h"
+#include "prefixgate/gateway/routing.h"
 #include "prefixgate/kv_events/wire.h"
 
 namespace prefixgate::gateway {
@@ -416,10 +417,15 @@ Status set_upstream_key(UpstreamConfig& up, std::string_view key, std::string_vi
     return bad(k,
                k + ": '" + std::string(value) + "' is not one of prefixgate, vllm, sglang, openai");
   }
-  if (key == "capacity_blocks" || key == "data_parallel_size" || key == "load_interval_ms") {
+  if (key == "capacity_blocks" || key == "data_parallel_size" || key == "load_interval_ms" ||
+      key == "prefill_tokens_per_s" || key == "decode_us_per_sequence") {
     auto v = positive_text(value, k);
     if (!v) return v.error();
-    if (key == "capacity_blocks") {
+    if (key == "prefill_tokens_per_s") {
+      up.prefill_tokens_per_s = *v;
+    } else if (key == "decode_us_per_sequence") {
+      up.decode_us_per_sequence = *v;
+    } else if (key == "capacity_blocks") {
       up.capacity_blocks = *v;
     } else if (key == "load_interval_ms") {
       up.load_interval = std::chrono::milliseconds(*v);
@@ -439,7 +445,8 @@ Status set_upstream_key(UpstreamConfig& up, std::string_view key, std::string_vi
     return {};
   }
   return bad(k, k + ": unknown key (kind, capacity_blocks, kv_events, kv_events_replay, " +
-                    "data_parallel_size, load_interval_ms, model)");
+                    "data_parallel_size, load_interval_ms, model, prefill_tokens_per_s, " +
+                    "decode_us_per_sequence)");
 }
 
 Result<UpstreamConfig> parse_upstream_spec(std::string_view spec, std::string param) {
@@ -539,6 +546,12 @@ Status validate(const GatewayConfig& config) {
       "consistent_hash", "cache_aware", "sglang_cache_aware", "dynamo_kv"};
   bool known = false;
   for (std::string_view p : kPolicies) known = known || p == config.policy;
+  if (config.policy.starts_with("cache_aware:")) {  // cache_aware with parameter overrides
+    if (auto made = make_policy(config.policy); !made) {
+      return bad("policy", "policy: " + made.error().message);
+    }
+    known = true;
+  }
   if (!known) {
     return bad("policy", "policy: '" + config.policy +
                              "' is not one of round_robin, random, least_load, power_of_two, "

@@ -41,6 +41,11 @@ struct UpstreamConfig {
   std::chrono::milliseconds load_interval{200};
   // The models: entry whose model_id and block size its events are keyed with ("" = default).
   std::string model;
+  // The replica's speed, for cache_aware's cost in seconds when the engine does not announce it
+  // in its load reports (vLLM, SGLang, OpenAI upstreams): prompt tokens prefilled per second, and
+  // microseconds one more running sequence adds to a decode step. 0: unknown.
+  std::size_t prefill_tokens_per_s = 0;
+  std::size_t decode_us_per_sequence = 0;
 };
 
 inline constexpr std::size_t kMaxDataParallelSize = 64;

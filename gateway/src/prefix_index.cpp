@@ -15,7 +15,7 @@
 #include <bit>
 #include <boost/unordered/unordered_flat_map.hpp>
 #include <boost/unordered/unordered_flat_set.hpp>
-#include <deque>
+#include <functional>
 #include <list>
 #include <utility>
 
@@ -43,6 +43,9 @@ std::size_t words_for(std::size_t replicas) {
 struct Prediction {
   ReplicaId replica;
   Clock::time_point expiry;  // kNever for kOpenai replicas (their LRU bounds them instead)
+  // Requests routed with this prediction whose first token has not come (settle()); while any
+  // is, the expiry is their routing time + max_prefill_wait.
+  std::uint32_t pending = 0;
 };
 
 // Prediction lists are short (a prefix is routed to one or two replicas), so a vector scanned
@@ -55,12 +58,19 @@ struct ReplicaState {
   // O(replica's blocks) instead of a scan of the whole index.
   boost::unordered_flat_map<std::uint64_t, CacheTier> confirmed;
   std::size_t predicted = 0;  // live prediction records on this replica
+  std::uint64_t evicted = 0;  // blocks evicted: removed by events, or dropped by the LRU
   // Predictions expire after the TTL (events confirm what is cached), or else live in the LRU.
   bool events_live = true;
-  // With events: predictions in the order they were made. Expiries are monotonic in that order
-  // (one TTL, steady clock), so expired ones are popped from the front. An entry whose prediction
-  // was refreshed, confirmed or dropped meanwhile is skipped when popped.
-  std::deque<std::pair<std::uint64_t, Clock::time_point>> expiry_queue;
+  // With events: a min-heap of (hash, expiry), earliest on top (expiries are not monotonic in
+  // the order predictions are made: a pending one lives longer than a settled one). An entry
+  // whose prediction was refreshed, confirmed or dropped meanwhile is skipped when popped.
+  using Expiry = std::pair<std::uint64_t, Clock::time_point>;
+  std::vector<Expiry> expiry_queue;
+  void push_expiry(std::uint64_t hash, Clock::time_point expiry) {
+    expiry_queue.emplace_back(hash, expiry);
+    std::push_heap(expiry_queue.begin(), expiry_queue.end(), later);
+  }
+  static bool later(const Expiry& a, const Expiry& b) { return a.second > b.second; }
   // Without events: predictions in recency order, front = most recent; evicted from the back.
   std::list<std::uint64_t> lru;
   boost::unordered_flat_map<std::uint64_t, std::list<std::uint64_t>::iterator> lru_pos;
@@ -284,26 +294,47 @@ struct PrefixIndex::Impl {
   }
 
   void expire(ReplicaId r, Clock::time_point now) {
-    auto& queue = replicas[r].expiry_queue;
+    ReplicaState& rs = replicas[r];
+    auto& queue = rs.expiry_queue;
     while (!queue.empty() && queue.front().second <= now) {
-      drop_prediction(r, queue.front().first, now);
-      queue.pop_front();
+      std::pop_heap(queue.begin(), queue.end(), ReplicaState::later);
+      const std::uint64_t hash = queue.back().first;
+      queue.pop_back();
+      drop_prediction(r, hash, now);
     }
   }
 
   // Adds or refreshes r's prediction of `hash`. Returns false if r already holds it confirmed.
-  bool upsert_prediction(ReplicaId r, std::uint64_t hash, Clock::time_point expiry) {
+  // `pending`: one more request waits for its first token with this prediction.
+  bool upsert_prediction(ReplicaId r, std::uint64_t hash, Clock::time_point expiry,
+                         bool pending = false) {
     if (replicas[r].confirmed.contains(hash)) return false;
     const std::uint32_t slot = find_or_insert(hash);
     Predictions& preds = predictions[slot];
     auto it = std::find_if(preds.begin(), preds.end(),
                            [r](const Prediction& p) { return p.replica == r; });
     if (it != preds.end()) {
-      it->expiry = expiry;
+      // A pending request keeps the later of the two expiries; a settled one takes its own.
+      it->expiry = it->pending > 0 ? std::max(it->expiry, expiry) : expiry;
+      if (pending) ++it->pending;
     } else {
-      preds.push_back({r, expiry});
+      preds.push_back({r, expiry, pending ? 1u : 0u});
       ++replicas[r].predicted;
     }
+    return true;
+  }
+
+  // One request predicted with `hash` on r got its first token: when no other is still waiting,
+  // the prediction expires at `expiry`. False when there was nothing to shorten.
+  bool settle_prediction(ReplicaId r, std::uint64_t hash, Clock::time_point expiry) {
+    const std::uint32_t* slot = find(hash);
+    if (slot == nullptr) return false;
+    Predictions& preds = predictions[*slot];
+    auto it = std::find_if(preds.begin(), preds.end(),
+                           [r](const Prediction& p) { return p.replica == r; });
+    if (it == preds.end() || it->pending == 0) return false;
+    if (--it->pending > 0 || it->expiry <= expiry) return false;
+    it->expiry = expiry;
     return true;
   }
 };
@@ -349,6 +380,7 @@ void PrefixIndex::apply_removed(ReplicaId replica, std::uint64_t hash) {
   auto& confirmed = impl_->replicas[replica].confirmed;
   auto it = confirmed.find(hash);
   if (it == confirmed.end()) return;
+  ++impl_->replicas[replica].evicted;
   const CacheTier tier = it->second;
   confirmed.erase(it);
   impl_->unstore(replica, hash, tier);
@@ -375,7 +407,7 @@ void PrefixIndex::set_events_live(ReplicaId replica, bool live, Clock::time_poin
   // The LRU's predictions get the TTL from now, most recent first, while events catch up.
   const Clock::time_point expiry = now + im.config.prediction_ttl;
   for (std::uint64_t hash : rs.lru) {
-    if (im.upsert_prediction(replica, hash, expiry)) rs.expiry_queue.emplace_back(hash, expiry);
+    if (im.upsert_prediction(replica, hash, expiry)) rs.push_expiry(hash, expiry);
   }
   rs.lru.clear();
   rs.lru_pos.clear();
@@ -388,9 +420,11 @@ void PrefixIndex::predict(ReplicaId replica, std::span<const std::uint64_t> hash
   ReplicaState& rs = im.replicas[replica];
   im.expire(replica, now);
   if (rs.events_live) {
-    const Clock::time_point expiry = now + im.config.prediction_ttl;
+    const Clock::time_point expiry = now + im.config.max_prefill_wait;
     for (std::uint64_t hash : hashes) {
-      if (im.upsert_prediction(replica, hash, expiry)) rs.expiry_queue.emplace_back(hash, expiry);
+      if (im.upsert_prediction(replica, hash, expiry, /*pending=*/true)) {
+        rs.push_expiry(hash, expiry);
+      }
     }
     return;
   }
@@ -413,6 +447,19 @@ void PrefixIndex::predict(ReplicaId replica, std::span<const std::uint64_t> hash
     rs.lru.pop_back();
     rs.lru_pos.erase(victim);
     im.drop_prediction(replica, victim, kNever);
+    ++rs.evicted;
+  }
+}
+
+void PrefixIndex::settle(ReplicaId replica, std::span<const std::uint64_t> hashes,
+                         Clock::time_point now) {
+  PG_DCHECK(replica < impl_->replicas.size());
+  Impl& im = *impl_;
+  ReplicaState& rs = im.replicas[replica];
+  if (!rs.events_live) return;  // LRU predictions do not expire
+  const Clock::time_point expiry = now + im.config.prediction_ttl;
+  for (std::uint64_t hash : hashes) {
+    if (im.settle_prediction(replica, hash, expiry)) rs.push_expiry(hash, expiry);
   }
 }
 
@@ -483,6 +530,11 @@ void PrefixIndex::longest_match(std::span<const std::uint64_t> hashes, Clock::ti
       live_count = kept;
     }
   }
+}
+
+std::uint64_t PrefixIndex::evicted_blocks(ReplicaId replica) const {
+  PG_DCHECK(replica < impl_->replicas.size());
+  return impl_->replicas[replica].evicted;
 }
 
 std::size_t PrefixIndex::blocks(ReplicaId replica) const {

@@ -17,14 +17,19 @@ void record_routed(PrefixIndex& index, RoutingPolicy& policy, ReplicaView& view,
   policy.on_routed(request, decision, now);
 }
 
-void record_prefilled(ReplicaView& view, std::size_t uncached_prompt_tokens) {
+void record_prefilled(PrefixIndex& index, ReplicaView& view, const RouteRequest& request,
+                      std::size_t uncached_prompt_tokens, Clock::time_point now) {
   view.inflight_prompt_tokens -= std::min(view.inflight_prompt_tokens, uncached_prompt_tokens);
+  index.settle(view.id, request.block_hashes, now);
 }
 
-void record_finished(RoutingPolicy& policy, ReplicaView& view, const RouteDecision& decision,
-                     std::size_t uncached_prompt_tokens_if_not_prefilled) {
+void record_finished(PrefixIndex& index, RoutingPolicy& policy, ReplicaView& view,
+                     const RouteRequest& request, const RouteDecision& decision, bool prefilled,
+                     std::size_t uncached_prompt_tokens_if_not_prefilled, Clock::time_point now) {
   if (view.inflight_requests > 0) --view.inflight_requests;
-  record_prefilled(view, uncached_prompt_tokens_if_not_prefilled);
+  if (!prefilled) {
+    record_prefilled(index, view, request, uncached_prompt_tokens_if_not_prefilled, now);
+  }
   policy.on_finished(decision);
 }
 
@@ -34,6 +39,10 @@ void apply_load_report(ReplicaView& view, const LoadReport& report) {
   view.kv_pages_used = report.kv_pages_used;
   view.kv_pages_total = report.kv_pages_total;
   view.tokens_queued_for_prefill = report.tokens_queued_for_prefill;
+  if (report.prefill_seconds_per_token > 0 && report.decode_seconds_per_sequence > 0) {
+    view.prefill_seconds_per_token = report.prefill_seconds_per_token;
+    view.decode_seconds_per_sequence = report.decode_seconds_per_sequence;
+  }
 }
 
 }  // namespace prefixgate::gateway

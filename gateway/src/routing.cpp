@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <string>
 
 #include "routing_common.h"
@@ -56,6 +57,9 @@ Status validate(const CacheAwareConfig& c) {
   if (!(c.overload_floor_tokens >= 0)) return bad("overload_floor_tokens", "must be >= 0");
   if (c.affinity_blocks < 1) return bad("affinity_blocks", "must be >= 1");
   if (!(c.bounded_load_factor >= 1)) return bad("bounded_load_factor", "must be >= 1");
+  if (!(c.eviction_weight >= 0) || std::isinf(c.eviction_weight)) {
+    return bad("eviction_weight", "must be finite and >= 0");
+  }
   if (!(c.offload_hit_weight >= 0 && c.offload_hit_weight <= 1)) {
     return bad("offload_hit_weight", "must be between 0 and 1");
   }
@@ -88,10 +92,54 @@ Status validate(const DynamoKvConfig& c) {
   return {};
 }
 
+// "key=value:key=value" after "cache_aware:": the cache_aware parameters a name can override
+// (':' between them, so that a comma-separated list of policies can hold variants).
+Status apply_options(std::string_view options, CacheAwareConfig& c) {
+  while (!options.empty()) {
+    const std::size_t colon = options.find(':');
+    const std::string_view item = options.substr(0, colon);
+    options = colon == std::string_view::npos ? std::string_view{} : options.substr(colon + 1);
+    const std::size_t eq = item.find('=');
+    const std::string key(item.substr(0, eq));
+    const std::string value(eq == std::string_view::npos ? "" : item.substr(eq + 1));
+    auto bad = [&] {
+      return make_error(ErrorCode::kInvalidValue,
+                        "cache_aware option '" + std::string(item) +
+                            "': expected memory_aware=true|false, cost_in_seconds=true|false, "
+                            "eviction_weight=N, overload_factor=N or decode_weight=N",
+                        "policy");
+    };
+    if (key == "memory_aware" || key == "cost_in_seconds") {
+      if (value != "true" && value != "false") return bad();
+      (key == "memory_aware" ? c.memory_aware : c.cost_in_seconds) = value == "true";
+      continue;
+    }
+    double* target = key == "eviction_weight"   ? &c.eviction_weight
+                     : key == "overload_factor" ? &c.overload_factor
+                     : key == "decode_weight"   ? &c.decode_weight
+                                                : nullptr;
+    if (target == nullptr || value.empty()) return bad();
+    char* end = nullptr;
+    const double v = std::strtod(value.c_str(), &end);
+    if (end != value.c_str() + value.size()) return bad();
+    *target = v;
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<std::unique_ptr<RoutingPolicy>> make_policy(std::string_view name,
                                                    const PolicyConfig& config) {
+  if (name.starts_with("cache_aware:")) {
+    PolicyConfig c = config;
+    if (Status s =
+            apply_options(name.substr(std::string_view("cache_aware:").size()), c.cache_aware);
+        !s) {
+      return s.error();
+    }
+    return make_policy("cache_aware", c);
+  }
   if (Status s = validate(config.cache_aware); !s) return s.error();
   if (Status s = validate(config.sglang); !s) return s.error();
   if (Status s = validate(config.dynamo); !s) return s.error();

@@ -9,6 +9,8 @@
 // rendezvous hash of its first blocks; otherwise the least cost among replicas that are not
 // overloaded (an overloaded replica keeps no affinity, which is what spreads a hot prefix).
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <optional>
 #include <vector>
 
@@ -26,13 +28,16 @@ class CacheAware final : public RoutingPolicy {
                       const PrefixIndex& index, Clock::time_point now) override {
     const std::size_t n = replicas.size();
     match_blocks(request, replicas, index, now, blocks_, &offloaded_);
+    if (config_.memory_aware) update_churn(replicas, index, now);
+    const bool seconds = config_.cost_in_seconds && timed(replicas);
     load_.assign(n, 0);
     double total_load = 0;
     std::size_t healthy = 0;
     std::size_t best_match = 0;  // longest match on any healthy replica, in blocks
     for (std::size_t r = 0; r < n; ++r) {
       if (!replicas[r].healthy) continue;
-      load_[r] = load_tokens(replicas[r], config_.decode_weight);
+      load_[r] =
+          seconds ? load_seconds(replicas[r]) : load_tokens(replicas[r], config_.decode_weight);
       total_load += load_[r];
       ++healthy;
       best_match = std::max(best_match, blocks_[r]);
@@ -47,14 +52,22 @@ class CacheAware final : public RoutingPolicy {
       // event exists; bounded load keeps a busy replica from taking new prefixes.
       const std::uint64_t key = hashes[std::min(config_.affinity_blocks, hashes.size()) - 1];
       const double bound = config_.bounded_load_factor * mean;
+      // Memory-aware: nor one that evicts faster than the others (its LRU tail is young: a new
+      // prefix there pushes out blocks still in use), unless every replica under the load bound
+      // does.
+      if (auto r = highest_score(replicas, key, [&](std::size_t i) {
+            return load_[i] <= bound && churn(i) <= config_.bounded_load_factor;
+          })) {
+        return decision(request, *r, RouteReason::kColdAffinity);
+      }
       if (auto r = highest_score(replicas, key, [&](std::size_t i) { return load_[i] <= bound; })) {
         return decision(request, *r, RouteReason::kColdAffinity);
       }
     }
 
-    // Least cost among replicas that are not overloaded. Ties (an idle fleet, a prefix cached
-    // everywhere) go to the rendezvous winner for the blocks just past the longest match, so
-    // siblings that diverge there still converge.
+    // Least cost. Without memory_aware, among replicas that are not overloaded. Ties (an idle
+    // fleet, a prefix cached everywhere) go to the rendezvous winner for the blocks just past the
+    // longest match, so siblings that diverge there still converge.
     const double overload_bound = config_.overload_factor * mean + config_.overload_floor_tokens;
     const std::uint64_t tie_key =
         hashes.empty() ? 0
@@ -66,10 +79,7 @@ class CacheAware final : public RoutingPolicy {
       for (std::size_t r = 0; r < n; ++r) {
         if (!replicas[r].healthy) continue;
         if (skip_overloaded && load_[r] > overload_bound) continue;
-        const double uncached =
-            static_cast<double>(request.prompt_tokens) -
-            saved_prefill_tokens(request, blocks_[r], offloaded_[r], config_.offload_hit_weight);
-        const double cost = uncached + load_[r];
+        const double cost = load_[r] + miss_cost(request, replicas[r], r, seconds);
         const std::uint64_t score = rendezvous_score(tie_key, static_cast<ReplicaId>(r));
         if (best == n || cost < best_cost || (cost == best_cost && score > best_score)) {
           best = r;
@@ -79,7 +89,7 @@ class CacheAware final : public RoutingPolicy {
       }
       return best;
     };
-    std::size_t chosen = cheapest(/*skip_overloaded=*/true);
+    std::size_t chosen = cheapest(/*skip_overloaded=*/!config_.memory_aware);
     // Every healthy replica over the bound cannot happen with overload_factor >= 1 (the least
     // loaded is at most the mean); kept so a future config cannot make route() fail.
     if (chosen == n) chosen = cheapest(/*skip_overloaded=*/false);
@@ -108,6 +118,91 @@ class CacheAware final : public RoutingPolicy {
     return best;
   }
 
+  // Whether every healthy replica says how fast it is (the cost can be in seconds).
+  static bool timed(std::span<const ReplicaView> replicas) {
+    bool any = false;
+    for (const ReplicaView& v : replicas) {
+      if (!v.healthy) continue;
+      if (!(v.prefill_seconds_per_token > 0) || !(v.decode_seconds_per_sequence > 0)) return false;
+      any = true;
+    }
+    return any;
+  }
+
+  // The load model in seconds: queued prefill at the replica's rate, plus a step's share of each
+  // sequence it runs.
+  static double load_seconds(const ReplicaView& v) {
+    return queued_prefill_tokens(v) * v.prefill_seconds_per_token +
+           decode_sequences(v) * v.decode_seconds_per_sequence;
+  }
+
+  // What computing the request's uncached tokens on replica r costs. memory_aware: on a full KV
+  // cache the new blocks evict as many cached tokens of other prefixes, recomputed later with
+  // probability eviction_weight. How full: pressure = (kv usage - 1/2) / (1/2), clamped to
+  // [0, 1], usage from the load report. A cache less than half full evicts nothing; the free
+  // pages of a nearly full one are the running sequences' headroom, taken as they decode, not
+  // room for a copy. A replica that reports no usage is taken as full, as every cache is once it
+  // has served a while (a prefix cache keeps what it computed until it needs the room).
+  double miss_cost(const RouteRequest& request, const ReplicaView& v, std::size_t r,
+                   bool seconds) const {
+    double tokens =
+        static_cast<double>(request.prompt_tokens) -
+        saved_prefill_tokens(request, blocks_[r], offloaded_[r], config_.offload_hit_weight);
+    if (config_.memory_aware) {
+      const double usage = v.kv_pages_total == 0
+                               ? 1.0
+                               : std::min(1.0, static_cast<double>(v.kv_pages_used) /
+                                                   static_cast<double>(v.kv_pages_total));
+      const double pressure = std::clamp(2.0 * usage - 1.0, 0.0, 1.0);
+      tokens *= 1.0 + config_.eviction_weight * pressure;
+    }
+    return seconds ? tokens * v.prefill_seconds_per_token : tokens;
+  }
+
+  // Each replica's eviction rate (blocks/s, from PrefixIndex::evicted_blocks), smoothed over
+  // kChurnWindowSeconds, and churn(r) = its rate over the healthy mean (1 when nothing evicts).
+  // A replica evicting faster than the others has a younger LRU tail: what a copy there evicts
+  // is likelier to be needed again.
+  static constexpr double kChurnWindowSeconds = 5.0;
+  static constexpr double kMaxChurn = 4.0;
+  struct ChurnState {
+    std::uint64_t last = 0;
+    Clock::time_point at{};
+    double rate = 0;
+    bool seen = false;
+  };
+  void update_churn(std::span<const ReplicaView> replicas, const PrefixIndex& index,
+                    Clock::time_point now) {
+    const std::size_t n = std::min(replicas.size(), index.replica_count());
+    churn_.resize(n);
+    double total = 0;
+    std::size_t healthy = 0;
+    for (std::size_t r = 0; r < n; ++r) {
+      ChurnState& c = churn_[r];
+      const std::uint64_t count = index.evicted_blocks(static_cast<ReplicaId>(r));
+      if (!c.seen || count < c.last) {
+        c = {count, now, 0, true};
+      } else {
+        const double dt = std::chrono::duration<double>(now - c.at).count();
+        if (dt >= 0.05) {  // shorter gaps say little about a rate
+          const double instant = static_cast<double>(count - c.last) / dt;
+          c.rate += (1.0 - std::exp(-dt / kChurnWindowSeconds)) * (instant - c.rate);
+          c.last = count;
+          c.at = now;
+        }
+      }
+      if (replicas[r].healthy) {
+        total += c.rate;
+        ++healthy;
+      }
+    }
+    mean_churn_ = healthy == 0 ? 0 : total / static_cast<double>(healthy);
+  }
+  double churn(std::size_t r) const {
+    if (!config_.memory_aware || r >= churn_.size() || !(mean_churn_ > 0)) return 1.0;
+    return std::min(kMaxChurn, churn_[r].rate / mean_churn_);
+  }
+
   RouteDecision decision(const RouteRequest& request, std::size_t r, RouteReason reason) const {
     return {static_cast<ReplicaId>(r), reason, cached_tokens(request, blocks_[r])};
   }
@@ -116,6 +211,8 @@ class CacheAware final : public RoutingPolicy {
   std::vector<std::size_t> blocks_;     // scratch, reused between calls
   std::vector<std::size_t> offloaded_;  // scratch
   std::vector<double> load_;            // scratch
+  std::vector<ChurnState> churn_;       // by replica
+  double mean_churn_ = 0;
 };
 
 }  // namespace

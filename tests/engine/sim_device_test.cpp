@@ -285,6 +285,26 @@ TEST(SimDeviceTest, ChargesTheCostOfWhatTheSchedulerSent) {
   EXPECT_DOUBLE_EQ(device->simulated_seconds(), 2 * expected.seconds);
 }
 
+// What the load reports announce: marginal costs from the cost model, so a slower GPU's are
+// larger by about its peak ratio (compute for prefill, bandwidth for decode).
+TEST(SimCostTest, SpeedIsTheMarginalCostOfPrefillTokensAndDecodingSequences) {
+  const SimProfile h100 = profile_of("h100:llama3-8b");
+  const SimProfile l4 = profile_of("l4:llama3-8b");
+  const DeviceSpeed fast = sim_speed(h100);
+  const DeviceSpeed slow = sim_speed(l4);
+  // A cold prefill is compute-bound: 2 x 8B FLOPs a token at 55 % of 989 TFLOP/s, ~30 us.
+  EXPECT_GT(fast.prefill_seconds_per_token, 20e-6);
+  EXPECT_LT(fast.prefill_seconds_per_token, 45e-6);
+  EXPECT_NEAR(slow.prefill_seconds_per_token / fast.prefill_seconds_per_token, 989.0 / 121.0, 1.5);
+  // A decoding sequence at 2k context reads its KV: 2,048 x 128 KiB at 80 % of 3.35 TB/s.
+  EXPECT_NEAR(fast.decode_seconds_per_sequence, 2048.0 * 131072 / (3.35e12 * 0.8), 2e-5);
+  EXPECT_NEAR(slow.decode_seconds_per_sequence / fast.decode_seconds_per_sequence, 3.35 / 0.3, 1.5);
+  // The device announces them at its clock's pace, and nothing on the virtual clock.
+  EXPECT_DOUBLE_EQ(SimDevice(h100, 4.0).speed().prefill_seconds_per_token,
+                   fast.prefill_seconds_per_token / 4.0);
+  EXPECT_EQ(SimDevice(h100, kInf).speed().decode_seconds_per_sequence, 0.0);
+}
+
 TEST(SimDeviceTest, WaitsAtLeastTheModelledTimeOverSpeedup) {
   constexpr double kSpeedup = 20;
   auto device = device_of("h100:llama3-8b", kSpeedup);

@@ -52,6 +52,23 @@ TEST(ConfigTest, UpstreamFlagFormTakesEveryKey) {
   EXPECT_EQ(plain->kind, ReplicaKind::kPrefixgate);
 }
 
+TEST(ConfigTest, AnUpstreamsSpeedAndACacheAwareVariant) {
+  auto up = parse_upstream_spec(
+      "http://10.0.0.5:8000;kind=vllm;prefill_tokens_per_s=4000;decode_us_per_sequence=1100");
+  ASSERT_TRUE(up.ok()) << up.error().message;
+  EXPECT_EQ(up->prefill_tokens_per_s, 4000U);
+  EXPECT_EQ(up->decode_us_per_sequence, 1100U);
+  GatewayConfig cfg;
+  cfg.upstreams.push_back(*up);
+  cfg.policy = "cache_aware:memory_aware=false:eviction_weight=0.5";
+  EXPECT_TRUE(validate(cfg).ok());
+  cfg.policy = "cache_aware:memory_aware=maybe";
+  ASSERT_FALSE(validate(cfg).ok());
+  EXPECT_EQ(validate(cfg).error().param, "policy");
+  cfg.policy = "cache_aware:eviction_weight=-1";
+  EXPECT_FALSE(validate(cfg).ok());
+}
+
 TEST(ConfigTest, MalformedUpstreamValuesNameTheKey) {
   const auto refuse = [](std::string_view spec, std::string_view param) {
     auto up = parse_upstream_spec(spec, "--upstream");
@@ -70,6 +87,8 @@ TEST(ConfigTest, MalformedUpstreamValuesNameTheKey) {
   refuse("http://h:1;kv_events=tcp://h:5557", "--upstream.kv_events");  // kind prefixgate
   refuse("http://h:1;kind=vllm;load_interval_ms=-5", "--upstream.load_interval_ms");
   refuse("http://h:1;kind=vllm;color=blue", "--upstream.color");
+  refuse("http://h:1;kind=vllm;prefill_tokens_per_s=0", "--upstream.prefill_tokens_per_s");
+  refuse("http://h:1;decode_us_per_sequence=fast", "--upstream.decode_us_per_sequence");
   refuse("http://h:1;kind", "--upstream");
   refuse("ftp://h:1;kind=vllm", "--upstream");
 

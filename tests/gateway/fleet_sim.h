@@ -86,6 +86,8 @@ class SimEngine {
       lru_.pop_back();
     }
   }
+  std::size_t size() const { return lru_.size(); }
+  std::size_t capacity() const { return capacity_; }
 
  private:
   ReplicaId id_;
@@ -101,6 +103,7 @@ class Fleet {
     for (std::size_t r = 0; r < options.replicas; ++r) {
       const ReplicaId id = index_.add_replica({});
       views_[r].id = id;
+      views_[r].kv_pages_total = options.cache_blocks;  // one page per block, as load reports say
       engines_.emplace_back(id, options.cache_blocks);
     }
   }
@@ -115,6 +118,7 @@ class Fleet {
     const std::size_t cached = engines_[d.replica].match(hashes) * options_.block_size;
     queue_tokens(d.replica, request.prompt_tokens - cached);
     engines_[d.replica].store(hashes, index_);
+    views_[d.replica].kv_pages_used = engines_[d.replica].size();
     prompt_tokens_ += request.prompt_tokens;
     cached_tokens_ += cached;
     return d;

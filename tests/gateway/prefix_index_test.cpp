@@ -57,7 +57,7 @@ TEST(PrefixIndexTest, EventsOutOfOrderStillMatch) {
 }
 
 TEST(PrefixIndexTest, PredictionMatchesUntilItsTtl) {
-  PrefixIndex index({milliseconds(2000)});
+  PrefixIndex index({milliseconds(2000), milliseconds(2000)});  // ttl from routing
   index.add_replica({});
   index.add_replica({});
   const auto h = prompt_hashes(1, 4);
@@ -71,8 +71,37 @@ TEST(PrefixIndexTest, PredictionMatchesUntilItsTtl) {
   EXPECT_EQ(index.size(), 0U);
 }
 
+// A request may queue far longer than prediction_ttl on a loaded replica: its prediction lives
+// until its first token (settle), then prediction_ttl more, so its siblings still find it.
+TEST(PrefixIndexTest, APredictionLivesUntilItsRequestIsPrefilledThenItsTtl) {
+  PrefixIndex index({milliseconds(2000), milliseconds(60000)});
+  index.add_replica({});
+  const auto h = prompt_hashes(1, 4);
+  const Clock::time_point t0{};
+  index.predict(0, h, t0);  // request A
+  EXPECT_EQ(match(index, h, t0 + milliseconds(12000)), (std::vector<std::size_t>{4}));
+  index.predict(0, h, t0 + milliseconds(12000));  // request B, same prompt, also pending
+  index.settle(0, h, t0 + milliseconds(13000));   // A's first token
+  EXPECT_EQ(match(index, h, t0 + milliseconds(20000)), (std::vector<std::size_t>{4}))
+      << "B still waits: its prediction stays";
+  index.settle(0, h, t0 + milliseconds(21000));  // B's first token
+  EXPECT_EQ(match(index, h, t0 + milliseconds(22999)), (std::vector<std::size_t>{4}));
+  EXPECT_EQ(match(index, h, t0 + milliseconds(23000)), (std::vector<std::size_t>{0}));
+  index.expire_predictions(t0 + milliseconds(23000));
+  EXPECT_EQ(index.blocks(0), 0U);
+  // Settling what was never predicted (or already settled) creates nothing.
+  index.settle(0, h, t0 + milliseconds(23000));
+  EXPECT_EQ(index.blocks(0), 0U);
+  // A request whose first token never comes is forgotten after max_prefill_wait.
+  index.predict(0, h, t0 + milliseconds(30000));
+  EXPECT_EQ(match(index, h, t0 + milliseconds(89999)), (std::vector<std::size_t>{4}));
+  EXPECT_EQ(match(index, h, t0 + milliseconds(90000)), (std::vector<std::size_t>{0}));
+  index.expire_predictions(t0 + milliseconds(90000));
+  EXPECT_EQ(index.size(), 0U);
+}
+
 TEST(PrefixIndexTest, PredictAgainRefreshesTheTtl) {
-  PrefixIndex index({milliseconds(1000)});
+  PrefixIndex index({milliseconds(1000), milliseconds(1000)});  // ttl from routing
   index.add_replica({});
   const auto h = prompt_hashes(1, 4);
   const Clock::time_point t0{};
@@ -85,7 +114,7 @@ TEST(PrefixIndexTest, PredictAgainRefreshesTheTtl) {
 }
 
 TEST(PrefixIndexTest, ConfirmationKeepsAPredictedBlockPastTheTtl) {
-  PrefixIndex index({milliseconds(1000)});
+  PrefixIndex index({milliseconds(1000), milliseconds(1000)});  // ttl from routing
   index.add_replica({});
   const auto h = prompt_hashes(1, 6);
   const Clock::time_point t0{};
@@ -99,7 +128,7 @@ TEST(PrefixIndexTest, ConfirmationKeepsAPredictedBlockPastTheTtl) {
 }
 
 TEST(PrefixIndexTest, ConfirmedBlocksAreNotPredictedAgain) {
-  PrefixIndex index({milliseconds(1000)});
+  PrefixIndex index({milliseconds(1000), milliseconds(1000)});  // ttl from routing
   index.add_replica({});
   const auto h = prompt_hashes(1, 4);
   store(index, 0, h, 0, 4);
@@ -155,7 +184,7 @@ TEST(PrefixIndexTest, ResetForgetsOneReplicaOnly) {
 }
 
 TEST(PrefixIndexTest, OpenaiPredictionsNeverExpire) {
-  PrefixIndex index({milliseconds(10)});
+  PrefixIndex index({milliseconds(10), milliseconds(10)});  // ttl from routing
   index.add_replica({ReplicaKind::kOpenai, 100});
   const auto h = prompt_hashes(1, 4);
   index.predict(0, h, {});
@@ -233,7 +262,7 @@ TEST(PrefixIndexTest, OffloadedBlocksMatchAndAreCountedApart) {
 }
 
 TEST(PrefixIndexTest, WithoutEventsAVllmReplicaKeepsPredictionsLikeAnOpenaiOne) {
-  PrefixIndex index({milliseconds(100)});
+  PrefixIndex index({milliseconds(100), milliseconds(100)});  // ttl from routing
   index.add_replica({ReplicaKind::kVllm, 64});
   const auto h = prompt_hashes(1, 4);
   index.predict(0, h, {});
@@ -258,7 +287,7 @@ TEST(PrefixIndexTest, WithoutEventsAVllmReplicaKeepsPredictionsLikeAnOpenaiOne) 
 TEST(PrefixIndexTest, RandomOperationsAgreeWithAPlainModel) {
   constexpr std::size_t kReplicas = 70;  // two mask words
   const milliseconds ttl(500);
-  PrefixIndex index({ttl});
+  PrefixIndex index({ttl, ttl});  // predictions live ttl from routing
   std::vector<std::map<std::uint64_t, CacheTier>> confirmed(kReplicas);
   std::vector<std::map<std::uint64_t, Clock::time_point>> predicted(kReplicas);
   for (std::size_t r = 0; r < kReplicas; ++r) index.add_replica({});

@@ -47,10 +47,10 @@ TEST(ReplicaLoadTest, ARoutedRequestIsPredictedAndCountedUntilItEnds) {
   EXPECT_EQ(match[0], 0U);
   EXPECT_EQ(policy.routed, (std::vector<std::uint64_t>{9}));
 
-  record_prefilled(view, 112);
+  record_prefilled(index, view, req, 112, {});
   EXPECT_EQ(view.inflight_prompt_tokens, 0U);
   EXPECT_EQ(view.inflight_requests, 1U);
-  record_finished(policy, view, d, 0);
+  record_finished(index, policy, view, req, d, /*prefilled=*/true, 0, {});
   EXPECT_EQ(view.inflight_requests, 0U);
   EXPECT_EQ(policy.finished, (std::vector<std::uint64_t>{9}));
 }
@@ -66,12 +66,12 @@ TEST(ReplicaLoadTest, ARequestThatEndsBeforeItsFirstTokenLeavesNoQueuedPrefill) 
   record_routed(index, policy, view, req, d, {});
   record_routed(index, policy, view, req, d, {});
   EXPECT_EQ(view.inflight_prompt_tokens, 128U);
-  record_finished(policy, view, d, uncached_prompt_tokens(req, d));
+  record_finished(index, policy, view, req, d, false, uncached_prompt_tokens(req, d), {});
   EXPECT_EQ(view.inflight_requests, 1U);
   EXPECT_EQ(view.inflight_prompt_tokens, 64U);
   // Counts never go below zero, whatever order the ends come in.
-  record_finished(policy, view, d, 1000);
-  record_finished(policy, view, d, 1000);
+  record_finished(index, policy, view, req, d, false, 1000, {});
+  record_finished(index, policy, view, req, d, false, 1000, {});
   EXPECT_EQ(view.inflight_requests, 0U);
   EXPECT_EQ(view.inflight_prompt_tokens, 0U);
 }

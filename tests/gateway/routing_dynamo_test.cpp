@@ -123,8 +123,8 @@ TEST(DynamoKvTest, ActiveBlocksAreAddedWhenRoutedAndFreedWhenFinished) {
   // Replica `first` now decodes 10 blocks: a new unrelated prompt goes to the other.
   const RouteDecision second = f.route(prompt_hashes(2, 10));
   EXPECT_NE(second.replica, first.replica);
-  record_finished(*f.policy, f.views[first.replica], first,
-                  uncached_prompt_tokens(request_for(a), first));
+  record_finished(f.index, *f.policy, f.views[first.replica], request_for(a), first, false,
+                  uncached_prompt_tokens(request_for(a), first), {});
   // Freed: both cost the same again, and ties are broken at random: both get picked.
   std::map<ReplicaId, int> picks;
   for (int i = 0; i < 40; ++i) ++picks[f.route(prompt_hashes(2, 10)).replica];

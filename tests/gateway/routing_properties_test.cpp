@@ -22,6 +22,14 @@ std::unique_ptr<RoutingPolicy> policy(std::string_view name) {
   return std::move(*make_policy(name));
 }
 
+// cache_aware with the earlier spill rule (overload_factor x the fleet mean), which the
+// properties below that name it are about.
+std::unique_ptr<RoutingPolicy> mean_overload_policy() {
+  PolicyConfig config;
+  config.cache_aware.memory_aware = false;
+  return std::move(*make_policy("cache_aware", config));
+}
+
 std::vector<ReplicaView> fleet(std::size_t n) {
   std::vector<ReplicaView> views(n);
   for (std::size_t r = 0; r < n; ++r) views[r].id = static_cast<ReplicaId>(r);
@@ -71,10 +79,10 @@ TEST(RoutingPropertiesTest, SiblingsOfANewPrefixConvergeOnOneReplica) {
 TEST(RoutingPropertiesTest, HotPrefixSpreadsUnderLoadAndStopsWhenDemandFalls) {
   constexpr std::size_t kReplicas = 4;
   const milliseconds ttl(2000);
-  PrefixIndex index({ttl});
+  PrefixIndex index({ttl, ttl});  // predictions live ttl from routing
   for (std::size_t r = 0; r < kReplicas; ++r) index.add_replica({});
   auto views = fleet(kReplicas);
-  auto p = policy("cache_aware");
+  auto p = mean_overload_policy();
   const auto hot = prompt_hashes(1, 2048);  // a 32k-token prefix
   for (std::uint64_t h : hot) index.apply_stored(0, h);
   Clock::time_point now{};
@@ -145,7 +153,7 @@ TEST(RoutingPropertiesTest, AMissGoesWhereItCostsLeastNeverToAnOverloadedReplica
   constexpr std::size_t kReplicas = 4;
   PrefixIndex index = index_with(kReplicas);
   auto views = fleet(kReplicas);
-  auto p = policy("cache_aware");
+  auto p = mean_overload_policy();
   const auto h = prompt_hashes(1, 2048);
   for (std::size_t i = 0; i < 2048; ++i) index.apply_stored(0, h[i]);
   // Replica 0 holds the whole prompt and, counting the cache, is cheapest (9000 < 32768 + 500)
@@ -186,6 +194,197 @@ TEST(RoutingPropertiesTest, AMissGoesWhereItCostsLeastNeverToAnOverloadedReplica
         ASSERT_LE(chosen_cost, cost);
       }
     }
+  }
+}
+
+// Memory-aware (the default): a prefix stays on its busy replica until waiting there costs more
+// than computing it elsewhere and evicting as much of someone else's cache; then it spreads.
+// The choice is always the least cost: load + uncached x (1 + eviction_weight x kv usage).
+TEST(RoutingPropertiesTest, AMissCostsItsPrefillPlusWhatItEvicts) {
+  constexpr std::size_t kReplicas = 4;
+  PrefixIndex index = index_with(kReplicas);
+  auto views = fleet(kReplicas);
+  for (auto& v : views) {
+    v.kv_pages_total = 1000;
+    v.kv_pages_used = 1000;  // full caches: a copy evicts as much as it stores
+  }
+  auto p = policy("cache_aware");
+  auto old = mean_overload_policy();
+  const auto h = prompt_hashes(1, 2048);  // 32k tokens, all cached on replica 0
+  for (std::uint64_t b : h) index.apply_stored(0, b);
+  // The case the mean rule spills (9000 > 1.5 x 3125 + 4096): waiting 9000 tokens is far
+  // cheaper than 32k of prefill and 32k evicted elsewhere.
+  views[0].tokens_queued_for_prefill = 9000;
+  views[1].tokens_queued_for_prefill = 2000;
+  views[2].tokens_queued_for_prefill = 500;
+  views[3].tokens_queued_for_prefill = 1000;
+  EXPECT_EQ(old->route(request_for(h), views, index, {}).reason, RouteReason::kLoadSpill);
+  RouteDecision d = p->route(request_for(h), views, index, {});
+  EXPECT_EQ(d.replica, 0U);
+  EXPECT_EQ(d.reason, RouteReason::kCacheHit);
+  // Past 2 x 32768 + 500 of queue, it spreads to the cheapest other replica.
+  views[0].tokens_queued_for_prefill = 2 * 32768 + 501;
+  d = p->route(request_for(h), views, index, {});
+  EXPECT_EQ(d.replica, 2U);
+  EXPECT_EQ(d.reason, RouteReason::kLoadSpill);
+  // With room in the caches (at most half full) a copy evicts nothing: the plain prefill cost
+  // decides.
+  for (auto& v : views) v.kv_pages_used = 500;
+  views[0].tokens_queued_for_prefill = 32768 + 501;
+  EXPECT_EQ(p->route(request_for(h), views, index, {}).replica, 2U);
+  views[0].tokens_queued_for_prefill = 32768 + 499;
+  EXPECT_EQ(p->route(request_for(h), views, index, {}).replica, 0U);
+
+  // Three quarters full: pressure 0.5, a copy costs 1.5 x its prefill.
+  for (auto& v : views) v.kv_pages_used = 750;
+  views[0].tokens_queued_for_prefill = 32768 + 16384 + 499;
+  EXPECT_EQ(p->route(request_for(h), views, index, {}).replica, 0U);
+  views[0].tokens_queued_for_prefill = 32768 + 16384 + 501;
+  EXPECT_EQ(p->route(request_for(h), views, index, {}).replica, 2U);
+
+  // Random loads, usages and partial matches: the choice is the least cost.
+  std::mt19937_64 rng(7);
+  for (int trial = 0; trial < 300; ++trial) {
+    PrefixIndex idx = index_with(kReplicas);
+    const auto prompt = prompt_hashes(trial, 64);
+    std::vector<double> cost(kReplicas);
+    std::vector<std::size_t> blocks(kReplicas);
+    for (ReplicaId r = 0; r < kReplicas; ++r) {
+      views[r].tokens_queued_for_prefill = rng() % 12000;
+      views[r].kv_pages_used = rng() % 1001;
+      const std::size_t cached = 1 + rng() % 64;  // never cold: cold prefixes hash instead
+      for (std::size_t i = 0; i < cached; ++i) idx.apply_stored(r, prompt[i]);
+      blocks[r] = cached;
+    }
+    for (ReplicaId r = 0; r < kReplicas; ++r) {
+      const double usage = static_cast<double>(views[r].kv_pages_used) / 1000.0;
+      const double pressure = std::clamp(2 * usage - 1, 0.0, 1.0);
+      cost[r] = static_cast<double>(views[r].tokens_queued_for_prefill) +
+                static_cast<double>(1024 - blocks[r] * 16) * (1.0 + pressure);
+    }
+    d = p->route(request_for(prompt), views, idx, {});
+    for (ReplicaId r = 0; r < kReplicas; ++r) ASSERT_LE(cost[d.replica], cost[r]) << trial;
+  }
+}
+
+// Cache pressure: the prefixes fill ~90 % of the fleet's KV (24 x 96 blocks in 4 x 640), and a
+// burst of one group's requests makes its replica busy for a moment. Spilling a copy there evicts
+// another group's prefix; the memory-aware cost counts that, the mean-overload rule did not.
+TEST(RoutingPropertiesTest, UnderCachePressureAMissCountsWhatItEvicts) {
+  auto run = [](std::unique_ptr<RoutingPolicy> p) {
+    FleetOptions options;
+    options.replicas = 4;
+    options.cache_blocks = 640;
+    options.prefill_tokens_per_step = 4096;
+    Fleet sim(options, std::move(p));
+    std::mt19937_64 rng(21);
+    std::uint64_t tail = 0;
+    for (int step = 0; step < 600; ++step) {
+      // A group's questions arrive together (clients of one app), 2 to 8 at once.
+      const std::uint64_t group = rng() % 24;
+      const std::size_t burst = 2 + rng() % 7;
+      for (std::size_t i = 0; i < burst; ++i) sim.submit(prompt_hashes(group, 96, ++tail, 2));
+      sim.step();
+    }
+    return sim.hit_rate();
+  };
+  const double memory_aware = run(policy("cache_aware"));
+  const double mean_overload = run(mean_overload_policy());
+  RecordProperty("memory_aware_hit_rate", std::to_string(memory_aware));
+  RecordProperty("mean_overload_hit_rate", std::to_string(mean_overload));
+  // The ceiling: every prompt's 96 prefix blocks of 98 cached, but each prefix's first request.
+  const double ceiling = 96.0 / 98.0;
+  EXPECT_GT(memory_aware, mean_overload + 0.05) << memory_aware << " vs " << mean_overload;
+  EXPECT_GT(memory_aware, 0.85 * ceiling) << memory_aware;
+}
+
+// A new prefix goes to the hash of its first blocks, but not to a replica that evicts faster than
+// the others: there it would push out blocks still in use.
+TEST(RoutingPropertiesTest, ANewPrefixAvoidsAReplicaThatEvictsFasterThanTheOthers) {
+  constexpr std::size_t kReplicas = 4;
+  PrefixIndex index = index_with(kReplicas);
+  auto views = fleet(kReplicas);
+  auto p = policy("cache_aware");
+  const auto prompt = prompt_hashes(77, 8);
+  const Clock::time_point t0{};
+  const ReplicaId hashed = p->route(request_for(prompt), views, index, t0).replica;
+  // Every replica evicts a little; the hashed one 40 times as much, for ten seconds.
+  std::uint64_t next = 1000;
+  for (int second = 1; second <= 10; ++second) {
+    for (ReplicaId r = 0; r < kReplicas; ++r) {
+      const std::size_t evictions = r == hashed ? 400 : 10;
+      for (std::size_t i = 0; i < evictions; ++i) {
+        index.apply_stored(r, ++next);
+        index.apply_removed(r, next);
+      }
+    }
+    // A request of another prefix each second, as traffic would: the policy samples the rates.
+    p->route(request_for(prompt_hashes(5000 + second, 8)), views, index,
+             t0 + std::chrono::seconds(second));
+  }
+  const Clock::time_point t1 = t0 + std::chrono::seconds(10);
+  const RouteDecision d = p->route(request_for(prompt), views, index, t1);
+  EXPECT_EQ(d.reason, RouteReason::kColdAffinity);
+  EXPECT_NE(d.replica, hashed);
+  // The earlier rule knows nothing of evictions.
+  auto old = mean_overload_policy();
+  EXPECT_EQ(old->route(request_for(prompt), views, index, t1).replica, hashed);
+}
+
+// A mixed fleet: with each replica's speed known, the cost is the predicted time to first token,
+// so a fast replica with a queue beats an idle slow one when it answers sooner; on a uniform
+// fleet seconds and tokens make the same decisions.
+TEST(RoutingPropertiesTest, CostInSecondsIsThePredictedTimeToFirstToken) {
+  PrefixIndex index = index_with(2);
+  auto views = fleet(2);
+  views[0].prefill_seconds_per_token = 1e-5;  // fast
+  views[0].decode_seconds_per_sequence = 1e-4;
+  views[1].prefill_seconds_per_token = 1e-4;  // ten times slower
+  views[1].decode_seconds_per_sequence = 1e-3;
+  for (auto& v : views) v.kv_pages_total = 1000;  // empty caches
+  views[0].tokens_queued_for_prefill = 3000;
+  const auto h = prompt_hashes(9, 64);  // 1024 tokens, cached nowhere but the first block
+  index.apply_stored(0, h[0]);
+  index.apply_stored(1, h[0]);
+  // Seconds: 0 -> (3000 + 1008) x 1e-5 = 0.040 s; 1 -> 1008 x 1e-4 = 0.10 s.
+  EXPECT_EQ(policy("cache_aware")->route(request_for(h), views, index, {}).replica, 0U);
+  PolicyConfig tokens;
+  tokens.cache_aware.cost_in_seconds = false;  // tokens: 4008 against 1008
+  EXPECT_EQ(std::move(*make_policy("cache_aware", tokens))
+                ->route(request_for(h), views, index, {})
+                .replica,
+            1U);
+  // Running sequences count at each replica's own step cost: 30 on the fast one (3 ms) are
+  // cheaper than 5 on the slow one (5 ms) plus its slower prefill.
+  views[0].tokens_queued_for_prefill = 0;
+  views[0].running = 30;
+  views[1].running = 5;
+  EXPECT_EQ(policy("cache_aware")->route(request_for(h), views, index, {}).replica, 0U);
+
+  // Uniform fleet: the same decisions in seconds as in tokens (decode_weight x the per-token
+  // time = the per-sequence time), over random loads and matches.
+  auto seconds = policy("cache_aware");
+  auto plain = std::move(*make_policy("cache_aware", tokens));
+  constexpr std::size_t kReplicas = 6;
+  auto uniform = fleet(kReplicas);
+  std::mt19937_64 rng(13);
+  for (int trial = 0; trial < 300; ++trial) {
+    PrefixIndex idx = index_with(kReplicas);
+    const auto prompt = prompt_hashes(1000 + trial, 64);
+    for (ReplicaId r = 0; r < kReplicas; ++r) {
+      ReplicaView& v = uniform[r];
+      v.prefill_seconds_per_token = 2e-5;
+      v.decode_seconds_per_sequence = 8 * 2e-5;
+      v.tokens_queued_for_prefill = rng() % 8000;
+      v.running = rng() % 40;
+      v.kv_pages_total = 1000;
+      v.kv_pages_used = rng() % 1001;
+      const std::size_t cached = rng() % 65;
+      for (std::size_t i = 0; i < cached; ++i) idx.apply_stored(r, prompt[i]);
+    }
+    ASSERT_EQ(seconds->route(request_for(prompt), uniform, idx, {}).replica,
+              plain->route(request_for(prompt), uniform, idx, {}).replica)
+        << trial;
   }
 }
 

@@ -50,6 +50,15 @@ TEST(RoutingTest, MakePolicyRefusesUnknownNamesAndBadConfig) {
   auto refused = make_policy("cache_aware", bad);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.error().param, "routing.cache_aware.overload_factor");
+  // cache_aware's parameters after its name: a variant, checked like the config.
+  auto variant = make_policy("cache_aware:memory_aware=false:eviction_weight=0.5");
+  ASSERT_TRUE(variant.ok());
+  EXPECT_EQ((*variant)->name(), "cache_aware");
+  for (const char* bad_variant :
+       {"cache_aware:memory_aware=yes", "cache_aware:eviction_weight=", "cache_aware:speed=2",
+        "cache_aware:eviction_weight=-1", "cache_aware:overload_factor=0.5x"}) {
+    EXPECT_FALSE(make_policy(bad_variant).ok()) << bad_variant;
+  }
 }
 
 TEST(RoutingTest, ReasonNames) {
@@ -227,7 +236,8 @@ TEST(RoutingTest, ConsistentHashWithoutAKeyGoesToTheLeastLoaded) {
 TEST(CacheAwareTest, AHitIsWorthExactlyThePrefillItSaves) {
   PrefixIndex index = index_with(2);
   auto views = fleet(2);
-  const auto h = prompt_hashes(1, 64);                               // 1024 tokens
+  for (auto& v : views) v.kv_pages_total = 1000;  // caches with room: a miss evicts nothing
+  const auto h = prompt_hashes(1, 64);            // 1024 tokens
   for (std::size_t i = 0; i < 32; ++i) index.apply_stored(0, h[i]);  // 512 cached on 0
   auto p = policy("cache_aware");
   views[0].tokens_queued_for_prefill = 500;  // cost 0: 512 + 500 < cost 1: 1024
@@ -256,7 +266,8 @@ TEST(CacheAwareTest, AHitIsWorthExactlyThePrefillItSaves) {
 TEST(CacheAwareTest, AnOffloadedHitSavesItsWeightOfPrefill) {
   PrefixIndex index = index_with(3);
   auto views = fleet(3);
-  const auto h = prompt_hashes(1, 64);  // 1024 tokens
+  for (auto& v : views) v.kv_pages_total = 1000;  // caches with room: a miss evicts nothing
+  const auto h = prompt_hashes(1, 64);            // 1024 tokens
   for (std::size_t i = 0; i < 32; ++i) {
     index.apply_stored(0, h[i], CacheTier::kPrimary);  // 512 on the device
     index.apply_stored(1, h[i], CacheTier::kOffload);  // 512 in CPU memory: worth 0.8 x 512

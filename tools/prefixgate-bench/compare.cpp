@@ -318,6 +318,8 @@ int run_compare(CompareFlags flags) {
       static const std::vector<std::string> kKnown{
           "round_robin",     "random",      "least_load",         "power_of_two",
           "consistent_hash", "cache_aware", "sglang_cache_aware", "dynamo_kv"};
+      // A cache_aware variant (gateway/ROUTING.md): its gateway checks the options at start.
+      if (p.starts_with("cache_aware:")) continue;
       if (std::find(kKnown.begin(), kKnown.end(), p) == kKnown.end()) {
         return usage_error("--policies: unknown policy '" + p +
                            "' (round_robin, random, least_load, power_of_two, consistent_hash, "

@@ -203,7 +203,9 @@ int main(int argc, char** argv) {
   simc->add_option("--policies", sim.policies, "routing policies, comma-separated")
       ->delimiter(',')
       ->capture_default_str();
-  simc->add_option("--sim-profile", sim.sim_profile, "GPU:MODEL (engine/SIM.md)")
+  simc->add_option("--sim-profile", sim.sim_profile,
+                   "GPU:MODEL (engine/SIM.md); a comma-separated list makes a mixed fleet, "
+                   "replica r of the (r mod n)-th")
       ->capture_default_str();
   simc->add_option("--kv-cache-tokens", sim.kv_cache_tokens,
                    "KV tokens per replica (0: the profile's capacity)");
@@ -223,7 +225,8 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   simc->add_option("--prediction-ttl-ms", sim.prediction_ttl_ms,
-                   "how long a gateway's prediction lives without an event (its prediction_ttl)")
+                   "how long a gateway's prediction lives after its request's first token without "
+                   "an event (its prediction_ttl)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   simc->add_option("--trace-copies", sim.trace_copies,

@@ -85,7 +85,8 @@ struct Flight {
   std::uint32_t gateway = 0;
   std::uint32_t replica = 0;
   gateway::RouteDecision decision;
-  std::size_t uncached = 0;  // what the gateway counted as queued prefill
+  std::size_t uncached = 0;                 // what the gateway counted as queued prefill
+  std::vector<std::uint64_t> block_hashes;  // as routed: their predictions settle at the end
   double arrival = 0;
   double admitted = -1;
   double first = -1;
@@ -95,6 +96,13 @@ struct Flight {
   std::size_t tokens = 0;
   bool measured = false;
 };
+
+// The request a flight was routed with, as the bookkeeping after routing needs it.
+gateway::RouteRequest routed(const Flight& f) {
+  gateway::RouteRequest request;
+  request.block_hashes = f.block_hashes;
+  return request;
+}
 
 struct KvChange {
   std::uint64_t hash = 0;
@@ -147,7 +155,9 @@ class Simulation {
     }
     replicas_.reserve(config_.replicas);
     for (std::size_t r = 0; r < config_.replicas; ++r) {
-      replicas_.push_back(std::make_unique<SimReplica>(config_.replica));
+      replicas_.push_back(std::make_unique<SimReplica>(
+          config_.replica_kinds.empty() ? config_.replica
+                                        : config_.replica_kinds[r % config_.replica_kinds.size()]));
     }
     ticking_.assign(config_.replicas, false);
     next_tick_.assign(config_.replicas, 0.0);
@@ -256,6 +266,7 @@ class Simulation {
     f.replica = d.replica;
     f.decision = d;
     f.uncached = gateway::uncached_prompt_tokens(request, d);
+    f.block_hashes = std::move(prepared->block_hashes);
     f.arrival = now_;
     f.measured = sent_++ >= config_.warmup;
     if (f.measured) {
@@ -310,7 +321,8 @@ class Simulation {
         f.first = now_;
         f.prompt_tokens = u.prompt_tokens;
         f.cached_tokens = u.cached_tokens;
-        gateway::record_prefilled(view, f.uncached);
+        gateway::record_prefilled(gw.index, view, routed(f), f.uncached, virtual_time(now_));
+        f.block_hashes = {};  // settled
       } else if (f.measured) {
         itl_.add(now_ - f.last);
       }
@@ -318,7 +330,9 @@ class Simulation {
       ++f.tokens;
     }
     if (u.finished == engine::FinishReason::kNone) return;
-    gateway::record_finished(*gw.policy, view, f.decision, f.first < 0 ? f.uncached : 0);
+    gateway::record_finished(gw.index, *gw.policy, view, routed(f), f.decision, f.first >= 0,
+                             f.first < 0 ? f.uncached : 0, virtual_time(now_));
+    f.block_hashes = {};
     ++finished_;
     if (f.first < 0) return;  // refused: a conversation cannot go on without its answer
     if (f.turn + 1 < workload_.turns(f.session)) {

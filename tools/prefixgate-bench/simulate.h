@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "percentiles.h"
 #include "prefixgate/base/status.h"
@@ -40,6 +41,8 @@ struct SimConfig {
   gateway::PolicyConfig policy_config;
   gateway::IndexConfig index_config;
   SimReplicaConfig replica;  // every replica's: profile, KV pages, scheduler limits
+  // A mixed fleet: when not empty, replica r is replica_kinds[r % size] instead.
+  std::vector<SimReplicaConfig> replica_kinds;
   double event_delay_s = 0.05;
   double load_report_interval_s = 0.1;  // prefixgate-engine's kv_events "load" line
   // Offered requests per second. Sessions of a generated workload arrive as a Poisson process

@@ -1,10 +1,13 @@
 // prefixgate-bench simulate: the grid of (replicas, gateways, load, policy) runs of the
 // discrete-event simulator (simulate.h), side by side against the workload's ceiling.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
+#include <vector>
 
 #include "commands.h"
 #include "prefixgate/model_folder/prompt_model.h"
@@ -89,10 +92,22 @@ int run_simulate(const SimulateFlags& f) {
   }
   if (f.ceiling.block_size == 0) return usage_error("--block-size must be positive");
 
-  auto profile = engine::parse_sim_profile(f.sim_profile);
-  if (!profile) return usage_error("--sim-profile: " + profile.error().message);
+  // "GPU:MODEL" or a list "h100:llama3-8b,l4:llama3-8b": a mixed fleet, replica r of the
+  // (r mod n)-th profile. The first one names the run and sizes the context.
+  std::vector<engine::SimProfile> profiles;
+  for (std::size_t start = 0; start <= f.sim_profile.size();) {
+    const std::size_t comma = std::min(f.sim_profile.find(',', start), f.sim_profile.size());
+    auto p = engine::parse_sim_profile(f.sim_profile.substr(start, comma - start));
+    if (!p) return usage_error("--sim-profile: " + p.error().message);
+    profiles.push_back(std::move(*p));
+    start = comma + 1;
+  }
+  auto profile = std::optional<engine::SimProfile>(profiles.front());
   // A longer context than the profile's: the same shape serving longer prompts (Llama 3.1 8B is
   // Llama 3 8B's shape with a 128k context).
+  for (engine::SimProfile& p : profiles) {
+    if (f.max_model_len > p.model.max_position) p.model.max_position = f.max_model_len;
+  }
   if (f.max_model_len > profile->model.max_position) profile->model.max_position = f.max_model_len;
   const std::size_t max_model_len =
       f.max_model_len > 0 ? f.max_model_len : profile->model.max_position;
@@ -115,6 +130,18 @@ int run_simulate(const SimulateFlags& f) {
   base.replica.scheduler.max_num_seqs = f.max_num_seqs;
   base.replica.scheduler.max_model_len = max_model_len;
   base.replica.scheduler.eos_token = profile->model.eos_token;
+  if (profiles.size() > 1) {
+    for (const engine::SimProfile& p : profiles) {
+      SimReplicaConfig kind = base.replica;
+      kind.profile = p;
+      kind.num_pages = engine::kv_capacity_pages(p, block);
+      if (f.kv_cache_tokens > 0) {
+        kind.num_pages = std::min(kind.num_pages, (f.kv_cache_tokens + block - 1) / block);
+      }
+      if (kind.num_pages == 0) return usage_error("--kv-cache-tokens: no room for one page");
+      base.replica_kinds.push_back(std::move(kind));
+    }
+  }
   base.event_delay_s = f.event_delay_ms / 1000.0;
   base.load_report_interval_s = f.load_report_ms / 1000.0;
   base.index_config.prediction_ttl =
@@ -130,6 +157,17 @@ int run_simulate(const SimulateFlags& f) {
   const CapacityModel capacity{*profile, base.replica.scheduler, pages * block};
   auto wp = profile_workload(*workload, capacity, f.load.num_requests);
   if (!wp) return usage_error("workload: " + wp.error().message);
+  if (profiles.size() > 1) {
+    // A mixed fleet's capacity per replica: the mean of its kinds' (replicas cycle over them).
+    double sum = 0;
+    for (const SimReplicaConfig& kind : base.replica_kinds) {
+      const CapacityModel m{kind.profile, kind.scheduler, kind.num_pages * block};
+      auto kp = profile_workload(*workload, m, f.load.num_requests);
+      if (!kp) return usage_error("workload: " + kp.error().message);
+      sum += kp->capacity_rps_per_replica;
+    }
+    wp->capacity_rps_per_replica = sum / static_cast<double>(base.replica_kinds.size());
+  }
   std::cerr << "ceiling hit rate " << wp->ceiling_hit_rate * 100 << "%, " << wp->mean_prompt_tokens
             << " prompt / " << wp->mean_output_tokens << " output tokens per request, capacity "
             << wp->capacity_rps_per_replica << " requests/s per replica\n";
@@ -157,7 +195,11 @@ int run_simulate(const SimulateFlags& f) {
   }
 
   SimReport report;
-  report.title = workload->name() + ", sim " + profile->name + ", " +
+  std::string profile_names;
+  for (const engine::SimProfile& p : profiles) {
+    profile_names += (profile_names.empty() ? "" : " + ") + p.name;
+  }
+  report.title = workload->name() + ", sim " + profile_names + ", " +
                  std::to_string(pages * block) + " KV tokens per replica";
   report.ceiling_hit_rate = wp->ceiling_hit_rate;
   report.capacity_rps_per_replica = wp->capacity_rps_per_replica;
@@ -169,7 +211,7 @@ int run_simulate(const SimulateFlags& f) {
                    {"mean_output_tokens", wp->mean_output_tokens},
                    {"trace_copies", static_cast<double>(f.trace_copies)},
                    {"length_scale", f.workload.trace.length_scale},
-                   {"sim_profile", profile->name},
+                   {"sim_profile", profile_names},
                    {"kv_tokens_per_replica", static_cast<double>(pages * block)},
                    {"max_model_len", static_cast<double>(max_model_len)},
                    {"max_num_batched_tokens", static_cast<double>(f.max_num_batched_tokens)},

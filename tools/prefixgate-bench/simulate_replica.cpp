@@ -10,7 +10,8 @@ SimReplica::SimReplica(const SimReplicaConfig& config)
     : pool_(config.num_pages),
       cache_(pool_, config.page_tokens, config.model_id),
       scheduler_(config.scheduler, cache_, pool_),
-      device_(engine::make_sim_device(config.profile, std::numeric_limits<double>::infinity())) {
+      device_(engine::make_sim_device(config.profile, std::numeric_limits<double>::infinity())),
+      speed_(engine::sim_speed(config.profile)) {
   device_->init_kv_cache(config.num_pages, config.page_tokens);
 }
 
@@ -56,7 +57,9 @@ gateway::LoadReport SimReplica::load_report() const {
           .kv_pages_used = pool_.used_count(),
           .kv_pages_total = pool_.capacity(),
           .tokens_queued_for_prefill = s.tokens_queued_for_prefill,
-          .preemptions_total = s.preemptions_total};
+          .preemptions_total = s.preemptions_total,
+          .prefill_seconds_per_token = speed_.prefill_seconds_per_token,
+          .decode_seconds_per_sequence = speed_.decode_seconds_per_sequence};
 }
 
 }  // namespace prefixgate::bench

@@ -73,6 +73,7 @@ class SimReplica {
   engine::Scheduler scheduler_;
   std::unique_ptr<engine::SimDevice> device_;
   std::vector<engine::SequenceRequest> inbox_;
+  engine::DeviceSpeed speed_;  // announced in load reports, as prefixgate-engine's sim device
   engine::StepPlan plan_;
   engine::StepOutput output_;
   bool stepping_ = false;

@@ -6,7 +6,8 @@
 //   {"type":"removed","seq":N,"hash":...,"salt":...}
 //   {"type":"cleared","seq":N}
 //   {"type":"load","running":..,"waiting":..,"kv_pages_used":..,"kv_pages_total":..,
-//    "tokens_queued_for_prefill":..,"preemptions_total":..}   at least every load_report_interval
+//    "tokens_queued_for_prefill":..,"preemptions_total":..[,"prefill_seconds_per_token":..,
+//    "decode_seconds_per_sequence":..]}   at least every load_report_interval
 //
 // A reader that reconnects with ?since=SEQ gets the deltas after SEQ when the log still holds
 // them, otherwise a fresh snapshot (and so does one that falls behind mid-stream).
@@ -76,15 +77,20 @@ std::string event_line(const KvEventLog::Entry& entry) {
 }
 
 std::string load_line(const EngineStats& s) {
-  return json::to_json(
-             json::Object{{"type", "load"},
-                          {"running", num(s.scheduler.running)},
-                          {"waiting", num(s.scheduler.waiting)},
-                          {"kv_pages_used", num(s.kv_pages_used)},
-                          {"kv_pages_total", num(s.kv_pages_total)},
-                          {"tokens_queued_for_prefill", num(s.scheduler.tokens_queued_for_prefill)},
-                          {"preemptions_total", num(s.scheduler.preemptions_total)}}) +
-         "\n";
+  json::Object o{{"type", "load"},
+                 {"running", num(s.scheduler.running)},
+                 {"waiting", num(s.scheduler.waiting)},
+                 {"kv_pages_used", num(s.kv_pages_used)},
+                 {"kv_pages_total", num(s.kv_pages_total)},
+                 {"tokens_queued_for_prefill", num(s.scheduler.tokens_queued_for_prefill)},
+                 {"preemptions_total", num(s.scheduler.preemptions_total)}};
+  // The device's speed, when it knows it (the sim device from its profile): routers compare
+  // replicas of different speeds in seconds.
+  if (s.speed.prefill_seconds_per_token > 0 && s.speed.decode_seconds_per_sequence > 0) {
+    o.push_back({"prefill_seconds_per_token", s.speed.prefill_seconds_per_token});
+    o.push_back({"decode_seconds_per_sequence", s.speed.decode_seconds_per_sequence});
+  }
+  return json::to_json(o) + "\n";
 }
 
 // Takes a snapshot on the blocking pool: cache_snapshot() waits for the engine thread.

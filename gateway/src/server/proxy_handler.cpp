@@ -167,7 +167,8 @@ Awaitable<bool> handle_completion(Connection& c, const Request& req, RequestInfo
         ex.parser().get().result() == http::status::service_unavailable &&
         attempt + 1 < ctx.config.max_attempts;
     if (f != UpstreamFailure::kNone || draining_upstream) {
-      ctx.replicas->finish(d, prep->prompt_tokens - d.predicted_cached_tokens);
+      ctx.replicas->finish(d, prep->block_hashes, /*prefilled=*/false,
+                           prep->prompt_tokens - d.predicted_cached_tokens);
       if (f != UpstreamFailure::kNone) {
         ctx.replicas->record_failure(d.replica);
         ctx.m.upstream_failures->add({p.replica_name, upstream_failure_name(f)});

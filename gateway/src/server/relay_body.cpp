@@ -9,7 +9,7 @@ Awaitable<bool> relay_body(Connection& c, const Request& req, ProxiedRequest& p,
   std::string body;
   const bool read = co_await ex.read_all(body, 256u << 20);
   if (!read) {
-    ctx.replicas->finish(p.decision, uncached_prompt_tokens(p));
+    ctx.replicas->finish(p.decision, p.prep.block_hashes, false, uncached_prompt_tokens(p));
     ctx.m.upstream_failures->add({p.replica_name, "body"});
     p.status = 502;
     record_done(ctx, p);
@@ -20,7 +20,7 @@ Awaitable<bool> relay_body(Connection& c, const Request& req, ProxiedRequest& p,
     co_await serving::write_response(c.io, std::move(res));
     co_return false;
   }
-  ctx.replicas->finish(p.decision, uncached_prompt_tokens(p));
+  ctx.replicas->finish(p.decision, p.prep.block_hashes, false, uncached_prompt_tokens(p));
   const auto& up = ex.parser().get();
   Response res{up.result(), req.version()};
   res.set(http::field::content_type, up[http::field::content_type]);

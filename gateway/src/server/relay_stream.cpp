@@ -122,13 +122,14 @@ Awaitable<bool> relay_stream(Connection& c, const Request& req, ProxiedRequest& 
     out.clear();
     if (take_events(pending, out, ctx, p) > 0 && !prefilled) {
       prefilled = true;
-      ctx.replicas->prefilled(p.decision.replica, uncached_prompt_tokens(p));
+      ctx.replicas->prefilled(p.decision, p.prep.block_hashes, uncached_prompt_tokens(p));
       p.ttft_seconds = std::chrono::duration<double>(SteadyClock::now() - p.info.received).count();
       ctx.m.ttft->observe({p.replica_name}, p.ttft_seconds);
     }
     if (!out.empty()) client_ok = co_await write_chunk(c, out);
   }
-  ctx.replicas->finish(p.decision, prefilled ? 0 : uncached_prompt_tokens(p));
+  ctx.replicas->finish(p.decision, p.prep.block_hashes, prefilled,
+                       prefilled ? 0 : uncached_prompt_tokens(p));
   if (!client_ok) {
     // The client left: closing the upstream connection (Exchange's destructor) makes the
     // engine abort the sequence and free its pages.

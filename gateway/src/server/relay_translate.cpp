@@ -128,7 +128,7 @@ Awaitable<bool> relay_translated_body(Connection& c, const Request& req, Proxied
   GatewayContext& ctx = c.ctx;
   std::string body;
   const bool read = co_await ex.read_all(body, 256u << 20);
-  ctx.replicas->finish(p.decision, uncached_prompt_tokens(p));
+  ctx.replicas->finish(p.decision, p.prep.block_hashes, false, uncached_prompt_tokens(p));
   if (read) ex.finish();
   int status = static_cast<int>(ex.parser().get().result_int());
   std::string out;
@@ -194,13 +194,14 @@ Awaitable<bool> relay_translated_stream(Connection& c, const Request& req, Proxi
     out.clear();
     if (translate_events(events, writer, out, ctx, p) > 0 && !prefilled) {
       prefilled = true;
-      ctx.replicas->prefilled(p.decision.replica, uncached_prompt_tokens(p));
+      ctx.replicas->prefilled(p.decision, p.prep.block_hashes, uncached_prompt_tokens(p));
       p.ttft_seconds = std::chrono::duration<double>(SteadyClock::now() - p.info.received).count();
       ctx.m.ttft->observe({p.replica_name}, p.ttft_seconds);
     }
     if (!out.empty()) client_ok = co_await serving::write_chunk(c.io, out);
   }
-  ctx.replicas->finish(p.decision, prefilled ? 0 : uncached_prompt_tokens(p));
+  ctx.replicas->finish(p.decision, p.prep.block_hashes, prefilled,
+                       prefilled ? 0 : uncached_prompt_tokens(p));
   if (!client_ok) {
     p.status = 499;  // the client left; closing the upstream connection aborts the sequence
     record_done(ctx, p);

@@ -26,6 +26,10 @@ ReplicaSet::ReplicaSet(std::vector<UpstreamConfig> upstreams, std::unique_ptr<Ro
     State s;
     s.view.id = id;
     s.view.healthy = false;  // until the first health check answers
+    if (u.prefill_tokens_per_s > 0 && u.decode_us_per_sequence > 0) {
+      s.view.prefill_seconds_per_token = 1.0 / static_cast<double>(u.prefill_tokens_per_s);
+      s.view.decode_seconds_per_sequence = static_cast<double>(u.decode_us_per_sequence) * 1e-6;
+    }
     s.events = u.kind == ReplicaKind::kOpenai ? EventsLink::kNone : EventsLink::kDown;
     state_.push_back(s);
   }
@@ -54,14 +58,21 @@ RouteDecision ReplicaSet::route(const RouteRequest& request, std::span<const Rep
   return d;
 }
 
-void ReplicaSet::prefilled(ReplicaId id, std::size_t prompt_tokens) {
+void ReplicaSet::prefilled(const RouteDecision& d, std::span<const std::uint64_t> block_hashes,
+                           std::size_t prompt_tokens) {
   std::lock_guard lock(mu_);
-  record_prefilled(state_[id].view, prompt_tokens);
+  RouteRequest request;
+  request.block_hashes = block_hashes;
+  record_prefilled(index_, state_[d.replica].view, request, prompt_tokens, Clock::now());
 }
 
-void ReplicaSet::finish(const RouteDecision& d, std::size_t prompt_tokens_if_not_prefilled) {
+void ReplicaSet::finish(const RouteDecision& d, std::span<const std::uint64_t> block_hashes,
+                        bool prefilled, std::size_t prompt_tokens_if_not_prefilled) {
   std::lock_guard lock(mu_);
-  record_finished(*policy_, state_[d.replica].view, d, prompt_tokens_if_not_prefilled);
+  RouteRequest request;
+  request.block_hashes = block_hashes;
+  record_finished(index_, *policy_, state_[d.replica].view, request, d, prefilled,
+                  prompt_tokens_if_not_prefilled, Clock::now());
 }
 
 std::optional<ReplicaId> ReplicaSet::any_healthy(std::span<const ReplicaId> exclude) {

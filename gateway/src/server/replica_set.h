@@ -58,10 +58,14 @@ class ReplicaSet {
   // the chosen replica and counts the request in flight there. `dry_run` does neither.
   RouteDecision route(const RouteRequest& request, std::span<const ReplicaId> exclude,
                       Clock::time_point now, bool dry_run = false);
-  // The prompt's tokens have been prefilled (first byte) / the request `d` routed has ended.
-  // The bookkeeping is replica_load.h's, shared with prefixgate-bench's simulator.
-  void prefilled(ReplicaId id, std::size_t prompt_tokens);
-  void finish(const RouteDecision& d, std::size_t prompt_tokens_if_not_prefilled);
+  // The prompt's tokens have been prefilled (first byte) / the request `d` routed has ended
+  // (`prefilled`: its first token came). `block_hashes` are the prompt's, as routed: their
+  // predictions settle. The bookkeeping is replica_load.h's, shared with prefixgate-bench's
+  // simulator.
+  void prefilled(const RouteDecision& d, std::span<const std::uint64_t> block_hashes,
+                 std::size_t prompt_tokens);
+  void finish(const RouteDecision& d, std::span<const std::uint64_t> block_hashes, bool prefilled,
+              std::size_t prompt_tokens_if_not_prefilled);
   // A healthy replica for requests that carry no prompt (round robin), if any.
   std::optional<ReplicaId> any_healthy(std::span<const ReplicaId> exclude);
   std::vector<ReplicaId> healthy_replicas() const;

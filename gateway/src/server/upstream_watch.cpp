@@ -14,6 +14,7 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <charconv>
+#include <cmath>
 
 #include "prefixgate/canonicalize/json.h"
 #include "server/engine_load.h"
@@ -44,6 +45,14 @@ std::size_t count(const json::Value& o, std::string_view key) {
              : 0;
 }
 
+// A positive finite number, else 0.
+double rate(const json::Value& o, std::string_view key) {
+  const json::Value* v = o.find(key);
+  if (!v || !v->is_number()) return 0;
+  const double x = v->as_number().value;
+  return x > 0 && std::isfinite(x) ? x : 0;
+}
+
 // Applies one line. Returns false on a sequence gap (start over from a fresh snapshot).
 bool apply_line(GatewayContext& ctx, ReplicaId r, std::string_view line, std::uint64_t& last_seq,
                 bool& have_seq) {
@@ -57,7 +66,8 @@ bool apply_line(GatewayContext& ctx, ReplicaId r, std::string_view line, std::ui
     ctx.replicas->apply_load(
         r, LoadReport{count(*doc, "running"), count(*doc, "waiting"), count(*doc, "kv_pages_used"),
                       count(*doc, "kv_pages_total"), count(*doc, "tokens_queued_for_prefill"),
-                      count(*doc, "preemptions_total")});
+                      count(*doc, "preemptions_total"), rate(*doc, "prefill_seconds_per_token"),
+                      rate(*doc, "decode_seconds_per_sequence")});
     return true;
   }
   const std::uint64_t seq = count(*doc, "seq");

@@ -45,6 +45,13 @@ struct StepOutput {
   std::vector<float> logits;
 };
 
+// How fast a device serves, in wall-clock seconds, for routers that compare replicas of
+// different speeds (the gateway's cost in seconds). 0: not known.
+struct DeviceSpeed {
+  double prefill_seconds_per_token = 0;    // one more prompt token in a prefill step
+  double decode_seconds_per_sequence = 0;  // one more running sequence in a decode step
+};
+
 class Device {
  public:
   virtual ~Device() = default;
@@ -59,6 +66,9 @@ class Device {
   // Runs the model over `batch`: writes K/V for every step's tokens into its pages and samples
   // where asked. Steps of one call are independent sequences.
   virtual StepOutput execute(std::span<const SequenceStep> batch) = 0;
+
+  // What the load reports announce (kv_events "load" lines); unknown unless a device knows.
+  virtual DeviceSpeed speed() const { return {}; }
 };
 
 }  // namespace prefixgate::engine

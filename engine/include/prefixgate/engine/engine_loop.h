@@ -89,6 +89,7 @@ struct EngineStats {
   std::uint64_t steps = 0;
   std::uint64_t generated_tokens_total = 0;
   std::uint64_t prefill_tokens_computed_total = 0;
+  DeviceSpeed speed;  // the device's, announced in load reports
 };
 
 // A consistent view of the cache for a kv_events snapshot: the blocks, and the sequence number

@@ -144,6 +144,12 @@ struct SimStepCost {
 };
 SimStepCost sim_step_cost(const SimProfile& profile, std::span<const SimSequenceWork> batch);
 
+// The profile's marginal costs, from sim_step_cost (modelled seconds, before any speedup):
+//   prefill_seconds_per_token   = (cost of a 4,096-token prefill - cost of 2,048) / 2,048
+//   decode_seconds_per_sequence = (cost of 64 decodes at 2,048 tokens of context - cost of 32) / 32
+// Marginal, so the fixed step overhead and the weights read once per step cancel out.
+DeviceSpeed sim_speed(const SimProfile& profile);
+
 // ---------------------------------------------------------------------------------------------
 // The device.
 
@@ -169,6 +175,8 @@ class SimDevice final : public Device {
   // Asserts that every step's page table covers its positions with pages of the pool, then
   // waits sim_step_cost(batch) / speedup and samples with sim_next_token.
   StepOutput execute(std::span<const SequenceStep> batch) override;
+  // sim_speed(profile) / speedup: the wall-clock rates a router sees (0 with the virtual clock).
+  DeviceSpeed speed() const override;
 
   // The vocabulary generated tokens come from, when the served tokenizer is not the profile
   // model's (the sim of llama3-8b behind the byte tokenizer of builtin:*): its ordinary tokens.

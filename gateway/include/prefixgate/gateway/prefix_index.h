@@ -60,7 +60,12 @@ struct ReplicaIndexConfig {
 };
 
 struct IndexConfig {
+  // With events, a prediction lives while its request waits for prefill (at most
+  // max_prefill_wait), then prediction_ttl from its first token (settle()): long enough for the
+  // engine's events to confirm the blocks it just computed. A fixed life from routing would
+  // expire while the request still queues on a loaded replica, and its siblings would scatter.
   std::chrono::milliseconds prediction_ttl{2000};
+  std::chrono::milliseconds max_prefill_wait{60000};
 };
 
 class PrefixIndex {
@@ -91,8 +96,13 @@ class PrefixIndex {
   void set_events_live(ReplicaId replica, bool live, Clock::time_point now);
 
   // The gateway sent a request with these block hashes to `replica`. Also drops that replica's
-  // expired predictions. Blocks the replica holds confirmed are not predicted again.
+  // expired predictions. Blocks the replica holds confirmed are not predicted again. With events,
+  // the predictions live until settle() (at most max_prefill_wait).
   void predict(ReplicaId replica, std::span<const std::uint64_t> hashes, Clock::time_point now);
+  // The request predicted with these hashes got its first token (or ended without one): with
+  // events, its predictions that are still pending now expire prediction_ttl after `now`.
+  // Creates none, and leaves alone a prediction a later request renewed for longer.
+  void settle(ReplicaId replica, std::span<const std::uint64_t> hashes, Clock::time_point now);
   // Drops every replica's expired predictions (they already stop matching once expired; this
   // frees their memory and keeps blocks() exact). Optional: call it from a periodic timer.
   void expire_predictions(Clock::time_point now);
@@ -108,6 +118,10 @@ class PrefixIndex {
   // expired but not yet dropped by predict()/expire_predictions() still count here.
   std::size_t blocks(ReplicaId replica) const;
   std::size_t size() const;  // distinct hashes indexed
+  // Blocks the replica evicted since it was added: confirmed blocks its events removed and, while
+  // it has no events, predictions its LRU dropped (not clears, resets or snapshots). How fast it
+  // grows says how young the replica's LRU tail is: what a new prefix there would evict.
+  std::uint64_t evicted_blocks(ReplicaId replica) const;
 
  private:
   struct Impl;

@@ -11,8 +11,9 @@
 //   RouteDecision d = policy.route(request, views, index, now);
 //   gateway::record_routed(index, policy, views[d.replica], request, d, now);
 //   const std::size_t uncached = gateway::uncached_prompt_tokens(request, d);
-//   ...first token...   gateway::record_prefilled(views[d.replica], uncached);
-//   ...end...           gateway::record_finished(policy, views[d.replica], d, 0);
+//   ...first token...   gateway::record_prefilled(index, views[d.replica], request, uncached, now);
+//   ...end...           gateway::record_finished(index, policy, views[d.replica], request, d,
+//                                                /*prefilled=*/true, 0, now);
 #pragma once
 
 #include <cstddef>
@@ -30,6 +31,9 @@ struct LoadReport {
   std::size_t kv_pages_total = 0;
   std::size_t tokens_queued_for_prefill = 0;
   std::size_t preemptions_total = 0;  // since the engine started (for the dashboard)
+  // The engine's speed when it announces it (0: not announced; the view keeps what it had).
+  double prefill_seconds_per_token = 0;
+  double decode_seconds_per_sequence = 0;
 };
 
 // The prefill work a routed request adds to its replica: the prompt less the tokens the replica
@@ -42,12 +46,17 @@ std::size_t uncached_prompt_tokens(const RouteRequest& request, const RouteDecis
 void record_routed(PrefixIndex& index, RoutingPolicy& policy, ReplicaView& view,
                    const RouteRequest& request, const RouteDecision& decision,
                    Clock::time_point now);
-// The request's first token arrived: its prompt is no longer queued for prefill.
-void record_prefilled(ReplicaView& view, std::size_t uncached_prompt_tokens);
-// The request ended (completed, failed, or the client left): it is no longer in flight, its
-// prompt no longer queued if its first token never came, and the policy hears of it.
-void record_finished(RoutingPolicy& policy, ReplicaView& view, const RouteDecision& decision,
-                     std::size_t uncached_prompt_tokens_if_not_prefilled);
+// The request's first token arrived: its prompt is no longer queued for prefill, and its
+// predictions now expire prediction_ttl from `now` (PrefixIndex::settle): by then the engine's
+// events have confirmed the blocks it computed. `view` is the request's replica's.
+void record_prefilled(PrefixIndex& index, ReplicaView& view, const RouteRequest& request,
+                      std::size_t uncached_prompt_tokens, Clock::time_point now);
+// The request ended (completed, failed, or the client left): it is no longer in flight, and the
+// policy hears of it. If its first token never came (`prefilled` false), its prompt is no longer
+// queued and its predictions are settled as record_prefilled would.
+void record_finished(PrefixIndex& index, RoutingPolicy& policy, ReplicaView& view,
+                     const RouteRequest& request, const RouteDecision& decision, bool prefilled,
+                     std::size_t uncached_prompt_tokens_if_not_prefilled, Clock::time_point now);
 // A load report replaces the engine-reported counts (the gateway's own in-flight counts stay).
 void apply_load_report(ReplicaView& view, const LoadReport& report);
 

@@ -12,9 +12,14 @@
 //   offload_hit_weight, so a cache hit is worth the prefill it saves and never more. On top:
 //     - a cold prefix (no replica holds its first blocks) goes to the bounded-load consistent
 //       hash of its first blocks, so siblings of a new prefix converge on one replica;
-//     - a replica whose load exceeds `overload_factor` x the mean (plus a floor) is not chosen
-//       for affinity, which sends a hot prefix to a second replica (replication) and keeps one
-//       loaded replica from turning affinity off for everyone else;
+//     - with memory_aware off (the earlier rule), a replica whose load exceeds
+//       `overload_factor` x the mean (plus a floor) is not chosen for affinity, which sends a
+//       hot prefix to a second replica and keeps one loaded replica from turning affinity off
+//       for everyone else;
+//     - memory_aware (default): no overload rule; a miss also costs what its copy evicts
+//       (eviction_weight x its tokens, once the replica's KV is more than half full), so a
+//       prefix moves only when
+//       waiting for its replica costs more than recomputing it and evicting someone else's;
 //     - never an unhealthy replica; an idle replica beats a queueing one when the saved prefill
 //       is smaller than the queue.
 //   Every parameter is in CacheAwareConfig, documented there.
@@ -61,6 +66,11 @@ struct ReplicaView {
   // would count twice what a report already includes (see gateway/ROUTING.md).
   std::size_t inflight_requests = 0;
   std::size_t inflight_prompt_tokens = 0;
+  // The replica's speed, from its configuration or its engine's profile; 0 when unknown. With
+  // both set on every healthy replica, cache_aware's cost is in seconds (predicted time to first
+  // token) instead of prefill tokens, so a fleet that mixes devices is compared fairly.
+  double prefill_seconds_per_token = 0;    // one uncached prompt token's prefill
+  double decode_seconds_per_sequence = 0;  // what one more running sequence adds to a step
 };
 
 struct RouteRequest {
@@ -111,6 +121,19 @@ struct CacheAwareConfig {
   // saves, as a fraction of a device-cached token's prefill: it is loaded instead of computed,
   // which costs time too. 1 counts it as a device hit, 0 as a miss.
   double offload_hit_weight = 0.8;
+  // Memory-aware placement (the default). A miss costs its prefill plus, on a replica whose KV
+  // cache is full, the prefill of what its new blocks evict, which will be recomputed with the
+  // probability eviction_weight (the expected reuse of a cached block); a replica holding the
+  // prefix is given up only when its expected wait exceeds that cost elsewhere, never because its
+  // load is above a multiple of the fleet mean. false: the earlier rule (overload_factor x mean
+  // + overload_floor_tokens), kept to measure one against the other.
+  bool memory_aware = true;
+  double eviction_weight = 1.0;
+  // When every healthy replica's ReplicaView carries its speed (prefill_seconds_per_token and
+  // decode_seconds_per_sequence), the cost is the predicted time to first token in seconds:
+  // queued and uncached prefill at the replica's own rate, plus its running sequences at its own
+  // step cost. Otherwise (or false) the cost stays in prefill-token equivalents.
+  bool cost_in_seconds = true;
 };
 
 // sglang_cache_aware: SGLang router's cache_aware policy (sgl-router, policies/cache_aware.rs),
@@ -166,8 +189,11 @@ class RoutingPolicy {
 };
 
 // "round_robin", "random", "least_load", "power_of_two", "consistent_hash", "cache_aware",
-// "sglang_cache_aware", "dynamo_kv". kInvalidValue for an unknown name or an out-of-range config
-// field (param names it).
+// "sglang_cache_aware", "dynamo_kv". "cache_aware:key=value[:key=value]" overrides cache_aware
+// parameters of `config` (memory_aware, cost_in_seconds, eviction_weight, overload_factor,
+// decode_weight), so variants run side by side (`prefixgate-bench compare --policies
+// cache_aware,cache_aware:memory_aware=false`). kInvalidValue for an unknown name or option, or an
+// out-of-range config field (param names it).
 Result<std::unique_ptr<RoutingPolicy>> make_policy(std::string_view name,
                                                    const PolicyConfig& config = {});
 
