@@ -60,6 +60,9 @@ Status validate(const CacheAwareConfig& c) {
   if (!(c.eviction_weight >= 0) || std::isinf(c.eviction_weight)) {
     return bad("eviction_weight", "must be finite and >= 0");
   }
+  if (!(c.duplicate_weight >= 0) || std::isinf(c.duplicate_weight)) {
+    return bad("duplicate_weight", "must be finite and >= 0");
+  }
   if (!(c.offload_hit_weight >= 0 && c.offload_hit_weight <= 1)) {
     return bad("offload_hit_weight", "must be between 0 and 1");
   }
@@ -103,21 +106,23 @@ Status apply_options(std::string_view options, CacheAwareConfig& c) {
     const std::string key(item.substr(0, eq));
     const std::string value(eq == std::string_view::npos ? "" : item.substr(eq + 1));
     auto bad = [&] {
-      return make_error(ErrorCode::kInvalidValue,
-                        "cache_aware option '" + std::string(item) +
-                            "': expected memory_aware=true|false, cost_in_seconds=true|false, "
-                            "eviction_weight=N, overload_factor=N or decode_weight=N",
-                        "policy");
+      return make_error(
+          ErrorCode::kInvalidValue,
+          "cache_aware option '" + std::string(item) +
+              "': expected memory_aware=true|false, cost_in_seconds=true|false, "
+              "eviction_weight=N, duplicate_weight=N, overload_factor=N or decode_weight=N",
+          "policy");
     };
     if (key == "memory_aware" || key == "cost_in_seconds") {
       if (value != "true" && value != "false") return bad();
       (key == "memory_aware" ? c.memory_aware : c.cost_in_seconds) = value == "true";
       continue;
     }
-    double* target = key == "eviction_weight"   ? &c.eviction_weight
-                     : key == "overload_factor" ? &c.overload_factor
-                     : key == "decode_weight"   ? &c.decode_weight
-                                                : nullptr;
+    double* target = key == "eviction_weight"    ? &c.eviction_weight
+                     : key == "duplicate_weight" ? &c.duplicate_weight
+                     : key == "overload_factor"  ? &c.overload_factor
+                     : key == "decode_weight"    ? &c.decode_weight
+                                                 : nullptr;
     if (target == nullptr || value.empty()) return bad();
     char* end = nullptr;
     const double v = std::strtod(value.c_str(), &end);

@@ -43,6 +43,12 @@ class CacheAware final : public RoutingPolicy {
       best_match = std::max(best_match, blocks_[r]);
     }
     if (healthy == 0) return {};
+    best_saved_ = 0;
+    for (std::size_t r = 0; r < n; ++r) {
+      if (!replicas[r].healthy) continue;
+      best_saved_ = std::max(best_saved_, saved_prefill_tokens(request, blocks_[r], offloaded_[r],
+                                                               config_.offload_hit_weight));
+    }
     const double mean = total_load / static_cast<double>(healthy);
     const std::span<const std::uint64_t> hashes = request.block_hashes;
 
@@ -145,9 +151,10 @@ class CacheAware final : public RoutingPolicy {
   // has served a while (a prefix cache keeps what it computed until it needs the room).
   double miss_cost(const RouteRequest& request, const ReplicaView& v, std::size_t r,
                    bool seconds) const {
-    double tokens =
-        static_cast<double>(request.prompt_tokens) -
+    const double saved =
         saved_prefill_tokens(request, blocks_[r], offloaded_[r], config_.offload_hit_weight);
+    double tokens = static_cast<double>(request.prompt_tokens) - saved +
+                    config_.duplicate_weight * std::max(0.0, best_saved_ - saved);
     if (config_.memory_aware) {
       const double usage = v.kv_pages_total == 0
                                ? 1.0
@@ -213,6 +220,7 @@ class CacheAware final : public RoutingPolicy {
   std::vector<double> load_;            // scratch
   std::vector<ChurnState> churn_;       // by replica
   double mean_churn_ = 0;
+  double best_saved_ = 0;  // the most prefill any healthy replica saves this request
 };
 
 }  // namespace

@@ -263,6 +263,30 @@ TEST(CacheAwareTest, AHitIsWorthExactlyThePrefillItSaves) {
   EXPECT_EQ(p->route(request_for(h), views, index, {}).replica, 1U);
 }
 
+// duplicate_weight: a copy of what the best holder already has costs the fleet its prefill again,
+// so the holder is given up only when its queue outweighs the miss plus that duplicate work.
+TEST(CacheAwareTest, DuplicateWeightChargesACopyOfWhatTheBestHolderHas) {
+  PrefixIndex index = index_with(2);
+  auto views = fleet(2);
+  for (auto& v : views) v.kv_pages_total = 1000;
+  const auto h = prompt_hashes(1, 64);                               // 1024 tokens
+  for (std::size_t i = 0; i < 32; ++i) index.apply_stored(0, h[i]);  // 512 cached on 0
+  views[0].tokens_queued_for_prefill = 530;  // default: 512 + 530 > 1024, spilled
+  EXPECT_EQ(policy("cache_aware")->route(request_for(h), views, index, {}).replica, 1U);
+  // Weight 1: replica 1 costs 1024 + 512 (the copy of the 512 replica 0 holds) = 1536.
+  auto dup = policy("cache_aware:duplicate_weight=1");
+  RouteDecision d = dup->route(request_for(h), views, index, {});
+  EXPECT_EQ(d.replica, 0U);
+  EXPECT_EQ(d.reason, RouteReason::kCacheHit);
+  views[0].tokens_queued_for_prefill = 1030;  // 512 + 1030 > 1536: now the copy pays
+  d = dup->route(request_for(h), views, index, {});
+  EXPECT_EQ(d.replica, 1U);
+  EXPECT_EQ(d.reason, RouteReason::kLoadSpill);
+  PolicyConfig bad;
+  bad.cache_aware.duplicate_weight = -1;
+  EXPECT_FALSE(make_policy("cache_aware", bad).ok());
+}
+
 TEST(CacheAwareTest, AnOffloadedHitSavesItsWeightOfPrefill) {
   PrefixIndex index = index_with(3);
   auto views = fleet(3);

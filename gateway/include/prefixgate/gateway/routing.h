@@ -129,6 +129,11 @@ struct CacheAwareConfig {
   // + overload_floor_tokens), kept to measure one against the other.
   bool memory_aware = true;
   double eviction_weight = 1.0;
+  // A miss on a replica that holds less of the prompt than the best holder computes again what
+  // the fleet already holds: that duplicate prefill delays every request queued behind it there
+  // and takes capacity from the whole fleet, not only this request's first token. It is charged
+  // duplicate_weight x the tokens the best holder would not recompute.
+  double duplicate_weight = 0.0;
   // When every healthy replica's ReplicaView carries its speed (prefill_seconds_per_token and
   // decode_seconds_per_sequence), the cost is the predicted time to first token in seconds:
   // queued and uncached prefill at the replica's own rate, plus its running sequences at its own
