@@ -23,14 +23,14 @@ using namespace prefixgate;
   std::abort();
 }
 
-// A run of 20 or more digits: an integer at or past 2^64, which this simdjson's DOM parser
-// refuses (NUMBER_ERROR) although it is valid JSON. ECMAScript's number form writes every
-// integer below 1e21 in full, so the canonical writer produces them for 1e20 <= |x| < 1e21.
+// A run of 19 or more digits: an integer that may lie outside int64/uint64, which this
+// simdjson's DOM parser refuses (NUMBER_ERROR) although it is valid JSON. ECMAScript's number
+// form writes every integer below 1e21 in full, so the canonical writer produces them.
 bool has_long_integer(std::string_view text) {
   std::size_t run = 0;
   for (const char ch : text) {
     run = (ch >= '0' && ch <= '9') ? run + 1 : 0;
-    if (run >= 20) return true;
+    if (run >= 19) return true;
   }
   return false;
 }

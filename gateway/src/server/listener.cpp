@@ -209,6 +209,7 @@ serving::ServerOptions http_options(const GatewayConfig& config, const GatewayOp
   o.max_header_bytes = config.limits.max_header_bytes;
   o.max_connections = config.limits.max_connections;
   o.idle_timeout = config.timeouts.client_idle;
+  o.request_timeout = config.timeouts.client_request;
   o.write_timeout = config.timeouts.write;
   o.drain_timeout = config.timeouts.drain;
   o.handle_signals = options.handle_signals;
