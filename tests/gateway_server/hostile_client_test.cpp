@@ -129,5 +129,27 @@ TEST(GatewayHostileClientTest, NulInAHeaderIs400AndASlowRequestLineIs408) {
   EXPECT_EQ(get(port, "/health").status, 200);
 }
 
+TEST(GatewayHostileClientTest, ApiKeysMatchOnlyWholeNeverByPrefixOrExtension) {
+  // The keys are compared in constant time (every byte, every configured key): what must still
+  // hold is that only the exact key passes.
+  std::uint16_t pe = 0, port = 0;
+  auto engine = start_engine(pe);
+  const std::string config = write_config(
+      "keys", "api_keys: [sk-first-key, {key: sk-second, tenant: t2}]\nupstreams:\n  - url: " +
+                  upstream(pe) + "\n");
+  auto gw = start_gateway(port, {"--config", config});
+  ASSERT_TRUE(wait_healthy(port, 1)) << gw->output();
+  const auto status = [&](const std::string& key) {
+    return call(port, http::verb::get, "/v1/models", {}, {{"authorization", "Bearer " + key}})
+        .status;
+  };
+  EXPECT_EQ(status("sk-first-key"), 200);
+  EXPECT_EQ(status("sk-second"), 200);
+  for (const char* bad : {"sk-first-ke", "sk-first-keyX", "sk-second-key", "sk-secon", "", "s",
+                          "sk-first-kez", "tk-first-key"}) {
+    EXPECT_EQ(status(bad), 401) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace prefixgate::gateway::testing
