@@ -42,6 +42,7 @@ std::uint16_t start_gateway() {
   if (!up) std::abort();
   config.upstreams.push_back(*up);
   config.timeouts.client_idle = 2000ms;
+  config.timeouts.client_request = 2000ms;
   config.limits.max_body_bytes = 1 << 16;
   config.limits.max_header_bytes = 1 << 13;
   config.tenants.tenant_header = "x-tenant";
@@ -105,6 +106,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (n <= 0) break;  // closed (or reset after the answer)
     answer.append(buf, static_cast<std::size_t>(n));
   }
+  // Closed with a reset: a graceful close would leave this side's port in TIME_WAIT, and a
+  // thousand connections a second exhaust the machine's ephemeral ports within a minute (other
+  // programs on the machine then cannot connect or bind).
+  const linger reset{.l_onoff = 1, .l_linger = 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
   ::close(fd);
   if (!answer.empty() && answer.rfind("HTTP/1.", 0) != 0) {
     std::fprintf(stderr, "fuzz_http: an answer that is not HTTP: %.60s\n", answer.c_str());
