@@ -18,6 +18,7 @@ packages=(
   libzmq3-dev               # vLLM/SGLang KV-event streams (ZeroMQ PUB/SUB, replay ROUTER)
   libgtest-dev libgmock-dev # unit tests
   libbenchmark-dev          # micro-benchmarks
+  clang-14 libclang-rt-14-dev  # the fuzz preset: clang with libFuzzer and its sanitizers
   nodejs                    # test oracles (JSON.stringify, reference tokenizers); bundles npm
   chromium                  # the browser test of the gateway's /dashboard (playwright-core)
 )

@@ -3,6 +3,8 @@
 # all tests, the tests again under AddressSanitizer + UndefinedBehaviorSanitizer (all but those
 # labelled asan-skip, which that build leaves out), and the tests labelled concurrent (the engine
 # thread, the engine and gateway servers) under ThreadSanitizer. Labels: CONTRIBUTING.md.
+# Then the fuzz_* programs (clang, libFuzzer) a few seconds each on their seed corpora, which hold
+# every crash found so far (tests/fuzz/README.md).
 # Usage: scripts/test.sh            (from anywhere; builds under build/)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -49,4 +51,6 @@ PREFIXGATE_GATEWAY_BIN="$PWD/build/tsan/gateway/prefixgate" \
   PREFIXGATE_ENGINE_BIN="$PWD/build/tsan/engine/prefixgate-engine" \
   ctest --test-dir build/release -j "$jobs" --output-on-failure --no-tests=error \
   -L concurrent -L process-only
+phase "fuzz build and 5 s of each fuzz_* program"
+scripts/fuzz.sh 5
 phase "done"

@@ -49,9 +49,13 @@ Result<RuleMode> rule_mode(const YAML::Node& node, const std::string& key) {
 
 Status apply_timeouts(const YAML::Node& t, TimeoutConfig& out) {
   const std::pair<const char*, std::chrono::milliseconds*> keys[] = {
-      {"connect_ms", &out.connect}, {"first_byte_ms", &out.first_byte},
-      {"idle_ms", &out.idle},       {"client_idle_ms", &out.client_idle},
-      {"write_ms", &out.write},     {"health_interval_ms", &out.health_interval},
+      {"connect_ms", &out.connect},
+      {"first_byte_ms", &out.first_byte},
+      {"idle_ms", &out.idle},
+      {"client_idle_ms", &out.client_idle},
+      {"client_request_ms", &out.client_request},
+      {"write_ms", &out.write},
+      {"health_interval_ms", &out.health_interval},
       {"drain_ms", &out.drain}};
   for (const auto& kv : t) {
     const std::string k = kv.first.as<std::string>();

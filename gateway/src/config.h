@@ -87,7 +87,9 @@ struct TimeoutConfig {
   std::chrono::milliseconds first_byte{60000};   // request sent -> response header
   std::chrono::milliseconds idle{60000};         // between two reads of an upstream body
   std::chrono::milliseconds client_idle{60000};  // keep-alive wait for a client's next request
-  std::chrono::milliseconds write{30000};        // one write to a client
+  // A client's request, first byte to last (headers and body): past it 408 (slow clients).
+  std::chrono::milliseconds client_request{30000};
+  std::chrono::milliseconds write{30000};  // one write to a client
   std::chrono::milliseconds health_interval{1000};
   std::chrono::milliseconds drain{30000};  // SIGTERM: in-flight requests get this long
 };

@@ -3,18 +3,23 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/string.hpp>
 #include <boost/beast/http/read.hpp>
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -31,6 +36,72 @@ bool is_quiet_close(const beast::error_code& ec) {
          ec == asio::error::operation_aborted || ec == beast::error::timeout ||
          ec == asio::error::connection_reset || ec == asio::error::broken_pipe;
 }
+
+struct Refusal {
+  http::status status;
+  std::string message;
+  std::string code;
+};
+
+// Beast decodes `chunked` wherever a Transfer-Encoding lists it and takes the rest as the body's
+// coding; the servers decode no other coding, and a proxy must not guess where a body ends
+// (RFC 9112 section 6.1): anything but a single `chunked` is refused. (Content-Length together
+// with Transfer-Encoding, and conflicting Content-Lengths, Beast refuses itself: 400.)
+std::optional<Refusal> unsupported_transfer_coding(const Request& req) {
+  const auto count = req.count(http::field::transfer_encoding);
+  if (count == 0) return std::nullopt;
+  const std::string_view te = req[http::field::transfer_encoding];
+  if (count == 1 && beast::iequals(te, "chunked")) return std::nullopt;
+  // The codings in order, lower-cased: chunked anywhere but last leaves no way to find the
+  // body's end (400); chunked after another coding is well-formed but not one we decode (501).
+  std::vector<std::string> codings(1);
+  for (const char ch : te) {
+    if (ch == ',') {
+      codings.emplace_back();
+    } else if (ch != ' ' && ch != '\t') {
+      codings.back() += static_cast<char>(ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch);
+    }
+  }
+  const bool chunked_not_last =
+      std::find(codings.begin(), codings.end() - 1, "chunked") != codings.end() - 1;
+  if (count > 1 || chunked_not_last || codings.back().empty()) {
+    return Refusal{http::status::bad_request,
+                   "malformed HTTP request: chunked must be the last transfer coding, once",
+                   "bad_request"};
+  }
+  return Refusal{http::status::not_implemented,
+                 "transfer coding '" + std::string(te.substr(0, 64)) + "' is not supported",
+                 "unsupported_transfer_coding"};
+}
+
+// Cancels the reads on a connection when a request takes longer than `timeout` to arrive, and
+// leaves the socket open so that the server can still answer 408 (the stream's own deadline
+// closes the socket when it expires). The timer runs on the connection's strand, so it never
+// races the coroutine that reads; after destruction its handler touches nothing.
+class RequestDeadline {
+ public:
+  RequestDeadline(beast::tcp_stream& stream, std::chrono::milliseconds timeout)
+      : timer_(stream.get_executor(), timeout) {
+    timer_.async_wait([&stream, fired = fired_, armed = armed_](const beast::error_code& ec) {
+      if (ec || !*armed) return;
+      *fired = true;
+      beast::error_code ignored;
+      stream.socket().cancel(ignored);
+    });
+  }
+  ~RequestDeadline() {
+    *armed_ = false;
+    timer_.cancel();
+  }
+  RequestDeadline(const RequestDeadline&) = delete;
+  RequestDeadline& operator=(const RequestDeadline&) = delete;
+  bool expired() const { return *fired_; }
+
+ private:
+  asio::steady_timer timer_;
+  std::shared_ptr<bool> fired_ = std::make_shared<bool>(false);
+  std::shared_ptr<bool> armed_ = std::make_shared<bool>(true);
+};
 
 }  // namespace
 
@@ -144,11 +215,35 @@ Awaitable<void> HttpServer::Impl::session(tcp::socket socket) {
       http::request_parser<http::string_body> parser;
       parser.body_limit(options.max_body_bytes);
       parser.header_limit(static_cast<std::uint32_t>(options.max_header_bytes));
-      c.stream.expires_after(options.idle_timeout);
       idle = true;
-      auto [ec, n] = co_await http::async_read(c.stream, c.buffer, parser, kTuple);
-      (void)n;
+      if (c.buffer.size() == 0) {
+        // Between requests: the idle deadline, until the next request's first byte.
+        c.stream.expires_after(options.idle_timeout);
+        auto [ec, got] = co_await c.stream.async_read_some(c.buffer.prepare(16 * 1024), kTuple);
+        if (ec) break;  // the client left or stayed silent: closed quietly
+        c.buffer.commit(got);
+      }
+      // From its first byte, the request's deadline: headers or a body dribbled a byte at a
+      // time (slowloris) get 408 instead of holding the connection open.
+      c.stream.expires_never();
+      beast::error_code ec;
+      bool request_timed_out = false;
+      {
+        RequestDeadline deadline(c.stream, options.request_timeout);
+        auto [read_ec, n] = co_await http::async_read(c.stream, c.buffer, parser, kTuple);
+        (void)n;
+        ec = read_ec;
+        request_timed_out = read_ec && deadline.expired();
+      }
       idle = false;
+      if (request_timed_out) {
+        co_await refuse(c, http::status::request_timeout,
+                        "the request did not arrive within " +
+                            std::to_string(options.request_timeout.count()) + " ms",
+                        "request_timeout", parser.get().target());
+        co_await linger(c);
+        break;
+      }
       if (is_quiet_close(ec)) break;
       if (ec) {
         // Malformed HTTP or over a limit: answer, then close (the rest is still on the wire).
@@ -172,6 +267,11 @@ Awaitable<void> HttpServer::Impl::session(tcp::socket socket) {
         break;
       }
       Request req = parser.release();
+      if (const auto refusal = unsupported_transfer_coding(req)) {
+        co_await refuse(c, refusal->status, refusal->message, refusal->code, req.target());
+        co_await linger(c);
+        break;
+      }
       if (!co_await handler.handle(c, req)) break;
     }
   } catch (const std::exception& e) {

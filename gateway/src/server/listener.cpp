@@ -26,6 +26,18 @@ std::string new_request_id(GatewayContext& ctx) {
          "-" + std::to_string(ctx.next_request_id.fetch_add(1));
 }
 
+// Compares a presented API key with a configured one in time that depends only on their lengths,
+// not on where they first differ, so that response timing does not reveal a key's prefix.
+bool same_key(std::string_view presented, std::string_view configured) {
+  // volatile: the compiler may not turn the loop back into an early-exit comparison.
+  volatile unsigned char diff = presented.size() == configured.size() ? 0 : 1;
+  const std::size_t n = std::min(presented.size(), configured.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    diff = diff | static_cast<unsigned char>(presented[i] ^ configured[i]);
+  }
+  return diff == 0;
+}
+
 // Authentication and tenant. Returns false (and an error in `error`) for a missing/unknown key.
 bool identify(const GatewayContext& ctx, const Request& req, RequestInfo& info,
               std::string& error) {
@@ -36,8 +48,11 @@ bool identify(const GatewayContext& ctx, const Request& req, RequestInfo& info,
   if (auth.starts_with("Bearer ")) key = auth.substr(7);
   if (key.empty()) key = req["x-api-key"];
   if (!t.api_keys.empty()) {
-    const auto it = std::find_if(t.api_keys.begin(), t.api_keys.end(),
-                                 [&](const ApiKey& k) { return k.key == key; });
+    // Every configured key is compared, whichever matches.
+    auto it = t.api_keys.end();
+    for (auto k = t.api_keys.begin(); k != t.api_keys.end(); ++k) {
+      if (same_key(key, k->key) && it == t.api_keys.end()) it = k;
+    }
     if (it == t.api_keys.end()) {
       error = key.empty() ? "missing API key: send Authorization: Bearer KEY or x-api-key: KEY"
                           : "invalid API key";
@@ -209,6 +224,7 @@ serving::ServerOptions http_options(const GatewayConfig& config, const GatewayOp
   o.max_header_bytes = config.limits.max_header_bytes;
   o.max_connections = config.limits.max_connections;
   o.idle_timeout = config.timeouts.client_idle;
+  o.request_timeout = config.timeouts.client_request;
   o.write_timeout = config.timeouts.write;
   o.drain_timeout = config.timeouts.drain;
   o.handle_signals = options.handle_signals;

@@ -13,10 +13,8 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <charconv>
-#include <cmath>
 
-#include "prefixgate/canonicalize/json.h"
+#include "server/engine_events.h"
 #include "server/engine_load.h"
 #include "server/upstream_exchange.h"
 #include "server/upstream_pool.h"
@@ -31,72 +29,35 @@ Awaitable<void> sleep_for(std::chrono::milliseconds d) {
   co_await timer.async_wait(kTuple);
 }
 
-bool parse_hash(const json::Value* v, std::uint64_t& out) {
-  if (!v || !v->is_string()) return false;
-  const std::string& s = v->as_string();
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out, 16);
-  return ec == std::errc() && end == s.data() + s.size();
-}
-
-std::size_t count(const json::Value& o, std::string_view key) {
-  const json::Value* v = o.find(key);
-  return v && v->is_number() && v->as_number().value > 0
-             ? static_cast<std::size_t>(v->as_number().value)
-             : 0;
-}
-
-// A positive finite number, else 0.
-double rate(const json::Value& o, std::string_view key) {
-  const json::Value* v = o.find(key);
-  if (!v || !v->is_number()) return 0;
-  const double x = v->as_number().value;
-  return x > 0 && std::isfinite(x) ? x : 0;
-}
-
 // Applies one line. Returns false on a sequence gap (start over from a fresh snapshot).
 bool apply_line(GatewayContext& ctx, ReplicaId r, std::string_view line, std::uint64_t& last_seq,
                 bool& have_seq) {
-  auto doc = json::parse(line);
-  if (!doc || !doc->is_object()) return true;  // not ours to judge: skip it
-  const json::Value* type = doc->find("type");
-  if (!type || !type->is_string()) return true;
-  const std::string& t = type->as_string();
-  const std::string& name = ctx.replicas->upstream(r).url;
-  if (t == "load") {
-    ctx.replicas->apply_load(
-        r, LoadReport{count(*doc, "running"), count(*doc, "waiting"), count(*doc, "kv_pages_used"),
-                      count(*doc, "kv_pages_total"), count(*doc, "tokens_queued_for_prefill"),
-                      count(*doc, "preemptions_total"), rate(*doc, "prefill_seconds_per_token"),
-                      rate(*doc, "decode_seconds_per_sequence")});
+  using Kind = EngineEventLine::Kind;
+  const EngineEventLine e = parse_engine_event_line(line);
+  if (e.kind == Kind::kSkip) return true;  // not ours to judge: skip it
+  if (e.kind == Kind::kLoad) {
+    ctx.replicas->apply_load(r, e.load);
     return true;
   }
-  const std::uint64_t seq = count(*doc, "seq");
-  ctx.m.kv_events->add({name, t});
-  if (t == "snapshot") {
-    std::vector<std::uint64_t> hashes;
-    if (const json::Value* blocks = doc->find("blocks"); blocks && blocks->is_array()) {
-      for (const json::Value& b : blocks->as_array()) {
-        std::uint64_t h = 0;
-        if (b.is_object() && parse_hash(b.find("hash"), h)) hashes.push_back(h);
-      }
-    }
-    ctx.replicas->apply_snapshot(r, hashes);
-    last_seq = seq;
+  const std::string& name = ctx.replicas->upstream(r).url;
+  ctx.m.kv_events->add({name, e.type});
+  if (e.kind == Kind::kSnapshot) {
+    ctx.replicas->apply_snapshot(r, e.hashes);
+    last_seq = e.seq;
     have_seq = true;
     return true;
   }
-  if (!have_seq || seq != last_seq + 1) {
-    spdlog::warn("kv_events {}: sequence gap ({} after {}); resyncing", name, seq, last_seq);
+  if (!have_seq || e.seq != last_seq + 1) {
+    spdlog::warn("kv_events {}: sequence gap ({} after {}); resyncing", name, e.seq, last_seq);
     have_seq = false;
     return false;
   }
-  last_seq = seq;
-  std::uint64_t h = 0;
-  if (t == "stored" && parse_hash(doc->find("hash"), h)) {
-    ctx.replicas->apply_stored(r, h);
-  } else if (t == "removed" && parse_hash(doc->find("hash"), h)) {
-    ctx.replicas->apply_removed(r, h);
-  } else if (t == "cleared") {
+  last_seq = e.seq;
+  if (e.kind == Kind::kStored && !e.hashes.empty()) {
+    ctx.replicas->apply_stored(r, e.hashes.front());
+  } else if (e.kind == Kind::kRemoved && !e.hashes.empty()) {
+    ctx.replicas->apply_removed(r, e.hashes.front());
+  } else if (e.kind == Kind::kCleared) {
     ctx.replicas->apply_cleared(r);
   }
   return true;

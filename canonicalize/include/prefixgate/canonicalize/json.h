@@ -46,17 +46,19 @@ enum class Type { kNull, kBool, kNumber, kString, kArray, kObject };
 
 class Value {
  public:
-  Value() = default;                                        // null
-  Value(Null) {}                                            // NOLINT
-  Value(bool b) : v_(b) {}                                  // NOLINT
-  Value(double d) : v_(Number{d, {}}) {}                    // NOLINT
-  Value(int i) : v_(Number{static_cast<double>(i), {}}) {}  // NOLINT
-  Value(Number n) : v_(std::move(n)) {}                     // NOLINT
-  Value(std::string s) : v_(std::move(s)) {}                // NOLINT
-  Value(std::string_view s) : v_(std::string(s)) {}         // NOLINT
-  Value(const char* s) : v_(std::string(s)) {}              // NOLINT
-  Value(Array a) : v_(std::move(a)) {}                      // NOLINT
-  Value(Object o) : v_(std::move(o)) {}                     // NOLINT
+  // Defined after Member: constructing the variant needs Member complete (clang instantiates
+  // the constexpr constructors of std::variant and std::vector where they are first used).
+  Value();                    // null
+  Value(Null);                // NOLINT
+  Value(bool b);              // NOLINT
+  Value(double d);            // NOLINT
+  Value(int i);               // NOLINT
+  Value(Number n);            // NOLINT
+  Value(std::string s);       // NOLINT
+  Value(std::string_view s);  // NOLINT
+  Value(const char* s);       // NOLINT
+  Value(Array a);             // NOLINT
+  Value(Object o);            // NOLINT
 
   Type type() const { return static_cast<Type>(v_.index()); }
   bool is_null() const { return type() == Type::kNull; }
@@ -84,7 +86,7 @@ class Value {
   // Removes a member if present; returns whether it was.
   bool erase(std::string_view key);
 
-  friend bool operator==(const Value& a, const Value& b) { return a.v_ == b.v_; }
+  friend bool operator==(const Value& a, const Value& b);
 
  private:
   std::variant<Null, bool, Number, std::string, Array, Object> v_;
@@ -97,6 +99,21 @@ struct Member {
     return a.key == b.key && a.value == b.value;
   }
 };
+
+inline Value::Value() = default;
+inline Value::Value(Null) {}
+inline Value::Value(bool b) : v_(b) {}
+inline Value::Value(double d) : v_(Number{d, {}}) {}
+inline Value::Value(int i) : v_(Number{static_cast<double>(i), {}}) {}
+inline Value::Value(Number n) : v_(std::move(n)) {}
+inline Value::Value(std::string s) : v_(std::move(s)) {}
+inline Value::Value(std::string_view s) : v_(std::string(s)) {}
+inline Value::Value(const char* s) : v_(std::string(s)) {}
+inline Value::Value(Array a) : v_(std::move(a)) {}
+inline Value::Value(Object o) : v_(std::move(o)) {}
+inline bool operator==(const Value& a, const Value& b) {
+  return a.v_ == b.v_;
+}
 
 // Name of a type for error messages: "null", "boolean", "number", "string", "array", "object".
 const char* type_name(Type type);

@@ -18,7 +18,9 @@ struct ServerOptions {
   std::size_t max_body_bytes = 16u << 20;
   std::size_t max_header_bytes = 64u << 10;
   std::size_t max_connections = 10000;
-  std::chrono::milliseconds idle_timeout{60000};   // keep-alive wait for the next request
+  std::chrono::milliseconds idle_timeout{60000};  // keep-alive wait for the next request
+  // From a request's first byte to its last (headers and body): past it, 408 and close.
+  std::chrono::milliseconds request_timeout{30000};
   std::chrono::milliseconds write_timeout{30000};  // per write
   std::chrono::milliseconds drain_timeout{30000};  // in-flight requests on shutdown
   std::chrono::milliseconds linger_timeout{2000};  // reading a refused request's rest

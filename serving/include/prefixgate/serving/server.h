@@ -17,9 +17,12 @@
 // Handler, repeat while it keeps the connection. What the server answers itself:
 //   - over max_connections: 503 and close, without reading;
 //   - a body over max_body_bytes: 413; headers over max_header_bytes: 431; malformed HTTP: 400;
+//     a request whose last byte has not arrived request_timeout after its first: 408;
 //     each followed by a lingering close (what the client is still sending is read and dropped
 //     for up to linger_timeout, so it sees the answer rather than a reset: RFC 9112 section 9.6);
 //   - end of stream, a reset or the idle deadline between requests: closed quietly.
+// Read deadlines: idle_timeout until a request's first byte, then request_timeout until its
+// last, so a client that dribbles its headers or body a byte at a time is bounded.
 // Shutdown (request_shutdown(), or SIGINT/SIGTERM with handle_signals): stop accepting, close
 // idle connections, let busy ones finish their request (draining() turns keep-alive off), give
 // up after drain_timeout.

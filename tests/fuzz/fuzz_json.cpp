@@ -1,0 +1,73 @@
+// JSON: any bytes into json::parse; what parses must survive the RFC 8785 writer:
+// parse -> to_canonical_json -> parse -> to_canonical_json gives the same bytes, the canonical
+// form is_canonical(), and both writers' output parses in simdjson's DOM parser (a second,
+// independent one).
+#include <simdjson.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+#include "prefixgate/canonicalize/json.h"
+
+namespace {
+
+using namespace prefixgate;
+
+[[noreturn]] void fail(const char* what, std::string_view detail) {
+  std::fprintf(stderr, "fuzz_json: %s: %.*s\n", what, static_cast<int>(detail.size()),
+               detail.data());
+  std::abort();
+}
+
+// A run of 19 or more digits: an integer that may lie outside int64/uint64, which this
+// simdjson's DOM parser refuses (NUMBER_ERROR) although it is valid JSON. ECMAScript's number
+// form writes every integer below 1e21 in full, so the canonical writer produces them.
+bool has_long_integer(std::string_view text) {
+  std::size_t run = 0;
+  for (const char ch : text) {
+    run = (ch >= '0' && ch <= '9') ? run + 1 : 0;
+    if (run >= 19) return true;
+  }
+  return false;
+}
+
+// `numbers_as_sent`: to_json writes a number's source text, which may be valid JSON whose value
+// simdjson's DOM cannot hold (1e400); the canonical form never is.
+void check_simdjson(const std::string& text, bool numbers_as_sent) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  const auto error = parser.parse(text).get(doc);
+  if (error == simdjson::SUCCESS) return;
+  const bool number_error =
+      error == simdjson::NUMBER_ERROR || error == simdjson::NUMBER_OUT_OF_RANGE;
+  if (number_error && (numbers_as_sent || has_long_integer(text))) return;
+  fail(simdjson::error_message(error), text);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  auto doc = json::parse(text);
+  if (!doc) return 0;
+
+  const std::string compact = json::to_json(*doc);
+  check_simdjson(compact, /*numbers_as_sent=*/true);
+  auto again = json::parse(compact);
+  if (!again) fail("to_json output does not parse", compact);
+  if (json::to_json(*again) != compact) fail("to_json is not stable", compact);
+
+  auto canonical = json::to_canonical_json(*doc);
+  if (!canonical) return 0;  // a number JSON cannot carry (the writer says so)
+  check_simdjson(*canonical, /*numbers_as_sent=*/false);
+  auto reparsed = json::parse(*canonical);
+  if (!reparsed) fail("canonical output does not parse", *canonical);
+  if (!json::is_canonical(*reparsed)) fail("canonical output is not canonical", *canonical);
+  auto twice = json::to_canonical_json(*reparsed);
+  if (!twice || *twice != *canonical) fail("canonical round trip differs", *canonical);
+  return 0;
+}

@@ -1,0 +1,66 @@
+// The KV-event parsers on arbitrary bytes. The first byte picks the parser:
+//   even: a vLLM/SGLang msgpack payload (kv_events::decode_event_batch); a batch that decodes
+//         re-encodes (map and array form) to bytes that decode and re-encode to the same bytes;
+//   odd:  prefixgate-engine's /v1/kv_events JSON lines, split at '\n', each through the parser
+//         the gateway applies them with.
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+#include "prefixgate/kv_events/wire.h"
+#include "server/engine_events.h"
+
+namespace {
+
+using namespace prefixgate;
+
+[[noreturn]] void fail(const char* what) {
+  std::fprintf(stderr, "fuzz_kv_events: %s\n", what);
+  std::abort();
+}
+
+void check_msgpack(std::string_view payload) {
+  auto batch = kv_events::decode_event_batch(payload);
+  if (!batch) {
+    if (batch.error().message.empty()) fail("an error without a message");
+    return;
+  }
+  for (const kv_events::WireForm form : {kv_events::WireForm::kMap, kv_events::WireForm::kArray}) {
+    const std::string encoded = kv_events::encode_event_batch(*batch, form);
+    auto decoded = kv_events::decode_event_batch(encoded);
+    if (!decoded) fail("an encoded batch does not decode");
+    if (decoded->events.size() != batch->events.size()) fail("events lost in a round trip");
+    if (kv_events::encode_event_batch(*decoded, form) != encoded) fail("round trip differs");
+  }
+}
+
+void check_lines(std::string_view text) {
+  using Kind = gateway::server::EngineEventLine::Kind;
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    std::size_t nl = text.find('\n', pos);
+    if (nl == std::string_view::npos) nl = text.size();
+    const auto e = gateway::server::parse_engine_event_line(text.substr(pos, nl - pos));
+    if ((e.kind == Kind::kStored || e.kind == Kind::kRemoved) && e.hashes.size() > 1) {
+      fail("a stored/removed line with several hashes");
+    }
+    if (e.kind == Kind::kSkip && !e.type.empty()) fail("a skipped line with a type");
+    pos = nl + 1;
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  if (size == 0) return 0;
+  const std::string_view rest(reinterpret_cast<const char*>(data) + 1, size - 1);
+  if (data[0] % 2 == 0) {
+    check_msgpack(rest);
+  } else {
+    check_lines(rest);
+  }
+  return 0;
+}
