@@ -3,15 +3,14 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "report_text.h"
+
 namespace prefixgate::bench {
 
 namespace {
 
-std::string fmt(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
+using report_text::fmt;
+using report_text::xml_escape;
 
 json::Value counts_json(const std::map<std::string, std::size_t>& m) {
   json::Object o;
@@ -23,20 +22,6 @@ json::Value strings_json(const std::map<std::string, std::string>& m) {
   json::Object o;
   for (const auto& [k, v] : m) o.push_back({k, v});
   return o;
-}
-
-std::string xml_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
 }
 
 }  // namespace

@@ -5,14 +5,13 @@
 #include <map>
 #include <tuple>
 
+#include "report_text.h"
+
 namespace prefixgate::bench {
 namespace {
 
-std::string fmt(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
+using report_text::fmt;
+using report_text::xml_escape;
 
 std::string seconds(double s) {
   if (s < 1) return fmt("%.0fms", s * 1000);
@@ -38,19 +37,6 @@ std::vector<Cell> cells_of(const SimReport& report) {
     if (std::find(cells.begin(), cells.end(), c) == cells.end()) cells.push_back(c);
   }
   return cells;
-}
-
-std::string xml_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      default: out += c;
-    }
-  }
-  return out;
 }
 
 }  // namespace
