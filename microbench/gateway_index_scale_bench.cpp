@@ -22,6 +22,7 @@
 #include "prefixgate/gateway/prefix_index.h"
 #include "prefixgate/gateway/replica_load.h"
 #include "prefixgate/gateway/routing.h"
+#include "synthetic_hashes.h"
 
 namespace {
 
@@ -31,21 +32,8 @@ constexpr std::size_t kReplicas = 1000;
 constexpr std::size_t kPromptBlocks = 2048;
 constexpr std::size_t kPrompts = 5000;  // 10,240,000 blocks
 
-std::uint64_t mix(std::uint64_t x) {
-  x ^= x >> 31;
-  x *= 0x7fb5d329728ea185ULL;
-  x ^= x >> 27;
-  x *= 0x81dadef4bc2dd44dULL;
-  x ^= x >> 33;
-  return x;
-}
-
-std::vector<std::uint64_t> chain(std::uint64_t seed, std::size_t blocks) {
-  std::vector<std::uint64_t> out(blocks);
-  std::uint64_t h = mix(seed + 1);
-  for (std::size_t i = 0; i < blocks; ++i) out[i] = h = mix(h ^ (i + 1));
-  return out;
-}
+using synthetic_hashes::chain;
+using synthetic_hashes::mix;
 
 std::size_t heap_bytes_in_use() {
   const struct mallinfo2 m = mallinfo2();

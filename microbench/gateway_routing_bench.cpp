@@ -12,26 +12,14 @@
 
 #include "prefixgate/gateway/prefix_index.h"
 #include "prefixgate/gateway/routing.h"
+#include "synthetic_hashes.h"
 
 namespace {
 
 using namespace prefixgate::gateway;
 
-std::uint64_t mix(std::uint64_t x) {
-  x ^= x >> 31;
-  x *= 0x7fb5d329728ea185ULL;
-  x ^= x >> 27;
-  x *= 0x81dadef4bc2dd44dULL;
-  x ^= x >> 33;
-  return x;
-}
-
-std::vector<std::uint64_t> chain(std::uint64_t seed, std::size_t blocks) {
-  std::vector<std::uint64_t> out(blocks);
-  std::uint64_t h = mix(seed + 1);
-  for (std::size_t i = 0; i < blocks; ++i) out[i] = h = mix(h ^ (i + 1));
-  return out;
-}
+using synthetic_hashes::chain;
+using synthetic_hashes::mix;
 
 void BM_CacheAwareRoute(benchmark::State& state) {
   const auto prompt_tokens = static_cast<std::size_t>(state.range(0));
