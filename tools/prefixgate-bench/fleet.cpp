@@ -27,6 +27,17 @@ std::string executable_dir() {
   return ec ? std::string(".") : exe.parent_path().string();
 }
 
+std::string sim_profile_of(const std::string& profiles, std::size_t replica) {
+  std::vector<std::string> list;
+  std::size_t start = 0;
+  for (std::size_t comma; (comma = profiles.find(',', start)) != std::string::npos;
+       start = comma + 1) {
+    list.push_back(profiles.substr(start, comma - start));
+  }
+  list.push_back(profiles.substr(start));
+  return list[replica % list.size()];
+}
+
 Fleet::Fleet(FleetOptions options) : options_(std::move(options)) {}
 
 Fleet::~Fleet() {
@@ -40,8 +51,8 @@ Status Fleet::start_engines() {
     std::vector<std::string> args{"--device",  options_.device, "--model", options_.model, "--host",
                                   "127.0.0.1", "--port",        "0",       "--log-level",  "warn"};
     if (options_.device == "sim") {
-      args.insert(args.end(),
-                  {"--sim-profile", options_.sim_profile, "--sim-speedup", options_.sim_speedup});
+      args.insert(args.end(), {"--sim-profile", sim_profile_of(options_.sim_profile, i),
+                               "--sim-speedup", options_.sim_speedup});
     }
     if (options_.kv_cache_tokens > 0) {
       args.insert(args.end(), {"--kv-cache-tokens", std::to_string(options_.kv_cache_tokens)});

@@ -24,6 +24,7 @@ namespace prefixgate::bench {
 struct FleetOptions {
   std::size_t replicas = 2;
   std::string device = "sim";  // sim | cpu
+  // GPU:MODEL, or a comma-separated list for a mixed fleet: replica i runs profile i mod n.
   std::string sim_profile = "h100:llama3-8b";
   std::string sim_speedup = "1";
   std::string model = "builtin:tiny";
@@ -39,6 +40,9 @@ struct FleetOptions {
   std::string gateway_bin;
   std::string log_dir;
 };
+
+// Replica `replica`'s profile from --sim-profile's comma-separated list (i mod n).
+std::string sim_profile_of(const std::string& profiles, std::size_t replica);
 
 class Fleet {
  public:

@@ -129,7 +129,8 @@ int main(int argc, char** argv) {
   cmp->add_option("--replicas", compare.fleet.replicas, "engine replicas to start")
       ->capture_default_str();
   cmp->add_option("--device", compare.fleet.device, "sim | cpu")->capture_default_str();
-  cmp->add_option("--sim-profile", compare.fleet.sim_profile, "sim: GPU:MODEL")
+  cmp->add_option("--sim-profile", compare.fleet.sim_profile,
+                  "sim: GPU:MODEL, or A,B,... for a mixed fleet (replica i runs profile i mod n)")
       ->capture_default_str();
   cmp->add_option("--sim-speedup", compare.fleet.sim_speedup,
                   "sim: N runs the modelled GPU N times faster (engine/SIM.md)")
