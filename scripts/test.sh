@@ -51,6 +51,6 @@ PREFIXGATE_GATEWAY_BIN="$PWD/build/tsan/gateway/prefixgate" \
   PREFIXGATE_ENGINE_BIN="$PWD/build/tsan/engine/prefixgate-engine" \
   ctest --test-dir build/release -j "$jobs" --output-on-failure --no-tests=error \
   -L concurrent -L process-only
-phase "fuzz build and 5 s of each fuzz_* program"
-scripts/fuzz.sh 5
+phase "fuzz build and 3 s of each fuzz_* program"
+scripts/fuzz.sh 3
 phase "done"
