@@ -1,6 +1,7 @@
 // Validation of Anthropic Messages bodies and their conversion into Chat Completions requests.
 // Field rules follow Anthropic's API reference; the mapping is in anthropic.h.
 #include <set>
+#include <tuple>
 
 #include "conversion_builder.h"
 #include "field_checks.h"
@@ -364,31 +365,14 @@ Status convert_scalars(const Value& body, MessagesRequest& out, json::Object& ch
     }
     chat.push_back({"stop", *stop});
   }
-  struct Range {
-    const char* key;
-    double lo, hi;
-    bool integer;
-  };
-  for (const Range& r : {Range{"temperature", 0, 1, false}, Range{"top_p", 0, 1, false},
-                         Range{"top_k", 0, 1e9, true}}) {
-    const Value* v = present(body, r.key);
-    if (v == nullptr) continue;
-    if (r.integer ? !is_integer(*v) : !v->is_number()) {
-      return wrong_type(r.key, r.integer ? "an integer" : "a number", *v);
-    }
-    const double x = v->as_number().value;
-    if (!(x >= r.lo && x <= r.hi)) {
-      return invalid(r.key, "must be between " + json::format_number(r.lo) + " and " +
-                                json::format_number(r.hi));
-    }
-    chat.push_back({r.key, *v});
+  for (const auto& [key, lo, hi, integer] :
+       {std::tuple{"temperature", 0.0, 1.0, false}, std::tuple{"top_p", 0.0, 1.0, false},
+        std::tuple{"top_k", 0.0, 1e9, true}}) {
+    if (Status s = copy_number_in_range(body, key, lo, hi, integer, chat); !s) return s;
   }
-  if (const Value* stream = present(body, "stream")) {
-    if (!stream->is_bool()) return wrong_type("stream", "a boolean", *stream);
-    out.stream = stream->as_bool();
-    chat.push_back({"stream", out.stream});
-    if (out.stream) chat.push_back({"stream_options", json::Object{{"include_usage", true}}});
-  }
+  auto stream = copy_stream_flag(body, chat);
+  if (!stream) return stream.error();
+  out.stream = *stream;
   if (const Value* metadata = present(body, "metadata")) {
     if (!metadata->is_object()) return wrong_type("metadata", "an object", *metadata);
     if (const Value* user = present(*metadata, "user_id")) {

@@ -51,4 +51,33 @@ inline const json::Value* present(const json::Value& object, std::string_view ke
   return v == nullptr || v->is_null() ? nullptr : v;
 }
 
+// A sampling parameter (temperature, top_p, top_k): absent, or a number (an integer when
+// `integer`) within [lo, hi]. Copied into the chat equivalent's `chat` when present.
+inline Status copy_number_in_range(const json::Value& body, const char* key, double lo, double hi,
+                                   bool integer, json::Object& chat) {
+  const json::Value* v = present(body, key);
+  if (v == nullptr) return {};
+  if (integer ? !is_integer(*v) : !v->is_number()) {
+    return wrong_type(key, integer ? "an integer" : "a number", *v);
+  }
+  const double x = v->as_number().value;
+  if (!(x >= lo && x <= hi)) {
+    return invalid(
+        key, "must be between " + json::format_number(lo) + " and " + json::format_number(hi));
+  }
+  chat.push_back({key, *v});
+  return {};
+}
+
+// `stream`: absent (false) or a boolean; a streamed chat equivalent asks for usage in its last
+// chunk, which the client's own API reports.
+inline Result<bool> copy_stream_flag(const json::Value& body, json::Object& chat) {
+  const json::Value* stream = present(body, "stream");
+  if (stream == nullptr) return false;
+  if (!stream->is_bool()) return wrong_type("stream", "a boolean", *stream);
+  chat.push_back({"stream", stream->as_bool()});
+  if (stream->as_bool()) chat.push_back({"stream_options", json::Object{{"include_usage", true}}});
+  return stream->as_bool();
+}
+
 }  // namespace prefixgate::canon::checks

@@ -2,6 +2,7 @@
 // Completions requests. Field rules follow OpenAI's API reference; the mapping is in
 // responses_api.h.
 #include <set>
+#include <tuple>
 
 #include "conversion_builder.h"
 #include "field_checks.h"
@@ -280,27 +281,13 @@ Status convert_scalars(const Value& body, ResponsesRequest& out, json::Object& c
     out.max_output_tokens = static_cast<std::size_t>(max->as_number().value);
     chat.push_back({"max_tokens", *max});
   }
-  struct Range {
-    const char* key;
-    double lo, hi;
-  };
-  for (const Range& r : {Range{"temperature", 0, 2}, Range{"top_p", 0, 1}}) {
-    const Value* v = present(body, r.key);
-    if (v == nullptr) continue;
-    if (!v->is_number()) return wrong_type(r.key, "a number", *v);
-    const double x = v->as_number().value;
-    if (!(x >= r.lo && x <= r.hi)) {
-      return invalid(r.key, "must be between " + json::format_number(r.lo) + " and " +
-                                json::format_number(r.hi));
-    }
-    chat.push_back({r.key, *v});
+  for (const auto& [key, lo, hi] :
+       {std::tuple{"temperature", 0.0, 2.0}, std::tuple{"top_p", 0.0, 1.0}}) {
+    if (Status s = copy_number_in_range(body, key, lo, hi, false, chat); !s) return s;
   }
-  if (const Value* stream = present(body, "stream")) {
-    if (!stream->is_bool()) return wrong_type("stream", "a boolean", *stream);
-    out.stream = stream->as_bool();
-    chat.push_back({"stream", out.stream});
-    if (out.stream) chat.push_back({"stream_options", json::Object{{"include_usage", true}}});
-  }
+  auto stream = copy_stream_flag(body, chat);
+  if (!stream) return stream.error();
+  out.stream = *stream;
   if (const Value* text = present(body, "text")) {
     if (!text->is_object()) return wrong_type("text", "an object", *text);
     if (const Value* format = present(*text, "format")) {
