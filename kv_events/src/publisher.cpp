@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "prefixgate/kv_events/wire.h"
+#include "prefixgate/kv_events/zmq_frames.h"
 
 namespace prefixgate::kv_events {
 namespace {
@@ -42,23 +43,6 @@ bool send_frames(void* socket, const std::vector<std::string_view>& frames) {
     if (zmq_send(socket, frames[i].data(), frames[i].size(), flags) < 0) return false;
   }
   return true;
-}
-
-// Every frame of one message; empty when none could be read.
-std::vector<std::string> recv_frames(void* socket) {
-  std::vector<std::string> frames;
-  for (;;) {
-    zmq_msg_t msg;
-    zmq_msg_init(&msg);
-    if (zmq_msg_recv(&msg, socket, ZMQ_DONTWAIT) < 0) {
-      zmq_msg_close(&msg);
-      return {};
-    }
-    frames.emplace_back(static_cast<const char*>(zmq_msg_data(&msg)), zmq_msg_size(&msg));
-    const bool more = zmq_msg_more(&msg) != 0;
-    zmq_msg_close(&msg);
-    if (!more) return frames;
-  }
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "prefixgate/gateway/kv_event_stream.h"
 #include "prefixgate/gateway/replica_keys.h"
 #include "prefixgate/kv_events/wire.h"
+#include "prefixgate/kv_events/zmq_frames.h"
 
 namespace prefixgate::gateway::server {
 namespace {
@@ -52,22 +53,7 @@ void set_int(void* s, int option, int value) {
   zmq_setsockopt(s, option, &value, sizeof value);
 }
 
-// One message's frames; empty when none is waiting (or the context is shutting down).
-std::vector<std::string> recv_frames(void* s) {
-  std::vector<std::string> frames;
-  for (;;) {
-    zmq_msg_t msg;
-    zmq_msg_init(&msg);
-    if (zmq_msg_recv(&msg, s, ZMQ_DONTWAIT) < 0) {
-      zmq_msg_close(&msg);
-      return {};
-    }
-    frames.emplace_back(static_cast<const char*>(zmq_msg_data(&msg)), zmq_msg_size(&msg));
-    const bool more = zmq_msg_more(&msg) != 0;
-    zmq_msg_close(&msg);
-    if (!more) return frames;
-  }
-}
+using kv_events::recv_frames;
 
 struct Rank {
   ReplicaId replica = 0;
