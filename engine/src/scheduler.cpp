@@ -1,8 +1,10 @@
 #include "prefixgate/engine/scheduler.h"
 
 #include <algorithm>
+#include <unordered_set>
 
 #include "prefixgate/base/check.h"
+#include "prefixgate/canonicalize/block_hash.h"
 
 namespace prefixgate::engine {
 
@@ -22,6 +24,9 @@ struct Scheduler::Sequence {
   std::size_t cached_tokens = 0;  // from the prefix cache at first admission
   bool prompt_cached = false;     // the prompt's full blocks were offered to the cache
   bool first_token_sent = false;
+  // Chained keys of the prompt's full blocks (salted), for stats(): which waiting prompts share
+  // blocks that a sequence ahead of them will compute. Not the radix cache's keys.
+  std::vector<std::uint64_t> prompt_block_keys;
 
   std::size_t generated() const { return tokens.size() - prompt_len; }
 };
@@ -54,6 +59,11 @@ void Scheduler::add(SequenceRequest request) {
   seq->tokens = std::move(request.prompt);
   seq->sampling = std::move(request.sampling);
   const std::size_t page_tokens = cache_.page_tokens();
+  // The last prompt token is always computed (its logits sample the first token), so only the
+  // blocks before it can be shared.
+  seq->prompt_block_keys = canon::block_hashes(
+      std::span<const canon::TokenId>(seq->tokens).first(seq->prompt_len - 1), page_tokens,
+      canon::block_hash_root("queued", seq->salt));
   // One more position than the prompt: the first generated token needs its K/V slot on the
   // next decode step.
   const std::size_t min_pages = (seq->prompt_len + 1 + page_tokens - 1) / page_tokens;
@@ -291,18 +301,34 @@ SchedulerStats Scheduler::stats() const {
   s.preemptions_total = preemptions_;
   s.prompt_tokens_total = prompt_tokens_total_;
   s.cached_prompt_tokens_total = cached_prompt_tokens_total_;
-  for (const auto& [id, seq] : sequences_) {
-    if (seq->computed >= seq->prompt_len) continue;
-    // A waiting sequence has not matched the cache yet (computed is 0): count what it will
-    // really prefill, the prompt less its cached prefix, as admit() will find it. Reporting the
-    // whole prompt would make a replica holding a hot prefix look loaded by work it never does.
-    std::size_t done = seq->computed;
-    if (done == 0 && !seq->tokens.empty()) {
-      done = cache_.cached_prefix_tokens(
-          seq->salt, std::span<const canon::TokenId>(seq->tokens).first(seq->tokens.size() - 1));
+  // Prompt tokens still to prefill, as the replica will really compute them. A waiting sequence
+  // has not matched the cache yet (computed is 0): it will prefill its prompt less the prefix
+  // cached now, and less what a sequence ahead of it (running, or earlier in the queue) computes
+  // first and caches. Counting whole prompts would make a replica holding a hot prefix, or one
+  // whose queue holds a group of requests behind the one computing their prefix, look loaded by
+  // work it never does, and routers would spill that prefix elsewhere.
+  std::unordered_set<std::uint64_t> ahead;  // block keys a sequence ahead computes
+  const std::size_t page_tokens = cache_.page_tokens();
+  auto count = [&](const Sequence& seq) {
+    if (seq.computed >= seq.prompt_len) return;
+    const std::vector<std::uint64_t>& keys = seq.prompt_block_keys;
+    std::size_t done = seq.computed;
+    // Blocks before first_uncached are in the cache for everyone; a running sequence's own
+    // computed blocks are cached when its prefill ends, so all of its blocks count as ahead.
+    std::size_t first_uncached = 0;
+    if (seq.state == Sequence::State::kWaiting) {
+      const std::size_t cached = cache_.cached_prefix_tokens(
+          seq.salt, std::span<const canon::TokenId>(seq.tokens).first(seq.prompt_len - 1));
+      std::size_t block = cached / page_tokens;
+      first_uncached = block;
+      while (block < keys.size() && ahead.contains(keys[block])) ++block;
+      done = std::max(cached, block * page_tokens);
     }
-    s.tokens_queued_for_prefill += seq->prompt_len - std::min(seq->prompt_len, done);
-  }
+    ahead.insert(keys.begin() + static_cast<std::ptrdiff_t>(first_uncached), keys.end());
+    s.tokens_queued_for_prefill += seq.prompt_len - std::min(seq.prompt_len, done);
+  };
+  for (const Sequence* seq : running_) count(*seq);
+  for (const Sequence* seq : waiting_) count(*seq);
   return s;
 }
 

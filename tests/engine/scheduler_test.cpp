@@ -255,5 +255,49 @@ TEST(SchedulerTest, RandomWorkloadsKeepEveryInvariant) {
   }
 }
 
+// The queued prefill a replica reports is what it will really compute: a group of requests
+// queued behind the one that computes their shared prefix counts that prefix once.
+std::vector<TokenId> concat(std::vector<TokenId> a, const std::vector<TokenId>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+TEST(SchedulerTest, QueuedPrefillCountsASharedPrefixOnce) {
+  Harness h(64);
+  const std::vector<TokenId> prefix = tokens(64, 1);
+  h.sched.add(request(1, concat(prefix, tokens(16, 2)), 4));
+  EXPECT_EQ(h.sched.stats().tokens_queued_for_prefill, 80U);
+  // Behind the first: only its own 16 tokens (the 4 shared blocks are computed first).
+  h.sched.add(request(2, concat(prefix, tokens(16, 3)), 4));
+  EXPECT_EQ(h.sched.stats().tokens_queued_for_prefill, 96U);
+  // Another salt shares nothing.
+  h.sched.add(request(3, concat(prefix, tokens(16, 4)), 4, "tenant-b"));
+  EXPECT_EQ(h.sched.stats().tokens_queued_for_prefill, 176U);
+  // A prompt that diverges inside the second block shares only the first.
+  std::vector<TokenId> diverging = prefix;
+  diverging[20] += 1;
+  h.sched.add(request(4, concat(diverging, tokens(16, 5)), 4));
+  EXPECT_EQ(h.sched.stats().tokens_queued_for_prefill, 176U + 80U - 16U);
+  h.run();
+  // Once computed and cached, a new prompt with that prefix queues only its suffix.
+  h.sched.add(request(5, concat(prefix, tokens(16, 6)), 4));
+  EXPECT_EQ(h.sched.stats().tokens_queued_for_prefill, 16U);
+}
+
+TEST(SchedulerTest, QueuedPrefillBehindARunningChunkedPrefill) {
+  SchedulerConfig config;
+  config.max_num_batched_tokens = 32;  // the first prompt needs three steps
+  Harness h(64, config);
+  const std::vector<TokenId> prefix = tokens(64, 7);
+  h.sched.add(request(1, concat(prefix, tokens(16, 8)), 4));
+  StepPlan plan = h.sched.schedule();
+  ASSERT_FALSE(plan.empty());
+  h.sched.complete(plan, h.device.execute(plan.batch));
+  h.sched.add(request(2, concat(prefix, tokens(16, 9)), 4));
+  // The first has 48 of 80 tokens left; the second only its 16 past the shared prefix.
+  EXPECT_EQ(h.sched.stats().tokens_queued_for_prefill, 48U + 16U);
+  h.run();
+}
+
 }  // namespace
 }  // namespace prefixgate::engine
