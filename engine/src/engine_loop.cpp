@@ -48,6 +48,7 @@ EngineLoop::EngineLoop(EngineConfig config, std::unique_ptr<Device> device)
   device_->init_kv_cache(config_.num_pages, config_.page_tokens);
   stats_.kv_pages_total = config_.num_pages;
   stats_.speed = device_->speed();
+  measure_speed_ = stats_.speed.prefill_seconds_per_token <= 0;
   thread_ = std::thread([this] { run(); });
 }
 
@@ -159,13 +160,20 @@ void EngineLoop::run() {
     if (plan.empty()) {
       updates = scheduler_.take_finished();
     } else {
+      const auto started = std::chrono::steady_clock::now();
       const StepOutput out = device_->execute(plan.batch);
+      if (measure_speed_) {
+        const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
+        speed_estimator_.add_step(plan.num_prefill_tokens,
+                                  plan.num_batched_tokens - plan.num_prefill_tokens, took.count());
+      }
       updates = scheduler_.complete(plan, out);
     }
     events_.append(cache_.drain_events());
     {
       std::lock_guard lock(mu_);
       stats_.scheduler = scheduler_.stats();
+      if (measure_speed_) stats_.speed = speed_estimator_.estimate().value_or(DeviceSpeed{});
       stats_.kv_pages_used = pool_.used_count();
       stats_.kv_pages_cached = cache_.cached_pages();
       stats_.kv_pages_evictable = cache_.evictable_pages();

@@ -61,9 +61,9 @@ void Scheduler::add(SequenceRequest request) {
   const std::size_t page_tokens = cache_.page_tokens();
   // The last prompt token is always computed (its logits sample the first token), so only the
   // blocks before it can be shared.
-  seq->prompt_block_keys = canon::block_hashes(
-      std::span<const canon::TokenId>(seq->tokens).first(seq->prompt_len - 1), page_tokens,
-      canon::block_hash_root("queued", seq->salt));
+  seq->prompt_block_keys =
+      canon::block_hashes(std::span<const canon::TokenId>(seq->tokens).first(seq->prompt_len - 1),
+                          page_tokens, canon::block_hash_root("queued", seq->salt));
   // One more position than the prompt: the first generated token needs its K/V slot on the
   // next decode step.
   const std::size_t min_pages = (seq->prompt_len + 1 + page_tokens - 1) / page_tokens;

@@ -5,7 +5,9 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <thread>
 
+#include "prefixgate/engine/sim_device.h"
 #include "support/fake_kv_device.h"
 
 namespace prefixgate::engine {
@@ -133,6 +135,57 @@ TEST(EngineLoopTest, DestructionEndsRequestsStillRunning) {
     loop.submit(request(30, 100000000), c.sink());
   }
   EXPECT_EQ(c.finished, FinishReason::kAbort);
+}
+
+// A device that keeps its speed to itself, as the cpu and cuda devices do: the loop must measure
+// it. The sim device underneath takes its modelled step times in wall time, so the measured
+// rates can be checked against the model's.
+class UnannouncedSpeed final : public Device {
+ public:
+  explicit UnannouncedSpeed(std::unique_ptr<SimDevice> sim) : sim_(std::move(sim)) {}
+  std::string_view name() const override { return sim_->name(); }
+  const ModelSpec& spec() const override { return sim_->spec(); }
+  std::size_t kv_page_bytes(std::size_t page_tokens) const override {
+    return sim_->kv_page_bytes(page_tokens);
+  }
+  void init_kv_cache(std::size_t num_pages, std::size_t page_tokens) override {
+    sim_->init_kv_cache(num_pages, page_tokens);
+  }
+  StepOutput execute(std::span<const SequenceStep> batch) override { return sim_->execute(batch); }
+
+ private:
+  std::unique_ptr<SimDevice> sim_;
+};
+
+TEST(EngineLoopTest, MeasuresTheSpeedOfADeviceThatDoesNotAnnounceIt) {
+  auto profile = parse_sim_profile("h100:llama3-8b");
+  ASSERT_TRUE(profile.ok());
+  const double speedup = 4;
+  const DeviceSpeed model = sim_speed(*profile);
+  EngineConfig c = config(4096);
+  c.scheduler.max_num_batched_tokens = 1024;
+  EngineLoop loop(c, std::make_unique<UnannouncedSpeed>(make_sim_device(*profile, speedup)));
+  EXPECT_EQ(loop.stats().speed.prefill_seconds_per_token, 0) << "nothing measured yet";
+  // Prompts of different lengths arriving while others decode: prefill chunks of many sizes
+  // beside decode batches of many sizes, which is what separates the two rates.
+  std::vector<std::unique_ptr<Collector>> done;
+  for (int i = 0; i < 24; ++i) {
+    done.push_back(std::make_unique<Collector>());
+    GenerationRequest r = request(1500 + 300 * static_cast<std::size_t>(i % 7), 12);
+    r.salt = std::to_string(i);  // every prompt computed in full
+    loop.submit(std::move(r), done.back()->sink());
+    std::this_thread::sleep_for(5ms);
+  }
+  for (auto& d : done) ASSERT_TRUE(d->wait(60s));
+  const DeviceSpeed measured = loop.stats().speed;
+  ASSERT_GT(measured.prefill_seconds_per_token, 0) << "no speed announced after the run";
+  ASSERT_GT(measured.decode_seconds_per_sequence, 0);
+  // The model's rate is its marginal cost at 2-4k tokens, the fit a line over chunks of up to
+  // 1,024 with the weights' read shared: the same scale, not the same number.
+  const double ratio =
+      measured.prefill_seconds_per_token / (model.prefill_seconds_per_token / speedup);
+  EXPECT_GT(ratio, 0.5);
+  EXPECT_LT(ratio, 2.0);
 }
 
 }  // namespace

@@ -26,6 +26,7 @@
 #include "prefixgate/engine/device.h"
 #include "prefixgate/engine/radix_cache.h"
 #include "prefixgate/engine/scheduler.h"
+#include "prefixgate/engine/speed_estimator.h"
 
 namespace prefixgate::engine {
 
@@ -89,7 +90,9 @@ struct EngineStats {
   std::uint64_t steps = 0;
   std::uint64_t generated_tokens_total = 0;
   std::uint64_t prefill_tokens_computed_total = 0;
-  DeviceSpeed speed;  // the device's, announced in load reports
+  // Announced in load reports: the device's own (the sim device's, from its profile), else as
+  // measured from its steps (SpeedEstimator); zero until known.
+  DeviceSpeed speed;
 };
 
 // A consistent view of the cache for a kv_events snapshot: the blocks, and the sequence number
@@ -132,6 +135,9 @@ class EngineLoop {
   RadixCache cache_;
   Scheduler scheduler_;
   KvEventLog events_;
+  // Engine thread only: the speed measured from steps, announced when the device declares none.
+  bool measure_speed_ = false;
+  SpeedEstimator speed_estimator_;
 
   mutable std::mutex mu_;  // guards everything below
   std::condition_variable cv_;
