@@ -190,8 +190,7 @@ Awaitable<std::optional<bool>> route_admin(Connection& c, const Request& req, Re
         c, info,
         error_response(req, http::status::not_found,
                        "no route for " + std::string(path) + " on the admin listener (it serves " +
-                           std::string(kAdminRoutes) + "; the API is on " + ctx.config.host + ":" +
-                           std::to_string(ctx.http->options().port) + ")",
+                           std::string(kAdminRoutes) + "; the API is on the listen address)",
                        "not_found", info.keep_alive));
   }
   if (!admin_here) {  // the same answer as any unknown path: nothing to learn here
