@@ -74,7 +74,11 @@ say "three apps, two questions each, through the gateway"
 for app in 1 2 3; do ask $app "How do I reset my password?"; done
 for app in 1 2 3; do ask $app "Can I change my plan?"; done
 say "hit rate as the gateway's /metrics reports it"
-curl -s "http://$host:8080/metrics" | grep -E '^prefixgate_(prompt|cached)_tokens_total' || true
+# The gateway inherits PREFIXGATE_ADMIN_KEY when it is set: /metrics then wants it.
+admin_auth=()
+[[ -n "${PREFIXGATE_ADMIN_KEY:-}" ]] && admin_auth=(-H "Authorization: Bearer $PREFIXGATE_ADMIN_KEY")
+curl -s "${admin_auth[@]}" "http://$host:8080/metrics" |
+  grep -E '^prefixgate_(prompt|cached)_tokens_total' || true
 
 say "serving (Ctrl-C to stop). Live dashboard: http://$host:8080/dashboard"
 cat <<HELP
@@ -85,6 +89,7 @@ cat <<HELP
   OpenAI SDK: base URL http://$host:8080/v1 (any api key)
   curl -s http://$host:8080/metrics | grep -E 'cached|route'   # hit rate and routing decisions
   curl -s http://$host:8080/stats                               # the dashboard's data (gateway/STATS.md)
+  (with PREFIXGATE_ADMIN_KEY set: sign in at /admin/login, curl with -H 'Authorization: Bearer KEY')
   curl -sN http://$host:9001/v1/kv_events                       # a replica's cache, as the gateway follows it
   logs: build/run/gateway.log, build/run/engine-*.log
 HELP

@@ -368,6 +368,11 @@ Status apply_root(const YAML::Node& root, GatewayConfig& cfg) {
       auto s = scalar<std::string>(v, k);
       if (!s) return s.error();
       cfg.log_level = *s;
+    } else if (k == "admin_key" || k == "admin_listen") {
+      auto s = scalar<std::string>(v, k);
+      if (!s) return s.error();
+      st =
+          k == "admin_key" ? set_admin_key(*s, k, cfg.admin) : parse_admin_listen(*s, k, cfg.admin);
     } else if (k == "api_keys" || k == "tenant_header" || k == "isolate_header_tenants") {
       continue;  // apply_tenants
     } else {
@@ -579,7 +584,7 @@ Status validate(const GatewayConfig& config) {
       }
     }
   }
-  return {};
+  return validate_admin(config);
 }
 
 }  // namespace prefixgate::gateway

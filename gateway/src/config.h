@@ -113,6 +113,24 @@ struct TenantConfig {
   bool isolate_header_tenants = false;
 };
 
+// The admin surface: /metrics, /stats, /dashboard (and its login) and /prefixgate/explain show
+// tenants, prompt excerpts and routing. Without a key they are served only where the gateway
+// listens on loopback (server/admin_gate.h has the rules); admin_listen moves them off `listen`.
+struct AdminConfig {
+  std::string key;   // admin_key or PREFIXGATE_ADMIN_KEY; "" = none
+  std::string host;  // admin_listen's; "" = the admin routes are served on `listen`
+  std::uint16_t port = 0;
+};
+
+inline constexpr std::size_t kMinAdminKeyBytes = 16;
+// Sets admin.key from `param` ("admin_key", "PREFIXGATE_ADMIN_KEY"): at least kMinAdminKeyBytes
+// of printable ASCII without spaces (it travels in a header and a form).
+Status set_admin_key(std::string_view key, const std::string& param, AdminConfig& admin);
+// "HOST:PORT" (an IP address; port 0 picks one) -> admin.host, admin.port. Errors name `param`.
+Status parse_admin_listen(std::string_view listen, const std::string& param, AdminConfig& admin);
+// An IP address in 127.0.0.0/8, ::1 or ::ffff:127.0.0.0/104. Host names are not resolved: false.
+bool is_loopback_host(std::string_view host);
+
 struct RoutingConfig {
   // cache_aware: a lower-tier cached token's prefill saving relative to a device-cached one's.
   double offload_hit_weight = 0.8;
@@ -141,6 +159,7 @@ struct GatewayConfig {
   LimitConfig limits;
   TokenizerCacheConfig tokenizer_cache;
   TenantConfig tenants;
+  AdminConfig admin;
   std::size_t eject_after_failures = 3;  // consecutive request failures that eject a replica
   std::size_t max_attempts = 3;          // replicas tried per request before the first byte
   std::string log_level = "info";
@@ -161,7 +180,9 @@ Status parse_listen(std::string_view listen, GatewayConfig& config);
 Status apply_config_yaml(std::string_view yaml, GatewayConfig& config);
 Result<GatewayConfig> load_config_file(const std::string& path);
 // Checks what only the whole can tell: at least one upstream, a known policy, positive sizes,
-// event endpoints only on kinds that have them, models that exist.
+// event endpoints only on kinds that have them, models that exist, an admin key and listener of
+// their own (validate_admin).
 Status validate(const GatewayConfig& config);
+Status validate_admin(const GatewayConfig& config);
 
 }  // namespace prefixgate::gateway

@@ -7,6 +7,7 @@
 //
 // Exit status: 0 after a clean shutdown (SIGTERM/SIGINT drain in-flight requests), 1 when the
 // socket or a model cannot be set up, 2 for invalid flags or configuration.
+// PREFIXGATE_API_KEYS adds API keys; PREFIXGATE_ADMIN_KEY sets the admin key (admin_key:).
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
@@ -61,6 +62,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> upstreams;
   std::size_t threads = 0;
   std::string tokenizer_cache;
+  std::string admin_listen;
   CLI::App app{"prefixgate: an OpenAI-compatible proxy that routes by cached prefix and load"};
   app.add_option("--config", config_path, "YAML configuration file");
   app.add_option("--listen", listen, "HOST:PORT to listen on (port 0 picks a free one)");
@@ -76,6 +78,10 @@ int main(int argc, char** argv) {
   app.add_option("--tokenizer-cache", tokenizer_cache,
                  "on or off: the segment cache of prompt tokens (tokenizer_cache.enabled)")
       ->check(CLI::IsMember({"on", "off"}));
+  app.add_option(
+      "--admin-listen", admin_listen,
+      "HOST:PORT for the admin routes (/metrics, /stats, /dashboard, "
+      "/prefixgate/explain), off --listen (admin_listen); the key: PREFIXGATE_ADMIN_KEY");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -104,6 +110,17 @@ int main(int argc, char** argv) {
   if (!log_level.empty()) cfg.log_level = log_level;
   if (!tokenizer_cache.empty()) cfg.tokenizer_cache.enabled = tokenizer_cache == "on";
   add_env_keys(cfg);
+  if (!admin_listen.empty()) {
+    if (auto st = gw::parse_admin_listen(admin_listen, "--admin-listen", cfg.admin); !st) {
+      return invalid(st.error());
+    }
+  }
+  // The environment wins over the file: a key kept out of a file that is checked in.
+  if (const char* key = std::getenv("PREFIXGATE_ADMIN_KEY"); key != nullptr && *key != '\0') {
+    if (auto st = gw::set_admin_key(key, "PREFIXGATE_ADMIN_KEY", cfg.admin); !st) {
+      return invalid(st.error());
+    }
+  }
   if (auto st = gw::validate(cfg); !st) return invalid(st.error());
   const auto level = spdlog::level::from_str(cfg.log_level);
   if (level == spdlog::level::off && cfg.log_level != "off") {
@@ -118,17 +135,22 @@ int main(int argc, char** argv) {
 #endif
 
   const std::string host = cfg.host;
+  const std::string admin_host = cfg.admin.host;
   gw::server::Gateway gateway(std::move(cfg), {.handle_signals = true});
   auto port = gateway.start();
   if (!port) {
     const auto& e = port.error();
-    if (e.param.starts_with("listen")) {
+    if (e.param.starts_with("listen") || e.param == "admin_listen") {
       spdlog::error("{}", e.message);
       return 1;
     }
     return invalid(e);
   }
   std::cout << "listening on http://" << host << ":" << *port << std::endl;
+  if (gateway.admin_port() != 0) {  // after the line above: tools take the first as the API's
+    std::cout << "admin routes listening on http://" << admin_host << ":" << gateway.admin_port()
+              << std::endl;
+  }
   gateway.run();
   spdlog::info("drained; bye");
   return 0;

@@ -16,6 +16,7 @@
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/read.hpp>
 #include <condition_variable>
+#include <list>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -120,6 +121,8 @@ struct HttpServer::Impl {
   asio::io_context ioc;
   asio::strand<asio::io_context::executor_type> accept_strand{ioc.get_executor()};
   tcp::acceptor acceptor{accept_strand};
+  // add_listener's, in order (Connection::listener 1, 2, ...); a list, so they never move.
+  std::list<tcp::acceptor> extra_acceptors;
   asio::signal_set signals{ioc};
   std::atomic<bool> draining{false};
 
@@ -135,8 +138,11 @@ struct HttpServer::Impl {
   std::uint64_t next_connection = 0;
   bool shutdown_requested = false;
 
-  Awaitable<void> accept_loop();
-  Awaitable<void> session(tcp::socket socket);
+  // Binds and listens on host:port; errors name `param`.
+  Status bind(tcp::acceptor& a, const std::string& host, std::uint16_t port,
+              const std::string& param);
+  Awaitable<void> accept_loop(tcp::acceptor& a, std::size_t listener);
+  Awaitable<void> session(tcp::socket socket, std::size_t listener);
   // `target`: the refused request's, when its header was read (the error body's shape follows
   // its path: errors.h).
   Awaitable<void> refuse(Connection& c, http::status status, std::string_view message,
@@ -144,15 +150,35 @@ struct HttpServer::Impl {
   Awaitable<void> linger(Connection& c);
 };
 
-Awaitable<void> HttpServer::Impl::accept_loop() {
+Status HttpServer::Impl::bind(tcp::acceptor& a, const std::string& host, std::uint16_t port,
+                              const std::string& param) {
+  const auto fail = [&](std::string message) {
+    return make_error(ErrorCode::kInvalidValue, std::move(message), param);
+  };
+  beast::error_code ec;
+  const auto address = asio::ip::make_address(host, ec);
+  if (ec) return fail(param + ": bad host '" + host + "': " + ec.message());
+  const tcp::endpoint endpoint{address, port};
+  if (a.open(endpoint.protocol(), ec); ec) return fail("socket: " + ec.message());
+  (void)a.set_option(asio::socket_base::reuse_address(true), ec);
+  if (a.bind(endpoint, ec); ec) {
+    return fail(param + ": cannot bind " + host + ":" + std::to_string(port) + ": " + ec.message());
+  }
+  if (a.listen(asio::socket_base::max_listen_connections, ec); ec) {
+    return fail(param + ": " + ec.message());
+  }
+  return {};
+}
+
+Awaitable<void> HttpServer::Impl::accept_loop(tcp::acceptor& a, std::size_t listener) {
   for (;;) {
-    auto [ec, socket] = co_await acceptor.async_accept(asio::make_strand(ioc), kTuple);
+    auto [ec, socket] = co_await a.async_accept(asio::make_strand(ioc), kTuple);
     if (ec) {
-      if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
+      if (ec == asio::error::operation_aborted || !a.is_open()) co_return;
       spdlog::warn("accept: {}", ec.message());
       continue;
     }
-    asio::co_spawn(socket.get_executor(), session(std::move(socket)), asio::detached);
+    asio::co_spawn(socket.get_executor(), session(std::move(socket), listener), asio::detached);
   }
 }
 
@@ -181,13 +207,14 @@ Awaitable<void> HttpServer::Impl::linger(Connection& c) {
   }
 }
 
-Awaitable<void> HttpServer::Impl::session(tcp::socket socket) {
+Awaitable<void> HttpServer::Impl::session(tcp::socket socket, std::size_t listener) {
   Connection c{beast::tcp_stream(std::move(socket)),
                {},
                options.server_name,
                options.write_timeout,
                nullptr,
-               &draining};
+               &draining,
+               listener};
   bool idle = false;
   std::uint64_t id;
   bool over_limit;
@@ -295,23 +322,8 @@ HttpServer::~HttpServer() = default;
 Result<std::uint16_t> HttpServer::start() {
   Impl& s = *impl_;
   const ServerOptions& o = s.options;
-  const auto fail = [&](std::string message) {
-    return make_error(ErrorCode::kInvalidValue, std::move(message), "listen");
-  };
-  beast::error_code ec;
-  const auto address = asio::ip::make_address(o.host, ec);
-  if (ec) return fail("listen: bad host '" + o.host + "': " + ec.message());
-  const tcp::endpoint endpoint{address, o.port};
-  if (s.acceptor.open(endpoint.protocol(), ec); ec) return fail("socket: " + ec.message());
-  (void)s.acceptor.set_option(asio::socket_base::reuse_address(true), ec);
-  if (s.acceptor.bind(endpoint, ec); ec) {
-    return fail("listen: cannot bind " + o.host + ":" + std::to_string(o.port) + ": " +
-                ec.message());
-  }
-  if (s.acceptor.listen(asio::socket_base::max_listen_connections, ec); ec) {
-    return fail("listen: " + ec.message());
-  }
-  asio::co_spawn(s.accept_strand, s.accept_loop(), asio::detached);
+  if (Status st = s.bind(s.acceptor, o.host, o.port, "listen"); !st) return st.error();
+  asio::co_spawn(s.accept_strand, s.accept_loop(s.acceptor, 0), asio::detached);
   if (o.handle_signals) {
     s.signals.add(SIGINT);
     s.signals.add(SIGTERM);
@@ -322,6 +334,18 @@ Result<std::uint16_t> HttpServer::start() {
     });
   }
   return s.acceptor.local_endpoint().port();
+}
+
+Result<std::uint16_t> HttpServer::add_listener(const std::string& host, std::uint16_t port,
+                                               const std::string& param) {
+  Impl& s = *impl_;
+  tcp::acceptor& a = s.extra_acceptors.emplace_back(s.accept_strand);
+  if (Status st = s.bind(a, host, port, param); !st) {
+    s.extra_acceptors.pop_back();
+    return st.error();
+  }
+  asio::co_spawn(s.accept_strand, s.accept_loop(a, s.extra_acceptors.size()), asio::detached);
+  return a.local_endpoint().port();
 }
 
 void HttpServer::request_shutdown() {
@@ -335,6 +359,7 @@ void HttpServer::request_shutdown() {
   asio::post(s.accept_strand, [&s] {
     beast::error_code ec;
     s.acceptor.close(ec);
+    for (tcp::acceptor& a : s.extra_acceptors) a.close(ec);
     s.signals.cancel();
   });
   std::lock_guard lock(s.mu);

@@ -138,6 +138,8 @@ api_keys:
   - sk-a
   - {key: sk-b, tenant: team-b, isolate: true}
 tenant_header: x-tenant
+admin_key: admin-0123456789abcdef
+admin_listen: "[::1]:9090"
 """)
 
 # fuzz_request_prep: first byte = API (0 chat, 1 completions, 2 messages, 3 responses) + 4/8

@@ -69,13 +69,14 @@ inline int send_dashboard_traffic(std::uint16_t port, int rounds,
 }
 
 // Polls /stats until its totals count `requests` completions (the sampler closes an interval
-// every second). Returns the last /stats body.
+// every second). Returns the last /stats body. `headers`: the admin key, when there is one.
 inline std::string wait_stats_requests(std::uint16_t port, int requests,
-                                       std::chrono::seconds timeout = std::chrono::seconds(20)) {
+                                       std::chrono::seconds timeout = std::chrono::seconds(20),
+                                       const std::map<std::string, std::string>& headers = {}) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   std::string body;
   while (std::chrono::steady_clock::now() < deadline) {
-    const Reply r = get(port, "/stats");
+    const Reply r = call(port, http::verb::get, "/stats", {}, headers);
     body = r.body;
     if (auto doc = json::parse(r.body); doc && doc->is_object()) {
       const json::Value* totals = doc->find("totals");

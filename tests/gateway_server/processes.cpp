@@ -10,11 +10,17 @@ namespace prefixgate::gateway::testing {
 
 Reply call(std::uint16_t port, http::verb verb, const std::string& target, const std::string& body,
            const std::map<std::string, std::string>& headers, std::chrono::seconds timeout) {
+  return call_host("127.0.0.1", port, verb, target, body, headers, timeout);
+}
+
+Reply call_host(const std::string& host, std::uint16_t port, http::verb verb,
+                const std::string& target, const std::string& body,
+                const std::map<std::string, std::string>& headers, std::chrono::seconds timeout) {
   asio::io_context ioc;
   beast::tcp_stream stream(ioc);
   Reply reply;
   http::request<http::string_body> req{verb, target, 11};
-  req.set(http::field::host, "127.0.0.1");
+  req.set(http::field::host, host);
   for (const auto& [k, v] : headers) req.set(k, v);
   if (verb == http::verb::post) {
     if (headers.find("content-type") == headers.end()) {
@@ -27,7 +33,7 @@ Reply call(std::uint16_t port, http::verb verb, const std::string& target, const
   http::response_parser<http::string_body> parser;
   parser.body_limit(64u << 20);
   stream.expires_after(timeout);
-  stream.async_connect({asio::ip::make_address("127.0.0.1"), port}, [&](beast::error_code ec) {
+  stream.async_connect({asio::ip::make_address(host), port}, [&](beast::error_code ec) {
     if (ec) return;
     // A server may answer before it has read the whole request (413): read even if the
     // write failed.

@@ -93,6 +93,11 @@ struct Reply {
 Reply call(std::uint16_t port, http::verb verb, const std::string& target,
            const std::string& body = {}, const std::map<std::string, std::string>& headers = {},
            std::chrono::seconds timeout = std::chrono::seconds(30));
+// The same, to `host` (an IP address) rather than 127.0.0.1.
+Reply call_host(const std::string& host, std::uint16_t port, http::verb verb,
+                const std::string& target, const std::string& body = {},
+                const std::map<std::string, std::string>& headers = {},
+                std::chrono::seconds timeout = std::chrono::seconds(30));
 
 inline Reply post(std::uint16_t port, const std::string& target, const std::string& body,
                   const std::map<std::string, std::string>& headers = {}) {

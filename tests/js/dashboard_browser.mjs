@@ -3,12 +3,15 @@
 // data, the hit rates on the page equal /stats within display rounding, and a screenshot is
 // written. Run by tests/browser/dashboard_browser_test.cpp:
 //
-//   node dashboard_browser.mjs http://127.0.0.1:PORT out/dashboard.png [/usr/bin/chromium]
+//   node dashboard_browser.mjs http://127.0.0.1:PORT out/dashboard.png [/usr/bin/chromium [ADMIN_KEY]]
+//
+// With ADMIN_KEY the gateway has one: /dashboard first answers 401 with the login form, which
+// the script fills in as a user would; the session cookie then carries the page's /stats polls.
 //
 // Prints a JSON summary; exits 1 with the failures listed when a check fails.
 import { chromium } from "playwright-core";
 
-const [base, screenshot, executablePath = "/usr/bin/chromium"] = process.argv.slice(2);
+const [base, screenshot, executablePath = "/usr/bin/chromium", adminKey = ""] = process.argv.slice(2);
 if (!base || !screenshot) {
   console.error("usage: node dashboard_browser.mjs BASE_URL SCREENSHOT.png [CHROMIUM]");
   process.exit(2);
@@ -36,7 +39,29 @@ try {
     if (!url.startsWith(base) && !url.startsWith("data:")) external.push(url);
   });
 
-  const res = await page.goto(base + "/dashboard", { waitUntil: "load" });
+  let res = await page.goto(base + "/dashboard", { waitUntil: "load" });
+  if (adminKey) {
+    summary.login = { before: res ? res.status() : 0 };
+    if (summary.login.before !== 401) failures.push("GET /dashboard before signing in answered " + summary.login.before);
+    await page.fill("#key", "not the key");
+    [res] = await Promise.all([page.waitForNavigation(), page.click("button[type=submit]")]);
+    summary.login.wrong_key = res ? res.status() : 0;
+    if (summary.login.wrong_key !== 401) failures.push("a wrong key answered " + summary.login.wrong_key);
+    await page.fill("#key", adminKey);
+    [res] = await Promise.all([page.waitForNavigation(), page.click("button[type=submit]")]);
+    summary.login.url = page.url();
+    const cookies = await page.context().cookies();
+    const session = cookies.find((c) => c.name === "prefixgate_admin");
+    summary.login.cookie = session ? { httpOnly: session.httpOnly, sameSite: session.sameSite } : null;
+    if (!session || !session.httpOnly || session.sameSite !== "Strict") {
+      failures.push("no HttpOnly, SameSite=Strict session cookie: " + JSON.stringify(cookies));
+    }
+    if (await page.evaluate(() => document.cookie.includes("prefixgate_admin"))) {
+      failures.push("the session cookie is readable from scripts");
+    }
+    // The browser's own reports of the two 401s before signing in are not the page's errors.
+    consoleErrors.length = 0;
+  }
   summary.status = res ? res.status() : 0;
   if (summary.status !== 200) failures.push("GET /dashboard answered " + summary.status);
 
@@ -65,7 +90,8 @@ try {
   // polls every second, so compare against the /stats document of the same sample.
   let matched = false;
   for (let attempt = 0; attempt < 5 && !matched; attempt++) {
-    const stats = await (await fetch(base + "/stats")).json();
+    const auth = adminKey ? { authorization: "Bearer " + adminKey } : {};
+    const stats = await (await fetch(base + "/stats", { headers: auth })).json();
     await page.waitForFunction((t) => Number(document.body.dataset.rendered) >= t, stats.now_ms, { timeout: 5000 });
     const read = async (id) => (await page.textContent(`[data-testid="${id}"]`)).trim();
     const shown = { total: await read("hit-rate-total"), window: await read("hit-rate-window") };

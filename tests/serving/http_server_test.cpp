@@ -9,6 +9,7 @@
 #include <optional>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
 #include "prefixgate/serving/errors.h"
 #include "prefixgate/serving/server.h"
@@ -58,6 +59,11 @@ class TestHandler : public Handler {
       ok = ok && co_await write_last_chunk(c);
       co_return ok&& keep_alive;
     }
+    if (path == "/listener") {  // which listener accepted this connection
+      co_return co_await write_response(c, make_response(req, http::status::ok, "text/plain",
+                                                         std::to_string(c.listener), keep_alive)) &&
+          keep_alive;
+    }
     const std::string body = req.body() + "#" + std::to_string(state.requests);
     co_return co_await write_response(
         c, make_response(req, http::status::ok, "text/plain", body, keep_alive)) &&
@@ -78,13 +84,19 @@ class TestHandler : public Handler {
 
 class ServingTest : public ::testing::Test {
  protected:
-  void start(ServerOptions options = {}) {
+  // `listeners`: how many the server has (add_listener for each after the first).
+  void start(ServerOptions options = {}, int listeners = 1) {
     options.server_name = "test-server";
     server_ = std::make_unique<HttpServer>(options, handler_);
     handler_.server = server_.get();
     auto port = server_->start();
     ASSERT_TRUE(port.ok()) << port.error().message;
     port_ = *port;
+    for (int i = 1; i < listeners; ++i) {
+      auto more = server_->add_listener("127.0.0.1", 0, "admin_listen");
+      ASSERT_TRUE(more.ok()) << more.error().message;
+      extra_ports_.push_back(*more);
+    }
     thread_ = std::thread([this] { server_->run(); });
   }
   void TearDown() override {
@@ -111,8 +123,30 @@ class ServingTest : public ::testing::Test {
   TestHandler handler_;
   std::unique_ptr<HttpServer> server_;
   std::uint16_t port_ = 0;
+  std::vector<std::uint16_t> extra_ports_;
   std::thread thread_;
 };
+
+TEST_F(ServingTest, AddedListenersShareTheHandlerAndTagTheirConnections) {
+  start({}, 3);
+  const std::vector<std::uint16_t> ports = {port_, extra_ports_.at(0), extra_ports_.at(1)};
+  for (std::size_t i = 0; i < ports.size(); ++i) {
+    RawClient c(ports[i]);
+    ASSERT_TRUE(c.connected()) << i;
+    ASSERT_TRUE(c.send("GET /listener HTTP/1.1\r\nHost: x\r\n\r\n"));
+    const std::string res = c.read_response();
+    EXPECT_EQ(status_of(res), 200) << res;
+    EXPECT_EQ(body_of(res), std::to_string(i)) << "listener " << i;
+  }
+  // Errors name the caller's key: an address in use, a host that is not an address.
+  HttpServer other(ServerOptions{}, handler_);
+  ASSERT_TRUE(other.start().ok());
+  const auto taken = other.add_listener("127.0.0.1", port_, "admin_listen");
+  ASSERT_FALSE(taken.ok());
+  EXPECT_EQ(taken.error().param, "admin_listen");
+  EXPECT_NE(taken.error().message.find("cannot bind"), std::string::npos) << taken.error().message;
+  EXPECT_FALSE(other.add_listener("nowhere", 0, "admin_listen").ok());
+}
 
 TEST_F(ServingTest, KeepAliveServesSeveralRequestsOnOneConnectionWithItsState) {
   start();

@@ -8,6 +8,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <charconv>
+#include <cstdlib>
 
 #include "prefixgate/canonicalize/json.h"
 
@@ -292,6 +293,10 @@ SimpleReply http_get(const HttpTarget& target, const std::string& path,
   SimpleReply reply;
   http::request<http::empty_body> req{http::verb::get, target.base_path + path, 11};
   req.set(http::field::host, target.host);
+  // The gateways the bench starts inherit PREFIXGATE_ADMIN_KEY, and /metrics then needs it.
+  if (const char* key = std::getenv("PREFIXGATE_ADMIN_KEY"); key != nullptr && *key != '\0') {
+    req.set(http::field::authorization, std::string("Bearer ") + key);
+  }
   beast::flat_buffer buffer;
   http::response_parser<http::string_body> parser;
   parser.body_limit(64u << 20);

@@ -61,8 +61,9 @@ boost::asio::awaitable<void> send_streaming(const HttpTarget& target, const Turn
                                             std::chrono::milliseconds timeout,
                                             RequestRecord& record);
 
-// A blocking request with a deadline, for setup and scraping (health, metrics). status 0 when
-// the connection or the exchange failed.
+// A blocking request with a deadline, for setup and scraping (health, metrics), with the admin
+// key of PREFIXGATE_ADMIN_KEY when it is set. status 0 when the connection or the exchange
+// failed.
 struct SimpleReply {
   int status = 0;
   std::string body;

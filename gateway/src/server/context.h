@@ -6,6 +6,7 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "prefixgate/serving/http.h"
 #include "prefixgate/serving/metrics.h"
 #include "prefixgate/serving/server.h"
+#include "server/admin_gate.h"
 #include "server/canonicalize_stage.h"
 #include "server/live_stats.h"
 #include "server/model_registry.h"
@@ -70,6 +72,7 @@ struct GatewayContext {
   serving::Metrics metrics;
   ProxyMetrics m;
   std::unique_ptr<LiveStats> stats;  // GET /stats and /dashboard
+  std::unique_ptr<AdminGate> admin;  // who may see the admin routes (admin_routes.cpp)
   PrepOptions prep;
   std::atomic<std::uint64_t> next_request_id{1};
   RateLimiter finding_log;  // canonicalization findings sampled to the log
@@ -104,6 +107,8 @@ struct RequestInfo {
   Tenant tenant;
   std::string session_key;  // x-prefixgate-session; see session_key_for()
   std::string api_key;      // the bearer token, "" when none was sent
+  // The Authorization header held the admin key (explain): the tenant's key is x-api-key.
+  bool admin_bearer = false;
   SteadyClock::time_point received;
   bool keep_alive = true;
 };
@@ -133,6 +138,14 @@ Awaitable<bool> handle_passthrough(Connection& c, const Request& req, RequestInf
 // gateway would do.
 Awaitable<bool> handle_explain(Connection& c, const Request& req, RequestInfo& info,
                                canon::Api api);
+
+// The admin routes (/metrics, /stats, /dashboard, /, /admin/login, /admin/logout and
+// /prefixgate/explain): answers them, or refuses them (401, 403; 404 on the main listener when
+// admin_listen serves them), and refuses the API on the admin listener (404). Returns nullopt
+// for what the API routes answer: /health, the API, and an admitted explain request (with
+// info.admin_bearer set when the admin key came as the bearer token).
+Awaitable<std::optional<bool>> route_admin(Connection& c, const Request& req, RequestInfo& info,
+                                           std::string_view path);
 
 // GET /stats (the live stats as JSON; ?since=UNIX_MS for the samples after it) and
 // GET /dashboard (the page that reads it, compiled into the binary). Nothing goes upstream.

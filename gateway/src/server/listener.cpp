@@ -26,32 +26,22 @@ std::string new_request_id(GatewayContext& ctx) {
          "-" + std::to_string(ctx.next_request_id.fetch_add(1));
 }
 
-// Compares a presented API key with a configured one in time that depends only on their lengths,
-// not on where they first differ, so that response timing does not reveal a key's prefix.
-bool same_key(std::string_view presented, std::string_view configured) {
-  // volatile: the compiler may not turn the loop back into an early-exit comparison.
-  volatile unsigned char diff = presented.size() == configured.size() ? 0 : 1;
-  const std::size_t n = std::min(presented.size(), configured.size());
-  for (std::size_t i = 0; i < n; ++i) {
-    diff = diff | static_cast<unsigned char>(presented[i] ^ configured[i]);
-  }
-  return diff == 0;
-}
-
 // Authentication and tenant. Returns false (and an error in `error`) for a missing/unknown key.
 bool identify(const GatewayContext& ctx, const Request& req, RequestInfo& info,
               std::string& error) {
   const TenantConfig& t = ctx.config.tenants;
-  // Authorization: Bearer KEY (OpenAI's clients), else x-api-key: KEY (Anthropic's).
+  // Authorization: Bearer KEY (OpenAI's clients), else x-api-key: KEY (Anthropic's). When the
+  // bearer token was the admin key (explain), only x-api-key can name a tenant, and the admin
+  // may explain without one.
   std::string_view key;
   const std::string_view auth = req[http::field::authorization];
-  if (auth.starts_with("Bearer ")) key = auth.substr(7);
+  if (auth.starts_with("Bearer ") && !info.admin_bearer) key = auth.substr(7);
   if (key.empty()) key = req["x-api-key"];
-  if (!t.api_keys.empty()) {
+  if (!t.api_keys.empty() && !(info.admin_bearer && key.empty())) {
     // Every configured key is compared, whichever matches.
     auto it = t.api_keys.end();
     for (auto k = t.api_keys.begin(); k != t.api_keys.end(); ++k) {
-      if (same_key(key, k->key) && it == t.api_keys.end()) it = k;
+      if (same_secret(key, k->key) && it == t.api_keys.end()) it = k;
     }
     if (it == t.api_keys.end()) {
       error = key.empty() ? "missing API key: send Authorization: Bearer KEY or x-api-key: KEY"
@@ -106,28 +96,18 @@ Awaitable<bool> route(Connection& c, const Request& req) {
     return res;
   };
 
-  if (path == "/health" || path == "/metrics") {
+  // /metrics, /stats, /dashboard, explain: admin_routes.cpp.
+  if (std::optional<bool> done = co_await route_admin(c, req, info, path)) co_return *done;
+  if (path == "/health") {
     if (req.method() != http::verb::get) {
       co_return co_await write_response(c, info, method_not_allowed("GET"));
     }
-    if (path == "/health") {
-      bool up = false;
-      std::string body = health_body(ctx, up);
-      co_return co_await write_response(
-          c, info,
-          make_response(req, up ? http::status::ok : http::status::service_unavailable,
-                        "application/json", std::move(body), info.keep_alive));
-    }
+    bool up = false;
+    std::string body = health_body(ctx, up);
     co_return co_await write_response(
         c, info,
-        make_response(req, http::status::ok, "text/plain; version=0.0.4", ctx.metrics.render(),
-                      info.keep_alive));
-  }
-  if (path == "/stats" || path == "/dashboard" || path == "/") {
-    if (req.method() != http::verb::get) {
-      co_return co_await write_response(c, info, method_not_allowed("GET"));
-    }
-    co_return co_await write_response(c, info, dashboard_response(ctx, req, path, info.keep_alive));
+        make_response(req, up ? http::status::ok : http::status::service_unavailable,
+                      "application/json", std::move(body), info.keep_alive));
   }
   if (!path.starts_with("/v1/") && !path.starts_with("/prefixgate/")) {
     co_return co_await write_response(
@@ -244,6 +224,7 @@ struct Gateway::Impl {
   // The ZeroMQ followers of vllm and sglang upstreams: their thread writes into ctx.replicas and
   // ctx.m, so they are destroyed (their thread joined) first.
   std::unique_ptr<KvEventFollowers> followers;
+  std::uint16_t admin_port = 0;
 };
 
 Gateway::Gateway(GatewayConfig config, GatewayOptions options) : impl_(std::make_unique<Impl>()) {
@@ -302,9 +283,24 @@ Result<std::uint16_t> Gateway::start() {
   for (const UpstreamConfig& up : ctx.config.upstreams) replica_names.push_back(up.url);
   ctx.stats = std::make_unique<LiveStats>(LiveStatsOptions{}, std::move(replica_names),
                                           std::string(ctx.replicas->policy_name()), unix_now_ms());
+  const AdminConfig& admin = ctx.config.admin;
+  const std::string admin_host = admin.host.empty() ? ctx.config.host : admin.host;
+  ctx.admin = std::make_unique<AdminGate>(admin.key, is_loopback_host(admin_host));
+  if (!ctx.admin->has_key() && !ctx.admin->open()) {
+    spdlog::warn(
+        "the admin routes (/metrics, /stats, /dashboard, /prefixgate/explain) answer 403 on {}, "
+        "which is not a loopback address: set PREFIXGATE_ADMIN_KEY (or admin_key:) to serve "
+        "them with a key, or admin_listen: 127.0.0.1:PORT",
+        admin_host);
+  }
 
   auto port = s.http->start();
   if (!port) return port.error();
+  if (!admin.host.empty()) {
+    auto admin_port = s.http->add_listener(admin.host, admin.port, "admin_listen");
+    if (!admin_port) return admin_port.error();
+    s.admin_port = *admin_port;
+  }
   s.followers = std::make_unique<KvEventFollowers>(ctx);
   if (Status st = s.followers->start(); !st) return st.error();
   asio::co_spawn(asio::make_strand(ioc), run_stats_sampler(ctx), asio::detached);
@@ -318,6 +314,10 @@ Result<std::uint16_t> Gateway::start() {
     }
   }
   return port;
+}
+
+std::uint16_t Gateway::admin_port() const {
+  return impl_->admin_port;
 }
 
 void Gateway::request_shutdown() {

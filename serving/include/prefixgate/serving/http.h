@@ -19,6 +19,7 @@
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <chrono>
+#include <cstddef>
 #include <memory>
 #include <optional>
 #include <string>
@@ -52,6 +53,8 @@ struct Connection {
   std::unique_ptr<ConnectionState> state;   // the application's, see Handler::open()
   // The server's drain flag: answers written once it is set say `Connection: close`.
   const std::atomic<bool>* draining = nullptr;
+  // Which listener accepted it: 0 the server's own, then HttpServer::add_listener's in order.
+  std::size_t listener = 0;
 };
 
 // The path of a request target, without the query string.

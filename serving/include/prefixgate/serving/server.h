@@ -31,6 +31,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "prefixgate/base/status.h"
 #include "prefixgate/serving/http.h"
@@ -66,6 +67,12 @@ class HttpServer {
   // Binds and listens. Returns the bound port. Errors (bad host, port in use): kInvalidValue
   // with param "listen".
   Result<std::uint16_t> start();
+  // Binds one more listener on the same threads, handler and limits (after start(), before
+  // run()). Its connections carry Connection::listener = 1, 2, ... in the order added, so the
+  // handler can serve other routes there (the gateway's admin_listen). Returns the bound port;
+  // errors as start()'s, with param `param`.
+  Result<std::uint16_t> add_listener(const std::string& host, std::uint16_t port,
+                                     const std::string& param);
   // Serves on `threads` threads until a shutdown request, then drains and returns.
   void run();
   // Any thread (or a signal when handle_signals): stop accepting, let in-flight requests
