@@ -10,12 +10,9 @@
 // time from the heal to the replica serving again (gateway/README.md, "Network faults").
 //
 // Needs root and `ip netns` (CI runs as root): skipped with the reason elsewhere. netem scenarios
-// are skipped, with tc's message, on kernels without sch_netem.
-#include <arpa/inet.h>
+// are skipped, with tc's message, on kernels without sch_netem. Logs of the gateway and engines
+// go to the test temp dir (netns-PID-TEST-*.log); PG_GW_LOG=info makes the gateway's verbose.
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <sys/time.h>
 
 #include <algorithm>
 #include <atomic>
@@ -212,31 +209,6 @@ std::size_t open_fds(pid_t pid) {
   return n;
 }
 
-// GET over HTTP/1.0 to addr:port (an engine, from the gateway's namespace); the body, "" on error.
-std::string http_get(const std::string& addr, std::uint16_t port, const std::string& path) {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return {};
-  timeval tv{.tv_sec = 3, .tv_usec = 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons(port);
-  inet_pton(AF_INET, addr.c_str(), &sa.sin_addr);
-  std::string text;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0) {
-    const std::string req = "GET " + path + " HTTP/1.0\r\nHost: " + addr + "\r\n\r\n";
-    if (write(fd, req.data(), req.size()) == static_cast<ssize_t>(req.size())) {
-      char buf[8192];
-      for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;)
-        text.append(buf, static_cast<std::size_t>(n));
-    }
-  }
-  close(fd);
-  const std::size_t body = text.find("\r\n\r\n");
-  return body == std::string::npos ? std::string() : text.substr(body + 4);
-}
-
 class NetworkFaultTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -273,8 +245,9 @@ class NetworkFaultTest : public ::testing::Test {
         "health_interval_ms: 200}\n";
     const std::string config = gateway::testing::write_config("netns", yaml);
     std::vector<std::string> args = lab_->exec_in(lab_->gateway_ns());
-    args.insert(args.end(), {gateway::testing::gateway_bin(), "--listen", "127.0.0.1:0",
-                             "--log-level", "warn", "--config", config});
+    args.insert(args.end(),
+                {gateway::testing::gateway_bin(), "--listen", "127.0.0.1:0", "--log-level",
+                 std::getenv("PG_GW_LOG") ? std::getenv("PG_GW_LOG") : "warn", "--config", config});
     gateway_ = std::make_unique<Process>(ip_binary(), args, log("gateway"));
     port_ = gateway_->wait_listening();
     ASSERT_NE(port_, 0) << gateway_->output();
@@ -345,11 +318,6 @@ class NetworkFaultTest : public ::testing::Test {
     return {whole, asked};
   }
 
-  // What engine i's prefix cache holds, from its own /metrics (over its link).
-  double engine_cached_pages(int i) {
-    return metric(http_get(Lab::engine_addr(i), 8000, "/metrics"),
-                  "prefixgate_engine_kv_pages_cached");
-  }
   bool healthy(int i) {
     const Reply r = get(port_, "/health");
     auto doc = json::parse(r.body);
