@@ -11,7 +11,8 @@
 //
 // Needs root and `ip netns` (CI runs as root): skipped with the reason elsewhere. netem scenarios
 // are skipped, with tc's message, on kernels without sch_netem. Logs of the gateway and engines
-// go to the test temp dir (netns-PID-TEST-*.log); PG_GW_LOG=info makes the gateway's verbose.
+// go to the test temp dir (netns-PID-TEST-*.log); PG_GW_LOG=info makes the gateway's verbose, and
+// PG_DIAG=1 prints the KV-event metrics of each replica at the end of the events-stall test.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -621,6 +622,16 @@ TEST_F(NetworkFaultTest, StalledKvEventStreamIsDetectedAndReconnectedWithoutLoss
   for (int r = 0; r < kEngines; ++r) {
     const auto [whole, asked] = held_whole(load.samples(), r, [](const Sample&) { return true; });
     held += " r" + std::to_string(r) + " " + std::to_string(whole) + "/" + std::to_string(asked);
+    if (std::getenv("PG_DIAG")) {
+      const std::string mm = metrics();
+      for (std::size_t pos = 0, nl; (nl = mm.find('\n', pos)) != std::string::npos; pos = nl + 1) {
+        const std::string line = mm.substr(pos, nl - pos);
+        if (line.find(url(r)) != std::string::npos &&
+            (line.starts_with("prefixgate_kv_events") || line.starts_with("prefixgate_index"))) {
+          std::printf("DIAG %s\n", line.c_str());
+        }
+      }
+    }
   }
   std::printf(
       "[netns] kv_events stall: gaps replayed %.0f; prompts the index shows held whole:%s\n",
