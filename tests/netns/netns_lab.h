@@ -160,6 +160,19 @@ class Lab {
            run("ip -n " + e + " link set " + edev + " up");
   }
 
+  // No such process, or a zombie (killed, not yet reaped: its parent may be slow to wait).
+  static bool gone(pid_t pid) {
+    if (kill(pid, 0) != 0 && errno == ESRCH) return true;
+    std::FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
+    if (f == nullptr) return true;
+    char buf[512] = {};
+    const std::size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+    std::fclose(f);
+    const std::string stat(buf, n);
+    const std::size_t paren = stat.rfind(')');  // "pid (comm) S ..."
+    return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z';
+  }
+
   // Namespaces pgf<pid>* of test processes that are gone.
   static void remove_stale() {
     DIR* dir = opendir("/var/run/netns");
@@ -169,9 +182,7 @@ class Lab {
       const std::string name = d->d_name;
       if (!name.starts_with("pgf")) continue;
       const long pid = std::strtol(name.c_str() + 3, nullptr, 10);
-      if (pid > 0 && kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
-        stale.push_back(name);
-      }
+      if (pid > 0 && pid != getpid() && gone(static_cast<pid_t>(pid))) stale.push_back(name);
     }
     closedir(dir);
     for (const std::string& name : stale) sh("ip netns del " + name);
