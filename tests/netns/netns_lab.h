@@ -76,7 +76,7 @@ class Lab {
     return {};
   }
 
-  Lab(int engines, LabOptions options) : engines_(engines), options_(options) {
+  Lab(int engines, LabOptions options) : engines_(engines) {
     remove_stale();
     const std::string g = gateway_ns();
     ok_ = run("ip netns add " + g) && run("ip -n " + g + " link set lo up");
@@ -189,7 +189,6 @@ class Lab {
   }
 
   int engines_;
-  LabOptions options_;
   bool ok_ = false;
   std::string error_;
   int saved_ns_ = -1;
