@@ -425,6 +425,9 @@ TEST_F(NetworkFaultTest, PartitionOfOneReplicaLosesNoRequestAndEndsItsStreamWith
                                   "error: "
                                << on_faulty->body().substr(on_faulty->body().size() - 300);
   EXPECT_EQ(on_faulty->body().find("[DONE]"), std::string::npos);
+  while (on_faulty->read_some()) {  // then the response ends rather than hanging open
+  }
+  EXPECT_TRUE(et::parse_sse(on_faulty->body()).well_formed);
   const std::string m = metrics();
   EXPECT_GT(metric(m, "prefixgate_retries_total{reason=\"timeout\"}") +
                 metric(m, "prefixgate_retries_total{reason=\"connect\"}"),
