@@ -5,6 +5,8 @@
 //
 //   DelayRelay relay("10.77.2.2", 8000);          // listens on 127.0.0.1:relay.port()
 //   relay.set_delay(std::chrono::milliseconds(100));
+//   relay.stall_event_streams(true);  // hold what the target sends on GET /v1/kv_events
+//                                     // connections (and nothing else) until set back
 #pragma once
 
 #include <arpa/inet.h>
@@ -18,6 +20,7 @@
 #include <chrono>
 #include <deque>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -53,6 +56,9 @@ class DelayRelay {
 
   std::uint16_t port() const { return port_; }
   void set_delay(std::chrono::milliseconds d) { delay_ms_ = static_cast<int>(d.count()); }
+  // While on, the target's bytes on connections whose request is GET /v1/kv_events are held
+  // (queued, not dropped): a stalled event stream, while every other exchange goes through.
+  void stall_event_streams(bool on) { stall_events_ = on; }
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -65,6 +71,8 @@ class DelayRelay {
     std::deque<Held> toward[2];  // toward[k]: bytes to write on fd[k]
     bool read_closed[2] = {false, false};
     bool write_closed[2] = {false, false};
+    bool events = false;  // its first request is GET /v1/kv_events
+    bool seen_request = false;
   };
 
   static void close_pipe(Pipe& p) {
@@ -95,6 +103,7 @@ class DelayRelay {
   // Writes what is due; returns false when the pipe is finished (both ways closed, or an error).
   bool flush(Pipe& p, Clock::time_point now) {
     for (int k = 0; k < 2; ++k) {
+      if (k == 0 && p.events && stall_events_) continue;  // held toward the client
       std::deque<Held>& q = p.toward[k];
       while (!q.empty() && q.front().due <= now) {
         if (q.front().bytes.empty()) {
@@ -134,6 +143,11 @@ class DelayRelay {
         char buf[16384];
         const ssize_t n = recv(p.fd[k], buf, sizeof buf, 0);
         if (n > 0) {
+          if (k == 0 && !p.seen_request) {
+            p.seen_request = true;
+            p.events =
+                std::string_view(buf, static_cast<std::size_t>(n)).starts_with("GET /v1/kv_events");
+          }
           p.toward[1 - k].push_back({due, std::string(buf, static_cast<std::size_t>(n))});
         } else {
           p.read_closed[k] = true;
@@ -151,6 +165,7 @@ class DelayRelay {
   int listen_fd_ = -1;
   std::uint16_t port_ = 0;
   std::atomic<int> delay_ms_{0};
+  std::atomic<bool> stall_events_{false};
   std::atomic<bool> stop_{false};
   std::vector<Pipe> pipes_;  // the relay thread's only
   std::thread thread_;

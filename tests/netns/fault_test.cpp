@@ -579,6 +579,47 @@ TEST_F(NetworkFaultTest, KilledReplicaRestartedEmptyIsForgottenThenRelearned) {
       << "gateway descriptors " << fds_before << " -> " << fds_after;
 }
 
+// The same on the /v1/kv_events path (prefixgate upstreams): the relay in front of replica 1
+// holds what the engine sends on its event-stream connections, and only those, for 4 s. The
+// gateway notices when a read of the stream has waited idle_ms (2 s here; 60 s by default).
+TEST_F(NetworkFaultTest, StalledEventStreamOverHttpIsResubscribedAndCaughtUp) {
+  ASSERT_NO_FATAL_FAILURE(start({.relay_faulty = true}));
+  const std::string connected =
+      "prefixgate_kv_events_connected{replica=\"" + url(kFaulty) + "\",kind=\"prefixgate\"}";
+  ASSERT_TRUE(poll_until([&] { return metric(metrics(), connected) == 1; }, Seconds(5)));
+  Load load(port_, 4);
+  double detected_s = -1, reconnected_s = -1;
+  const Window w = run_fault(
+      load, 4.0,
+      [&] {
+        const auto t = std::chrono::steady_clock::now();
+        relay_->stall_event_streams(true);
+        if (poll_until([&] { return metric(metrics(), connected) == 0; }, Seconds(3.9))) {
+          detected_s = Seconds(std::chrono::steady_clock::now() - t).count();
+        }
+      },
+      [&] {
+        relay_->stall_event_streams(false);
+        const auto t = std::chrono::steady_clock::now();
+        if (poll_until([&] { return metric(metrics(), connected) == 1; }, Seconds(10))) {
+          reconnected_s = Seconds(std::chrono::steady_clock::now() - t).count();
+        }
+      });
+  Outcome o = measure(load.samples(), w.start, w.end, url(kFaulty));
+  o.recover_s = reconnected_s;  // here: heal -> events connected again
+  report("kv_events stall (http)", o, "stall detected after " + std::to_string(detected_s) + " s");
+  EXPECT_EQ(o.lost, 0u) << o.first_loss;
+  EXPECT_GE(detected_s, 0) << "the stalled event stream still showed as connected";
+  EXPECT_GE(reconnected_s, 0) << "the event stream did not reconnect";
+  // What replica 1 computed during the stall is confirmed once its events flow again.
+  std::this_thread::sleep_for(kPredictionsExpire);
+  const auto [whole, asked] = held_whole(load.samples(), kFaulty, [&](const Sample& s) {
+    return s.start >= w.start && s.end <= w.end;
+  });
+  EXPECT_GT(asked, 0);
+  EXPECT_EQ(whole, asked) << "prompts of the stall the index shows replica 1 holding whole";
+}
+
 // The replica serves requests but its event stream stalls: engines publish vLLM's ZeroMQ events
 // on a second link, which is partitioned while the HTTP link stays up.
 TEST_F(NetworkFaultTest, StalledKvEventStreamIsDetectedAndReconnectedWithoutLoss) {
