@@ -17,7 +17,7 @@
 #
 # LABELS: exactly one kind (what the test is) and any of the extras (how CI runs it):
 set(PREFIXGATE_TEST_KINDS unit cli server browser gpu)
-set(PREFIXGATE_TEST_EXTRAS concurrent process-only asan-skip)
+set(PREFIXGATE_TEST_EXTRAS concurrent process-only asan-skip netns)
 #   concurrent    threads ThreadSanitizer must see: scripts/test.sh runs it in its TSan phase,
 #                 and the `concurrent_tests` target builds what that phase needs
 #   process-only  reaches the servers only as processes named by PREFIXGATE_GATEWAY_BIN and
@@ -25,6 +25,8 @@ set(PREFIXGATE_TEST_EXTRAS concurrent process-only asan-skip)
 #                 against TSan-built servers (only its DEPENDS join `concurrent_tests`)
 #   asan-skip     adds nothing under AddressSanitizer (what it reaches runs there through other
 #                 suites): an ASan build does not declare it (a status line says so)
+#   netns         needs root and network namespaces (ip netns, veth, tc): skips with the reason
+#                 where they are unavailable
 # A test that calls GTEST_SKIP() is reported as skipped, not passed (gtest_discover_tests' default).
 
 include(GoogleTest)

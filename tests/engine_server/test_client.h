@@ -53,6 +53,7 @@ class Client {
   HttpReply read_all();
 
   int status() const { return static_cast<int>(parser_->get().result_int()); }
+  std::string header(std::string_view name) const { return std::string(parser_->get()[name]); }
   const std::string& body() const { return parser_->get().body(); }
   void close();
   // A second request on the same connection needs a fresh parser.

@@ -1,10 +1,12 @@
 // The gateway when things go wrong, for real: a replica killed mid-stream, SIGTERM while a
-// stream is in flight, and an upstream that accepts requests but never answers them.
+// stream is in flight, an upstream that accepts requests but never answers them, and a replica
+// that hangs (SIGSTOP) long enough to be ejected, then resumes.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 
 #include <atomic>
+#include <csignal>
 #include <thread>
 
 #include "engine_server/test_client.h"
@@ -237,6 +239,58 @@ TEST(GatewayFailureTest, FirstByteTimeoutIsRetriedOnAnotherReplica) {
   const Reply metrics = get(port, "/metrics");
   EXPECT_NE(metrics.body.find("prefixgate_retries_total{reason=\"timeout\"}"), std::string::npos)
       << metrics.body;
+}
+
+// The gateway's index blocks for `replica` from /metrics; -1 when the line is missing.
+long index_blocks(std::uint16_t port, const std::string& replica) {
+  const Reply r = get(port, "/metrics");
+  const std::string key = "prefixgate_index_blocks{replica=\"" + replica + "\"} ";
+  const std::size_t at = r.body.find(key);
+  if (at == std::string::npos) return -1;
+  return std::strtol(r.body.c_str() + at + key.size(), nullptr, 10);
+}
+
+template <typename Pred>
+bool poll_until(Pred pred, std::chrono::seconds timeout = std::chrono::seconds(10)) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // polling, not synchronizing
+  }
+  return pred();
+}
+
+// A replica that hangs (SIGSTOP) is ejected by its failed health checks, which makes the index
+// forget its blocks; its /v1/kv_events stream stays open (the stop is shorter than idle_ms).
+// When it resumes, the blocks it still holds must come back: the follower asks for a fresh
+// snapshot instead of carrying on with deltas (which left the index empty for that replica).
+TEST(GatewayFailureTest, HungReplicaEjectedThenResumedIsRelearnedFromAFreshSnapshot) {
+  std::uint16_t pe = 0, port = 0;
+  auto engine = start_engine(pe);
+  ASSERT_NE(pe, 0);
+  const std::string config = write_config(
+      "hung", "upstreams:\n  - url: " + upstream(pe) +
+                  "\ntimeouts: {health_interval_ms: 200, first_byte_ms: 5000, idle_ms: 30000}\n");
+  auto gw = start_gateway(port, {"--config", config});
+  ASSERT_NE(port, 0) << gw->output();
+  ASSERT_TRUE(wait_healthy(port, 1));
+  for (int i = 0; i < 4; ++i) {
+    const Reply r = post(port, "/v1/chat/completions",
+                         R"({"messages":[{"role":"user","content":")" + std::to_string(i) +
+                             std::string(200, 'a' + i) + R"("}],"max_tokens":2})");
+    ASSERT_EQ(r.status, 200) << r.body;
+  }
+  long held = 0;
+  ASSERT_TRUE(poll_until([&] { return (held = index_blocks(port, upstream(pe))) >= 40; })) << held;
+
+  engine->kill(SIGSTOP);
+  const bool ejected = poll_until([&] { return index_blocks(port, upstream(pe)) == 0; });
+  engine->kill(SIGCONT);
+  ASSERT_TRUE(ejected) << "the hung replica was not ejected";
+  ASSERT_TRUE(wait_healthy(port, 1));
+  long relearned = 0;
+  EXPECT_TRUE(poll_until([&] { return (relearned = index_blocks(port, upstream(pe))) >= held; }))
+      << "index holds " << relearned << " of the replica's " << held << " blocks after it resumed";
 }
 
 }  // namespace

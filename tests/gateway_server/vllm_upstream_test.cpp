@@ -271,6 +271,38 @@ TEST(VllmUpstreamTest, RoutesToTheReplicaHoldingThePrefix) {
   EXPECT_EQ(r.header("x-prefixgate-predicted-cached-tokens"), "128");
 }
 
+// Events of several replicas that reach the follower in the same poll turn go each to its own
+// replica (they were all applied to the first one's: replica b's blocks showed on a).
+TEST(VllmUpstreamTest, EventsArrivingTogetherAreCreditedToTheirOwnReplica) {
+  FakeVllm a, b;
+  Gateway gw({a.upstream_spec(), b.upstream_spec()});
+  ASSERT_TRUE(gw.connected(a.url()) && gw.connected(b.url()));
+  constexpr std::uint32_t kPrompts = 40;
+  std::vector<std::vector<std::uint32_t>> on_a, on_b;
+  for (std::uint32_t i = 0; i < kPrompts; ++i) {
+    on_a.push_back(tokens_of(16 * 4, 100 + i));
+    on_b.push_back(tokens_of(16 * 4, 200 + i));
+  }
+  // Both replicas' batches back to back, so the follower finds both sockets ready at once.
+  for (std::uint32_t i = 0; i < kPrompts; ++i) {
+    a.store(on_a[i]);
+    b.store(on_b[i]);
+  }
+  const double blocks = 4.0 * kPrompts;
+  EXPECT_TRUE(eventually([&] {
+    return metric(gw.port, series("prefixgate_index_blocks", a.url())) == blocks &&
+           metric(gw.port, series("prefixgate_index_blocks", b.url())) == blocks;
+  })) << metric(gw.port, series("prefixgate_index_blocks", a.url())).value_or(-1)
+      << " on a, " << metric(gw.port, series("prefixgate_index_blocks", b.url())).value_or(-1)
+      << " on b";
+  for (std::uint32_t i = 0; i < kPrompts; ++i) {
+    EXPECT_EQ(held(gw.port, a.url(), on_a[i]).cached, 64) << i;
+    EXPECT_EQ(held(gw.port, b.url(), on_b[i]).cached, 64) << i;
+    EXPECT_EQ(held(gw.port, a.url(), on_b[i]).cached, 0) << i;
+    EXPECT_EQ(held(gw.port, b.url(), on_a[i]).cached, 0) << i;
+  }
+}
+
 TEST(VllmUpstreamTest, LoadIsReadFromVllmAndSglangMetrics) {
   FakeVllm vllm;
   FakeVllm sglang({.kind = "sglang", .form = vllm_wire::Form::kArray, .sglang_layout = true});

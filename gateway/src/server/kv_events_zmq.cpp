@@ -374,30 +374,28 @@ struct KvEventFollowers::Impl {
         if (zmq_errno() == ETERM) break;  // stop()
         continue;                         // EINTR
       }
-      // Per rank: 0 untouched, 1 its connection changed, 2 batches arrived (or a replay ended).
-      std::vector<int> touched(ranks.size(), 0);
+      // rank_changes is one buffer for every rank: each handler's changes go to its own
+      // replica (publish) before the next handler, maybe another rank's, adds to it.
       for (std::size_t k = 0; k < items.size(); ++k) {
         if ((items[k].revents & ZMQ_POLLIN) == 0) continue;
-        const std::size_t i = owners[k].first;
+        Rank& r = ranks[owners[k].first];
         switch (owners[k].second) {
-          case 0: on_sub(ranks[i]); break;
-          case 1: on_dealer(ranks[i]); break;
-          default: on_monitor(ranks[i]); break;
+          case 0: on_sub(r); break;
+          case 1: on_dealer(r); break;
+          default: on_monitor(r); break;
         }
-        touched[i] = std::max(touched[i], owners[k].second == 2 ? 1 : 2);
+        publish(r, /*applied_something=*/owners[k].second != 2);
       }
       const auto after = Steady::now();
-      for (std::size_t i = 0; i < ranks.size(); ++i) {
-        Rank& r = ranks[i];
+      for (Rank& r : ranks) {
         if (r.stream->replaying() && after >= r.replay_deadline) {
           spdlog::warn("kv events {}: rank {}: no replay from {} within {} ms", replica_of(r).name,
                        r.index, r.replay_endpoint, options.replay_timeout.count());
           r.stream->replay_done(rank_changes);
           // A fresh socket: a late answer to this request must not mix into the next replay.
           if (Status s = open_dealer(r); !s) spdlog::error("{}", s.error().message);
-          touched[i] = 2;
+          publish(r, true);
         }
-        if (touched[i] > 0) publish(r, touched[i] == 2);
       }
       update_links();
     }

@@ -132,10 +132,15 @@ void ReplicaSet::touch_locked(ReplicaId id) {
   state_[id].last_event = Clock::now();
 }
 
-void ReplicaSet::apply_snapshot(ReplicaId id, std::span<const std::uint64_t> hashes) {
+std::uint64_t ReplicaSet::apply_snapshot(ReplicaId id, std::span<const std::uint64_t> hashes) {
   std::lock_guard lock(mu_);
   index_.apply_snapshot(id, hashes);
   touch_locked(id);
+  return state_[id].index_epoch;
+}
+std::uint64_t ReplicaSet::index_epoch(ReplicaId id) const {
+  std::lock_guard lock(mu_);
+  return state_[id].index_epoch;
 }
 void ReplicaSet::apply_stored(ReplicaId id, std::uint64_t hash) {
   std::lock_guard lock(mu_);

@@ -76,8 +76,11 @@ class ReplicaSet {
   void record_failure(ReplicaId id);
   void health_check_result(ReplicaId id, bool ok);
 
-  // kv_events.
-  void apply_snapshot(ReplicaId id, std::span<const std::uint64_t> hashes);
+  // kv_events. apply_snapshot returns the replica's index epoch (below) as of the snapshot: a
+  // /v1/kv_events follower that later sees index_epoch() differ asks for a fresh snapshot, since
+  // the index forgot what the stream had told it (an ejection) while the stream went on.
+  std::uint64_t apply_snapshot(ReplicaId id, std::span<const std::uint64_t> hashes);
+  std::uint64_t index_epoch(ReplicaId id) const;
   void apply_stored(ReplicaId id, std::uint64_t hash);
   void apply_removed(ReplicaId id, std::uint64_t hash);
   void apply_cleared(ReplicaId id);

@@ -6,7 +6,9 @@
 // kv_events: a snapshot replaces what the index knows of the replica; stored/removed/cleared
 // are applied in sequence order; a reconnect resumes with ?since=SEQ (the engine replays the
 // missed deltas or sends a fresh snapshot); a gap in sequence numbers drops the connection and
-// starts over from a fresh snapshot.
+// starts over from a fresh snapshot. So does an ejection while the stream stays up (a replica
+// that hung for a while, then resumed): the index forgot the replica's blocks (its epoch
+// changed), and only a snapshot brings back those it still holds.
 #include <spdlog/spdlog.h>
 
 #include <boost/asio/as_tuple.hpp>
@@ -30,8 +32,9 @@ Awaitable<void> sleep_for(std::chrono::milliseconds d) {
 }
 
 // Applies one line. Returns false on a sequence gap (start over from a fresh snapshot).
+// `epoch`: the replica's index epoch as of the last snapshot applied.
 bool apply_line(GatewayContext& ctx, ReplicaId r, std::string_view line, std::uint64_t& last_seq,
-                bool& have_seq) {
+                bool& have_seq, std::uint64_t& epoch) {
   using Kind = EngineEventLine::Kind;
   const EngineEventLine e = parse_engine_event_line(line);
   if (e.kind == Kind::kSkip) return true;  // not ours to judge: skip it
@@ -42,7 +45,7 @@ bool apply_line(GatewayContext& ctx, ReplicaId r, std::string_view line, std::ui
   const std::string& name = ctx.replicas->upstream(r).url;
   ctx.m.kv_events->add({name, e.type});
   if (e.kind == Kind::kSnapshot) {
-    ctx.replicas->apply_snapshot(r, e.hashes);
+    epoch = ctx.replicas->apply_snapshot(r, e.hashes);
     last_seq = e.seq;
     have_seq = true;
     return true;
@@ -68,8 +71,13 @@ bool apply_line(GatewayContext& ctx, ReplicaId r, std::string_view line, std::ui
 Awaitable<void> run_kv_events(GatewayContext& ctx, ReplicaId r) {
   std::uint64_t last_seq = 0;
   bool have_seq = false;
+  std::uint64_t epoch = 0;
   const std::string& name = ctx.replicas->upstream(r).url;
+  // The index forgot the replica since the last snapshot: the deltas after last_seq would not
+  // bring back what it still holds.
+  const auto forgotten = [&] { return have_seq && ctx.replicas->index_epoch(r) != epoch; };
   while (!ctx.draining()) {
+    if (forgotten()) have_seq = false;
     {
       Exchange ex(ctx, r);
       Request req{http::verb::get,
@@ -89,9 +97,16 @@ Awaitable<void> run_kv_events(GatewayContext& ctx, ReplicaId r) {
           for (std::size_t nl; ok && (nl = pending.find('\n', pos)) != std::string::npos;
                pos = nl + 1) {
             ok = apply_line(ctx, r, std::string_view(pending).substr(pos, nl - pos), last_seq,
-                            have_seq);
+                            have_seq, epoch);
           }
           pending.erase(0, pos);
+          // (Load lines come at least every load_report_interval, so this is checked often.)
+          if (ok && forgotten()) {
+            spdlog::info("kv_events {}: the index forgot the replica; resubscribing for a snapshot",
+                         name);
+            have_seq = false;
+            break;
+          }
         }
         ctx.replicas->set_events_link(r, false);
       }
