@@ -79,7 +79,10 @@ Value b_range(Interpreter& in, CallArgs& args) {
 
 Value b_raise_exception(Interpreter& in, CallArgs& args) {
   const Value* msg = args.get(0, "message");
-  return in.fail(ErrorKind::kRaised, msg != nullptr ? to_str(*msg) : std::string());
+  std::string text = msg != nullptr ? to_str(*msg) : std::string();
+  // The message reaches the client as the 400's error message: never an empty one.
+  if (text.empty()) text = "the chat template raised an exception without a message";
+  return in.fail(ErrorKind::kRaised, std::move(text));
 }
 
 Value b_strftime_now(Interpreter& in, CallArgs& args) {

@@ -370,6 +370,17 @@ TEST(JinjaEngineTest, RaiseExceptionCarriesTheTemplatesMessage) {
   EXPECT_EQ(d.line, 1);
 }
 
+// Found by fuzz_jinja: raise_exception() and raise_exception('') gave an error with no text.
+TEST(JinjaEngineTest, RaiseExceptionWithoutAMessageStillSaysWhat) {
+  for (const char* tmpl : {"{{ raise_exception() }}", "{{ raise_exception('') }}",
+                           "{{ raise_exception('' ~ '') if true }}"}) {
+    ErrorDetail d;
+    render(tmpl, context_from_json("{}"), fixed_now(), &d);
+    EXPECT_EQ(d.kind, ErrorKind::kRaised) << tmpl;
+    EXPECT_EQ(d.text, "the chat template raised an exception without a message") << tmpl;
+  }
+}
+
 TEST(JinjaEngineTest, RuntimeErrorsAreTyped) {
   struct Expect {
     const char* tmpl;
