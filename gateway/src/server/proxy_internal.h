@@ -28,6 +28,7 @@ struct ProxiedRequest {
   bool usage_seen = false;
   std::size_t usage_prompt_tokens = 0;
   std::size_t usage_cached_tokens = 0;
+  std::size_t usage_completion_tokens = 0;  // completion_tokens, or output_tokens
 };
 
 // The prefill work the request adds to its replica's in-flight count (ReplicaSet::route added
