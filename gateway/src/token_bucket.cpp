@@ -15,8 +15,7 @@ TokenBucket::TokenBucket(double capacity, Clock::duration period, Clock::time_po
 
 void TokenBucket::refill(Clock::time_point now) {
   if (now <= last_) return;  // a caller's clock read before ours: nothing to add
-  const double elapsed = std::chrono::duration<double>(now - last_).count();
-  tokens_ = std::min(capacity_, tokens_ + elapsed * per_second_);
+  tokens_ = available(now);
   last_ = now;
 }
 
@@ -39,9 +38,10 @@ void TokenBucket::give_back(double amount, Clock::time_point now) {
   tokens_ = std::min(capacity_, tokens_ + amount);
 }
 
-double TokenBucket::available(Clock::time_point now) {
-  refill(now);
-  return tokens_;
+double TokenBucket::available(Clock::time_point now) const {
+  if (now <= last_) return tokens_;
+  const double elapsed = std::chrono::duration<double>(now - last_).count();
+  return std::min(capacity_, tokens_ + elapsed * per_second_);
 }
 
 }  // namespace prefixgate::gateway

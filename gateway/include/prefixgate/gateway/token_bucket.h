@@ -32,10 +32,10 @@ class TokenBucket {
   // Returns `amount` tokens (a refund), never past the capacity.
   void give_back(double amount, Clock::time_point now);
   // The balance at `now` (negative while in debt).
-  double available(Clock::time_point now);
+  double available(Clock::time_point now) const;
   double capacity() const { return capacity_; }
   // Whether the bucket is full at `now`: a full bucket remembers nothing a fresh one would not.
-  bool full(Clock::time_point now) { return available(now) >= capacity_; }
+  bool full(Clock::time_point now) const { return available(now) >= capacity_; }
 
  private:
   void refill(Clock::time_point now);
