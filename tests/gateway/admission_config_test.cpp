@@ -65,5 +65,14 @@ TEST(AdmissionConfigTest, RefusalsNameTheKey) {
   }
 }
 
+TEST(AdmissionConfigTest, ExampleConfigIsValid) {
+  auto cfg = load_config_file(std::string(PREFIXGATE_SOURCE_DIR) + "/examples/tenant-limits.yaml");
+  ASSERT_TRUE(cfg.ok()) << cfg.error().message;
+  EXPECT_TRUE(validate(*cfg).ok());
+  EXPECT_TRUE(cfg->admission.enabled());
+  EXPECT_EQ(cfg->admission.tenant_limits.at("batch").requests_per_minute, 0U);
+  EXPECT_EQ(cfg->admission.max_inflight, 256U);
+}
+
 }  // namespace
 }  // namespace prefixgate::gateway
