@@ -125,23 +125,24 @@ TEST(GatewayAdmissionTest, RequestsPerMinuteRefusesTheNextWith429RetryAfterAndIt
 }
 
 // Charged prompt + default_max_tokens (150) but using prompt + 16 (the engine's default): the
-// settlement gives the difference back, so five such requests fit in 400 tokens a minute where
+// settlement gives the difference back, so six such requests fit in 400 tokens a minute where
 // charges alone would refuse the third. A request estimated past the whole minute is refused.
 TEST(GatewayAdmissionTest, TokensPerMinuteChargesTheEstimateAndSettlesToUsage) {
   Fleet f(
       "tenant_limits: {default: {tokens_per_minute: 400}}\n"
       "admission: {default_max_tokens: 150}\n");
   ASSERT_TRUE(f.healthy);
-  for (int i = 0; i < 5; ++i) {
-    const Reply r = send(f.port, "a", completion("", /*stream=*/i % 2 == 1));
+  // Three streams, then three whole bodies: either kind left unsettled would refuse its third.
+  for (int i = 0; i < 6; ++i) {
+    const Reply r = send(f.port, "a", completion("", /*stream=*/i < 3));
     ASSERT_EQ(r.status, 200) << "request " << i << ": " << r.body;
   }
   const Reply big = send(f.port, "a", completion("400"));
   EXPECT_EQ(big.status, 429);
   EXPECT_EQ(str(parse(big.body), "error", "code"), "tokens_per_minute_exceeded");
   EXPECT_FALSE(big.header("retry-after").empty());
-  // What is left (400 less five settled requests) cannot take an estimate of ~300.
-  const Reply over = send(f.port, "a", completion("290"));
+  // What is left (400 less six settled requests, ~270) cannot take an estimate of ~355.
+  const Reply over = send(f.port, "a", completion("350"));
   EXPECT_EQ(over.status, 429) << over.body;
   EXPECT_GE(std::stoi(over.header("retry-after").empty() ? "0" : over.header("retry-after")), 1);
 }
@@ -204,7 +205,7 @@ TEST(GatewayAdmissionTest, ATenantSendingTenTimesMoreDoesNotStarveALightOne) {
     if (all.order[i] == "light") light_at.push_back(i);
   }
   ASSERT_EQ(light_at.size(), 2U);
-  // Round robin puts them within the first six answers even if heavy's queue moved on a few
+  // Round robin puts them within the first nine answers even if heavy's queue moved on a few
   // while light's were being sent; FIFO would put them at 20 and 21.
   EXPECT_LE(light_at[1], 8U) << "light answered at " << light_at[0] << " and " << light_at[1];
   EXPECT_GE(metric(f.port, "prefixgate_admission_queue_wait_seconds_count{tenant=\"light\"}"), 1);
