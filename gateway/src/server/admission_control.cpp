@@ -68,6 +68,15 @@ struct AdmissionState {
     }
   }
 
+  // Under mu: the /stats counts of `tenant`, past kMaxCountedTenants folded into "(other)" (a
+  // tenant header names tenants at the client's will).
+  TenantCounts& counts_for(const std::string& tenant) {
+    constexpr std::size_t kMaxCountedTenants = 256;
+    auto it = counts.find(tenant);
+    if (it != counts.end()) return it->second;
+    return counts[counts.size() < kMaxCountedTenants ? tenant : std::string("(other)")];
+  }
+
   void finish(Id id, std::optional<std::size_t> used_tokens) {
     std::lock_guard lock(mu);
     wake(core.finish(id, used_tokens, Clock::now()), Waiter::Outcome::kAdmitted);
@@ -181,11 +190,11 @@ serving::Awaitable<AdmissionResult> AdmissionControl::admit(serving::tcp::socket
     if (a.dropped) s.wake({*a.dropped}, Waiter::Outcome::kDropped);
     switch (a.outcome) {
       case Arrival::Outcome::kRejected:
-        ++s.counts[tenant].rejected;
+        ++s.counts_for(tenant).rejected;
         refuse(a);
         co_return result;
       case Arrival::Outcome::kAdmitted:
-        ++s.counts[tenant].admitted;
+        ++s.counts_for(tenant).admitted;
         s.admitted->add({tenant});
         result.ticket.emplace(state_, id);
         co_return result;
@@ -222,7 +231,7 @@ serving::Awaitable<AdmissionResult> AdmissionControl::admit(serving::tcp::socket
   s.waiters.erase(id);
   switch (waiter->outcome) {
     case Waiter::Outcome::kAdmitted:
-      ++s.counts[tenant].admitted;
+      ++s.counts_for(tenant).admitted;
       s.admitted->add({tenant});
       s.queue_wait->observe({tenant},
                             std::chrono::duration<double>(Clock::now() - queued_at).count());
@@ -234,7 +243,7 @@ serving::Awaitable<AdmissionResult> AdmissionControl::admit(serving::tcp::socket
       result.ticket.emplace(state_, id);
       co_return result;
     case Waiter::Outcome::kDropped:
-      ++s.counts[tenant].rejected;
+      ++s.counts_for(tenant).rejected;
       refuse(Arrival{.outcome = Arrival::Outcome::kRejected,
                      .limit = Limit::kQueueFull,
                      .retry_after = std::chrono::seconds(1)});
@@ -245,7 +254,7 @@ serving::Awaitable<AdmissionResult> AdmissionControl::admit(serving::tcp::socket
         s.abandoned->add({tenant});
         co_return result;
       }
-      ++s.counts[tenant].rejected;
+      ++s.counts_for(tenant).rejected;
       refuse(Arrival{.outcome = Arrival::Outcome::kRejected,
                      .limit = Limit::kQueueTimeout,
                      .retry_after = std::chrono::seconds(1)});
