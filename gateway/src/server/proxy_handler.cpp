@@ -103,6 +103,11 @@ void record_usage(GatewayContext& ctx, ProxiedRequest& p, const json::Value& usa
   p.usage_cached_tokens = cached;
   p.usage_completion_tokens = std::max(number_at(usage, "completion_tokens"),  // chat
                                        number_at(usage, "output_tokens"));     // the others
+  // The tokens per minute charge becomes what was used (streams too: the gateway asks for their
+  // usage chunk); applied when the slot is released, before the client sees the end.
+  if (p.admission != nullptr && *p.admission) {
+    (*p.admission)->settle(p.usage_prompt_tokens + p.usage_completion_tokens);
+  }
   const double predicted = static_cast<double>(p.decision.predicted_cached_tokens);
   ctx.m.prediction_error->observe(std::fabs(static_cast<double>(cached) - predicted));
   spdlog::debug("request {} replica {} reason {} predicted_cached {} cached {} prompt {}",
@@ -203,18 +208,13 @@ Awaitable<bool> handle_completion(Connection& c, const Request& req, RequestInfo
     p.status = static_cast<int>(ex.parser().get().result_int());
     const bool is_sse =
         ex.parser().get()[http::field::content_type].starts_with("text/event-stream");
-    bool keep = false;
+    if (ticket) p.admission = &ticket;  // settled by record_usage(), released by the relay
     if (p.translated) {
-      keep = prep->stream && is_sse ? co_await relay_translated_stream(c, req, p, ex)
-                                    : co_await relay_translated_body(c, req, p, ex);
-    } else {
-      keep = prep->stream && is_sse ? co_await relay_stream(c, req, p, ex)
-                                    : co_await relay_body(c, req, p, ex);
+      if (prep->stream && is_sse) co_return co_await relay_translated_stream(c, req, p, ex);
+      co_return co_await relay_translated_body(c, req, p, ex);
     }
-    // The tokens per minute charge becomes what the answer says was used (streams included:
-    // the gateway asks for their usage chunk); without usage the estimate stands.
-    if (ticket && p.usage_seen) ticket->settle(p.usage_prompt_tokens + p.usage_completion_tokens);
-    co_return keep;
+    if (prep->stream && is_sse) co_return co_await relay_stream(c, req, p, ex);
+    co_return co_await relay_body(c, req, p, ex);
   }
 
   ProxiedRequest failed{*prep, info, RouteDecision{}, "", std::chrono::microseconds(0)};
