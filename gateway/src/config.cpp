@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "admission_config.h"
 #include "prefixgate/canonicalize/render.h"
 #include "prefixgate/gateway/routing.h"
 #include "prefixgate/kv_events/wire.h"
@@ -357,6 +358,10 @@ Status apply_root(const YAML::Node& root, GatewayConfig& cfg) {
                      : Status(bad(k, "timeouts: expected a mapping"));
     } else if (k == "limits") {
       st = v.IsMap() ? apply_limits(v, cfg.limits) : Status(bad(k, "limits: expected a mapping"));
+    } else if (k == "tenant_limits") {
+      st = apply_tenant_limits(v, cfg.admission);
+    } else if (k == "admission") {
+      st = apply_admission(v, cfg.admission);
     } else if (k == "tokenizer_cache") {
       st = v.IsMap() ? apply_tokenizer_cache(v, cfg.tokenizer_cache)
                      : Status(bad(k, "tokenizer_cache: expected a mapping"));

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "prefixgate/base/status.h"
+#include "prefixgate/gateway/admission.h"
 #include "prefixgate/gateway/prefix_index.h"
 
 namespace prefixgate::gateway {
@@ -160,6 +161,8 @@ struct GatewayConfig {
   TokenizerCacheConfig tokenizer_cache;
   TenantConfig tenants;
   AdminConfig admin;
+  // tenant_limits: and admission: (prefixgate/gateway/admission.h); off unless configured.
+  AdmissionConfig admission;
   std::size_t eject_after_failures = 3;  // consecutive request failures that eject a replica
   std::size_t max_attempts = 3;          // replicas tried per request before the first byte
   std::string log_level = "info";

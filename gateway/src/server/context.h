@@ -17,6 +17,7 @@
 #include "prefixgate/serving/metrics.h"
 #include "prefixgate/serving/server.h"
 #include "server/admin_gate.h"
+#include "server/admission_control.h"
 #include "server/canonicalize_stage.h"
 #include "server/live_stats.h"
 #include "server/model_registry.h"
@@ -76,6 +77,8 @@ struct GatewayContext {
   PrepOptions prep;
   std::atomic<std::uint64_t> next_request_id{1};
   RateLimiter finding_log;  // canonicalization findings sampled to the log
+  // Tenant limits and the gateway-wide bound; null when neither is configured (no lock taken).
+  std::unique_ptr<AdmissionControl> admission;
   const serving::HttpServer* http = nullptr;
 
   // Once a shutdown started: no keep-alive, background loops and long streams end.

@@ -79,8 +79,13 @@ Response dashboard_response(GatewayContext& ctx, const Request& req, std::string
                             "since must be a non-negative integer (unix milliseconds)",
                             "invalid_value", keep_alive);
     }
-    Response res = make_response(req, http::status::ok, "application/json",
-                                 ctx.stats->to_json(since), keep_alive);
+    std::string body = ctx.stats->to_json(since);
+    if (ctx.admission && body.ends_with('}')) {
+      // The admission state is live, not sampled: one more member of the top-level object.
+      body.insert(body.size() - 1, ",\"admission\":" + ctx.admission->stats_json());
+    }
+    Response res =
+        make_response(req, http::status::ok, "application/json", std::move(body), keep_alive);
     res.set(http::field::cache_control, "no-store");
     return res;
   }

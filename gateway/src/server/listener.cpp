@@ -276,6 +276,10 @@ Result<std::uint16_t> Gateway::start() {
     register_segment_cache_metrics(ctx.metrics, *cache);
   }
   ctx.prep.template_errors = ctx.m.template_errors;
+  if (ctx.config.admission.enabled()) {
+    ctx.admission = std::make_unique<AdmissionControl>(ctx.config.admission);
+    ctx.admission->register_metrics(ctx.metrics);
+  }
   for (const ModelEntry& e : ctx.models->entries()) {
     spdlog::info("model {}: {}", e.name.empty() ? "default" : e.name, e.description);
   }
@@ -326,6 +330,8 @@ void Gateway::request_shutdown() {
 
 void Gateway::run() {
   if (impl_->http) impl_->http->run();
+  // Requests still queued belong to coroutines the io_context destroys: wake none of them.
+  if (impl_->ctx.admission) impl_->ctx.admission->close();
   if (impl_->followers) impl_->followers->stop();
 }
 

@@ -101,6 +101,13 @@ void record_usage(GatewayContext& ctx, ProxiedRequest& p, const json::Value& usa
   p.usage_seen = true;
   p.usage_prompt_tokens = prompt;
   p.usage_cached_tokens = cached;
+  p.usage_completion_tokens = std::max(number_at(usage, "completion_tokens"),  // chat
+                                       number_at(usage, "output_tokens"));     // the others
+  // The tokens per minute charge becomes what was used (streams too: the gateway asks for their
+  // usage chunk); applied when the slot is released, before the client sees the end.
+  if (p.admission != nullptr && *p.admission) {
+    (*p.admission)->settle(p.usage_prompt_tokens + p.usage_completion_tokens);
+  }
   const double predicted = static_cast<double>(p.decision.predicted_cached_tokens);
   ctx.m.prediction_error->observe(std::fabs(static_cast<double>(cached) - predicted));
   spdlog::debug("request {} replica {} reason {} predicted_cached {} cached {} prompt {}",
@@ -143,6 +150,23 @@ Awaitable<bool> handle_completion(Connection& c, const Request& req, RequestInfo
   };
   const RouteRequest route_req{prep->block_hashes, prep->prompt_tokens, prep->block_size,
                                info.session_key};
+  // Admission (tenant limits, the gateway-wide bound and its queue), once the prompt's tokens
+  // are known; the ticket ends the request's slot when this coroutine ends.
+  std::optional<AdmissionTicket> ticket;
+  if (ctx.admission) {
+    const std::size_t tokens =
+        prep->prompt_tokens +
+        completion_estimate(prep->parsed.body, ctx.config.admission.default_max_tokens);
+    AdmissionResult a = co_await ctx.admission->admit(c.stream.socket(), info.tenant.name, tokens);
+    if (a.refusal) {
+      Response res = error_response(req, static_cast<http::status>(a.refusal->status),
+                                    a.refusal->message, a.refusal->code, info.keep_alive);
+      res.set(http::field::retry_after, std::to_string(a.refusal->retry_after_s));
+      co_return co_await write_response(c, info, std::move(res));
+    }
+    if (!a.ticket) co_return false;  // the client left while queued
+    ticket.emplace(std::move(*a.ticket));
+  }
 
   std::vector<ReplicaId> tried;
   UpstreamFailure last_failure = UpstreamFailure::kNone;
@@ -184,6 +208,7 @@ Awaitable<bool> handle_completion(Connection& c, const Request& req, RequestInfo
     p.status = static_cast<int>(ex.parser().get().result_int());
     const bool is_sse =
         ex.parser().get()[http::field::content_type].starts_with("text/event-stream");
+    if (ticket) p.admission = &ticket;  // settled by record_usage(), released by the relay
     if (p.translated) {
       if (prep->stream && is_sse) co_return co_await relay_translated_stream(c, req, p, ex);
       co_return co_await relay_translated_body(c, req, p, ex);
@@ -193,6 +218,7 @@ Awaitable<bool> handle_completion(Connection& c, const Request& req, RequestInfo
   }
 
   ProxiedRequest failed{*prep, info, RouteDecision{}, "", std::chrono::microseconds(0)};
+  if (ticket) ticket->settle(0);  // no replica answered: nothing was used
   Response res;
   if (tried.empty()) {
     res = error_response(req, http::status::service_unavailable,

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <string>
 
 #include "prefixgate/canonicalize/json.h"
@@ -28,7 +29,18 @@ struct ProxiedRequest {
   bool usage_seen = false;
   std::size_t usage_prompt_tokens = 0;
   std::size_t usage_cached_tokens = 0;
+  std::size_t usage_completion_tokens = 0;  // completion_tokens, or output_tokens
+  // The request's admission slot and token charge (null when admission control is off):
+  // record_usage() settles the charge, release_admission() ends the slot.
+  std::optional<AdmissionTicket>* admission = nullptr;
 };
+
+// Ends the request's admission slot once its upstream answer is all read, before the last
+// writes to the client: a client that sends its next request on reading the end of this one
+// must find the slot (and the settled token charge) already given back.
+inline void release_admission(ProxiedRequest& p) {
+  if (p.admission != nullptr) p.admission->reset();
+}
 
 // The prefill work the request adds to its replica's in-flight count (ReplicaSet::route added
 // exactly this): the prompt less the tokens the replica is predicted to hold.

@@ -35,6 +35,7 @@ Awaitable<bool> relay_body(Connection& c, const Request& req, ProxiedRequest& p,
       if (const json::Value* usage = doc->find("usage")) record_usage(ctx, p, *usage);
     }
   }
+  release_admission(p);
   res.body() = std::move(body);
   res.prepare_payload();
   const bool written = co_await serving::write_response(c.io, std::move(res));

@@ -137,6 +137,7 @@ Awaitable<bool> relay_stream(Connection& c, const Request& req, ProxiedRequest& 
     record_done(ctx, p);
     co_return false;
   }
+  release_admission(p);
   if (!upstream_ok) {
     ctx.m.upstream_failures->add({p.replica_name, "mid_stream"});
     ctx.replicas->record_failure(p.decision.replica);

@@ -163,6 +163,7 @@ Awaitable<bool> relay_translated_body(Connection& c, const Request& req, Proxied
   res.body() = std::move(out);
   res.prepare_payload();
   const bool keep = res.keep_alive();
+  release_admission(p);
   const bool written = co_await serving::write_response(c.io, std::move(res));
   record_done(ctx, p);
   co_return written&& keep;
@@ -207,6 +208,7 @@ Awaitable<bool> relay_translated_stream(Connection& c, const Request& req, Proxi
     record_done(ctx, p);
     co_return false;
   }
+  release_admission(p);
   out.clear();
   if (!upstream_ok) {
     ctx.m.upstream_failures->add({p.replica_name, "mid_stream"});
