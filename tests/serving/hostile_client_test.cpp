@@ -3,13 +3,19 @@
 // read a stream, NUL bytes and invalid UTF-8 in fields, and thousands of idle connections.
 // Each case has one expected outcome: a status (400, 408, 431), a closed connection, and a bound
 // on how long the server takes to get there.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <cerrno>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -281,32 +287,64 @@ TEST_F(HostileClientTest, PipelinedRequestsWithBodiesAreAnsweredInOrder) {
   }
 }
 
-TEST_F(HostileClientTest, ThousandsOfIdleConnectionsDoNotStopServiceToOthers) {
-  // Both ends of every connection are in this process: as many as its descriptor limit allows,
-  // up to 10,000.
+TEST_F(HostileClientTest, TenThousandIdleConnectionsDoNotStopServiceToOthers) {
+  // The idle clients live in a child process, so that neither process needs descriptors for
+  // both ends of 10,000 connections (a container's limit may be 20,000, and not raisable).
+  constexpr std::size_t kIdle = 10000;
   rlimit limit{};
   ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &limit), 0);
-  const std::size_t want =
-      std::min<std::size_t>(10000, limit.rlim_cur > 512 ? (limit.rlim_cur - 512) / 2 : 0);
-  ASSERT_GE(want, 1000u) << "descriptor limit " << limit.rlim_cur << " is too low";
-  std::vector<std::unique_ptr<RawClient>> idle;
-  idle.reserve(want);
-  for (std::size_t i = 0; i < want; ++i) {
-    idle.push_back(std::make_unique<RawClient>(port_));
-    ASSERT_TRUE(idle.back()->connected()) << i;
+  ASSERT_GE(limit.rlim_cur, kIdle + 512) << "descriptor limit too low for this test";
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port_);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  int ready[2];
+  int hold[2];
+  ASSERT_EQ(pipe(ready), 0);
+  ASSERT_EQ(pipe(hold), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // Only system calls from here: the parent's other threads may hold locks (malloc's too).
+    close(ready[0]);
+    close(hold[1]);
+    std::size_t opened = 0;
+    for (; opened < kIdle; ++opened) {
+      const int fd = socket(AF_INET, SOCK_STREAM, 0);
+      if (fd < 0) break;
+      int rc;
+      do {
+        rc = connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr);
+      } while (rc != 0 && errno == EINTR);
+      if (rc != 0) break;
+    }
+    if (write(ready[1], &opened, sizeof opened) != sizeof opened) _exit(1);
+    char c;
+    while (read(hold[0], &c, 1) < 0 && errno == EINTR) {
+    }
+    _exit(0);  // every connection closes with the process
   }
+  close(ready[1]);
+  close(hold[0]);
+  std::size_t opened = 0;
+  ASSERT_EQ(read(ready[0], &opened, sizeof opened), static_cast<ssize_t>(sizeof opened));
+  close(ready[0]);
+  EXPECT_EQ(opened, kIdle);
   const auto deadline = Clock::now() + 30s;
-  while (server_->open_connections() < want && Clock::now() < deadline) {
+  while (server_->open_connections() < opened && Clock::now() < deadline) {
     std::this_thread::sleep_for(20ms);
   }
-  EXPECT_EQ(server_->open_connections(), want);
+  EXPECT_EQ(server_->open_connections(), opened);
   RawClient client(port_);
   client.send("GET /echo HTTP/1.1\r\nHost: x\r\nx-probe: alive\r\n\r\n");
   const std::string answer = client.read_response();
   EXPECT_EQ(status_of(answer), 200);
   EXPECT_NE(answer.find("|alive"), std::string::npos);
-  std::printf("idle connections held: %zu (descriptor limit %llu)\n", want,
-              static_cast<unsigned long long>(limit.rlim_cur));
+  std::printf("idle connections held: %zu\n", opened);
+  close(hold[1]);
+  int status = 0;
+  waitpid(child, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
 }  // namespace
