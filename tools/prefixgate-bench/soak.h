@@ -61,9 +61,9 @@ struct GatewaySizes {
 };
 
 struct SoakSample {
-  double t_s = 0;                        // run seconds
-  std::vector<ProcessSample> processes;  // the gateway, then engine 0..N-1
-  GatewaySizes gateway;
+  double t_s = 0;                             // run seconds
+  std::vector<ProcessSample> processes = {};  // the gateway, then engine 0..N-1
+  GatewaySizes gateway = {};
   // From the load generator's records, filled in after the run (by done_s <= t_s).
   std::size_t requests_done = 0;
   std::size_t errors = 0;
@@ -96,7 +96,8 @@ std::size_t metric_series(std::string_view exposition);
 
 // Did a failed request die because of the restart `r` of the replica whose URL ends with `port`?
 bool is_injected_error(const RequestRecord& rec, const SoakRestart& r, std::uint16_t port);
-// Was the request being served by that replica when it was killed (whatever its outcome)?
+// Was the request being served by that replica when it was killed (sent before, ended after,
+// whatever its outcome; no slack)?
 bool was_in_flight_at(const RequestRecord& rec, const SoakRestart& r, std::uint16_t port);
 
 struct SoakVerdictOptions {

@@ -77,19 +77,25 @@ std::size_t metric_series(std::string_view text) {
   return n;
 }
 
+namespace {
+
+bool names_port(const RequestRecord& rec, std::uint16_t port) {
+  const std::string suffix = ":" + std::to_string(port);
+  return rec.replica.size() >= suffix.size() &&
+         rec.replica.compare(rec.replica.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+}  // namespace
+
 bool is_injected_error(const RequestRecord& rec, const SoakRestart& r, std::uint16_t port) {
   if (rec.error.empty() || rec.error.rfind("http_", 0) == 0) return false;
-  return was_in_flight_at(rec, r, port);
+  // 50 ms of slack: the kill time is taken on this side of kill(2), the record's on the load
+  // generator's thread.
+  return names_port(rec, port) && rec.sent_s <= r.t_s + 0.05 && rec.done_s >= r.t_s - 0.05;
 }
 
 bool was_in_flight_at(const RequestRecord& rec, const SoakRestart& r, std::uint16_t port) {
-  const std::string suffix = ":" + std::to_string(port);
-  const bool named =
-      rec.replica.size() >= suffix.size() &&
-      rec.replica.compare(rec.replica.size() - suffix.size(), suffix.size(), suffix) == 0;
-  // 50 ms of slack: the kill time is taken on this side of kill(2), the record's on the load
-  // generator's thread.
-  return named && rec.sent_s <= r.t_s + 0.05 && rec.done_s >= r.t_s - 0.05;
+  return names_port(rec, port) && rec.sent_s < r.t_s && rec.done_s > r.t_s;
 }
 
 namespace {
