@@ -132,6 +132,10 @@ struct SoakFlags {
   std::string restart_every = "3m";
   std::string sample_every = "10s";
   std::string lifetime_warmup = "60s";
+  std::string gateway_warmup = "auto";
+  // The engines' --kv-events-history: small, so that this bounded buffer (~160 bytes an event)
+  // fills in the first minutes instead of growing through the run at a few events a second.
+  std::size_t kv_events_history = 4096;  // auto: its /stats ring's span (900 x 1 s)
   double warmup_fraction = 0.2;
   double rss_tolerance = 0.05;
   double fd_tolerance = 0.05;
@@ -151,6 +155,7 @@ struct SoakFlags {
   std::string model = "builtin:tiny";
   std::uint64_t seed = 1;
   double timeout_s = 120;
+  std::string from;      // judge this earlier run's JSON again instead of running
   std::string json_out;  // default build/results/soak.json; the CSV and SVG beside it
   std::string csv_out;
   std::string svg_out;

@@ -294,6 +294,13 @@ int main(int argc, char** argv) {
                    "a (re)started process's first seconds left out of the verdict")
       ->capture_default_str();
   soakc
+      ->add_option("--gateway-warmup", soak.gateway_warmup,
+                   "the gateway's RSS and descriptors are judged after this (when later than "
+                   "--warmup); auto: the span of its /stats ring, which fills once")
+      ->capture_default_str();
+  soakc->add_option("--from", soak.from,
+                    "judge an earlier run's JSON again under these criteria (writes --json)");
+  soakc
       ->add_option("--rss-tolerance", soak.rss_tolerance,
                    "RSS flat: max <= min * (1 + this) per process lifetime")
       ->capture_default_str();
@@ -320,6 +327,10 @@ int main(int argc, char** argv) {
   soakc
       ->add_option("--kv-cache-tokens", soak.fleet.kv_cache_tokens,
                    "each engine's KV cache (small, so that it fills early in the run)")
+      ->capture_default_str();
+  soakc
+      ->add_option("--kv-events-history", soak.kv_events_history,
+                   "the engines' --kv-events-history (a bounded buffer: small, so it fills early)")
       ->capture_default_str();
   soakc->add_option("--engine-arg", soak.fleet.engine_args, "an extra engine flag (repeatable)")
       ->allow_extra_args(false);

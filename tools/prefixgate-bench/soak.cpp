@@ -14,9 +14,11 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <sstream>
 #include <thread>
 
 #include "commands.h"
+#include "prefixgate/canonicalize/json.h"
 #include "report_text.h"
 #include "soak_report.h"
 
@@ -102,7 +104,17 @@ struct Sampler {
       s.gateway.metrics_bytes = static_cast<double>(metrics.body.size());
     }
     const SimpleReply stats = http_get(gateway, "/stats");
-    if (stats.status == 200) s.gateway.stats_bytes = static_cast<double>(stats.body.size());
+    if (stats.status == 200) {
+      s.gateway.stats_bytes = static_cast<double>(stats.body.size());
+      if (auto doc = json::parse(stats.body); doc) {
+        const json::Value* capacity = doc->find("capacity");
+        const json::Value* interval = doc->find("interval_ms");
+        if (capacity != nullptr && capacity->is_number() && interval != nullptr &&
+            interval->is_number()) {
+          s.gateway.stats_ring_s = capacity->as_number().value * interval->as_number().value / 1000;
+        }
+      }
+    }
     return s;
   }
 };
@@ -134,9 +146,91 @@ double wait_all_healthy(const HttpTarget& gateway, std::size_t replicas,
   return -1;
 }
 
+// --gateway-warmup: a duration, or auto (the /stats ring's span, as the gateway reported it).
+double gateway_warmup_s(const SoakFlags& flags, const std::vector<SoakSample>& samples) {
+  if (flags.gateway_warmup != "auto") return parse_duration_s(flags.gateway_warmup).value_or(0);
+  double ring = 0;
+  for (const SoakSample& s : samples) ring = std::max(ring, s.gateway.stats_ring_s);
+  return ring;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+int write_outputs(const SoakReport& report, const SoakFlags& flags) {
+  std::cout << format_soak_summary(report);
+  for (const auto& [path, text] :
+       {std::pair{flags.json_out, soak_json(report)}, std::pair{flags.csv_out, soak_csv(report)},
+        std::pair{flags.svg_out, soak_svg(report)}}) {
+    std::filesystem::path p(path);
+    if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());
+    std::ofstream out(path);
+    out << text;
+    if (!out) {
+      std::cerr << "prefixgate-bench soak: cannot write " << path << "\n";
+      return 1;
+    }
+    std::cout << "wrote " << path << "\n";
+  }
+  return report.verdict.pass ? 0 : 3;
+}
+
+// --from FILE: the samples of an earlier run judged again under this run's criteria.
+int judge_recording(SoakFlags flags) {
+  const std::string text = read_text(flags.from);
+  auto rec = parse_soak_json(text);
+  if (!rec) return usage_error("--from " + flags.from + ": " + rec.error().message);
+  flags.duration_s = rec->duration_s;
+  auto lifetime_warmup = parse_duration_s(flags.lifetime_warmup);
+  if (!lifetime_warmup) return usage_error("--lifetime-warmup: a duration");
+  const SoakVerdictOptions verdict_options{
+      .warmup_s = rec->duration_s * flags.warmup_fraction,
+      .gateway_warmup_s = gateway_warmup_s(flags, rec->samples),
+      .lifetime_warmup_s = *lifetime_warmup,
+      .rss_tolerance = flags.rss_tolerance,
+      .fd_tolerance = flags.fd_tolerance,
+      .fd_slack = flags.fd_slack,
+      .bound_tolerance = flags.bound_tolerance,
+      .min_samples = flags.min_samples};
+  auto doc = json::parse(text);
+  SoakReport report{.title = "prefixgate soak",
+                    .flags = flags,
+                    .verdict_options = verdict_options,
+                    .samples = rec->samples,
+                    .restarts = rec->restarts,
+                    .requests = rec->requests,
+                    .verdict = judge_soak(rec->samples, rec->errors, verdict_options)};
+  if (const json::Value* title = doc->find("title"); title != nullptr && title->is_string()) {
+    report.title = title->as_string();
+  }
+  if (rec->errors > 0) report.errors_by_kind["(see the recording)"] = rec->errors;
+  if (rec->injected_errors > 0)
+    report.injected_by_kind["(see the recording)"] = rec->injected_errors;
+  if (const json::Value* setup = doc->find("setup")) report.setup_json = json::to_json(*setup);
+  return write_outputs(report, flags);
+}
+
 }  // namespace
 
 int run_soak(SoakFlags flags) {
+  if (!flags.from.empty()) {
+    if (flags.json_out.empty() || flags.json_out == flags.from) {
+      return usage_error("--from needs --json naming another file");
+    }
+    const std::string stem =
+        flags.json_out.size() > 5 &&
+                flags.json_out.compare(flags.json_out.size() - 5, 5, ".json") == 0
+            ? flags.json_out.substr(0, flags.json_out.size() - 5)
+            : flags.json_out;
+    if (flags.csv_out.empty()) flags.csv_out = stem + ".csv";
+    if (flags.svg_out.empty()) flags.svg_out = stem + ".svg";
+    return judge_recording(std::move(flags));
+  }
+
   if (auto d = parse_duration_s(flags.duration); d && *d > 0) {
     flags.duration_s = *d;
   } else {
@@ -179,6 +273,8 @@ int run_soak(SoakFlags flags) {
   if (flags.csv_out.empty()) flags.csv_out = stem + ".csv";
   if (flags.svg_out.empty()) flags.svg_out = stem + ".svg";
   flags.fleet.gateways = 1;
+  flags.fleet.engine_args.insert(flags.fleet.engine_args.begin(),
+                                 {"--kv-events-history", std::to_string(flags.kv_events_history)});
   flags.fleet.upstream_kind = "prefixgate";
 
   const Workload workload = soak_workload(flags);
@@ -301,6 +397,7 @@ int run_soak(SoakFlags flags) {
   }
 
   const SoakVerdictOptions verdict_options{.warmup_s = flags.duration_s * flags.warmup_fraction,
+                                           .gateway_warmup_s = gateway_warmup_s(flags, samples),
                                            .lifetime_warmup_s = *lifetime_warmup,
                                            .rss_tolerance = flags.rss_tolerance,
                                            .fd_tolerance = flags.fd_tolerance,
@@ -329,21 +426,7 @@ int run_soak(SoakFlags flags) {
                              .error = rec->error,
                              .detail = rec->error_detail.substr(0, 200)});
   }
-  std::cout << format_soak_summary(report);
-  for (const auto& [path, text] :
-       {std::pair{flags.json_out, soak_json(report)}, std::pair{flags.csv_out, soak_csv(report)},
-        std::pair{flags.svg_out, soak_svg(report)}}) {
-    std::filesystem::path p(path);
-    if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());
-    std::ofstream out(path);
-    out << text;
-    if (!out) {
-      std::cerr << "prefixgate-bench soak: cannot write " << path << "\n";
-      return 1;
-    }
-    std::cout << "wrote " << path << "\n";
-  }
-  return verdict.pass ? 0 : 3;
+  return write_outputs(report, flags);
 }
 
 }  // namespace prefixgate::bench

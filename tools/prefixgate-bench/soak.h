@@ -11,9 +11,11 @@
 //
 // The verdict, precisely (every threshold a flag of `soak`):
 // - Judged samples are those taken after the run's warm-up (`warmup_s`, 20 % of the run by
-//   default) and, for a restarted process, at least `lifetime_warmup_s` after it started again (a
-//   restarted engine begins a new lifetime with an empty cache; each lifetime is judged on its
-//   own). A lifetime with fewer than `min_samples` judged samples is listed but not judged.
+//   default; for the gateway's RSS and descriptors, `gateway_warmup_s` when later: by default
+//   the span of its /stats ring, 900 one-second samples that fill in 15 minutes) and, for a
+//   restarted process, at least `lifetime_warmup_s` after it started again (a restarted engine
+//   begins a new lifetime with an empty cache; each lifetime is judged on its own). A lifetime with
+//   fewer than `min_samples` judged samples is listed but not judged.
 // - RSS flat: max <= min * (1 + rss_tolerance) over a lifetime's judged samples (VmRSS).
 // - Descriptors flat: max <= min * (1 + fd_tolerance) + fd_slack (/proc/PID/fd entries; the
 //   slack absorbs the client and upstream sockets of requests in flight at the sampling instant).
@@ -57,7 +59,8 @@ struct GatewaySizes {
   double tokenizer_cache_bytes = -1;
   double metrics_series = -1;  // sample lines in /metrics
   double metrics_bytes = -1;
-  double stats_bytes = -1;  // GET /stats
+  double stats_bytes = -1;   // GET /stats
+  double stats_ring_s = -1;  // /stats: capacity x interval_ms, the span its ring fills in
 };
 
 struct SoakSample {
@@ -102,6 +105,9 @@ bool was_in_flight_at(const RequestRecord& rec, const SoakRestart& r, std::uint1
 
 struct SoakVerdictOptions {
   double warmup_s = 0;
+  // The gateway's own warm-up when longer (its /stats ring's span: a fixed number of one-second
+  // samples, so its memory grows, bounded, until that ring is full).
+  double gateway_warmup_s = 0;
   double lifetime_warmup_s = 60;
   double rss_tolerance = 0.05;
   double fd_tolerance = 0.05;
@@ -130,6 +136,17 @@ struct SoakVerdict {
 
 SoakVerdict judge_soak(const std::vector<SoakSample>& samples, std::size_t other_errors,
                        const SoakVerdictOptions& options);
+
+// The samples, restarts and error counts of a soak's JSON (soak_json), to judge again.
+struct SoakRecording {
+  std::vector<SoakSample> samples;
+  std::vector<SoakRestart> restarts;
+  std::size_t requests = 0;
+  std::size_t errors = 0;  // not injected
+  std::size_t injected_errors = 0;
+  double duration_s = 0;
+};
+Result<SoakRecording> parse_soak_json(std::string_view text);
 
 // "30m", "20s", "1h", "90" (seconds), "1.5m"; nullopt when malformed or negative.
 std::optional<double> parse_duration_s(std::string_view text);

@@ -21,6 +21,11 @@ json::Value counts_json(const std::map<std::string, std::size_t>& m) {
   return o;
 }
 
+json::Value parsed_or_null(const std::string& text) {
+  auto v = json::parse(text);
+  return v ? *v : json::Value();
+}
+
 std::size_t total(const std::map<std::string, std::size_t>& m) {
   std::size_t n = 0;
   for (const auto& [k, v] : m) n += v;
@@ -63,7 +68,9 @@ std::string format_soak_summary(const SoakReport& r) {
     out << "\n";
   }
   out << "judged: after " << fmt("%.0f", r.verdict_options.warmup_s)
-      << " s of warm-up, and a process's first " << fmt("%.0f", r.verdict_options.lifetime_warmup_s)
+      << " s of warm-up (the gateway's RSS and descriptors after "
+      << fmt("%.0f", std::max(r.verdict_options.warmup_s, r.verdict_options.gateway_warmup_s))
+      << " s), and a restarted process's first " << fmt("%.0f", r.verdict_options.lifetime_warmup_s)
       << " s\n";
   char line[256];
   std::snprintf(line, sizeof line, "%-22s %-24s %5s %12s %12s %12s %12s %12s  %s\n", "check",
@@ -120,6 +127,7 @@ std::string soak_json(const SoakReport& r) {
                      {"sim_profile", f.fleet.sim_profile},
                      {"sim_speedup", f.fleet.sim_speedup},
                      {"kv_cache_tokens", static_cast<double>(f.fleet.kv_cache_tokens)},
+                     {"kv_events_history", static_cast<double>(f.kv_events_history)},
                      {"policy", f.policy},
                      {"duration_s", f.duration_s},
                      {"restart_every", f.restart_every},
@@ -134,6 +142,7 @@ std::string soak_json(const SoakReport& r) {
                      {"seed", static_cast<double>(f.seed)}};
   const SoakVerdictOptions& o = r.verdict_options;
   json::Object criteria{{"warmup_s", o.warmup_s},
+                        {"gateway_warmup_s", o.gateway_warmup_s},
                         {"lifetime_warmup_s", o.lifetime_warmup_s},
                         {"rss_tolerance", o.rss_tolerance},
                         {"fd_tolerance", o.fd_tolerance},
@@ -158,6 +167,7 @@ std::string soak_json(const SoakReport& r) {
                                    {"metrics_series", s.gateway.metrics_series},
                                    {"metrics_bytes", s.gateway.metrics_bytes},
                                    {"stats_bytes", s.gateway.stats_bytes},
+                                   {"stats_ring_s", s.gateway.stats_ring_s},
                                    {"requests_done", static_cast<double>(s.requests_done)},
                                    {"errors", static_cast<double>(s.errors)},
                                    {"injected_errors", static_cast<double>(s.injected_errors)}});
@@ -198,7 +208,8 @@ std::string soak_json(const SoakReport& r) {
   json::Object examples;
   for (const auto& [k, v] : r.error_examples) examples.push_back({k, v});
   json::Object doc{{"title", r.title},
-                   {"setup", std::move(setup)},
+                   {"setup", r.setup_json.empty() ? json::Value(std::move(setup))
+                                                  : parsed_or_null(r.setup_json)},
                    {"criteria", std::move(criteria)},
                    {"requests", static_cast<double>(r.requests)},
                    {"errors", static_cast<double>(total(r.errors_by_kind))},
@@ -224,11 +235,14 @@ std::string soak_svg(const SoakReport& r) {
   struct Panel {
     std::string title;
     std::vector<Line> lines;
+    double warmup_s = -1;  // shaded; < 0: the run's
   };
   const char* colors[] = {"#264653", "#e76f51", "#2a9d8f", "#f4a261", "#8ab17d",
                           "#9e9e9e", "#6d597a", "#e9c46a", "#457b9d", "#b5838d"};
   const std::vector<std::string> names = process_names(r.samples);
-  Panel gateway_rss{"gateway resident memory (MiB)", {}};
+  Panel gateway_rss{"gateway resident memory (MiB); shaded: its warm-up (the /stats ring fills)",
+                    {},
+                    std::max(r.verdict_options.warmup_s, r.verdict_options.gateway_warmup_s)};
   Panel rss{"engines resident memory (MiB)", {}};
   Panel fds{"open file descriptors", {}};
   for (std::size_t i = 0; i < names.size(); ++i) {
@@ -316,8 +330,10 @@ std::string soak_svg(const SoakReport& r) {
     svg += "<text x=\"" + fmt("%.0f", left) + "\" y=\"" + fmt("%.0f", y0 - 6) +
            "\" font-weight=\"bold\">" + xml_escape(panels[p].title) + "</text>\n";
     svg += "<rect x=\"" + fmt("%.1f", left) + "\" y=\"" + fmt("%.1f", y0) + "\" width=\"" +
-           fmt("%.1f", x_of(r.verdict_options.warmup_s) - left) + "\" height=\"" +
-           fmt("%.1f", panel_h) + "\" fill=\"#eeeeee\"/>\n";
+           fmt("%.1f",
+               x_of(panels[p].warmup_s >= 0 ? panels[p].warmup_s : r.verdict_options.warmup_s) -
+                   left) +
+           "\" height=\"" + fmt("%.1f", panel_h) + "\" fill=\"#eeeeee\"/>\n";
     for (const SoakRestart& x : r.restarts) {
       svg += "<line x1=\"" + fmt("%.1f", x_of(x.t_s)) + "\" y1=\"" + fmt("%.1f", y0) + "\" x2=\"" +
              fmt("%.1f", x_of(x.t_s)) + "\" y2=\"" + fmt("%.1f", base) +

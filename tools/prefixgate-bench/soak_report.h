@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "prefixgate/canonicalize/json.h"
 #include "soak.h"
 
 namespace prefixgate::bench {
@@ -33,12 +34,13 @@ struct SoakReport {
   std::vector<SoakSample> samples;
   std::vector<SoakRestart> restarts;
   std::size_t requests = 0;
-  std::map<std::string, std::size_t> requests_per_replica;  // x-prefixgate-replica
-  std::map<std::string, std::size_t> errors_by_kind;        // not injected
-  std::map<std::string, std::size_t> injected_by_kind;      // cut by a restart
-  std::map<std::string, std::string> error_examples;
+  std::map<std::string, std::size_t> requests_per_replica = {};  // x-prefixgate-replica
+  std::map<std::string, std::size_t> errors_by_kind = {};        // not injected
+  std::map<std::string, std::size_t> injected_by_kind = {};      // cut by a restart
+  std::map<std::string, std::string> error_examples = {};
   SoakVerdict verdict;
   std::vector<SoakFailure> failed = {};  // the first 100 kept in the JSON
+  std::string setup_json = {};           // judged again (--from): the recording's setup, as is
 };
 
 std::string format_soak_summary(const SoakReport& report);

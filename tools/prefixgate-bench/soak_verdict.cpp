@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "prefixgate/canonicalize/json.h"
 #include "soak.h"
 
 namespace prefixgate::bench {
@@ -159,7 +160,9 @@ SoakVerdict judge_soak(const std::vector<SoakSample>& samples, std::size_t other
         it->second.first.subject = subject;
         it->second.second.subject = subject;
       }
-      if (s.t_s < o.warmup_s) continue;
+      if (s.t_s < (p.name == "gateway" ? std::max(o.warmup_s, o.gateway_warmup_s) : o.warmup_s)) {
+        continue;
+      }
       if (p.started_s > 0 && s.t_s - p.started_s < o.lifetime_warmup_s) continue;
       if (p.rss_kb >= 0) it->second.first.values.push_back(static_cast<double>(p.rss_kb));
       if (p.fds >= 0) it->second.second.values.push_back(static_cast<double>(p.fds));
@@ -197,6 +200,71 @@ SoakVerdict judge_soak(const std::vector<SoakSample>& samples, std::size_t other
   }
   if (!any_judged_process) v.pass = false;
   return v;
+}
+
+namespace {
+
+double num(const json::Value& v, std::string_view key, double fallback = -1) {
+  const json::Value* x = v.find(key);
+  return x != nullptr && x->is_number() ? x->as_number().value : fallback;
+}
+
+}  // namespace
+
+Result<SoakRecording> parse_soak_json(std::string_view text) {
+  auto doc = json::parse(text);
+  if (!doc || !doc->is_object()) {
+    return make_error(ErrorCode::kInvalidValue, "not a soak JSON document");
+  }
+  const json::Value* samples = doc->find("samples");
+  const json::Value* restarts = doc->find("restarts");
+  const json::Value* setup = doc->find("setup");
+  if (samples == nullptr || !samples->is_array() || restarts == nullptr || !restarts->is_array() ||
+      setup == nullptr) {
+    return make_error(ErrorCode::kInvalidValue, "a soak JSON needs samples, restarts and setup");
+  }
+  SoakRecording r;
+  r.requests = static_cast<std::size_t>(num(*doc, "requests", 0));
+  r.errors = static_cast<std::size_t>(num(*doc, "errors", 0));
+  r.injected_errors = static_cast<std::size_t>(num(*doc, "injected_errors", 0));
+  r.duration_s = num(*setup, "duration_s", 0);
+  for (const json::Value& s : samples->as_array()) {
+    SoakSample out{.t_s = num(s, "t_s", 0)};
+    if (const json::Value* procs = s.find("processes"); procs != nullptr && procs->is_array()) {
+      for (const json::Value& p : procs->as_array()) {
+        const json::Value* name = p.find("name");
+        out.processes.push_back(
+            {.name = name != nullptr && name->is_string() ? name->as_string() : std::string(),
+             .pid = static_cast<pid_t>(num(p, "pid")),
+             .started_s = num(p, "started_s", 0),
+             .rss_kb = static_cast<long>(num(p, "rss_kb")),
+             .fds = static_cast<long>(num(p, "fds"))});
+      }
+    }
+    out.gateway = {.index_blocks = num(s, "index_blocks"),
+                   .index_hashes = num(s, "index_hashes"),
+                   .tokenizer_cache_bytes = num(s, "tokenizer_cache_bytes"),
+                   .metrics_series = num(s, "metrics_series"),
+                   .metrics_bytes = num(s, "metrics_bytes"),
+                   .stats_bytes = num(s, "stats_bytes"),
+                   .stats_ring_s = num(s, "stats_ring_s")};
+    out.requests_done = static_cast<std::size_t>(num(s, "requests_done", 0));
+    out.errors = static_cast<std::size_t>(num(s, "errors", 0));
+    out.injected_errors = static_cast<std::size_t>(num(s, "injected_errors", 0));
+    r.samples.push_back(std::move(out));
+  }
+  for (const json::Value& x : restarts->as_array()) {
+    r.restarts.push_back(
+        {.t_s = num(x, "t_s", 0),
+         .replica = static_cast<std::size_t>(num(x, "replica", 0)),
+         .old_pid = static_cast<pid_t>(num(x, "old_pid")),
+         .new_pid = static_cast<pid_t>(num(x, "new_pid")),
+         .listening_after_s = num(x, "listening_after_s", 0),
+         .healthy_after_s = num(x, "healthy_after_s"),
+         .in_flight = static_cast<std::size_t>(num(x, "in_flight", 0)),
+         .in_flight_failed = static_cast<std::size_t>(num(x, "in_flight_failed", 0))});
+  }
+  return r;
 }
 
 std::optional<double> parse_duration_s(std::string_view text) {
