@@ -368,13 +368,14 @@ TEST(BenchCliTest, SoakSamplesEveryProcessRestartsReplicasAndCountsTheCutStreams
   const std::string json_path =
       ::testing::TempDir() + "prefixgate-bench-soak-" + std::to_string(getpid()) + ".json";
   std::vector<std::string> args = soak_args(json_path);
-  for (const char* a :
-       {"--duration",         "20s",         "--restart-every",   "8s",   "--sample-every",  "1s",
-        "--lifetime-warmup",  "2s",          "--warmup",          "0.3",  "--replicas",      "2",
-        "--policy",           "round_robin", "--sim-speedup",     "1",    "--rate",          "1.5",
-        "--multi-turn-share", "0",           "--groups",          "2",    "--system-len",    "256",
-        "--question-len",     "32",          "--output-len",      "1024", "--rss-tolerance", "1",
-        "--fd-slack",         "64",          "--bound-tolerance", "100"}) {
+  for (
+      const char* a :
+      {"--duration",         "20s",         "--restart-every",   "8s",   "--sample-every",   "1s",
+       "--lifetime-warmup",  "2s",          "--warmup",          "0.3",  "--replicas",       "2",
+       "--policy",           "round_robin", "--sim-speedup",     "1",    "--rate",           "1.5",
+       "--multi-turn-share", "0",           "--groups",          "2",    "--system-len",     "256",
+       "--question-len",     "32",          "--output-len",      "1024", "--rss-tolerance",  "1",
+       "--fd-slack",         "64",          "--bound-tolerance", "100",  "--gateway-warmup", "0"}) {
     args.push_back(a);
   }
   const Outcome o = run_bench(args, std::chrono::seconds(90));
@@ -431,6 +432,16 @@ TEST(BenchCliTest, SoakSamplesEveryProcessRestartsReplicasAndCountsTheCutStreams
   std::ifstream svg(stem + ".svg");
   std::getline(svg, line);
   EXPECT_EQ(line.rfind("<svg", 0), 0u);
+
+  // The recording judged again, stricter: no memory growth at all allowed, no descriptor slack.
+  const Outcome again =
+      run_bench({"soak", "--from", json_path, "--json", stem + "-again.json", "--warmup", "0.3",
+                 "--lifetime-warmup", "2s", "--gateway-warmup", "0", "--rss-tolerance", "0",
+                 "--fd-slack", "0", "--fd-tolerance", "0", "--bound-tolerance", "100"});
+  EXPECT_EQ(again.status, 3) << again.output;
+  EXPECT_NE(again.output.find("FAIL"), std::string::npos) << again.output;
+  EXPECT_EQ(read_json(stem + "-again.json").find("samples")->as_array().size(),
+            samples->as_array().size());
 }
 
 // A run the verdict cannot judge (fewer judged samples than --min-samples) fails it: exit 3.

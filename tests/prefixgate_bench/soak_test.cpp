@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include "soak_report.h"
+
 namespace prefixgate::bench {
 namespace {
 
@@ -208,6 +210,55 @@ TEST(SoakVerdictTest, ARunTooShortToJudgeFails) {
   const SoakVerdict v = judge_soak(samples(8, gateway, engine), 0, kOptions);  // 2 judged samples
   EXPECT_FALSE(v.pass);
   EXPECT_FALSE(find_check(v, "rss_kb", "gateway")->judged);
+}
+
+TEST(SoakVerdictTest, TheGatewayIsJudgedOnceItsStatsRingIsFull) {
+  // Grows until its ring is full at 300 s, flat after.
+  auto gateway = [](double t) -> long { return 12000 + static_cast<long>(std::min(t, 300.0)) * 5; };
+  auto engine = [](double) -> long { return 160000; };
+  SoakVerdictOptions o = kOptions;
+  EXPECT_FALSE(judge_soak(samples(60, gateway, engine), 0, o).pass);
+  o.gateway_warmup_s = 300;
+  const SoakVerdict v = judge_soak(samples(60, gateway, engine), 0, o);
+  EXPECT_TRUE(v.pass);
+  EXPECT_EQ(find_check(v, "rss_kb", "gateway")->samples, 30u);   // 300..590 s
+  EXPECT_EQ(find_check(v, "rss_kb", "engine-0")->samples, 54u);  // the engines from 60 s
+}
+
+TEST(SoakReportTest, TheJsonReadsBackForAnotherVerdict) {
+  auto gateway = [](double) -> long { return 12000; };
+  auto engine = [](double) -> long { return 160000; };
+  SoakReport report{.title = "t",
+                    .samples = samples(20, gateway, engine, 100),
+                    .restarts = {SoakRestart{.t_s = 100,
+                                             .replica = 0,
+                                             .old_pid = 200,
+                                             .new_pid = 201,
+                                             .in_flight = 2,
+                                             .in_flight_failed = 2}},
+                    .requests = 50,
+                    .injected_by_kind = {{"stream_error", 2}}};
+  report.flags.duration_s = 200;
+  report.verdict = judge_soak(report.samples, 0, kOptions);
+  auto back = parse_soak_json(soak_json(report));
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(back->duration_s, 200);
+  EXPECT_EQ(back->requests, 50u);
+  EXPECT_EQ(back->errors, 0u);
+  EXPECT_EQ(back->injected_errors, 2u);
+  ASSERT_EQ(back->samples.size(), 20u);
+  ASSERT_EQ(back->restarts.size(), 1u);
+  EXPECT_EQ(back->restarts[0].new_pid, 201);
+  EXPECT_EQ(back->restarts[0].in_flight, 2u);
+  const SoakSample& last = back->samples.back();
+  ASSERT_EQ(last.processes.size(), 2u);
+  EXPECT_EQ(last.processes[1].pid, 201);
+  EXPECT_EQ(last.processes[1].started_s, 100);
+  EXPECT_EQ(last.processes[1].rss_kb, 160000);
+  EXPECT_EQ(last.gateway.index_blocks, 1000);
+  EXPECT_EQ(judge_soak(back->samples, back->errors, kOptions).checks.size(),
+            report.verdict.checks.size());
+  EXPECT_FALSE(parse_soak_json("{\"samples\":[]}").ok());
 }
 
 }  // namespace

@@ -28,17 +28,17 @@ struct SoakFailure {
 };
 
 struct SoakReport {
-  std::string title;
-  SoakFlags flags;
-  SoakVerdictOptions verdict_options;
-  std::vector<SoakSample> samples;
-  std::vector<SoakRestart> restarts;
+  std::string title = {};
+  SoakFlags flags = {};
+  SoakVerdictOptions verdict_options = {};
+  std::vector<SoakSample> samples = {};
+  std::vector<SoakRestart> restarts = {};
   std::size_t requests = 0;
   std::map<std::string, std::size_t> requests_per_replica = {};  // x-prefixgate-replica
   std::map<std::string, std::size_t> errors_by_kind = {};        // not injected
   std::map<std::string, std::size_t> injected_by_kind = {};      // cut by a restart
   std::map<std::string, std::string> error_examples = {};
-  SoakVerdict verdict;
+  SoakVerdict verdict = {};
   std::vector<SoakFailure> failed = {};  // the first 100 kept in the JSON
   std::string setup_json = {};           // judged again (--from): the recording's setup, as is
 };
