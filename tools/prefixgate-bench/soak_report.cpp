@@ -85,8 +85,11 @@ std::string format_soak_summary(const SoakReport& r) {
                             : "FAIL");
     out << line;
   }
-  out << "(rss_kb, fds: first/last judged sample, limit = min * (1 + tolerance) + slack; bounded "
-         "sizes: first/last = max over the first/second half, limit = first * (1 + tolerance))\n";
+  out << "(rss_kb, fds: first/last = medians of the first/last quarter of the judged samples; "
+         "rss_kb passes when max <= limit = min * (1 + tolerance), fds when last <= limit = first "
+         "* "
+         "(1 + tolerance) + slack; bounded sizes: first/last = max over the first/second half, "
+         "limit = first * (1 + tolerance))\n";
   out << "verdict: " << (r.verdict.pass ? "PASS" : "FAIL") << "\n";
   return out.str();
 }

@@ -107,18 +107,30 @@ struct Series {
   std::vector<double> values;
 };
 
-SoakCheck flat_check(const std::string& what, const Series& s, double tolerance, double slack,
-                     std::size_t min_samples) {
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 == 1 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+enum class Flatness { kPeak, kTrend };
+
+// first/last: the medians of the first and last quarter of the judged samples (at least one
+// sample each). kPeak: max <= min * (1 + tolerance) + slack. kTrend: last <= first * (1 +
+// tolerance) + slack, for counts that move with the requests in flight (descriptors).
+SoakCheck flat_check(const std::string& what, const Series& s, Flatness rule, double tolerance,
+                     double slack, std::size_t min_samples) {
   SoakCheck c{.what = what, .subject = s.subject, .samples = s.values.size()};
   if (!s.values.empty()) {
-    c.first = s.values.front();
-    c.last = s.values.back();
+    const auto quarter = static_cast<std::ptrdiff_t>(std::max<std::size_t>(1, s.values.size() / 4));
+    c.first = median({s.values.begin(), s.values.begin() + quarter});
+    c.last = median({s.values.end() - quarter, s.values.end()});
     c.min = *std::min_element(s.values.begin(), s.values.end());
     c.max = *std::max_element(s.values.begin(), s.values.end());
   }
-  c.limit = c.min * (1 + tolerance) + slack;
+  c.limit = (rule == Flatness::kPeak ? c.min : c.first) * (1 + tolerance) + slack;
   c.judged = s.values.size() >= min_samples;
-  c.pass = !c.judged || c.max <= c.limit;
+  c.pass = !c.judged || (rule == Flatness::kPeak ? c.max : c.last) <= c.limit;
   return c;
 }
 
@@ -178,8 +190,10 @@ SoakVerdict judge_soak(const std::vector<SoakSample>& samples, std::size_t other
   SoakVerdict v;
   for (const auto& key : order) {
     const auto& [rss, fds] = lifetimes.at(key);
-    v.checks.push_back(flat_check("rss_kb", rss, o.rss_tolerance, 0, o.min_samples));
-    v.checks.push_back(flat_check("fds", fds, o.fd_tolerance, o.fd_slack, o.min_samples));
+    v.checks.push_back(
+        flat_check("rss_kb", rss, Flatness::kPeak, o.rss_tolerance, 0, o.min_samples));
+    v.checks.push_back(
+        flat_check("fds", fds, Flatness::kTrend, o.fd_tolerance, o.fd_slack, o.min_samples));
   }
   for (const char* name : bounded_names) {
     v.checks.push_back(bounded_check(name, bounded[name], o.bound_tolerance, o.min_samples));
