@@ -2,9 +2,10 @@
 # The soak: prefixgate in front of 4 sim engines for 30 minutes at steady moderate load (a
 # shared-prefix and multi-turn streaming mix, ~2.5 requests/s), one engine SIGKILLed and started
 # again with an empty cache every 3 minutes, the RSS and open descriptors of every process and the
-# gateway's index and /metrics, /stats sizes sampled every 10 s. Exits 0 when, after the first
-# 20 %, every process stays within 5 % (descriptors: + 4 for sockets in flight), the sizes stop
-# growing and nothing failed but the streams the kills cut; 3 when not (tools/prefixgate-bench/soak.h).
+# gateway's index and /metrics, /stats sizes sampled every 10 s. Exits 0 when, after the warm-up
+# (the first 20 %; the gateway's first 15 minutes, while its /stats ring fills), every process's RSS
+# stays within 5 % (max/min), its descriptors do not rise (+5 % + 4), the sizes stop growing and
+# nothing failed but the streams the kills cut; 3 when not (tools/prefixgate-bench/soak.h).
 #
 #   scripts/soak.sh                          # build/results/soak.{json,csv,svg}
 #   scripts/soak.sh --duration 5m --restart-every 1m --json /tmp/soak.json
