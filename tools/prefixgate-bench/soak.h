@@ -62,7 +62,10 @@ struct GatewaySizes {
   double tokenizer_cache_bytes = -1;
   double metrics_series = -1;  // sample lines in /metrics
   double metrics_bytes = -1;
-  double stats_bytes = -1;   // GET /stats
+  // GET /stats?since=T, T the previous scrape's now_ms: the whole document but the ring samples
+  // already read (totals, replicas, the tenant, findings and canonicalization tables that must
+  // stay bounded, and the samples taken since).
+  double stats_bytes = -1;
   double stats_ring_s = -1;  // /stats: capacity x interval_ms, the span its ring fills in
 };
 
