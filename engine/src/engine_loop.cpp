@@ -44,7 +44,8 @@ EngineLoop::EngineLoop(EngineConfig config, std::unique_ptr<Device> device)
       device_(std::move(device)),
       pool_(config_.num_pages),
       cache_(pool_, config_.page_tokens, config_.model_id),
-      scheduler_(config_.scheduler, cache_, pool_) {
+      scheduler_(config_.scheduler, cache_, pool_),
+      events_(config_.kv_events_history) {
   device_->init_kv_cache(config_.num_pages, config_.page_tokens);
   stats_.kv_pages_total = config_.num_pages;
   stats_.speed = device_->speed();

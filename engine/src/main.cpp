@@ -54,6 +54,7 @@ struct Flags {
   std::string kv_events_endpoint;
   std::string kv_events_replay_endpoint;
   std::size_t kv_events_buffer_steps = 10000;
+  std::size_t kv_events_history = 65536;
 };
 
 int fail(const std::string& message) {
@@ -147,6 +148,11 @@ int main(int argc, char** argv) {
   app.add_option("--kv-events-replay-endpoint", f.kv_events_replay_endpoint,
                  "with --kv-events-endpoint: a ZeroMQ ROUTER endpoint that replays missed "
                  "batches, e.g. tcp://*:5558");
+  app.add_option("--kv-events-history", f.kv_events_history,
+                 "cache events kept for /v1/kv_events readers that fall behind (~160 bytes each); "
+                 "an older resume point gets a fresh snapshot")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app.add_option("--kv-events-buffer-steps", f.kv_events_buffer_steps,
                  "batches kept for replay (vLLM's buffer_steps)")
       ->check(CLI::PositiveNumber)
@@ -253,6 +259,7 @@ int main(int argc, char** argv) {
   engine::EngineConfig config;
   config.page_tokens = f.block_size;
   config.num_pages = num_pages;
+  config.kv_events_history = f.kv_events_history;
   config.model_id = model->spec.id;
   config.scheduler.max_num_batched_tokens = f.max_num_batched_tokens;
   config.scheduler.max_num_seqs = f.max_num_seqs;

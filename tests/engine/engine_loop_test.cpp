@@ -115,6 +115,23 @@ TEST(EngineLoopTest, KvEventsMatchTheSnapshot) {
   EXPECT_TRUE(loop.kv_events().since(snap.seq)->empty());
 }
 
+// --kv-events-history: the loop keeps that many cache events, no more.
+TEST(EngineLoopTest, KeepsKvEventsHistoryEventsForResumes) {
+  EngineConfig c = config();
+  c.kv_events_history = 2;
+  EngineLoop loop(c, std::make_unique<testing::FakeKvDevice>());
+  Collector done;
+  loop.submit(request(64, 2), done.sink());  // 4 blocks stored
+  ASSERT_TRUE(done.wait());
+  ASSERT_TRUE(loop.wait_idle(5s));
+  const std::uint64_t last = loop.kv_events().last_seq();
+  ASSERT_GE(last, 4u);
+  EXPECT_FALSE(loop.kv_events().since(0).has_value());  // older than the history: a gap
+  auto tail = loop.kv_events().since(last - 2);
+  ASSERT_TRUE(tail.has_value());
+  EXPECT_EQ(tail->size(), 2u);
+}
+
 TEST(KvEventLogTest, ReaderThatFellBehindGetsAGap) {
   KvEventLog log(3);
   std::vector<CacheEvent> five(5);

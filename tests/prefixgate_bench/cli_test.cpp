@@ -68,6 +68,11 @@ INSTANTIATE_TEST_SUITE_P(
                       std::vector<std::string>{"simulate", "--workload", "trace"},
                       std::vector<std::string>{"compare", "--api", "grpc"},
                       std::vector<std::string>{"compare", "--api", "messages"},  // not agent
+                      std::vector<std::string>{"soak", "--duration", "soon"},
+                      std::vector<std::string>{"soak", "--duration", "0"},
+                      std::vector<std::string>{"soak", "--restart-every", "often"},
+                      std::vector<std::string>{"soak", "--warmup", "1.5"},
+                      std::vector<std::string>{"soak", "--replicas", "0"},
                       std::vector<std::string>{"run"},
                       std::vector<std::string>{"run", "--url", "http://127.0.0.1:bad"}));
 
@@ -327,6 +332,131 @@ TEST(BenchCliTest, RuleSetsRunEachPolicyUnderEachCanonicalization) {
   EXPECT_GT(results[1].find("hit_rate")->as_number().value,
             results[0].find("hit_rate")->as_number().value + 0.3)
       << text.str();
+}
+
+json::Value read_json(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  auto doc = json::parse(text.str());
+  return doc.ok() ? *doc : json::Value();
+}
+
+double number_at(const json::Value& v, const char* key) {
+  const json::Value* x = v.find(key);
+  return x != nullptr && x->is_number() ? x->as_number().value : -1;
+}
+
+std::vector<std::string> soak_args(const std::string& json_path) {
+  return {"soak",
+          "--json",
+          json_path,
+          "--engine-bin",
+          PREFIXGATE_ENGINE_BIN,
+          "--gateway-bin",
+          PREFIXGATE_GATEWAY_BIN,
+          "--log-dir",
+          log_dir()};
+}
+
+// soak end to end, short: 2 replicas, each killed once (at 8 s and 16 s) while it streams 1024
+// tokens at the modelled speed (~8 s a request), samples every second. The tolerances are loose
+// (20 s is all warm-up for memory); what must hold: every sample read every process, the
+// restarts gave new processes that the gateway took back, the streams cut by a kill were counted
+// as injected, and nothing else failed.
+TEST(BenchCliTest, SoakSamplesEveryProcessRestartsReplicasAndCountsTheCutStreams) {
+  const std::string json_path =
+      ::testing::TempDir() + "prefixgate-bench-soak-" + std::to_string(getpid()) + ".json";
+  std::vector<std::string> args = soak_args(json_path);
+  for (
+      const char* a :
+      {"--duration",         "20s",         "--restart-every",   "8s",   "--sample-every",   "1s",
+       "--lifetime-warmup",  "2s",          "--warmup",          "0.3",  "--replicas",       "2",
+       "--policy",           "round_robin", "--sim-speedup",     "1",    "--rate",           "1.5",
+       "--multi-turn-share", "0",           "--groups",          "2",    "--system-len",     "256",
+       "--question-len",     "32",          "--output-len",      "1024", "--rss-tolerance",  "1",
+       "--fd-slack",         "64",          "--bound-tolerance", "100",  "--gateway-warmup", "0"}) {
+    args.push_back(a);
+  }
+  const Outcome o = run_bench(args, std::chrono::seconds(90));
+  ASSERT_EQ(o.status, 0) << o.output;
+  EXPECT_NE(o.output.find("verdict: PASS"), std::string::npos) << o.output;
+  const json::Value doc = read_json(json_path);
+  ASSERT_TRUE(doc.is_object()) << json_path;
+  EXPECT_EQ(number_at(doc, "errors"), 0) << o.output;
+  EXPECT_GE(number_at(doc, "injected_errors"), 1) << o.output;
+
+  const json::Value* restarts = doc.find("restarts");
+  ASSERT_TRUE(restarts != nullptr && restarts->is_array());
+  ASSERT_EQ(restarts->as_array().size(), 2u) << o.output;
+  double cut = 0;
+  for (const json::Value& r : restarts->as_array()) {
+    EXPECT_NE(number_at(r, "old_pid"), number_at(r, "new_pid"));
+    EXPECT_GE(number_at(r, "healthy_after_s"), 0) << "the gateway never took it back";
+    // Every stream the kill found on its replica failed, and was counted as injected.
+    EXPECT_EQ(number_at(r, "in_flight_failed"), number_at(r, "in_flight"));
+    cut += number_at(r, "in_flight");
+  }
+  EXPECT_EQ(cut, number_at(doc, "injected_errors"));
+
+  const json::Value* samples = doc.find("samples");
+  ASSERT_TRUE(samples != nullptr && samples->is_array());
+  EXPECT_GE(samples->as_array().size(), 18u);
+  const double first_kill = number_at(restarts->as_array()[0], "t_s");
+  const double old_pid = number_at(restarts->as_array()[0], "old_pid");
+  const double new_pid = number_at(restarts->as_array()[0], "new_pid");
+  for (const json::Value& s : samples->as_array()) {
+    const json::Value* procs = s.find("processes");
+    ASSERT_TRUE(procs != nullptr && procs->is_array());
+    ASSERT_EQ(procs->as_array().size(), 3u);  // the gateway and 2 engines
+    for (const json::Value& p : procs->as_array()) {
+      EXPECT_GT(number_at(p, "rss_kb"), 1000) << number_at(s, "t_s");
+      EXPECT_GT(number_at(p, "fds"), 2) << number_at(s, "t_s");
+    }
+    const json::Value& engine0 = procs->as_array()[1];
+    EXPECT_EQ(number_at(engine0, "pid"), number_at(s, "t_s") < first_kill ? old_pid : new_pid);
+    EXPECT_GE(number_at(s, "metrics_series"), 10);
+    EXPECT_GT(number_at(s, "stats_bytes"), 100);
+  }
+  EXPECT_GT(number_at(samples->as_array().back(), "index_blocks"), 0);
+  EXPECT_GT(number_at(samples->as_array().back(), "requests_done"), 10);
+
+  const std::string stem = json_path.substr(0, json_path.size() - 5);
+  std::ifstream csv(stem + ".csv");
+  std::string line;
+  std::size_t rows = 0;
+  std::getline(csv, line);
+  EXPECT_EQ(line.rfind("t_s,gateway_pid,gateway_rss_kb,gateway_fds,engine-0_pid", 0), 0u) << line;
+  while (std::getline(csv, line)) ++rows;
+  EXPECT_EQ(rows, samples->as_array().size());
+  std::ifstream svg(stem + ".svg");
+  std::getline(svg, line);
+  EXPECT_EQ(line.rfind("<svg", 0), 0u);
+
+  // The recording judged again, stricter: no memory growth at all allowed, no descriptor slack.
+  const Outcome again =
+      run_bench({"soak", "--from", json_path, "--json", stem + "-again.json", "--warmup", "0.3",
+                 "--lifetime-warmup", "2s", "--gateway-warmup", "0", "--rss-tolerance", "0",
+                 "--fd-slack", "0", "--fd-tolerance", "0", "--bound-tolerance", "100"});
+  EXPECT_EQ(again.status, 3) << again.output;
+  EXPECT_NE(again.output.find("FAIL"), std::string::npos) << again.output;
+  EXPECT_EQ(read_json(stem + "-again.json").find("samples")->as_array().size(),
+            samples->as_array().size());
+}
+
+// A run the verdict cannot judge (fewer judged samples than --min-samples) fails it: exit 3.
+TEST(BenchCliTest, SoakExitsThreeWhenTheVerdictFails) {
+  const std::string json_path =
+      ::testing::TempDir() + "prefixgate-bench-soak-fail-" + std::to_string(getpid()) + ".json";
+  std::vector<std::string> args = soak_args(json_path);
+  for (const char* a : {"--duration", "4s", "--restart-every", "0", "--sample-every", "1s",
+                        "--replicas", "1", "--sim-speedup", "inf", "--min-samples", "1000"}) {
+    args.push_back(a);
+  }
+  const Outcome o = run_bench(args);
+  EXPECT_EQ(o.status, 3) << o.output;
+  EXPECT_NE(o.output.find("verdict: FAIL"), std::string::npos) << o.output;
+  EXPECT_EQ(read_json(json_path).find("verdict")->as_string(), "fail");
 }
 
 }  // namespace

@@ -122,4 +122,46 @@ struct OverheadFlags {
 
 int run_overhead(const OverheadFlags& flags);
 
+// prefixgate-bench soak (soak.h): a gateway in front of N sim engines for a long run, one engine
+// restarted every --restart-every, memory, descriptors and the gateway's sizes sampled.
+struct SoakFlags {
+  FleetOptions fleet{.replicas = 4, .sim_speedup = "2", .kv_cache_tokens = 32768};
+  std::string policy = "cache_aware";
+  std::string duration = "30m";
+  double duration_s = 0;  // parsed from duration
+  std::string restart_every = "3m";
+  std::string sample_every = "10s";
+  std::string lifetime_warmup = "60s";
+  std::string gateway_warmup = "auto";
+  // The engines' --kv-events-history: small, so that this bounded buffer (~160 bytes an event)
+  // fills in the first minutes instead of growing through the run at a few events a second.
+  std::size_t kv_events_history = 4096;  // auto: its /stats ring's span (900 x 1 s)
+  double warmup_fraction = 0.2;
+  double rss_tolerance = 0.05;
+  double fd_tolerance = 0.05;
+  double fd_slack = 4;
+  double bound_tolerance = 0.05;
+  std::size_t min_samples = 3;
+  // Load: Poisson arrivals of sessions; a share of them multi-turn chats, the rest shared-prefix
+  // completions over `groups` system prompts. Every request streamed.
+  double rate = 1.5;
+  double multi_turn_share = 0.25;
+  std::size_t groups = 16;
+  std::size_t system_len = 2048;
+  std::size_t question_len = 128;
+  std::size_t output_len = 256;
+  std::size_t turns = 4;
+  double think_time_s = 1.0;
+  std::string model = "builtin:tiny";
+  std::uint64_t seed = 1;
+  double timeout_s = 120;
+  std::string from;      // judge this earlier run's JSON again instead of running
+  std::string json_out;  // default build/results/soak.json; the CSV and SVG beside it
+  std::string csv_out;
+  std::string svg_out;
+};
+
+// Exit status: 0 the verdict passed, 3 it failed, 1 the run could not be carried out, 2 usage.
+int run_soak(SoakFlags flags);
+
 }  // namespace prefixgate::bench

@@ -44,31 +44,37 @@ Fleet::~Fleet() {
   stop();
 }
 
+std::vector<std::string> Fleet::engine_args(std::size_t i, std::uint16_t port) const {
+  std::vector<std::string> args{"--device",    options_.device, "--model", options_.model,
+                                "--host",      "127.0.0.1",     "--port",  std::to_string(port),
+                                "--log-level", "warn"};
+  if (options_.device == "sim") {
+    args.insert(args.end(), {"--sim-profile", sim_profile_of(options_.sim_profile, i),
+                             "--sim-speedup", options_.sim_speedup});
+  }
+  if (options_.kv_cache_tokens > 0) {
+    args.insert(args.end(), {"--kv-cache-tokens", std::to_string(options_.kv_cache_tokens)});
+  }
+  if (options_.max_model_len > 0) {
+    args.insert(args.end(), {"--max-model-len", std::to_string(options_.max_model_len)});
+  }
+  if (options_.upstream_kind == "vllm") {
+    args.insert(args.end(), {"--kv-events-endpoint", "tcp://127.0.0.1:0",
+                             "--kv-events-replay-endpoint", "tcp://127.0.0.1:0"});
+  }
+  args.insert(args.end(), options_.engine_args.begin(), options_.engine_args.end());
+  return args;
+}
+
 Status Fleet::start_engines() {
   ++generation_;
   std::filesystem::create_directories(options_.log_dir);
   for (std::size_t i = 0; i < options_.replicas; ++i) {
-    std::vector<std::string> args{"--device",  options_.device, "--model", options_.model, "--host",
-                                  "127.0.0.1", "--port",        "0",       "--log-level",  "warn"};
-    if (options_.device == "sim") {
-      args.insert(args.end(), {"--sim-profile", sim_profile_of(options_.sim_profile, i),
-                               "--sim-speedup", options_.sim_speedup});
-    }
-    if (options_.kv_cache_tokens > 0) {
-      args.insert(args.end(), {"--kv-cache-tokens", std::to_string(options_.kv_cache_tokens)});
-    }
-    if (options_.max_model_len > 0) {
-      args.insert(args.end(), {"--max-model-len", std::to_string(options_.max_model_len)});
-    }
-    if (options_.upstream_kind == "vllm") {
-      args.insert(args.end(), {"--kv-events-endpoint", "tcp://127.0.0.1:0",
-                               "--kv-events-replay-endpoint", "tcp://127.0.0.1:0"});
-    }
-    args.insert(args.end(), options_.engine_args.begin(), options_.engine_args.end());
     const std::string log = options_.log_dir + "/engine-" + std::to_string(generation_) + "-" +
                             std::to_string(i) + ".log";
     std::filesystem::remove(log);
-    auto p = std::make_unique<proc::Process>(options_.engine_bin, args, proc::ProcessOptions{log});
+    auto p = std::make_unique<proc::Process>(options_.engine_bin, engine_args(i, 0),
+                                             proc::ProcessOptions{log});
     const std::uint16_t port = p->wait_listening();
     if (port == 0) {
       return failure("engine " + std::to_string(i) + " (" + options_.engine_bin +
@@ -91,9 +97,48 @@ Status Fleet::start_engines() {
       upstream += ";kind=openai;capacity_blocks=" + std::to_string(tokens / 16);
     }
     upstreams_.push_back(std::move(upstream));
+    engine_ports_.push_back(port);
     engines_.push_back(std::move(p));
   }
   return {};
+}
+
+Status Fleet::restart_engine(std::size_t i) {
+  if (i >= engines_.size()) return failure("no engine " + std::to_string(i));
+  if (options_.upstream_kind == "vllm") {
+    // Its ZeroMQ endpoints are OS-picked: a new process would publish elsewhere.
+    return failure("restart_engine: not with vllm upstreams");
+  }
+  engines_[i]->kill(SIGKILL);
+  engines_[i]->wait();
+  const std::string log = options_.log_dir + "/engine-" + std::to_string(generation_) + "-" +
+                          std::to_string(i) + "-restart-" + std::to_string(++restarts_) + ".log";
+  std::filesystem::remove(log);
+  // The same port, so that the gateway's upstream URL reaches the new process. The listener sets
+  // SO_REUSEADDR, so connections of the old one in TIME_WAIT do not block the bind; another
+  // process taking the port in between would (rare: retried for a few seconds).
+  std::string last_output;
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    auto p = std::make_unique<proc::Process>(options_.engine_bin, engine_args(i, engine_ports_[i]),
+                                             proc::ProcessOptions{log});
+    if (p->wait_listening() == engine_ports_[i]) {
+      engines_[i] = std::move(p);
+      return {};
+    }
+    last_output = p->output();
+    p->stop(std::chrono::seconds(1));
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));  // the port may free up
+  }
+  return failure("engine " + std::to_string(i) + " did not start again on port " +
+                 std::to_string(engine_ports_[i]) + ":\n" + tail(last_output));
+}
+
+pid_t Fleet::engine_pid(std::size_t i) const {
+  return i < engines_.size() ? engines_[i]->pid() : -1;
+}
+
+pid_t Fleet::gateway_pid(std::size_t g) const {
+  return g < gateways_.size() ? gateways_[g]->pid() : -1;
 }
 
 Result<std::vector<HttpTarget>> Fleet::start_gateways(const std::string& policy,
@@ -144,6 +189,7 @@ void Fleet::stop() {
   for (auto& e : engines_) e->stop(std::chrono::seconds(5));
   engines_.clear();
   upstreams_.clear();
+  engine_ports_.clear();
 }
 
 }  // namespace prefixgate::bench

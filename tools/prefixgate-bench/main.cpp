@@ -9,9 +9,10 @@
 //   prefixgate-bench simulate --replicas 8,64,1000 --gateways 1,3 --load 0.8,1.0
 //     --policies round_robin,sglang_cache_aware,dynamo_kv,cache_aware --workload trace --trace FILE
 //   prefixgate-bench overhead
+//   prefixgate-bench soak --duration 30m --replicas 4 --restart-every 3m
 //
 // Exit status: 0 done, 1 a run could not be carried out (a process did not start, a file could
-// not be written), 2 bad usage, with a message on stderr.
+// not be written), 2 bad usage, with a message on stderr; soak: 3 its verdict failed.
 #include <CLI/CLI.hpp>
 #include <iostream>
 
@@ -273,6 +274,98 @@ int main(int argc, char** argv) {
   ovh->add_option("--engine-bin", overhead.engine_bin, "prefixgate-engine to run");
   ovh->add_option("--gateway-bin", overhead.gateway_bin, "prefixgate to run");
 
+  bench::SoakFlags soak;
+  CLI::App* soakc = app.add_subcommand(
+      "soak",
+      "a gateway in front of N sim engines at steady load for a long run, one engine killed and "
+      "restarted every few minutes; memory, descriptors and the gateway's index and stats "
+      "sampled; exits 3 when they grow or requests fail (soak.h)");
+  soakc->add_option("--duration", soak.duration, "how long (30m, 20s, 1h)")->capture_default_str();
+  soakc
+      ->add_option("--restart-every", soak.restart_every,
+                   "SIGKILL one engine (in turn) and start it again this often (0: never)")
+      ->capture_default_str();
+  soakc->add_option("--sample-every", soak.sample_every, "sampling interval")
+      ->capture_default_str();
+  soakc->add_option("--warmup", soak.warmup_fraction, "fraction of the run left out of the verdict")
+      ->capture_default_str();
+  soakc
+      ->add_option("--lifetime-warmup", soak.lifetime_warmup,
+                   "a (re)started process's first seconds left out of the verdict")
+      ->capture_default_str();
+  soakc
+      ->add_option("--gateway-warmup", soak.gateway_warmup,
+                   "the gateway's RSS and descriptors are judged after this (when later than "
+                   "--warmup); auto: the span of its /stats ring, which fills once")
+      ->capture_default_str();
+  soakc->add_option("--from", soak.from,
+                    "judge an earlier run's JSON again under these criteria (writes --json)");
+  soakc
+      ->add_option("--rss-tolerance", soak.rss_tolerance,
+                   "RSS flat: max <= min * (1 + this) per process lifetime")
+      ->capture_default_str();
+  soakc
+      ->add_option("--fd-tolerance", soak.fd_tolerance,
+                   "descriptors flat: max <= min * (1 + this) + --fd-slack")
+      ->capture_default_str();
+  soakc
+      ->add_option("--fd-slack", soak.fd_slack,
+                   "descriptors allowed on top (sockets of requests in flight)")
+      ->capture_default_str();
+  soakc
+      ->add_option("--bound-tolerance", soak.bound_tolerance,
+                   "index and stats sizes: the second half's max <= the first half's * (1 + this)")
+      ->capture_default_str();
+  soakc
+      ->add_option("--min-samples", soak.min_samples,
+                   "judged samples a lifetime needs to be judged")
+      ->capture_default_str();
+  soakc->add_option("--replicas", soak.fleet.replicas, "sim engines")->capture_default_str();
+  soakc->add_option("--sim-profile", soak.fleet.sim_profile, "GPU:MODEL")->capture_default_str();
+  soakc->add_option("--sim-speedup", soak.fleet.sim_speedup, "engine/SIM.md")
+      ->capture_default_str();
+  soakc
+      ->add_option("--kv-cache-tokens", soak.fleet.kv_cache_tokens,
+                   "each engine's KV cache (small, so that it fills early in the run)")
+      ->capture_default_str();
+  soakc
+      ->add_option("--kv-events-history", soak.kv_events_history,
+                   "the engines' --kv-events-history (a bounded buffer: small, so it fills early)")
+      ->capture_default_str();
+  soakc->add_option("--engine-arg", soak.fleet.engine_args, "an extra engine flag (repeatable)")
+      ->allow_extra_args(false);
+  soakc->add_option("--gateway-config", soak.fleet.gateway_config, "a prefixgate YAML config");
+  soakc->add_option("--policy", soak.policy, "the gateway's routing policy")->capture_default_str();
+  soakc->add_option("--rate", soak.rate, "Poisson arrivals of sessions per second")
+      ->capture_default_str();
+  soakc
+      ->add_option("--multi-turn-share", soak.multi_turn_share,
+                   "share of sessions that are multi-turn chats (the rest: shared-prefix "
+                   "completions)")
+      ->capture_default_str();
+  soakc->add_option("--groups", soak.groups, "shared-prefix system prompts")->capture_default_str();
+  soakc
+      ->add_option("--system-len", soak.system_len,
+                   "shared-prefix system prompt tokens (multi-turn: half)")
+      ->capture_default_str();
+  soakc->add_option("--question-len", soak.question_len, "question / user message tokens")
+      ->capture_default_str();
+  soakc->add_option("--output-len", soak.output_len, "max_tokens of every request")
+      ->capture_default_str();
+  soakc->add_option("--turns", soak.turns, "turns per multi-turn chat")->capture_default_str();
+  soakc->add_option("--think-time", soak.think_time_s, "multi-turn: mean seconds between turns")
+      ->capture_default_str();
+  soakc->add_option("--seed", soak.seed, "seeds the workload and the arrivals")
+      ->capture_default_str();
+  soakc->add_option("--timeout", soak.timeout_s, "seconds per request")->capture_default_str();
+  soakc->add_option("--json", soak.json_out, "the JSON (default build/results/soak.json)");
+  soakc->add_option("--csv", soak.csv_out, "the samples as CSV (default: beside the JSON)");
+  soakc->add_option("--svg", soak.svg_out, "the chart (default: beside the JSON)");
+  soakc->add_option("--log-dir", soak.fleet.log_dir,
+                    "engine and gateway logs (default build/results/soak-logs)");
+  soakc->add_option("--engine-bin", soak.fleet.engine_bin, "prefixgate-engine to run");
+  soakc->add_option("--gateway-bin", soak.fleet.gateway_bin, "prefixgate to run");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -284,6 +377,7 @@ int main(int argc, char** argv) {
   try {
     if (cmp->parsed()) return bench::run_compare(std::move(compare));
     if (simc->parsed()) return bench::run_simulate(sim);
+    if (soakc->parsed()) return bench::run_soak(std::move(soak));
     if (runc->parsed()) {
       run.targets = {"target=" + url};
       return bench::run_compare(std::move(run));

@@ -35,6 +35,9 @@ struct EngineConfig {
   std::size_t page_tokens = 16;
   std::size_t num_pages = 4096;
   std::string model_id;  // seeds the block hashes the cache reports
+  // Cache events kept for /v1/kv_events readers that fall behind (about 160 bytes each with
+  // 16-token blocks: 65,536 hold ~10 MB, filled after that many events).
+  std::size_t kv_events_history = 65536;
 };
 
 struct GenerationRequest {
