@@ -4,7 +4,8 @@
 # again with an empty cache every 3 minutes, the RSS and open descriptors of every process and the
 # gateway's index and /metrics, /stats sizes sampled every 10 s. Exits 0 when, after the warm-up
 # (the first 20 %; the gateway's first 15 minutes, while its /stats ring fills), every process's RSS
-# stays within 5 % (max/min), its descriptors do not rise (+5 % + 4), the sizes stop growing and
+# stays within 5 % (max/min), its descriptors other than established connections do not
+# rise (+5 % + 4), the sizes stop growing and
 # nothing failed but the streams the kills cut; 3 when not (tools/prefixgate-bench/soak.h).
 #
 #   scripts/soak.sh                          # build/results/soak.{json,csv,svg}

@@ -3,8 +3,11 @@
 // keeps growing, errors).
 #include "soak.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "soak_report.h"
@@ -28,6 +31,30 @@ TEST(SoakTest, ReadsThisProcesssMemoryAndDescriptors) {
   close(fd);
   EXPECT_EQ(read_rss_kb(-1), -1);
   EXPECT_EQ(count_fds(-1), -1);
+}
+
+TEST(SoakTest, CountsThisProcesssEstablishedConnections) {
+  const long before = count_established(getpid());
+  ASSERT_GE(before, 0);
+  // A connected pair over loopback: both ends are this process's, both established.
+  const int listener = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(listen(listener, 1), 0);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const int client = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_EQ(connect(client, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  const int server = accept(listener, nullptr, nullptr);
+  ASSERT_GE(server, 0);
+  EXPECT_EQ(count_established(getpid()), before + 2);  // the listener is not established
+  close(server);
+  close(client);
+  close(listener);
+  EXPECT_EQ(count_established(-1), -1);
 }
 
 TEST(SoakTest, ReadsMetricValuesAndCountsSeries) {
@@ -183,15 +210,40 @@ TEST(SoakVerdictTest, DescriptorsMayMoveWithRequestsInFlightButNotLeak) {
   };
   const SoakVerdict ok = judge_soak(samples(60, gateway, engine, -1, in_flight), 0, kOptions);
   EXPECT_TRUE(ok.pass);
-  EXPECT_EQ(find_check(ok, "fds", "gateway")->max, 60);
+  EXPECT_EQ(find_check(ok, "fds_not_connections", "gateway")->max, 60);
   // One descriptor every 30 s never closed: the level rises by 13 over the judged samples.
   auto leak = [](double t) -> long { return 30 + static_cast<long>(t / 30); };
   const SoakVerdict v = judge_soak(samples(60, gateway, engine, -1, leak), 0, kOptions);
   EXPECT_FALSE(v.pass);
-  const SoakCheck* fds = find_check(v, "fds", "gateway");
+  const SoakCheck* fds = find_check(v, "fds_not_connections", "gateway");
   EXPECT_FALSE(fds->pass);
   EXPECT_EQ(fds->first, 34);  // median of 60..180 s
   EXPECT_EQ(fds->last, 47);   // median of 470..590 s
+}
+
+// An engine that the gateway's pool keeps more connections to later in the run (traffic moved to
+// it when another engine restarted) is not leaking: established connections are not judged.
+// Descriptors that are not connections (a socket whose peer left, a file) still are.
+TEST(SoakVerdictTest, MorePooledConnectionsAreNotALeakOtherDescriptorsAre) {
+  auto gateway = [](double) -> long { return 12000; };
+  auto engine = [](double) -> long { return 160000; };
+  std::vector<SoakSample> pooled = samples(60, gateway, engine);
+  std::vector<SoakSample> leaking = samples(60, gateway, engine);
+  for (std::size_t i = 0; i < pooled.size(); ++i) {
+    const double t = pooled[i].t_s;
+    const long connections = t < 300 ? 4 : 10;
+    pooled[i].processes[1].fds = 12 + connections;
+    pooled[i].processes[1].connections = connections;
+    leaking[i].processes[1].fds = 12 + 4 + static_cast<long>(t / 60);
+    leaking[i].processes[1].connections = 4;
+  }
+  const SoakVerdict ok = judge_soak(pooled, 0, kOptions);
+  EXPECT_TRUE(ok.pass);
+  EXPECT_EQ(find_check(ok, "fds_not_connections", "engine-0")->max, 12);
+  EXPECT_FALSE(judge_soak(leaking, 0, kOptions).pass);
+  // The same descriptors judged whole (connections unknown) fail on the pool's growth.
+  for (SoakSample& s : pooled) s.processes[1].connections = -1;
+  EXPECT_FALSE(judge_soak(pooled, 0, kOptions).pass);
 }
 
 TEST(SoakVerdictTest, AnIndexThatKeepsGrowingFailsOneThatLevelsOffPasses) {

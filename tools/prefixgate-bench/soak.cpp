@@ -88,14 +88,16 @@ struct Sampler {
                            .pid = g,
                            .started_s = 0,
                            .rss_kb = read_rss_kb(g),
-                           .fds = count_fds(g)});
+                           .fds = count_fds(g),
+                           .connections = count_established(g)});
     for (std::size_t i = 0; i < fleet.replicas(); ++i) {
       const pid_t e = fleet.engine_pid(i);
       s.processes.push_back({.name = "engine-" + std::to_string(i),
                              .pid = e,
                              .started_s = started_s[i],
                              .rss_kb = read_rss_kb(e),
-                             .fds = count_fds(e)});
+                             .fds = count_fds(e),
+                             .connections = count_established(e)});
     }
     const SimpleReply metrics = http_get(gateway, "/metrics");
     if (metrics.status == 200) {
@@ -110,10 +112,16 @@ struct Sampler {
     const SimpleReply stats =
         http_get(gateway, "/stats?since=" + std::to_string(std::max(0LL, stats_since_ms)));
     if (stats.status == 200) {
-      s.gateway.stats_bytes = static_cast<double>(stats.body.size());
       if (auto doc = json::parse(stats.body); doc) {
         if (const json::Value* now = doc->find("now_ms"); now != nullptr && now->is_number()) {
-          stats_since_ms = static_cast<long long>(now->as_number().value);
+          // The answer holds the samples since the last scrape, whose number moves with the
+          // sampler's jitter (9 to 12 in 10 s): its size is judged per 10 s of samples.
+          const auto now_ms = static_cast<long long>(now->as_number().value);
+          if (stats_since_ms > 0 && now_ms > stats_since_ms) {
+            s.gateway.stats_bytes = static_cast<double>(stats.body.size()) * 10000.0 /
+                                    static_cast<double>(now_ms - stats_since_ms);
+          }
+          stats_since_ms = now_ms;
         }
         const json::Value* capacity = doc->find("capacity");
         const json::Value* interval = doc->find("interval_ms");

@@ -53,6 +53,10 @@ struct ProcessSample {
   double started_s = 0;  // when this lifetime started, run seconds (0: with the run, before it)
   long rss_kb = -1;
   long fds = -1;
+  // Of those, TCP sockets in ESTABLISHED state: connections in use or pooled, which come and go
+  // with the traffic. A leaked socket is not one of them (its peer has gone: CLOSE_WAIT), so the
+  // descriptors judged for a leak are fds - connections.
+  long connections = -1;
 };
 
 // The gateway's sizes from /metrics and /stats; -1 when not read.
@@ -65,7 +69,7 @@ struct GatewaySizes {
   // GET /stats?since=T, T the previous scrape's now_ms: the whole document but the ring samples
   // already read (totals, replicas, the tenant, findings and canonicalization tables that must
   // stay bounded, and the samples taken since).
-  double stats_bytes = -1;
+  double stats_bytes = -1;   // /stats?since= the last scrape, scaled to 10 s of samples
   double stats_ring_s = -1;  // /stats: capacity x interval_ms, the span its ring fills in
 };
 
@@ -97,6 +101,9 @@ std::optional<long> parse_vm_rss_kb(std::string_view proc_status);
 // VmRSS of a running process, and its open descriptors (/proc/PID/fd entries); -1 when gone.
 long read_rss_kb(pid_t pid);
 long count_fds(pid_t pid);
+// Descriptors of `pid` that are TCP sockets in ESTABLISHED state (from /proc/PID/fd and the
+// process's /proc/PID/net/tcp{,6}); -1 when unreadable.
+long count_established(pid_t pid);
 // A Prometheus text exposition: the value of the sample named `name` with no labels, or the sum
 // over its labelled series; nullopt when there is none.
 std::optional<double> metric_value(std::string_view exposition, std::string_view name);

@@ -86,7 +86,9 @@ std::string format_soak_summary(const SoakReport& r) {
     out << line;
   }
   out << "(rss_kb, fds: first/last = medians of the first/last quarter of the judged samples; "
-         "rss_kb passes when max <= limit = min * (1 + tolerance), fds when last <= limit = first "
+         "rss_kb passes when max <= limit = min * (1 + tolerance), fds_not_connections "
+         "(descriptors "
+         "less established TCP connections) when last <= limit = first "
          "* "
          "(1 + tolerance) + slack; bounded sizes: first/last = max over the first/second half, "
          "limit = first * (1 + tolerance))\n";
@@ -97,7 +99,9 @@ std::string format_soak_summary(const SoakReport& r) {
 std::string soak_csv(const SoakReport& r) {
   const std::vector<std::string> names = process_names(r.samples);
   std::string out = "t_s";
-  for (const std::string& n : names) out += "," + n + "_pid," + n + "_rss_kb," + n + "_fds";
+  for (const std::string& n : names) {
+    out += "," + n + "_pid," + n + "_rss_kb," + n + "_fds," + n + "_connections";
+  }
   out +=
       ",index_blocks,index_hashes,tokenizer_cache_bytes,metrics_series,metrics_bytes,stats_bytes,"
       "requests_done,errors,injected_errors\n";
@@ -107,10 +111,11 @@ std::string soak_csv(const SoakReport& r) {
       auto it = std::find_if(s.processes.begin(), s.processes.end(),
                              [&](const ProcessSample& p) { return p.name == n; });
       if (it == s.processes.end()) {
-        out += ",,,";
+        out += ",,,,";
       } else {
         out += "," + std::to_string(it->pid) + "," + number(static_cast<double>(it->rss_kb)) + "," +
-               number(static_cast<double>(it->fds));
+               number(static_cast<double>(it->fds)) + "," +
+               number(static_cast<double>(it->connections));
       }
     }
     for (double v :
@@ -160,7 +165,8 @@ std::string soak_json(const SoakReport& r) {
                                    {"pid", static_cast<double>(p.pid)},
                                    {"started_s", p.started_s},
                                    {"rss_kb", static_cast<double>(p.rss_kb)},
-                                   {"fds", static_cast<double>(p.fds)}});
+                                   {"fds", static_cast<double>(p.fds)},
+                                   {"connections", static_cast<double>(p.connections)}});
     }
     samples.push_back(json::Object{{"t_s", s.t_s},
                                    {"processes", std::move(procs)},

@@ -1,11 +1,13 @@
 // The pure part of `soak`: /proc and /metrics readers, error attribution, the verdict (soak.h).
 #include <dirent.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <fstream>
 #include <sstream>
+#include <unordered_set>
 
 #include "prefixgate/canonicalize/json.h"
 #include "soak.h"
@@ -39,6 +41,40 @@ long count_fds(pid_t pid) {
   long n = 0;
   while (const dirent* e = readdir(dir)) {
     if (e->d_name[0] != '.') ++n;
+  }
+  closedir(dir);
+  return n;
+}
+
+long count_established(pid_t pid) {
+  if (pid <= 0) return -1;
+  const std::string base = "/proc/" + std::to_string(pid);
+  std::unordered_set<std::string> established;  // socket inodes, from the process's netns view
+  for (const char* table : {"/net/tcp", "/net/tcp6"}) {
+    std::ifstream in(base + table);
+    std::string line;
+    std::getline(in, line);  // header
+    while (std::getline(in, line)) {
+      std::istringstream fields(line);
+      std::string f[10];
+      for (std::string& x : f) fields >> x;
+      if (f[3] == "01") established.insert(f[9]);  // st 01: TCP_ESTABLISHED; f[9]: inode
+    }
+  }
+  DIR* dir = opendir((base + "/fd").c_str());
+  if (dir == nullptr) return -1;
+  long n = 0;
+  char target[64];
+  while (const dirent* e = readdir(dir)) {
+    if (e->d_name[0] == '.') continue;
+    const std::string link = base + "/fd/" + e->d_name;
+    const ssize_t len = readlink(link.c_str(), target, sizeof target - 1);
+    if (len <= 0) continue;
+    const std::string_view t(target, static_cast<std::size_t>(len));
+    if (t.starts_with("socket:[") && t.ends_with("]") &&
+        established.contains(std::string(t.substr(8, t.size() - 9)))) {
+      ++n;
+    }
   }
   closedir(dir);
   return n;
@@ -177,7 +213,11 @@ SoakVerdict judge_soak(const std::vector<SoakSample>& samples, std::size_t other
       }
       if (p.started_s > 0 && s.t_s - p.started_s < o.lifetime_warmup_s) continue;
       if (p.rss_kb >= 0) it->second.first.values.push_back(static_cast<double>(p.rss_kb));
-      if (p.fds >= 0) it->second.second.values.push_back(static_cast<double>(p.fds));
+      if (p.fds >= 0) {
+        // Connections in use or pooled move with the traffic; what a leak leaves is the rest.
+        const long other = p.connections >= 0 ? p.fds - p.connections : p.fds;
+        it->second.second.values.push_back(static_cast<double>(other));
+      }
     }
     if (s.t_s < o.warmup_s) continue;
     const double values[] = {s.gateway.index_blocks, s.gateway.index_hashes,
@@ -192,8 +232,8 @@ SoakVerdict judge_soak(const std::vector<SoakSample>& samples, std::size_t other
     const auto& [rss, fds] = lifetimes.at(key);
     v.checks.push_back(
         flat_check("rss_kb", rss, Flatness::kPeak, o.rss_tolerance, 0, o.min_samples));
-    v.checks.push_back(
-        flat_check("fds", fds, Flatness::kTrend, o.fd_tolerance, o.fd_slack, o.min_samples));
+    v.checks.push_back(flat_check("fds_not_connections", fds, Flatness::kTrend, o.fd_tolerance,
+                                  o.fd_slack, o.min_samples));
   }
   for (const char* name : bounded_names) {
     v.checks.push_back(bounded_check(name, bounded[name], o.bound_tolerance, o.min_samples));
@@ -252,7 +292,8 @@ Result<SoakRecording> parse_soak_json(std::string_view text) {
              .pid = static_cast<pid_t>(num(p, "pid")),
              .started_s = num(p, "started_s", 0),
              .rss_kb = static_cast<long>(num(p, "rss_kb")),
-             .fds = static_cast<long>(num(p, "fds"))});
+             .fds = static_cast<long>(num(p, "fds")),
+             .connections = static_cast<long>(num(p, "connections"))});
       }
     }
     out.gateway = {.index_blocks = num(s, "index_blocks"),
