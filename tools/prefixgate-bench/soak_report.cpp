@@ -12,14 +12,9 @@ namespace prefixgate::bench {
 
 namespace {
 
+using report_text::counts_json;
 using report_text::fmt;
 using report_text::xml_escape;
-
-json::Value counts_json(const std::map<std::string, std::size_t>& m) {
-  json::Object o;
-  for (const auto& [k, v] : m) o.push_back({k, static_cast<double>(v)});
-  return o;
-}
 
 json::Value parsed_or_null(const std::string& text) {
   auto v = json::parse(text);
