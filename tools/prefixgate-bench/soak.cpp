@@ -230,6 +230,14 @@ int judge_recording(SoakFlags flags) {
   return write_outputs(report, flags);
 }
 
+// The CSV and the chart go beside the JSON (its name less ".json") unless named.
+void default_report_paths(SoakFlags& flags) {
+  const std::string& json = flags.json_out;
+  const std::string stem = json.ends_with(".json") ? json.substr(0, json.size() - 5) : json;
+  if (flags.csv_out.empty()) flags.csv_out = stem + ".csv";
+  if (flags.svg_out.empty()) flags.svg_out = stem + ".svg";
+}
+
 }  // namespace
 
 int run_soak(SoakFlags flags) {
@@ -237,13 +245,7 @@ int run_soak(SoakFlags flags) {
     if (flags.json_out.empty() || flags.json_out == flags.from) {
       return usage_error("--from needs --json naming another file");
     }
-    const std::string stem =
-        flags.json_out.size() > 5 &&
-                flags.json_out.compare(flags.json_out.size() - 5, 5, ".json") == 0
-            ? flags.json_out.substr(0, flags.json_out.size() - 5)
-            : flags.json_out;
-    if (flags.csv_out.empty()) flags.csv_out = stem + ".csv";
-    if (flags.svg_out.empty()) flags.svg_out = stem + ".svg";
+    default_report_paths(flags);
     return judge_recording(std::move(flags));
   }
 
@@ -281,13 +283,7 @@ int run_soak(SoakFlags flags) {
   }
   if (flags.fleet.log_dir.empty()) flags.fleet.log_dir = "build/results/soak-logs";
   if (flags.json_out.empty()) flags.json_out = "build/results/soak.json";
-  const std::string stem =
-      flags.json_out.size() > 5 &&
-              flags.json_out.compare(flags.json_out.size() - 5, 5, ".json") == 0
-          ? flags.json_out.substr(0, flags.json_out.size() - 5)
-          : flags.json_out;
-  if (flags.csv_out.empty()) flags.csv_out = stem + ".csv";
-  if (flags.svg_out.empty()) flags.svg_out = stem + ".svg";
+  default_report_paths(flags);
   flags.fleet.gateways = 1;
   flags.fleet.engine_args.insert(flags.fleet.engine_args.begin(),
                                  {"--kv-events-history", std::to_string(flags.kv_events_history)});
