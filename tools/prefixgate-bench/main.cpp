@@ -305,12 +305,12 @@ int main(int argc, char** argv) {
                    "RSS flat: max <= min * (1 + this) per process lifetime")
       ->capture_default_str();
   soakc
-      ->add_option("--fd-tolerance", soak.fd_tolerance,
-                   "descriptors flat: max <= min * (1 + this) + --fd-slack")
+      ->add_option(
+          "--fd-tolerance", soak.fd_tolerance,
+          "descriptors other than established connections flat: the last quarter's median <= the "
+          "first quarter's * (1 + this) + --fd-slack")
       ->capture_default_str();
-  soakc
-      ->add_option("--fd-slack", soak.fd_slack,
-                   "descriptors allowed on top (sockets of requests in flight)")
+  soakc->add_option("--fd-slack", soak.fd_slack, "descriptors allowed on top of that level")
       ->capture_default_str();
   soakc
       ->add_option("--bound-tolerance", soak.bound_tolerance,
