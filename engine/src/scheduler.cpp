@@ -324,7 +324,10 @@ SchedulerStats Scheduler::stats() const {
       while (block < keys.size() && ahead.contains(keys[block])) ++block;
       done = std::max(cached, block * page_tokens);
     }
-    ahead.insert(keys.begin() + static_cast<std::ptrdiff_t>(first_uncached), keys.end());
+    // Only a waiting sequence looks its prefix up among those ahead: with none, no set is built.
+    if (!waiting_.empty()) {
+      ahead.insert(keys.begin() + static_cast<std::ptrdiff_t>(first_uncached), keys.end());
+    }
     s.tokens_queued_for_prefill += seq.prompt_len - std::min(seq.prompt_len, done);
   };
   for (const Sequence* seq : running_) count(*seq);
