@@ -21,6 +21,7 @@ packages=(
   clang-14 libclang-rt-14-dev  # the fuzz preset: clang with libFuzzer and its sanitizers
   nodejs                    # test oracles (JSON.stringify, reference tokenizers); bundles npm
   chromium                  # the browser test of the gateway's /dashboard (playwright-core)
+  iproute2                  # the network-fault tests (ip netns, veth, tc), run as root
 )
 
 missing=()
