@@ -77,7 +77,7 @@ std::optional<Refusal> unsupported_transfer_coding(const Request& req) {
 
 // Cancels the reads on a connection when a request takes longer than `timeout` to arrive, and
 // leaves the socket open so that the server can still answer 408 (the stream's own deadline
-// closes the socket when it expires). The timer runs on the connection's strand, so it never
+// closes the socket when it expires). The timer runs on the connection's thread, so it never
 // races the coroutine that reads; after destruction its handler touches nothing.
 class RequestDeadline {
  public:
@@ -112,13 +112,30 @@ std::unique_ptr<ConnectionState> Handler::open(Connection&) {
 
 void Handler::refused(Response&) {}
 
+// One io_context per thread, each run by its own thread (as nginx runs one event loop per
+// worker): a connection lives on one of them for its whole life, so its coroutine, its timers
+// and its sockets are never touched by two threads at once without a strand, whose dispatch
+// (a mutex and a queue per handler) cost more than the rest of the proxy's bookkeeping.
+std::vector<std::unique_ptr<asio::io_context>> make_contexts(std::size_t threads) {
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  std::vector<std::unique_ptr<asio::io_context>> contexts;
+  // Concurrency hint 1: one thread runs each, which lets Asio skip its multi-thread wakeups.
+  for (std::size_t i = 0; i < threads; ++i)
+    contexts.push_back(std::make_unique<asio::io_context>(1));
+  return contexts;
+}
+
 struct HttpServer::Impl {
-  Impl(ServerOptions o, Handler& h) : options(std::move(o)), handler(h) {}
+  Impl(ServerOptions o, Handler& h)
+      : options(std::move(o)), handler(h), contexts(make_contexts(options.threads)) {}
 
   ServerOptions options;
   Handler& handler;
-  // Declared before what refers to it, so it is destroyed after them.
-  asio::io_context ioc;
+  // Declared before what refers to them, so they are destroyed after them. The first also
+  // runs the acceptors, the signals and the application's background coroutines.
+  std::vector<std::unique_ptr<asio::io_context>> contexts;
+  asio::io_context& ioc = *contexts.front();
+  std::atomic<std::size_t> next_context{0};
   asio::strand<asio::io_context::executor_type> accept_strand{ioc.get_executor()};
   tcp::acceptor acceptor{accept_strand};
   // add_listener's, in order (Connection::listener 1, 2, ...); a list, so they never move.
@@ -130,7 +147,7 @@ struct HttpServer::Impl {
   struct Live {
     asio::any_io_executor executor;
     beast::tcp_stream* stream = nullptr;
-    bool* idle = nullptr;  // touched on the connection's strand only
+    bool* idle = nullptr;  // touched on the connection's thread only
   };
   mutable std::mutex mu;
   std::condition_variable cv;
@@ -172,7 +189,9 @@ Status HttpServer::Impl::bind(tcp::acceptor& a, const std::string& host, std::ui
 
 Awaitable<void> HttpServer::Impl::accept_loop(tcp::acceptor& a, std::size_t listener) {
   for (;;) {
-    auto [ec, socket] = co_await a.async_accept(asio::make_strand(ioc), kTuple);
+    // Connections are dealt to the threads in turn.
+    asio::io_context& home = *contexts[next_context.fetch_add(1) % contexts.size()];
+    auto [ec, socket] = co_await a.async_accept(home.get_executor(), kTuple);
     if (ec) {
       if (ec == asio::error::operation_aborted || !a.is_open()) co_return;
       spdlog::warn("accept: {}", ec.message());
@@ -214,7 +233,8 @@ Awaitable<void> HttpServer::Impl::session(tcp::socket socket, std::size_t listen
                options.write_timeout,
                nullptr,
                &draining,
-               listener};
+               listener,
+               {}};
   bool idle = false;
   std::uint64_t id;
   bool over_limit;
@@ -364,8 +384,8 @@ void HttpServer::request_shutdown() {
   });
   std::lock_guard lock(s.mu);
   for (auto& [id, live] : s.live) {
-    // On the connection's strand, so `idle` and the stream are not touched concurrently. The
-    // entry cannot go away before this runs: erasing it happens on the same strand, later.
+    // On the connection's thread, so `idle` and the stream are not touched concurrently. The
+    // entry cannot go away before this runs: erasing it happens on the same thread, later.
     asio::post(live.executor, [&s, id = id] {
       std::lock_guard inner(s.mu);
       auto it = s.live.find(id);
@@ -378,10 +398,11 @@ void HttpServer::request_shutdown() {
 void HttpServer::run() {
   Impl& s = *impl_;
   std::vector<std::thread> threads;
-  auto work = asio::make_work_guard(s.ioc);
-  std::size_t n = s.options.threads;
-  if (n == 0) n = std::max(1u, std::thread::hardware_concurrency());
-  for (std::size_t i = 0; i < n; ++i) threads.emplace_back([&s] { s.ioc.run(); });
+  std::vector<asio::executor_work_guard<asio::io_context::executor_type>> work;
+  for (auto& context : s.contexts) {
+    work.push_back(asio::make_work_guard(*context));
+    threads.emplace_back([&ioc = *context] { ioc.run(); });
+  }
   {
     std::unique_lock lock(s.mu);
     s.cv.wait(lock, [&] { return s.shutdown_requested; });
@@ -389,8 +410,8 @@ void HttpServer::run() {
       spdlog::warn("drain timeout: {} connections still open", s.live.size());
     }
   }
-  work.reset();
-  s.ioc.stop();
+  for (auto& guard : work) guard.reset();
+  for (auto& context : s.contexts) context->stop();
   for (std::thread& t : threads) t.join();
 }
 

@@ -26,7 +26,7 @@ constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
 // A queued request's coroutine, asleep on its timer until admitted, dropped or timed out.
 struct Waiter {
   explicit Waiter(asio::any_io_executor executor) : timer(std::move(executor)) {}
-  asio::steady_timer timer;  // used on its connection's strand only
+  asio::steady_timer timer;  // used on its connection's thread only
   enum class Outcome { kWaiting, kAdmitted, kDropped };
   Outcome outcome = Outcome::kWaiting;  // under AdmissionState::mu
 };
@@ -54,7 +54,7 @@ struct AdmissionState {
   serving::CounterFamily* abandoned = nullptr;     // tenant
   serving::HistogramFamily* queue_wait = nullptr;  // tenant
 
-  // Under mu: tells each waiter its outcome and wakes it on its own strand (a timer is not
+  // Under mu: tells each waiter its outcome and wakes it on its own thread (a timer is not
   // thread-safe). Setting the expiry in the past rather than cancelling wakes the waiter whether
   // its wait has begun or not: its coroutine may not have reached the timer yet.
   void wake(const std::vector<Id>& ids, Waiter::Outcome outcome) {
@@ -178,7 +178,7 @@ serving::Awaitable<AdmissionResult> AdmissionControl::admit(serving::tcp::socket
   AdmissionResult result;
   std::shared_ptr<Waiter> waiter;
   Id id = 0;
-  asio::any_io_executor executor = co_await asio::this_coro::executor;  // the connection's strand
+  asio::any_io_executor executor = co_await asio::this_coro::executor;  // the connection's thread
   const auto refuse = [&](const Arrival& a) {
     result.refusal = refusal_for(a, tenant, tokens, s.core.config());
     s.rejected->add({tenant, limit_name(a.limit)});

@@ -2,6 +2,8 @@
 
 #include <sys/socket.h>
 
+#include <boost/asio/execution/context.hpp>
+#include <boost/asio/query.hpp>
 #include <cerrno>
 
 namespace prefixgate::gateway::server {
@@ -15,22 +17,34 @@ bool still_idle(boost::asio::ip::tcp::socket& socket) {
   return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
 }
 
+const boost::asio::execution_context* event_loop_of(const boost::asio::any_io_executor& ex) {
+  return &boost::asio::query(ex, boost::asio::execution::context);
+}
+
 }  // namespace
 
-UpstreamPool::UpstreamPool(std::size_t replicas, std::size_t max_idle_per_replica)
-    : max_idle_(max_idle_per_replica), idle_(replicas) {}
+UpstreamPool::UpstreamPool(std::size_t replicas, std::size_t max_idle_per_replica,
+                           Clock::duration recheck_after)
+    : max_idle_(max_idle_per_replica), recheck_after_(recheck_after), idle_(replicas) {}
 
-std::optional<boost::asio::ip::tcp::socket> UpstreamPool::take_idle(ReplicaId replica) {
+std::optional<boost::asio::ip::tcp::socket> UpstreamPool::take_idle(
+    ReplicaId replica, const boost::asio::any_io_executor& executor) {
+  const boost::asio::execution_context* loop = event_loop_of(executor);
   for (;;) {
     std::optional<boost::asio::ip::tcp::socket> socket;
+    bool recheck = false;
     {
       std::lock_guard lock(mu_);
       auto& list = idle_[replica];
-      if (list.empty()) return std::nullopt;
-      socket.emplace(std::move(list.back()));  // most recently used: least likely timed out
-      list.pop_back();
+      // Most recently used first: the least likely to have timed out.
+      auto it = list.rbegin();
+      while (it != list.rend() && event_loop_of(it->socket.get_executor()) != loop) ++it;
+      if (it == list.rend()) return std::nullopt;
+      recheck = Clock::now() - it->since >= recheck_after_;
+      socket.emplace(std::move(it->socket));
+      list.erase(std::next(it).base());
     }
-    if (still_idle(*socket)) return socket;
+    if (!recheck || still_idle(*socket)) return socket;
     // Closed by the peer while idle: the socket's destructor closes our end.
   }
 }
@@ -39,12 +53,12 @@ void UpstreamPool::give_back(ReplicaId replica, boost::asio::ip::tcp::socket soc
   if (!socket.is_open()) return;
   std::lock_guard lock(mu_);
   auto& list = idle_[replica];
-  if (list.size() < max_idle_) list.push_back(std::move(socket));
+  if (list.size() < max_idle_) list.push_back(Idle{std::move(socket), Clock::now()});
   // Over the limit: the socket closes as it goes out of scope.
 }
 
 void UpstreamPool::clear(ReplicaId replica) {
-  std::vector<boost::asio::ip::tcp::socket> dropped;
+  std::vector<Idle> dropped;
   {
     std::lock_guard lock(mu_);
     dropped.swap(idle_[replica]);

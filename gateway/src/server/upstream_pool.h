@@ -1,18 +1,23 @@
 // Idle keep-alive connections to each replica, shared by every client connection.
 //
-// A pooled connection stays an open Asio socket, registered with the io_context's reactor, so
-// taking and returning one costs no system call beyond a one-byte liveness peek: no epoll
-// re-registration, no re-reading of the socket's flags. The socket keeps the executor of the
-// connection that opened it; that is safe because every operation on it completes through the
-// handler's own executor (the awaiting coroutine's strand), and Beast binds its deadline timer
-// to that executor too. The executor held by the socket is only used to track outstanding work.
+// A pooled connection stays an open Asio socket, registered with the reactor of the server
+// thread that opened it, so taking and returning one costs no epoll re-registration. A
+// connection is handed only to a client connection on that same thread: its reads and writes
+// then complete where they are awaited, never bounced between threads.
+//
+// A connection idle for less than `recheck_after` is handed out without asking the kernel
+// whether the replica closed it meanwhile (a one-byte peek, a system call per request); the
+// rare one that was closed fails its write or its read, and the exchange retries on a fresh
+// connection (UpstreamFailure on a pooled connection is not the replica's fault).
 //
 //   UpstreamPool pool(replica_count, max_idle_per_replica);
-//   if (auto s = pool.take_idle(r)) use(*s); else connect();
+//   if (auto s = pool.take_idle(r, executor)) use(*s); else connect();
 //   pool.give_back(r, std::move(socket));   // only after a complete keep-alive response
 #pragma once
 
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <chrono>
 #include <cstddef>
 #include <mutex>
 #include <optional>
@@ -24,21 +29,30 @@ namespace prefixgate::gateway::server {
 
 class UpstreamPool {
  public:
-  UpstreamPool(std::size_t replicas, std::size_t max_idle_per_replica);
+  using Clock = std::chrono::steady_clock;
+
+  UpstreamPool(std::size_t replicas, std::size_t max_idle_per_replica,
+               Clock::duration recheck_after = std::chrono::seconds(1));
   UpstreamPool(const UpstreamPool&) = delete;
   UpstreamPool& operator=(const UpstreamPool&) = delete;
 
-  // A live idle connection to `replica`; nullopt when none is left. Connections the peer
-  // closed while idle are dropped here.
-  std::optional<boost::asio::ip::tcp::socket> take_idle(ReplicaId replica);
+  // A live idle connection to `replica` opened on the event loop `executor` runs on; nullopt
+  // when none is left. Connections found closed by the peer are dropped here.
+  std::optional<boost::asio::ip::tcp::socket> take_idle(
+      ReplicaId replica, const boost::asio::any_io_executor& executor);
   void give_back(ReplicaId replica, boost::asio::ip::tcp::socket socket);
   // Drops every idle connection of `replica` (it was ejected or restarted).
   void clear(ReplicaId replica);
 
  private:
+  struct Idle {
+    boost::asio::ip::tcp::socket socket;
+    Clock::time_point since;
+  };
   std::size_t max_idle_;
+  Clock::duration recheck_after_;
   std::mutex mu_;
-  std::vector<std::vector<boost::asio::ip::tcp::socket>> idle_;
+  std::vector<std::vector<Idle>> idle_;
 };
 
 }  // namespace prefixgate::gateway::server

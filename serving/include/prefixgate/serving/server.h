@@ -12,7 +12,10 @@
 //   server.request_shutdown();
 //   t.join();
 //
-// Per connection (Beast's server-flex-awaitable pattern, on the connection's own strand): read
+// Threads: one event loop (io_context) per thread; connections are dealt to them in turn and
+// stay on one for life, so nothing a connection owns needs a lock or a strand.
+//
+// Per connection (Beast's server-flex-awaitable pattern, on its thread's event loop): read
 // a request under the idle deadline with body and header limits on the parser, hand it to the
 // Handler, repeat while it keeps the connection. What the server answers itself:
 //   - over max_connections: 503 and close, without reading;
