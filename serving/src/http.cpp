@@ -1,5 +1,6 @@
 #include "prefixgate/serving/http.h"
 
+#include <array>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -12,7 +13,71 @@ namespace {
 
 constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
 
+void append_version(unsigned version, std::string& out) {
+  out += "HTTP/";
+  out += static_cast<char>('0' + version / 10);
+  out += '.';
+  out += static_cast<char>('0' + version % 10);
+}
+
+void append_fields(const http::fields& fields, std::string& out) {
+  for (const auto& field : fields) {
+    out += field.name_string();
+    out += ": ";
+    out += field.value();
+    out += "\r\n";
+  }
+  out += "\r\n";
+}
+
+template <class Head>
+Awaitable<beast::error_code> write_head_and_body(beast::tcp_stream& stream, const Head& head,
+                                                 std::string_view body, std::string& scratch) {
+  scratch.clear();
+  append_head(head, scratch);
+  const std::array<asio::const_buffer, 2> buffers{asio::buffer(scratch),
+                                                  asio::buffer(body.data(), body.size())};
+  auto [ec, n] = co_await asio::async_write(stream, buffers, kTuple);
+  (void)n;
+  co_return ec;
+}
+
 }  // namespace
+
+void append_head(const http::request_header<>& head, std::string& out) {
+  out += head.method_string();
+  out += ' ';
+  out += head.target();
+  out += ' ';
+  append_version(head.version(), out);
+  out += "\r\n";
+  append_fields(head, out);
+}
+
+void append_head(const http::response_header<>& head, std::string& out) {
+  append_version(head.version(), out);
+  const unsigned status = head.result_int();
+  out += ' ';
+  out += static_cast<char>('0' + status / 100 % 10);
+  out += static_cast<char>('0' + status / 10 % 10);
+  out += static_cast<char>('0' + status % 10);
+  out += ' ';
+  out += head.reason();
+  out += "\r\n";
+  append_fields(head, out);
+}
+
+Awaitable<beast::error_code> write_message(beast::tcp_stream& stream,
+                                           const http::request_header<>& head,
+                                           std::string_view body, std::string& scratch) {
+  return write_head_and_body(stream, head, body, scratch);
+}
+
+Awaitable<beast::error_code> write_message(beast::tcp_stream& stream,
+                                           const http::response_header<>& head,
+                                           std::string_view body, std::string& scratch) {
+  return write_head_and_body(stream, head, body, scratch);
+}
 
 std::string_view path_of(std::string_view target) {
   return target.substr(0, std::min(target.find('?'), target.size()));
@@ -49,8 +114,7 @@ Awaitable<bool> write_response(Connection& c, Response res) {
   res.set(http::field::server, c.server_name);
   if (c.draining && c.draining->load()) res.keep_alive(false);
   c.stream.expires_after(c.write_timeout);
-  auto [ec, n] = co_await http::async_write(c.stream, res, kTuple);
-  (void)n;
+  const beast::error_code ec = co_await write_message(c.stream, res, res.body(), c.head_scratch);
   co_return !ec;
 }
 

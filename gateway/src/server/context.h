@@ -90,6 +90,7 @@ struct GatewayContext {
 struct ExchangeBuffers {
   beast::flat_buffer buffer;      // the upstream response as read off the socket
   std::unique_ptr<char[]> chunk;  // a body piece handed to the caller, uninitialized
+  std::string head;               // the request's head as written upstream
 };
 
 // A client connection as the gateway's handlers see it: the serving core's connection (its

@@ -4,7 +4,6 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/http/read.hpp>
-#include <boost/beast/http/write.hpp>
 
 #include "server/upstream_pool.h"
 
@@ -59,7 +58,7 @@ Awaitable<UpstreamFailure> Exchange::attempt(Request& req, bool allow_pooled, bo
   parser_->body_limit(boost::none);  // streamed through, never held whole
   was_pooled = false;
   if (allow_pooled) {
-    auto socket = ctx_.pool->take_idle(replica_);
+    auto socket = ctx_.pool->take_idle(replica_, executor);
     if (socket) {
       stream_.emplace(std::move(*socket));
       was_pooled = true;
@@ -74,8 +73,8 @@ Awaitable<UpstreamFailure> Exchange::attempt(Request& req, bool allow_pooled, bo
     stream_->socket().set_option(tcp::no_delay(true), ec);
   }
   stream_->expires_after(first_byte_);
-  auto [wec, wn] = co_await http::async_write(*stream_, req, kTuple);
-  (void)wn;
+  const beast::error_code wec =
+      co_await serving::write_message(*stream_, req, req.body(), buffers_.head);
   if (wec == beast::error::timeout) co_return UpstreamFailure::kTimeout;
   if (wec) co_return UpstreamFailure::kSend;
   auto [rec, rn] = co_await http::async_read_header(*stream_, buffers_.buffer, *parser_, kTuple);

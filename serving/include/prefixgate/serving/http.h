@@ -44,7 +44,8 @@ class ConnectionState {
   virtual ~ConnectionState() = default;
 };
 
-// One client connection. Lives on its own strand; handlers use it from that strand only.
+// One client connection. Lives on one of the server's threads; handlers use it from that thread
+// only.
 struct Connection {
   beast::tcp_stream stream;
   beast::flat_buffer buffer;                // bytes read past the current request
@@ -55,6 +56,7 @@ struct Connection {
   const std::atomic<bool>* draining = nullptr;
   // Which listener accepted it: 0 the server's own, then HttpServer::add_listener's in order.
   std::size_t listener = 0;
+  std::string head_scratch;  // the bytes of an answer's head, reused (write_message)
 };
 
 // The path of a request target, without the query string.
@@ -70,6 +72,22 @@ Response make_response(const Request& req, http::status status, std::string cont
 // Writes a complete answer (adding the Server header; `Connection: close` in a drain). False
 // when the client is gone.
 Awaitable<bool> write_response(Connection& c, Response res);
+
+// A message's start line and fields and the blank line after them, appended to `out` byte for
+// byte as Beast's serializer writes them. With the body beside it in one gathered write, this
+// is the whole message without the serializer's per-buffer machinery, which cost more than
+// the copy of the header it avoids.
+void append_head(const http::request_header<>& head, std::string& out);
+void append_head(const http::response_header<>& head, std::string& out);
+
+// Writes `head` and then `body` with one gathered write (writev); `scratch` holds the head's
+// bytes and keeps its capacity for the next message. `stream` must have its deadline set.
+Awaitable<beast::error_code> write_message(beast::tcp_stream& stream,
+                                           const http::request_header<>& head,
+                                           std::string_view body, std::string& scratch);
+Awaitable<beast::error_code> write_message(beast::tcp_stream& stream,
+                                           const http::response_header<>& head,
+                                           std::string_view body, std::string& scratch);
 
 // A chunked stream: the head (status, content type, no-cache, Server), then chunks, then the
 // last chunk. Each returns false when the client is gone.
