@@ -299,8 +299,9 @@ struct SeenKey {
 
 class TreeBuilder {
  public:
-  TreeBuilder(std::string_view input, const ParseLimits& limits, ondemand::document& doc)
-      : input_(input), max_depth_(limits.max_depth), doc_(doc) {}
+  TreeBuilder(std::string_view input, const ParseLimits& limits, ondemand::document& doc,
+              std::vector<MemberSpan>* root_members)
+      : input_(input), max_depth_(limits.max_depth), doc_(doc), root_members_(root_members) {}
 
   bool build_root(Value& out) {
     ondemand::json_type type;
@@ -393,9 +394,24 @@ class TreeBuilder {
       ondemand::json_type type;
       if (auto err = child.type().get(type)) return fail_simdjson(err);
       Member& member = members.emplace_back(Member{std::string(key), Value()});
+      // The value's first byte. A scalar is its own token; a string or container, once built,
+      // leaves the iterator on the ',' or '}' after it: the span is what lies between, less
+      // trailing whitespace.
+      const bool record = depth == 0 && root_members_ != nullptr;
+      const std::string_view token = record ? raw_token(child) : std::string_view();
+      const std::size_t begin = record ? offset_of(token.data()) : 0;
       if (!build(child, type, member.value, depth + 1)) {
         prepend_path_key(key, error_.param);
         return false;
+      }
+      if (record) {
+        const bool scalar = type == ondemand::json_type::number ||
+                            type == ondemand::json_type::boolean ||
+                            type == ondemand::json_type::null;
+        std::size_t end =
+            scalar ? begin + trim_trailing_whitespace(token).size() : current_offset();
+        while (end > begin && is_json_whitespace(input_[end - 1])) --end;
+        root_members_->push_back(MemberSpan{begin, end});
       }
       seen_keys_.resize(base + members.size());
     }
@@ -532,6 +548,7 @@ class TreeBuilder {
   std::size_t max_depth_;
   ondemand::document& doc_;
   std::vector<SeenKey> seen_keys_;
+  std::vector<MemberSpan>* root_members_;  // recorded when not null
   Error error_{ErrorCode::kInvalidJson, {}, {}};
 };
 
@@ -563,29 +580,42 @@ Error from_iterate_error(simdjson::error_code err, std::string_view input) {
 }
 
 Result<Value> parse_with(ondemand::parser& parser, const simdjson::padded_string& padded,
-                         const ParseLimits& limits) {
+                         const ParseLimits& limits, std::vector<MemberSpan>* root_members) {
   const std::string_view input(padded.data(), padded.size());
   ondemand::document doc;
   if (auto err = parser.iterate(padded).get(doc)) return from_iterate_error(err, input);
-  TreeBuilder builder(input, limits, doc);
+  TreeBuilder builder(input, limits, doc, root_members);
   Value root;
   if (!builder.build_root(root)) return builder.take_error();
   return root;
 }
 
-}  // namespace
-
-Result<Value> parse(std::string_view text, const ParseLimits& limits) {
+Result<Value> parse_text(std::string_view text, const ParseLimits& limits,
+                         std::vector<MemberSpan>* root_members) {
   if (text.size() > limits.max_bytes) return too_large(text.size(), limits.max_bytes);
   // On Demand reads up to SIMDJSON_PADDING bytes past the end: it needs its own padded copy.
   const simdjson::padded_string padded(text);
   if (padded.data() == nullptr) return too_large_to_parse(text.size());
   if (text.size() <= kReusableParserBytes) {
     thread_local ondemand::parser reused;
-    return parse_with(reused, padded, limits);
+    return parse_with(reused, padded, limits, root_members);
   }
   ondemand::parser once;
-  return parse_with(once, padded, limits);
+  return parse_with(once, padded, limits, root_members);
+}
+
+}  // namespace
+
+Result<Value> parse(std::string_view text, const ParseLimits& limits) {
+  return parse_text(text, limits, nullptr);
+}
+
+Result<Value> parse(std::string_view text, const ParseLimits& limits,
+                    std::vector<MemberSpan>& root_members) {
+  root_members.clear();
+  auto parsed = parse_text(text, limits, &root_members);
+  if (!parsed) root_members.clear();
+  return parsed;
 }
 
 }  // namespace prefixgate::json

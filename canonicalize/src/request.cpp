@@ -303,16 +303,43 @@ std::optional<Endpoint> guess_endpoint(const json::Value& body) {
   return std::nullopt;
 }
 
-Result<ParsedRequest> parse_request(std::string_view body, Endpoint endpoint,
-                                    const RequestLimits& limits) {
+namespace {
+
+Result<ParsedRequest> parse_request_text(std::string_view body, Endpoint endpoint,
+                                         const RequestLimits& limits,
+                                         std::vector<json::SourceMember>* source) {
   if (body.size() > limits.max_body_bytes) {
     return make_error(ErrorCode::kTooLarge, "request body is " + std::to_string(body.size()) +
                                                 " bytes; the limit is " +
                                                 std::to_string(limits.max_body_bytes));
   }
-  auto doc = json::parse(body, json::ParseLimits{limits.max_body_bytes, limits.max_depth});
+  const json::ParseLimits parse_limits{limits.max_body_bytes, limits.max_depth};
+  std::vector<json::MemberSpan> spans;
+  auto doc =
+      source != nullptr ? json::parse(body, parse_limits, spans) : json::parse(body, parse_limits);
   if (!doc) return doc.error();
+  if (source != nullptr && doc->is_object()) {
+    const json::Object& members = doc->as_object();
+    source->clear();
+    for (std::size_t i = 0; i < members.size() && i < spans.size(); ++i) {
+      source->push_back(json::SourceMember{
+          members[i].key, body.substr(spans[i].begin, spans[i].end - spans[i].begin)});
+    }
+  }
   return parse_request_value(std::move(*doc), endpoint, limits);
+}
+
+}  // namespace
+
+Result<ParsedRequest> parse_request(std::string_view body, Endpoint endpoint,
+                                    const RequestLimits& limits) {
+  return parse_request_text(body, endpoint, limits, nullptr);
+}
+
+Result<ParsedRequest> parse_request(std::string_view body, Endpoint endpoint,
+                                    const RequestLimits& limits,
+                                    std::vector<json::SourceMember>& source) {
+  return parse_request_text(body, endpoint, limits, &source);
 }
 
 Result<ParsedRequest> parse_request_value(json::Value body, Endpoint endpoint,

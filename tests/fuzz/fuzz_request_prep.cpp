@@ -3,8 +3,8 @@
 // byte picks the API (chat, completions, messages, responses) and whether the tenant is isolated;
 // the rest is the body. Models: the default (byte tokenizer, built-in template) and "chatml", a
 // Hugging Face folder with a Jinja template (tests/data/models/tiny-chatml), which a body picks
-// with "model": "chatml". A prepared request's upstream body is JSON that parses and hashes one
-// block per full block of its prompt tokens.
+// with "model": "chatml". A prepared request's upstream body is JSON that parses to the prepared
+// body, and it hashes one block per full block of its prompt tokens.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -71,7 +71,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (prep.error().message.empty()) fail("an error without a message");
     return 0;
   }
-  if (!json::parse(prep->upstream_body)) fail("the upstream body is not JSON", prep->upstream_body);
+  const auto upstream = json::parse(prep->upstream_body);
+  if (!upstream) fail("the upstream body is not JSON", prep->upstream_body);
+  // Members nothing rewrote are forwarded as the client's bytes, the rest written again: the
+  // result must still be the body the rules produced.
+  if (json::to_json(*upstream) != json::to_json(prep->parsed.body)) {
+    fail("the upstream body is not the prepared body", prep->upstream_body);
+  }
   if (!prep->agent.native_body.empty() && !json::parse(prep->agent.native_body)) {
     fail("the native body is not JSON", prep->agent.native_body);
   }

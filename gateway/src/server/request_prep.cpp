@@ -98,13 +98,29 @@ Result<PreparedRequest> prepare_request(std::string_view body, canon::Api api, c
   const canon::Endpoint endpoint = api == canon::Api::kCompletions
                                        ? canon::Endpoint::kCompletions
                                        : canon::Endpoint::kChatCompletions;
-  auto parsed = canon::parse_request(body, endpoint, options.limits);
+  // The client's bytes of each top-level member, so that the body sent upstream re-serializes
+  // only the members a rule rewrote (a 30 KB conversation whose tools were put in canonical
+  // form is mostly copied, not written again).
+  thread_local std::vector<json::SourceMember> source;
+  auto parsed = canon::parse_request(body, endpoint, options.limits, source);
   if (!parsed) return parsed.error();
   PreparedRequest out;
   out.api = api;
   out.parsed = std::move(*parsed);
   bool modified = apply_stage(out, options);
-  modified = apply_salt(out, tenant) || modified;
+  std::vector<std::string_view> rewritten;
+  bool rewritten_known = true;
+  for (const StageChange& c : out.changes) {
+    if (c.mode != RuleMode::kRewrite) continue;
+    const std::string_view path = c.path;
+    const std::string_view member = path.substr(0, path.find_first_of(".["));
+    rewritten_known = rewritten_known && !member.empty();
+    rewritten.push_back(member);
+  }
+  if (apply_salt(out, tenant)) {
+    modified = true;
+    rewritten.push_back("cache_salt");
+  }
 
   canon::ParsedRequest& req = out.parsed;
   out.stream = req.stream;
@@ -119,9 +135,17 @@ Result<PreparedRequest> prepare_request(std::string_view body, canon::Api api, c
         req.body.set("stream_options", json::Object{{"include_usage", true}});
       }
       modified = true;
+      rewritten.push_back("stream_options");
     }
   }
-  out.upstream_body = modified ? json::to_json(req.body) : std::string(body);
+  if (!modified) {
+    out.upstream_body = std::string(body);
+  } else if (rewritten_known) {
+    out.upstream_body.reserve(body.size() + 64);
+    json::append_json_reusing(req.body, source, rewritten, out.upstream_body);
+  } else {
+    out.upstream_body = json::to_json(req.body);  // a change without a member: write it all
+  }
   if (Status s = analyze_request(out, options, nullptr); !s) return s.error();
   return out;
 }

@@ -133,10 +133,33 @@ struct ParseLimits {
 // ("messages[2].content"), empty at the root.
 Result<Value> parse(std::string_view text, const ParseLimits& limits = {});
 
+// Where a root object's member values lie in the parsed text: [begin, end) byte offsets of each
+// value (not its key), in document order, the same order as the parsed object's members.
+struct MemberSpan {
+  std::size_t begin = 0;
+  std::size_t end = 0;
+};
+// parse(), also recording each root member's span when the root is an object (nothing
+// otherwise).
+Result<Value> parse(std::string_view text, const ParseLimits& limits,
+                    std::vector<MemberSpan>& root_members);
+
 // Compact JSON, members in stored order, numbers as their source text when they have one.
 // A NaN or infinite number without source text is written `null`, as JSON.stringify does.
 std::string to_json(const Value& value);
 void append_json(const Value& value, std::string& out);
+
+// A root member as the client sent it: its key and the bytes of its value.
+struct SourceMember {
+  std::string key;
+  std::string_view text;
+};
+// append_json of an object, except that a member found in `source` by key and not named in
+// `rewritten` is written as its source text: a proxy forwards what nothing changed as the
+// client's bytes instead of serializing it again. The result parses to the same value as
+// to_json(object) does whenever each such member still holds what its text parses to.
+void append_json_reusing(const Value& object, const std::vector<SourceMember>& source,
+                         const std::vector<std::string_view>& rewritten, std::string& out);
 
 // RFC 8785 canonical form. Fails (kInvalidValue) on a NaN or infinite number, which no parsed
 // document can hold but a constructed one can.

@@ -87,6 +87,11 @@ struct RequestLimits {
 // Parses and validates a request body for `endpoint`.
 Result<ParsedRequest> parse_request(std::string_view body, Endpoint endpoint,
                                     const RequestLimits& limits = {});
+// The same, also giving each top-level member's bytes in `body` (views into it), so that a
+// proxy can forward unchanged members as sent (json::append_json_reusing).
+Result<ParsedRequest> parse_request(std::string_view body, Endpoint endpoint,
+                                    const RequestLimits& limits,
+                                    std::vector<json::SourceMember>& source);
 // Validates an already-parsed body (e.g. one that canonicalization rewrote).
 Result<ParsedRequest> parse_request_value(json::Value body, Endpoint endpoint,
                                           const RequestLimits& limits = {});
