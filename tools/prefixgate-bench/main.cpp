@@ -264,9 +264,10 @@ int main(int argc, char** argv) {
   ovh->add_option("--engine-arg", overhead.engine_args,
                   "an extra prefixgate-engine flag (repeatable)")
       ->allow_extra_args(false);
-  ovh->add_option("--variant", overhead.variants,
-                  "NAME=FLAGS: another prefixgate with these extra flags, measured in the same run "
-                  "as prefixgate-NAME (repeatable)")
+  ovh->add_option(
+         "--variant", overhead.variants,
+         "NAME=FLAGS: another prefixgate with these extra flags, measured in the same run "
+         "as prefixgate-NAME (repeatable); FLAGS may start with bin=PATH, another prefixgate build")
       ->allow_extra_args(false);
   ovh->add_option("--out-dir", overhead.out_dir, "where results go")->capture_default_str();
   ovh->add_option("--lua", overhead.lua,

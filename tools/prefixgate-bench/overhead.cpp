@@ -239,23 +239,35 @@ int run_overhead(const OverheadFlags& f) {
       "--log-level", "warn"};
   gw_args.insert(gw_args.end(), f.gateway_args.begin(), f.gateway_args.end());
   // The gateways: "prefixgate" with the common flags, then one per --variant with its own.
-  std::vector<std::pair<std::string, std::vector<std::string>>> gateway_specs{
-      {"prefixgate", gw_args}};
+  // A variant's FLAGS may start with bin=PATH: another prefixgate build, so that a change is
+  // measured against the build before it side by side, on the same engine and in the same run.
+  struct GatewaySpec {
+    std::string name;
+    std::string bin;
+    std::vector<std::string> args;
+  };
+  std::vector<GatewaySpec> gateway_specs{{"prefixgate", gateway_bin, gw_args}};
   for (const std::string& v : f.variants) {
     const std::size_t eq = v.find('=');
     if (eq == 0 || eq == std::string::npos) {
       std::cerr << "prefixgate-bench overhead: --variant '" << v << "': expected NAME=FLAGS\n";
       return 2;
     }
-    std::vector<std::string> args = gw_args;
+    GatewaySpec spec{"prefixgate-" + v.substr(0, eq), gateway_bin, gw_args};
     std::istringstream words(v.substr(eq + 1));
-    for (std::string w; words >> w;) args.push_back(w);
-    gateway_specs.emplace_back("prefixgate-" + v.substr(0, eq), std::move(args));
+    for (std::string w; words >> w;) {
+      if (w.starts_with("bin=") && spec.args.size() == gw_args.size()) {
+        spec.bin = w.substr(4);
+      } else {
+        spec.args.push_back(w);
+      }
+    }
+    gateway_specs.push_back(std::move(spec));
   }
   std::map<std::string, std::unique_ptr<proc::Process>> gateways;
   std::map<std::string, std::uint16_t> gateway_ports;
-  for (const auto& [name, args] : gateway_specs) {
-    auto g = pinned(server_cpus, gateway_bin, args, tmp + "/" + name + ".log");
+  for (const auto& [name, bin, args] : gateway_specs) {
+    auto g = pinned(server_cpus, bin, args, tmp + "/" + name + ".log");
     const std::uint16_t port = g->wait_listening();
     if (port == 0) {
       std::cerr << "prefixgate-bench overhead: " << name << " did not start:\n" << g->output();
@@ -291,8 +303,7 @@ int run_overhead(const OverheadFlags& f) {
   std::map<std::string, WrkResult> results;
   std::vector<std::pair<std::string, std::uint16_t>> targets{{"direct", engine_port},
                                                              {"nginx", nginx_port}};
-  for (const auto& spec : gateway_specs)
-    targets.emplace_back(spec.first, gateway_ports[spec.first]);
+  for (const auto& spec : gateway_specs) targets.emplace_back(spec.name, gateway_ports[spec.name]);
   for (const auto& [name, port] : targets) {
     const std::string url = "http://127.0.0.1:" + std::to_string(port);
     auto wrk_args = [&](const std::string& duration, bool latency, std::size_t connections = 0) {
