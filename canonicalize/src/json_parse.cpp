@@ -610,6 +610,42 @@ Result<Value> parse(std::string_view text, const ParseLimits& limits) {
   return parse_text(text, limits, nullptr);
 }
 
+std::optional<Value> parse_member(std::string_view text, std::string_view key,
+                                  const ParseLimits& limits) {
+  if (text.size() > limits.max_bytes || text.size() > kReusableParserBytes) return std::nullopt;
+  const simdjson::padded_string padded(text);
+  if (padded.data() == nullptr) return std::nullopt;
+  thread_local ondemand::parser reused;
+  ondemand::document doc;
+  ondemand::object root;
+  if (reused.iterate(padded).get(doc) || doc.get_object().get(root)) return std::nullopt;
+  for (auto result : root) {
+    ondemand::field field;
+    std::string_view name;
+    if (std::move(result).get(field) || field.unescaped_key().get(name)) return std::nullopt;
+    if (name != key) continue;  // the loop skips the value
+    // The member's text: containers report theirs; a scalar is its token (less the whitespace
+    // before whatever follows it).
+    ondemand::value& value = field.value();
+    ondemand::json_type type;
+    if (value.type().get(type)) return std::nullopt;
+    std::string_view raw;
+    if (type == ondemand::json_type::object) {
+      ondemand::object object;
+      if (value.get_object().get(object) || object.raw_json().get(raw)) return std::nullopt;
+    } else if (type == ondemand::json_type::array) {
+      ondemand::array array;
+      if (value.get_array().get(array) || array.raw_json().get(raw)) return std::nullopt;
+    } else {
+      raw = trim_trailing_whitespace(raw_token(value));
+    }
+    auto parsed = parse(raw, limits);
+    if (!parsed) return std::nullopt;
+    return std::move(*parsed);
+  }
+  return std::nullopt;
+}
+
 Result<Value> parse(std::string_view text, const ParseLimits& limits,
                     std::vector<MemberSpan>& root_members) {
   root_members.clear();

@@ -106,5 +106,20 @@ TEST(JsonSource, RandomDocumentsRoundTrip) {
   }
 }
 
+TEST(JsonParseMember, BuildsOnlyTheMemberAsked) {
+  const std::string answer = R"({"id":"x","choices":[{"message":{"content":"a } \"usage\": {"}}],)"
+                             R"( "usage" : {"prompt_tokens":12,"completion_tokens":3}, "z":[1,2]})";
+  const auto usage = parse_member(answer, "usage");
+  ASSERT_TRUE(usage.has_value());
+  EXPECT_EQ(to_json(*usage), R"({"prompt_tokens":12,"completion_tokens":3})");
+  EXPECT_EQ(to_json(*parse_member(answer, "z")), "[1,2]");
+  EXPECT_EQ(to_json(*parse_member(answer, "id")), R"("x")");
+  EXPECT_FALSE(parse_member(answer, "missing").has_value());
+  EXPECT_FALSE(parse_member("[1]", "usage").has_value());
+  EXPECT_FALSE(parse_member(R"({"usage": {"a":)", "usage").has_value());
+  EXPECT_FALSE(parse_member("not json", "usage").has_value());
+  EXPECT_FALSE(parse_member(R"({"usage":{"a":1}})", "usage", ParseLimits{.max_bytes = 4}));
+}
+
 }  // namespace
 }  // namespace prefixgate::json

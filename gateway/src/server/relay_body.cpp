@@ -31,9 +31,8 @@ Awaitable<bool> relay_body(Connection& c, const Request& req, ProxiedRequest& p,
   add_gateway_headers(res, p.info, p.replica_name, p.overhead);
   ex.finish();
   if (p.status == 200 && body.find("\"usage\"") != std::string::npos) {
-    if (auto doc = json::parse(body); doc && doc->is_object()) {
-      if (const json::Value* usage = doc->find("usage")) record_usage(ctx, p, *usage);
-    }
+    // Only the usage object is built: the answer's text can be long.
+    if (auto usage = json::parse_member(body, "usage")) record_usage(ctx, p, *usage);
   }
   release_admission(p);
   res.body() = std::move(body);

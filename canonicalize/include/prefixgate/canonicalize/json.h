@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -132,6 +133,12 @@ struct ParseLimits {
 // Messages say where ("... (at byte 17)"); param is the JSON path of the offending value
 // ("messages[2].content"), empty at the root.
 Result<Value> parse(std::string_view text, const ParseLimits& limits = {});
+
+// The value of root member `key` of the object `text`, parsed alone: the other members are
+// skipped over (checked for structure, not built), which is what reading one field of a large
+// answer needs. nullopt when the root is not an object, has no such member, or is not JSON.
+std::optional<Value> parse_member(std::string_view text, std::string_view key,
+                                  const ParseLimits& limits = {});
 
 // Where a root object's member values lie in the parsed text: [begin, end) byte offsets of each
 // value (not its key), in document order, the same order as the parsed object's members.
