@@ -59,9 +59,9 @@ void BM_ParseCanonicalizeRenderHash(benchmark::State& state) {
       state.SkipWithError(req.error().message.c_str());
       return;
     }
-    auto canon_req =
-        parse_request_value(canonicalize(*req, policy).body, Endpoint::kChatCompletions);
-    auto p = analyze_prompt(*canon_req, model);
+    // As the gateway runs it: the rules rewrite the parsed request in place.
+    canonicalize_in_place(*req, policy, CanonicalizationPolicy::none());
+    auto p = analyze_prompt(*req, model);
     benchmark::DoNotOptimize(p->block_hashes.data());
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * body.size()));
