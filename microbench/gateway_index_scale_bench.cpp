@@ -29,7 +29,7 @@
 // The heap the program holds, counted while `heap_count::on`: usable bytes of each block
 // operator new returns, less those operator delete takes back. The gateway links mimalloc, whose
 // memory glibc's mallinfo2 does not see, so the allocator's own statistics would read 0; this
-// counts the same with either allocator. (operator new[] and sized delete reach these two.)
+// counts the same with either allocator. (operator new[] and sized delete reach these.)
 namespace heap_count {
 bool on = false;
 std::int64_t bytes = 0;
@@ -48,6 +48,20 @@ void operator delete(void* p) noexcept {
   std::free(p);
 }
 void operator delete(void* p, std::size_t) noexcept {
+  operator delete(p);
+}
+// The aligned forms: the index's block table asks for 2 MiB alignment (huge pages).
+void* operator new(std::size_t n, std::align_val_t align) {
+  const auto a = static_cast<std::size_t>(align);
+  void* p = std::aligned_alloc(a, (n + a - 1) / a * a);
+  if (p == nullptr) throw std::bad_alloc();
+  if (heap_count::on) heap_count::bytes += static_cast<std::int64_t>(malloc_usable_size(p));
+  return p;
+}
+void operator delete(void* p, std::align_val_t) noexcept {
+  operator delete(p);
+}
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
   operator delete(p);
 }
 

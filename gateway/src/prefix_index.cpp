@@ -1,5 +1,5 @@
-// PrefixIndex: one flat open-addressing table from block hash to a 16-byte entry holding the
-// replicas that hold the block confirmed: up to four replica ids in the entry itself (a
+// PrefixIndex: one open-addressing table (block_table.h) from block hash to a 16-byte entry holding
+// the replicas that hold the block confirmed: up to four replica ids in the entry itself (a
 // cache-aware fleet keeps one or a few copies of a block), past that a bitmask of
 // ceil(replicas / 64) words in `dense_rows` (a block every replica holds, such as a system prompt
 // under round robin). A bitmask per block for every block would cost replicas / 8 bytes each: 128
@@ -21,6 +21,7 @@
 #include <list>
 #include <utility>
 
+#include "block_table.h"
 #include "prefixgate/base/check.h"
 
 namespace prefixgate::gateway {
@@ -182,7 +183,7 @@ struct PrefixIndex::Impl {
   std::vector<ReplicaState> replicas;
   std::size_t words = 0;  // mask words per row
 
-  boost::unordered_flat_map<std::uint64_t, Entry> entries;
+  BlockTable<Entry> entries;
   Rows dense_rows;  // holder masks of the entries past kInlineHolders
   // Only blocks some replica predicts (Entry::predicted): few next to the confirmed ones.
   boost::unordered_flat_map<std::uint64_t, Predictions> predictions;
@@ -286,8 +287,8 @@ struct PrefixIndex::Impl {
 
   // An entry that no replica holds or predicts any more is erased, so memory follows what is
   // cached.
-  void release_if_empty(boost::unordered_flat_map<std::uint64_t, Entry>::iterator it) {
-    if (it->second.count() == 0 && !it->second.predicted()) entries.erase(it);
+  void release_if_empty(std::uint64_t hash, const Entry& e) {
+    if (e.count() == 0 && !e.predicted()) entries.erase(hash);
   }
 
   // Drops r's prediction record of `hash`, if any, and frees the entry if nothing else holds it.
@@ -304,17 +305,17 @@ struct PrefixIndex::Impl {
     --replicas[r].predicted;
     if (!preds.empty()) return;
     predictions.erase(pit);
-    auto eit = entries.find(hash);
-    PG_DCHECK(eit != entries.end() && eit->second.predicted());
-    eit->second.set_predicted(false);
-    release_if_empty(eit);
+    Entry* e = entries.find(hash);
+    PG_DCHECK(e != nullptr && e->predicted());
+    e->set_predicted(false);
+    release_if_empty(hash, *e);
   }
 
   void store(ReplicaId r, std::uint64_t hash, CacheTier tier) {
     ReplicaState& rs = replicas[r];
     const bool lower = tier == CacheTier::kOffload;
     if (!rs.confirmed.insert(hash).second) {
-      Entry& e = entries.find(hash)->second;
+      Entry& e = *entries.find(hash);
       if (offloaded(e, hash, r) == lower) return;
       if (lower) {
         set_offloaded(e, hash, r);
@@ -323,7 +324,7 @@ struct PrefixIndex::Impl {
       }
       return;
     }
-    Entry& e = entries.try_emplace(hash).first->second;
+    Entry& e = entries.try_emplace(hash);
     add_holder(e, r);
     if (lower) set_offloaded(e, hash, r);
     // A confirmed block needs no prediction: confirmation outlives the TTL and replaces an LRU
@@ -334,12 +335,12 @@ struct PrefixIndex::Impl {
 
   // r held `hash` confirmed (its confirmed set no longer says so).
   void unstore(ReplicaId r, std::uint64_t hash) {
-    auto it = entries.find(hash);
-    if (it == entries.end()) return;
-    Entry& e = it->second;
+    Entry* found = entries.find(hash);
+    if (found == nullptr) return;
+    Entry& e = *found;
     if (offloaded(e, hash, r)) clear_offloaded(e, hash, r);
     remove_holder(e, r);
-    release_if_empty(it);
+    release_if_empty(hash, e);
   }
 
   void clear_confirmed(ReplicaId r) {
@@ -382,7 +383,7 @@ struct PrefixIndex::Impl {
   bool upsert_prediction(ReplicaId r, std::uint64_t hash, Clock::time_point expiry,
                          bool pending = false) {
     if (replicas[r].confirmed.contains(hash)) return false;
-    entries.try_emplace(hash).first->second.set_predicted(true);
+    entries.try_emplace(hash).set_predicted(true);
     Predictions& preds = predictions[hash];
     auto it = std::find_if(preds.begin(), preds.end(),
                            [r](const Prediction& p) { return p.replica == r; });
@@ -559,17 +560,16 @@ void PrefixIndex::longest_match(std::span<const std::uint64_t> hashes, Clock::ti
   for (std::size_t w = 0; w < words; ++w) live[w] = static_cast<std::uint32_t>(w);
   std::size_t live_count = words;
 
-  // Entries are looked up a batch ahead: the lookups are independent, so their cache misses
-  // overlap instead of queueing behind each block's work (a large index is memory-bound). The
-  // entry holds the holders, so one probe per block is all a block without predictions costs.
+  // Entries are prefetched a batch ahead, then looked up: the lookups are independent, so their
+  // cache misses overlap instead of queueing behind each block's work (a large index is
+  // memory-bound). The entry holds the holders, so one probe per block is all a block without
+  // predictions costs.
   constexpr std::size_t kBatch = 16;
   const Entry* found[kBatch];
   for (std::size_t base = 0; base < hashes.size() && live_count > 0; base += kBatch) {
     const std::size_t batch = std::min(kBatch, hashes.size() - base);
-    for (std::size_t k = 0; k < batch; ++k) {
-      auto it = im.entries.find(hashes[base + k]);
-      found[k] = it == im.entries.end() ? nullptr : &it->second;
-    }
+    for (std::size_t k = 0; k < batch; ++k) im.entries.prefetch(hashes[base + k]);
+    for (std::size_t k = 0; k < batch; ++k) found[k] = im.entries.find(hashes[base + k]);
     for (std::size_t k = 0; k < batch && live_count > 0; ++k) {
       const std::size_t i = base + k;
       const Entry* entry = found[k];
