@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <boost/container/small_vector.hpp>
 #include <boost/unordered/unordered_flat_map.hpp>
 #include <boost/unordered/unordered_flat_set.hpp>
 #include <functional>
@@ -113,8 +114,10 @@ struct Prediction {
 };
 
 // Prediction lists are short (a prefix is routed to one or two replicas), so a vector scanned
-// linearly beats any map.
-using Predictions = std::vector<Prediction>;
+// linearly beats any map, and its first two live in the list itself: a block is predicted and
+// then confirmed or expired all the time, and a heap allocation each time would cost more than
+// the lookups.
+using Predictions = boost::container::small_vector<Prediction, 2>;
 
 // Rows of `words` 64-bit words, reused through a free list.
 struct Rows {
