@@ -1,7 +1,7 @@
 #include "prefixgate/engine/scheduler.h"
 
 #include <algorithm>
-#include <unordered_set>
+#include <boost/unordered/unordered_flat_set.hpp>
 
 #include "prefixgate/base/check.h"
 #include "prefixgate/canonicalize/block_hash.h"
@@ -318,7 +318,8 @@ SchedulerStats Scheduler::stats() const {
   // first and caches. Counting whole prompts would make a replica holding a hot prefix, or one
   // whose queue holds a group of requests behind the one computing their prefix, look loaded by
   // work it never does, and routers would spill that prefix elsewhere.
-  std::unordered_set<std::uint64_t> ahead;  // block keys a sequence ahead computes
+  // Open addressing: a node-based set allocated a node per key at every report.
+  boost::unordered_flat_set<std::uint64_t> ahead;  // block keys a sequence ahead computes
   const std::size_t page_tokens = cache_.page_tokens();
   auto count = [&](const Sequence& seq) {
     if (seq.computed >= seq.prompt_len) return;
