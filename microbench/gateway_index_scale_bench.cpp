@@ -1,8 +1,8 @@
 // The prefix index at fleet scale: 1,000 replicas and 10 M blocks (10,240 K entries of 16-token
 // blocks: 164 M tokens, about what 360 H100s of Llama 3 8B cache), and what it costs.
 //
-//   BM_IndexMemory/holders:H        bytes per (block, replica) entry, from the allocator's own
-//                                   count of bytes in use (mallinfo2) before and after building
+//   BM_IndexMemory/holders:H        bytes per (block, replica) entry: the heap the index holds
+//                                   after building, counted at operator new and delete
 //   BM_IndexLongestMatch            lookups/s of a 2,048-block prompt matched to the end
 //   BM_IndexApplyEvents             events/s: a stored and a removed block per iteration, as a
 //                                   replica's cache turns over, on the full index
@@ -15,14 +15,55 @@
 #include <malloc.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <map>
 #include <memory>
+#include <new>
 #include <vector>
 
 #include "prefixgate/gateway/prefix_index.h"
 #include "prefixgate/gateway/replica_load.h"
 #include "prefixgate/gateway/routing.h"
 #include "synthetic_hashes.h"
+
+// The heap the program holds, counted while `heap_count::on`: usable bytes of each block
+// operator new returns, less those operator delete takes back. The gateway links mimalloc, whose
+// memory glibc's mallinfo2 does not see, so the allocator's own statistics would read 0; this
+// counts the same with either allocator. (operator new[] and sized delete reach these.)
+namespace heap_count {
+bool on = false;
+std::int64_t bytes = 0;
+}  // namespace heap_count
+
+void* operator new(std::size_t n) {
+  void* p = std::malloc(n == 0 ? 1 : n);
+  if (p == nullptr) throw std::bad_alloc();
+  if (heap_count::on) heap_count::bytes += static_cast<std::int64_t>(malloc_usable_size(p));
+  return p;
+}
+void operator delete(void* p) noexcept {
+  if (p != nullptr && heap_count::on) {
+    heap_count::bytes -= static_cast<std::int64_t>(malloc_usable_size(p));
+  }
+  std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+  operator delete(p);
+}
+// The aligned forms: the index's block table asks for 2 MiB alignment (huge pages).
+void* operator new(std::size_t n, std::align_val_t align) {
+  const auto a = static_cast<std::size_t>(align);
+  void* p = std::aligned_alloc(a, (n + a - 1) / a * a);
+  if (p == nullptr) throw std::bad_alloc();
+  if (heap_count::on) heap_count::bytes += static_cast<std::int64_t>(malloc_usable_size(p));
+  return p;
+}
+void operator delete(void* p, std::align_val_t) noexcept {
+  operator delete(p);
+}
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
+  operator delete(p);
+}
 
 namespace {
 
@@ -35,11 +76,6 @@ constexpr std::size_t kPrompts = 5000;  // 10,240,000 blocks
 using synthetic_hashes::chain;
 using synthetic_hashes::mix;
 
-std::size_t heap_bytes_in_use() {
-  const struct mallinfo2 m = mallinfo2();
-  return m.uordblks + m.hblkhd;  // in-use arena bytes + mmapped chunks
-}
-
 struct Fleet {
   std::unique_ptr<PrefixIndex> index;
   std::size_t entries = 0;  // (block, replica) pairs
@@ -51,8 +87,8 @@ Fleet& fleet(std::size_t holders) {
   static std::map<std::size_t, Fleet> fleets;
   Fleet& f = fleets[holders];
   if (f.index) return f;
-  malloc_trim(0);
-  const std::size_t before = heap_bytes_in_use();
+  heap_count::bytes = 0;
+  heap_count::on = true;
   f.index = std::make_unique<PrefixIndex>();
   for (std::size_t r = 0; r < kReplicas; ++r) f.index->add_replica({});
   for (std::size_t p = 0; p < kPrompts; ++p) {
@@ -63,7 +99,8 @@ Fleet& fleet(std::size_t holders) {
       f.entries += blocks.size();
     }
   }
-  f.bytes = heap_bytes_in_use() - before;
+  heap_count::on = false;
+  f.bytes = static_cast<std::size_t>(heap_count::bytes);
   return f;
 }
 

@@ -42,6 +42,13 @@ bool is_root(const Node* node) {
   return node->parent == nullptr;
 }
 
+// Blocks from the salt's root to `node`; for debug checks.
+[[maybe_unused]] std::size_t depth(const Node* node) {
+  std::size_t blocks = 0;
+  for (; !is_root(node); node = node->parent) ++blocks;
+  return blocks;
+}
+
 }  // namespace
 
 RadixCache::RadixCache(PagePool& pool, std::size_t page_tokens, std::string model_id)
@@ -146,6 +153,30 @@ std::size_t RadixCache::cached_prefix_tokens(std::string_view salt,
   return i * page_tokens_;
 }
 
+std::size_t RadixCache::cached_prefix_tokens(std::string_view salt, std::span<const TokenId> tokens,
+                                             PrefixProbe& probe) const {
+  const std::size_t blocks = tokens.size() / page_tokens_;
+  const Node* node = probe.node;
+  std::size_t i = probe.blocks;
+  if (node == nullptr || node->generation != probe.generation || i > blocks) {
+    const SaltRoot* root = find_root(salt);
+    if (root == nullptr) {
+      probe = {};
+      return 0;
+    }
+    node = &root->node;
+    i = 0;
+  }
+  for (; i < blocks; ++i) {
+    const auto block = tokens.subspan(i * page_tokens_, page_tokens_);
+    const Node* child = find_child(node, canon::chain_block_hash(node->hash, block), block);
+    if (child == nullptr) break;
+    node = child;
+  }
+  probe = is_root(node) ? PrefixProbe{} : PrefixProbe{node, node->generation, i};
+  return i * page_tokens_;
+}
+
 void RadixCache::lock(Node* node) {
   if (node == nullptr) return;
   PG_DCHECK(node->cached);
@@ -162,30 +193,58 @@ void RadixCache::unlock(Node* node) {
   for (Node* n = node; !is_root(n); n = n->parent) {
     PG_DCHECK(n->lock_count > 0);
     if (--n->lock_count == 0 && n->child_count == 0) lru_add(n);
+    // Brings up the use an InsertFrom below a locked node recorded there only. The parent has
+    // a child, so it is not in the LRU and its key does not change.
+    n->parent->last_used = std::max(n->parent->last_used, n->last_used);
+  }
+}
+
+void RadixCache::move_lock(Node* from, Node* to) {
+  if (from == to) return;
+  if (from == nullptr) return lock(to);
+  if (to == nullptr) return unlock(from);
+  PG_DCHECK(from->cached && from->direct_locks > 0 && to->cached);
+  --from->direct_locks;
+  ++to->direct_locks;
+  // `from` keeps its count (the lock is still below it); the nodes under it gain one.
+  for (Node* n = to; n != from; n = n->parent) {
+    PG_DCHECK(!is_root(n), "move_lock: `to` is not below `from`");
+    if (n->lock_count++ == 0 && n->in_lru) lru_remove(n);
   }
 }
 
 RadixCache::Node* RadixCache::insert(std::string_view salt, std::span<const TokenId> tokens,
                                      std::span<const PageId> pages,
-                                     std::vector<PageId>* cached_pages) {
+                                     std::vector<PageId>* cached_pages, InsertFrom from) {
   const std::size_t blocks = tokens.size() / page_tokens_;
   PG_DCHECK(pages.size() >= blocks);
   if (cached_pages != nullptr) cached_pages->clear();
   if (blocks == 0) return nullptr;
 
-  auto root_it = roots_.find(salt);
-  if (root_it == roots_.end()) {
-    auto created = std::make_unique<SaltRoot>();
-    created->salt = std::string(salt);
-    created->node.salt_root = created.get();
-    created->node.hash = canon::block_hash_root(model_id_, salt);
-    root_it = roots_.emplace(created->salt, std::move(created)).first;
-  }
-  SaltRoot& root = *root_it->second;
-
   const std::uint64_t now = ++clock_;
-  Node* node = &root.node;
-  for (std::size_t i = 0; i < blocks; ++i) {
+  Node* node = nullptr;
+  if (from.node != nullptr) {
+    PG_DCHECK(from.node->cached && from.node->lock_count > 0 && from.blocks <= blocks);
+    PG_DCHECK(from.node->salt_root->salt == salt && depth(from.node) == from.blocks);
+    PG_DCHECK(
+        same_tokens(*from.node, tokens.subspan((from.blocks - 1) * page_tokens_, page_tokens_)));
+    node = from.node;
+    // Its ancestors keep their older time while it is locked (radix_cache_node.h).
+    touch(node, now);
+  } else {
+    auto root_it = roots_.find(salt);
+    if (root_it == roots_.end()) {
+      auto created = std::make_unique<SaltRoot>();
+      created->salt = std::string(salt);
+      created->node.salt_root = created.get();
+      created->node.hash = canon::block_hash_root(model_id_, salt);
+      root_it = roots_.emplace(created->salt, std::move(created)).first;
+    }
+    node = &root_it->second->node;
+  }
+  SaltRoot& root = *node->salt_root;
+
+  for (std::size_t i = from.node != nullptr ? from.blocks : 0; i < blocks; ++i) {
     const auto block = tokens.subspan(i * page_tokens_, page_tokens_);
     const std::uint64_t hash = canon::chain_block_hash(node->hash, block);
     auto [it, fresh] = by_hash_.try_emplace(hash, nullptr);
@@ -220,7 +279,7 @@ RadixCache::Node* RadixCache::insert(std::string_view salt, std::span<const Toke
   }
 
   if (is_root(node)) {
-    if (node->child_count == 0) roots_.erase(root_it);
+    if (node->child_count == 0) roots_.erase(roots_.find(root.salt));
     return nullptr;
   }
   // New nodes skip the LRU index while the loop is still giving them children; only the last
@@ -235,14 +294,17 @@ bool RadixCache::remove_leaf(Node* leaf) {
   by_hash_.erase(leaf->hash);
   events_.push_back({CacheEvent::Kind::kRemoved, leaf->hash, 0, leaf->salt_root->salt, false, {}});
   Node* parent = leaf->parent;
+  parent->last_used = std::max(parent->last_used, leaf->last_used);  // see unlock
   unlink_child(leaf);
   const bool freed = pool_.refcount(leaf->page) == 1;
   pool_.release(leaf->page);
   const PageId page = leaf->page;
   TokenId* tokens = leaf->tokens;
+  const std::uint32_t generation = leaf->generation + 1;
   *leaf = Node{};
   leaf->page = page;
   leaf->tokens = tokens;
+  leaf->generation = generation;
   --node_count_;
 
   if (is_root(parent)) {

@@ -19,15 +19,19 @@ struct RadixCache::Node {
   Node* first_child = nullptr;
   Node* prev_sibling = nullptr;
   Node* next_sibling = nullptr;
-  TokenId* tokens = nullptr;    // page_tokens ids in the cache's slot storage; null at a root
-  std::uint64_t hash = 0;       // chain_block_hash(parent->hash, tokens); the salt root hash
-  std::uint64_t last_used = 0;  // RadixCache::clock_ at the last match or insert through it
+  TokenId* tokens = nullptr;  // page_tokens ids in the cache's slot storage; null at a root
+  std::uint64_t hash = 0;     // chain_block_hash(parent->hash, tokens); the salt root hash
+  // RadixCache::clock_ at the last match or insert through it. An insert that starts below a
+  // locked node (InsertFrom) leaves that node's ancestors older than it: they are locked, so not
+  // in the LRU, and unlock and eviction carry the newer time up before one can be a leaf there.
+  std::uint64_t last_used = 0;
   std::uint32_t child_count = 0;
   std::uint32_t lock_count = 0;    // active locks on this node or any descendant
   std::uint32_t direct_locks = 0;  // active locks naming this node itself
   PageId page = 0;
-  bool cached = false;  // a slot in use (always false at a root)
-  bool in_lru = false;  // listed in RadixCache::lru_: cached, unlocked, childless
+  std::uint32_t generation = 0;  // bumped when the slot's node is removed (PrefixProbe)
+  bool cached = false;           // a slot in use (always false at a root)
+  bool in_lru = false;           // listed in RadixCache::lru_: cached, unlocked, childless
 };
 
 struct RadixCache::SaltRoot {

@@ -1,7 +1,7 @@
 #include "prefixgate/engine/scheduler.h"
 
 #include <algorithm>
-#include <unordered_set>
+#include <boost/unordered/unordered_flat_set.hpp>
 
 #include "prefixgate/base/check.h"
 #include "prefixgate/canonicalize/block_hash.h"
@@ -20,6 +20,7 @@ struct Scheduler::Sequence {
   std::size_t computed = 0;            // tokens whose K/V is in `pages`
   std::vector<PageId> pages;           // page table; this sequence holds one reference on each
   RadixCache::Node* locked = nullptr;  // deepest cached node this sequence pins
+  std::size_t locked_blocks = 0;       // blocks from the salt's root to `locked`
   bool admitted_once = false;
   std::size_t cached_tokens = 0;  // from the prefix cache at first admission
   bool prompt_cached = false;     // the prompt's full blocks were offered to the cache
@@ -27,6 +28,9 @@ struct Scheduler::Sequence {
   // Chained keys of the prompt's full blocks (salted), for stats(): which waiting prompts share
   // blocks that a sequence ahead of them will compute. Not the radix cache's keys.
   std::vector<std::uint64_t> prompt_block_keys;
+  // Where stats() last found this waiting prompt's cached prefix, so the next report continues
+  // from there instead of hashing the prompt again (a memo: stats() stays const in meaning).
+  mutable RadixCache::PrefixProbe cached_probe;
 
   std::size_t generated() const { return tokens.size() - prompt_len; }
 };
@@ -89,30 +93,36 @@ void Scheduler::release(Sequence& seq) {
   if (seq.locked != nullptr) {
     cache_.unlock(seq.locked);
     seq.locked = nullptr;
+    seq.locked_blocks = 0;
   }
 }
 
 // Offers the sequence's full computed blocks to the cache and switches its page table to the
 // cache's copies where the cache already had a block (same tokens at the same positions, so the
-// same K/V). Pins the deepest block for as long as the sequence runs.
+// same K/V). Pins the deepest block for as long as the sequence runs. The walk starts below the
+// block it already pins, so a long prompt's chain is hashed once, not again at each call.
 void Scheduler::cache_full_blocks(Sequence& seq) {
   const std::size_t page_tokens = cache_.page_tokens();
   const std::size_t full = std::min(seq.computed / page_tokens, seq.pages.size());
   if (full == 0) return;
+  PG_DCHECK(seq.locked_blocks <= full);
+  const RadixCache::InsertFrom from{.node = seq.locked, .blocks = seq.locked_blocks};
   std::vector<PageId> cached;
   RadixCache::Node* node =
       cache_.insert(seq.salt, std::span<const canon::TokenId>(seq.tokens).first(full * page_tokens),
-                    std::span<const PageId>(seq.pages).first(full), &cached);
-  for (std::size_t j = 0; j < full; ++j) {
-    if (cached[j] != seq.pages[j]) {
-      pool_.retain(cached[j]);
+                    std::span<const PageId>(seq.pages).first(full), &cached, from);
+  // `cached` covers the blocks after `from`, fewer than `full` after a hash collision.
+  for (std::size_t k = 0; k < cached.size(); ++k) {
+    const std::size_t j = seq.locked_blocks + k;
+    if (cached[k] != seq.pages[j]) {
+      pool_.retain(cached[k]);
       pool_.release(seq.pages[j]);
-      seq.pages[j] = cached[j];
+      seq.pages[j] = cached[k];
     }
   }
-  if (node != nullptr) cache_.lock(node);
-  if (seq.locked != nullptr) cache_.unlock(seq.locked);
+  cache_.move_lock(seq.locked, node);
   seq.locked = node;
+  seq.locked_blocks = node != nullptr ? seq.locked_blocks + cached.size() : 0;
 }
 
 void Scheduler::finish_sequence(Sequence& seq, FinishReason reason,
@@ -187,6 +197,7 @@ bool Scheduler::admit(Sequence& seq, std::size_t& budget, StepPlan& plan) {
   if (match.node != nullptr) {
     cache_.lock(match.node);
     seq.locked = match.node;
+    seq.locked_blocks = match.pages.size();
   }
   const std::size_t count = std::min(seq.tokens.size() - seq.computed, budget);
   if (!ensure_pages(seq, seq.computed + count, /*may_preempt=*/false)) {
@@ -307,7 +318,8 @@ SchedulerStats Scheduler::stats() const {
   // first and caches. Counting whole prompts would make a replica holding a hot prefix, or one
   // whose queue holds a group of requests behind the one computing their prefix, look loaded by
   // work it never does, and routers would spill that prefix elsewhere.
-  std::unordered_set<std::uint64_t> ahead;  // block keys a sequence ahead computes
+  // Open addressing: a node-based set allocated a node per key at every report.
+  boost::unordered_flat_set<std::uint64_t> ahead;  // block keys a sequence ahead computes
   const std::size_t page_tokens = cache_.page_tokens();
   auto count = [&](const Sequence& seq) {
     if (seq.computed >= seq.prompt_len) return;
@@ -318,7 +330,8 @@ SchedulerStats Scheduler::stats() const {
     std::size_t first_uncached = 0;
     if (seq.state == Sequence::State::kWaiting) {
       const std::size_t cached = cache_.cached_prefix_tokens(
-          seq.salt, std::span<const canon::TokenId>(seq.tokens).first(seq.prompt_len - 1));
+          seq.salt, std::span<const canon::TokenId>(seq.tokens).first(seq.prompt_len - 1),
+          seq.cached_probe);
       std::size_t block = cached / page_tokens;
       first_uncached = block;
       while (block < keys.size() && ahead.contains(keys[block])) ++block;
@@ -330,6 +343,12 @@ SchedulerStats Scheduler::stats() const {
     }
     s.tokens_queued_for_prefill += seq.prompt_len - std::min(seq.prompt_len, done);
   };
+  if (!waiting_.empty()) {
+    std::size_t keys = 0;
+    for (const Sequence* seq : running_) keys += seq->prompt_block_keys.size();
+    for (const Sequence* seq : waiting_) keys += seq->prompt_block_keys.size();
+    ahead.reserve(keys);  // one table, not a rehash at each doubling
+  }
   for (const Sequence* seq : running_) count(*seq);
   for (const Sequence* seq : waiting_) count(*seq);
   return s;

@@ -1,24 +1,28 @@
-// PrefixIndex: one flat hash map from block hash to a slot; per slot the replicas that hold the
-// block confirmed: up to kInlineHolders replica ids in the slot itself (a cache-aware fleet keeps
-// one or a few copies of a block), past that a bitmask of ceil(replicas / 64) words in
-// `dense_rows` (a block every replica holds, such as a system prompt under round robin). A
-// bitmask per slot for every block would cost replicas / 8 bytes each: 128 at 1,000 replicas. A
-// second bitmask per slot marks the holders that hold it only on a lower tier (`offload_masks`,
-// a subset, allocated only once a replica reports a lower tier: prefixgate-engine never does),
-// and a short list of predictions. longest_match walks the
-// prompt's hashes once, keeping the mask of replicas whose match is still unbroken (visiting only
-// its non-zero words), and stops as soon as that mask is empty.
+// PrefixIndex: one open-addressing table (block_table.h) from block hash to a 16-byte entry holding
+// the replicas that hold the block confirmed: up to four replica ids in the entry itself (a
+// cache-aware fleet keeps one or a few copies of a block), past that a bitmask of
+// ceil(replicas / 64) words in `dense_rows` (a block every replica holds, such as a system prompt
+// under round robin). A bitmask per block for every block would cost replicas / 8 bytes each: 128
+// at 1,000 replicas. Two rarer things live apart, keyed by hash, and a flag in the entry says
+// whether to look: the block's predictions (only while the gateway predicts it somewhere), and a
+// second bitmask of the holders that hold it only on a lower tier (only once a replica reports a
+// lower tier: prefixgate-engine never does). A lookup is thus one probe of one table, whose entry
+// is the whole answer for almost every block. longest_match walks the prompt's hashes once,
+// keeping the mask of replicas whose match is still unbroken (visiting only its non-zero words),
+// and stops as soon as that mask is empty.
 #include "prefixgate/gateway/prefix_index.h"
 
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <boost/container/small_vector.hpp>
 #include <boost/unordered/unordered_flat_map.hpp>
 #include <boost/unordered/unordered_flat_set.hpp>
 #include <functional>
 #include <list>
 #include <utility>
 
+#include "block_table.h"
 #include "prefixgate/base/check.h"
 
 namespace prefixgate::gateway {
@@ -27,14 +31,75 @@ namespace {
 constexpr std::size_t kBitsPerWord = 64;
 constexpr Clock::time_point kNever = Clock::time_point::max();
 constexpr std::uint32_t kInlineHolders = 4;
-constexpr std::uint32_t kNoRow = ~std::uint32_t{0};
+// Replica ids fit in 30 bits: an entry keeps six bits of its own in the top two of each word.
+constexpr std::uint32_t kMaxReplicas = std::uint32_t{1} << 30;
 
-// The replicas holding a block confirmed: inline ids while they fit, else a bitmask row.
-struct Holders {
-  std::array<ReplicaId, kInlineHolders> ids{};  // ids[0, count) while row == kNoRow
-  std::uint32_t count = 0;                      // holders, either way
-  std::uint32_t row = kNoRow;                   // a row of dense_rows once past kInlineHolders
+// A block's entry, 16 bytes, so a table bucket (hash and entry) is 24: what one holder per block
+// costs is mostly this table. Four 32-bit words; their low 30 bits hold up to kInlineHolders
+// replica ids, or when dense (past that) the row of dense_rows and the holder count. Their top
+// two bits together hold the flags: the inline count (3 bits), dense, predicted (a list in
+// Impl::predictions) and offloaded (a row in Impl::offload_row_of).
+class Entry {
+ public:
+  bool dense() const { return flags() & kDense; }
+  bool predicted() const { return flags() & kPredicted; }
+  bool offloaded() const { return flags() & kOffloaded; }
+  void set_predicted(bool on) { set_flag(kPredicted, on); }
+  void set_offloaded(bool on) { set_flag(kOffloaded, on); }
+
+  std::uint32_t count() const { return dense() ? low(1) : flags() & kCountMask; }
+  ReplicaId holder(std::uint32_t i) const { return low(i); }  // inline: i < count()
+  std::uint32_t row() const { return low(0); }                // dense
+
+  // Inline, count() < kInlineHolders.
+  void push(ReplicaId r) {
+    const std::uint32_t n = count();
+    set_low(n, r);
+    set_flags((flags() & ~kCountMask) | (n + 1));
+  }
+  // Inline: removes holder i (the last one takes its place).
+  void erase(std::uint32_t i) {
+    const std::uint32_t n = count() - 1;
+    set_low(i, low(n));
+    set_low(n, 0);
+    set_flags((flags() & ~kCountMask) | n);
+  }
+  void make_dense(std::uint32_t row, std::uint32_t count) {
+    for (std::uint32_t i = 0; i < 4; ++i) set_low(i, 0);
+    set_low(0, row);
+    set_low(1, count);
+    set_flags((flags() & ~kCountMask) | kDense);
+  }
+  void set_dense_count(std::uint32_t count) { set_low(1, count); }
+  void make_empty() {  // dense with no holder left: inline again
+    for (std::uint32_t i = 0; i < 4; ++i) set_low(i, 0);
+    set_flags(flags() & ~(kCountMask | kDense));
+  }
+
+ private:
+  static constexpr std::uint32_t kLowMask = kMaxReplicas - 1;
+  static constexpr std::uint32_t kCountMask = 7;
+  static constexpr std::uint32_t kDense = 8;
+  static constexpr std::uint32_t kPredicted = 16;
+  static constexpr std::uint32_t kOffloaded = 32;
+
+  std::uint32_t low(std::uint32_t i) const { return words_[i] & kLowMask; }
+  void set_low(std::uint32_t i, std::uint32_t v) { words_[i] = (words_[i] & ~kLowMask) | v; }
+  std::uint32_t flags() const {
+    std::uint32_t f = 0;
+    for (std::uint32_t i = 0; i < 4; ++i) f |= (words_[i] >> 30) << (2 * i);
+    return f;
+  }
+  void set_flags(std::uint32_t f) {
+    for (std::uint32_t i = 0; i < 4; ++i) {
+      words_[i] = (words_[i] & kLowMask) | (((f >> (2 * i)) & 3) << 30);
+    }
+  }
+  void set_flag(std::uint32_t flag, bool on) { set_flags(on ? flags() | flag : flags() & ~flag); }
+
+  std::array<std::uint32_t, 4> words_{};
 };
+static_assert(sizeof(Entry) == 16);
 
 std::size_t words_for(std::size_t replicas) {
   return (replicas + kBitsPerWord - 1) / kBitsPerWord;
@@ -49,14 +114,52 @@ struct Prediction {
 };
 
 // Prediction lists are short (a prefix is routed to one or two replicas), so a vector scanned
-// linearly beats any map.
-using Predictions = std::vector<Prediction>;
+// linearly beats any map, and its first two live in the list itself: a block is predicted and
+// then confirmed or expired all the time, and a heap allocation each time would cost more than
+// the lookups.
+using Predictions = boost::container::small_vector<Prediction, 2>;
+
+// Rows of `words` 64-bit words, reused through a free list.
+struct Rows {
+  std::vector<std::uint64_t> bits;  // row k: bits[k * words, (k + 1) * words)
+  std::vector<std::uint32_t> free;
+
+  std::uint32_t allocate(std::size_t words) {
+    if (!free.empty()) {
+      const std::uint32_t k = free.back();
+      free.pop_back();
+      return k;
+    }
+    const auto k = static_cast<std::uint32_t>(bits.size() / words);
+    bits.resize(bits.size() + words, 0);
+    return k;
+  }
+  // The row must be all zero again.
+  void release(std::uint32_t k) { free.push_back(k); }
+  std::uint64_t* row(std::uint32_t k, std::size_t words) {
+    return bits.data() + std::size_t{k} * words;
+  }
+  const std::uint64_t* row(std::uint32_t k, std::size_t words) const {
+    return bits.data() + std::size_t{k} * words;
+  }
+  // Re-lays the rows out for another word count (a replica past a multiple of 64: rare).
+  void widen(std::size_t words, std::size_t new_words) {
+    if (bits.empty()) return;
+    const std::size_t rows = bits.size() / words;
+    std::vector<std::uint64_t> wider(rows * new_words, 0);
+    for (std::size_t s = 0; s < rows; ++s) {
+      std::copy_n(bits.begin() + static_cast<std::ptrdiff_t>(s * words), words,
+                  wider.begin() + static_cast<std::ptrdiff_t>(s * new_words));
+    }
+    bits = std::move(wider);
+  }
+};
 
 struct ReplicaState {
   ReplicaIndexConfig config;
-  // Confirmed blocks and their tier, kept per replica too so cleared/reset/snapshot cost
-  // O(replica's blocks) instead of a scan of the whole index.
-  boost::unordered_flat_map<std::uint64_t, CacheTier> confirmed;
+  // Confirmed blocks, kept per replica too so cleared/reset/snapshot cost O(replica's blocks)
+  // instead of a scan of the whole index. Their tier is in the index (Entry::offloaded).
+  boost::unordered_flat_set<std::uint64_t> confirmed;
   std::size_t predicted = 0;  // live prediction records on this replica
   std::uint64_t evicted = 0;  // blocks evicted: removed by events, or dropped by the LRU
   // Predictions expire after the TTL (events confirm what is cached), or else live in the LRU.
@@ -81,197 +184,171 @@ struct ReplicaState {
 struct PrefixIndex::Impl {
   IndexConfig config;
   std::vector<ReplicaState> replicas;
-  std::size_t words = 0;  // mask words per slot
+  std::size_t words = 0;  // mask words per row
 
-  boost::unordered_flat_map<std::uint64_t, std::uint32_t> slot_of;
-  std::vector<Holders> holders;           // by slot
-  std::vector<std::uint64_t> dense_rows;  // row k: dense_rows[k * words, (k + 1) * words)
-  std::vector<std::uint32_t> free_rows;
-  // The same layout: held only on a lower tier. Empty until the first kOffload block.
-  std::vector<std::uint64_t> offload_masks;
-  std::vector<Predictions> predictions;  // by slot
-  std::vector<std::uint32_t> free_slots;
-  std::size_t offload_entries = 0;  // set bits in offload_masks: 0 skips counting them
+  BlockTable<Entry> entries;
+  Rows dense_rows;  // holder masks of the entries past kInlineHolders
+  // Only blocks some replica predicts (Entry::predicted): few next to the confirmed ones.
+  boost::unordered_flat_map<std::uint64_t, Predictions> predictions;
+  // Only blocks some holder holds on a lower tier only (Entry::offloaded): a row of offload_rows.
+  boost::unordered_flat_map<std::uint64_t, std::uint32_t> offload_row_of;
+  Rows offload_rows;
+  std::size_t offload_entries = 0;  // set bits in offload_rows: 0 skips counting them
 
-  std::uint64_t* row(std::uint32_t k) { return dense_rows.data() + std::size_t{k} * words; }
-  const std::uint64_t* row(std::uint32_t k) const {
-    return dense_rows.data() + std::size_t{k} * words;
-  }
-
-  // Word w of the slot's holder mask.
-  std::uint64_t held_word(std::uint32_t slot, std::size_t w) const {
-    const Holders& h = holders[slot];
-    if (h.row != kNoRow) return row(h.row)[w];
+  // Word w of the entry's holder mask.
+  std::uint64_t held_word(const Entry& e, std::size_t w) const {
+    if (e.dense()) return dense_rows.row(e.row(), words)[w];
     std::uint64_t m = 0;
-    for (std::uint32_t i = 0; i < h.count; ++i) {
-      if (h.ids[i] / kBitsPerWord == w) m |= std::uint64_t{1} << (h.ids[i] % kBitsPerWord);
+    for (std::uint32_t i = 0, n = e.count(); i < n; ++i) {
+      const ReplicaId r = e.holder(i);
+      if (r / kBitsPerWord == w) m |= std::uint64_t{1} << (r % kBitsPerWord);
     }
     return m;
   }
 
   // r is not a holder yet (the caller's confirmed set says so).
-  void add_holder(std::uint32_t slot, ReplicaId r) {
-    Holders& h = holders[slot];
-    if (h.row == kNoRow && h.count < kInlineHolders) {
-      h.ids[h.count++] = r;
+  void add_holder(Entry& e, ReplicaId r) {
+    if (!e.dense() && e.count() < kInlineHolders) {
+      e.push(r);
       return;
     }
-    if (h.row == kNoRow) {  // one holder more than fits inline: a bitmask row
-      std::uint32_t k;
-      if (!free_rows.empty()) {
-        k = free_rows.back();
-        free_rows.pop_back();
-      } else {
-        k = static_cast<std::uint32_t>(dense_rows.size() / words);
-        dense_rows.resize(dense_rows.size() + words, 0);
+    if (!e.dense()) {  // one holder more than fits inline: a bitmask row
+      const std::uint32_t k = dense_rows.allocate(words);
+      for (std::uint32_t i = 0; i < kInlineHolders; ++i) {
+        set_bit(dense_rows.row(k, words), e.holder(i));
       }
-      for (std::uint32_t i = 0; i < h.count; ++i) set_bit(row(k), h.ids[i]);
-      h.row = k;
+      e.make_dense(k, kInlineHolders);
     }
-    set_bit(row(h.row), r);
-    ++h.count;
+    set_bit(dense_rows.row(e.row(), words), r);
+    e.set_dense_count(e.count() + 1);
   }
 
   // r is a holder (the caller's confirmed set says so).
-  void remove_holder(std::uint32_t slot, ReplicaId r) {
-    Holders& h = holders[slot];
-    PG_DCHECK(h.count > 0);
-    if (h.row != kNoRow) {
-      clear_bit(row(h.row), r);
-      if (--h.count == 0) {
-        free_rows.push_back(h.row);
-        h.row = kNoRow;
+  void remove_holder(Entry& e, ReplicaId r) {
+    PG_DCHECK(e.count() > 0);
+    if (e.dense()) {
+      clear_bit(dense_rows.row(e.row(), words), r);
+      if (e.count() == 1) {
+        dense_rows.release(e.row());
+        e.make_empty();
+      } else {
+        e.set_dense_count(e.count() - 1);
       }
       return;
     }
-    for (std::uint32_t i = 0; i < h.count; ++i) {
-      if (h.ids[i] == r) {
-        h.ids[i] = h.ids[--h.count];
+    for (std::uint32_t i = 0, n = e.count(); i < n; ++i) {
+      if (e.holder(i) == r) {
+        e.erase(i);
         return;
       }
     }
     PG_DCHECK(false, "remove_holder: not a holder");
   }
-  std::uint64_t* offload_mask(std::uint32_t slot) {
-    if (offload_masks.empty()) offload_masks.assign(predictions.size() * words, 0);
-    return offload_masks.data() + std::size_t{slot} * words;
+
+  const std::uint64_t* offload_row(std::uint64_t hash) const {
+    return offload_rows.row(offload_row_of.find(hash)->second, words);
   }
-  const std::uint64_t* offload_mask(std::uint32_t slot) const {
-    return offload_masks.data() + std::size_t{slot} * words;
+  bool offloaded(const Entry& e, std::uint64_t hash, ReplicaId r) const {
+    return e.offloaded() && test(offload_row(hash), r);
   }
+  void set_offloaded(Entry& e, std::uint64_t hash, ReplicaId r) {
+    if (!e.offloaded()) {
+      offload_row_of.emplace(hash, offload_rows.allocate(words));
+      e.set_offloaded(true);
+    }
+    set_bit(offload_rows.row(offload_row_of.find(hash)->second, words), r);
+    ++offload_entries;
+  }
+  void clear_offloaded(Entry& e, std::uint64_t hash, ReplicaId r) {
+    auto it = offload_row_of.find(hash);
+    std::uint64_t* m = offload_rows.row(it->second, words);
+    clear_bit(m, r);
+    --offload_entries;
+    if (std::all_of(m, m + words, [](std::uint64_t word) { return word == 0; })) {
+      offload_rows.release(it->second);
+      offload_row_of.erase(it);
+      e.set_offloaded(false);
+    }
+  }
+
   static void set_bit(std::uint64_t* m, ReplicaId r) {
     m[r / kBitsPerWord] |= std::uint64_t{1} << (r % kBitsPerWord);
   }
   static void clear_bit(std::uint64_t* m, ReplicaId r) {
     m[r / kBitsPerWord] &= ~(std::uint64_t{1} << (r % kBitsPerWord));
   }
-
   static bool test(const std::uint64_t* m, ReplicaId r) {
     return (m[r / kBitsPerWord] >> (r % kBitsPerWord)) & 1U;
   }
 
-  // Grows the mask of every slot when a replica needs another word (rare: at replica 65, 129...).
+  // Grows every row when a replica needs another word (rare: at replica 65, 129...).
   void widen(std::size_t new_words) {
-    for (std::vector<std::uint64_t>* m : {&dense_rows, &offload_masks}) {
-      if (m->empty()) continue;
-      const std::size_t rows = m->size() / words;
-      std::vector<std::uint64_t> wider(rows * new_words, 0);
-      for (std::size_t s = 0; s < rows; ++s) {
-        std::copy_n(m->begin() + static_cast<std::ptrdiff_t>(s * words), words,
-                    wider.begin() + static_cast<std::ptrdiff_t>(s * new_words));
-      }
-      *m = std::move(wider);
-    }
+    dense_rows.widen(words, new_words);
+    offload_rows.widen(words, new_words);
     words = new_words;
   }
 
-  std::uint32_t find_or_insert(std::uint64_t hash) {
-    auto [it, inserted] = slot_of.try_emplace(hash, 0);
-    if (!inserted) return it->second;
-    std::uint32_t slot;
-    if (!free_slots.empty()) {
-      slot = free_slots.back();
-      free_slots.pop_back();
-    } else {
-      slot = static_cast<std::uint32_t>(predictions.size());
-      predictions.emplace_back();
-      holders.emplace_back();
-      if (!offload_masks.empty()) offload_masks.resize(offload_masks.size() + words, 0);
-    }
-    it->second = slot;
-    return slot;
-  }
-
-  // An entry that no replica holds any more is erased, so memory follows what is cached.
-  void release_if_empty(std::uint64_t hash, std::uint32_t slot) {
-    if (!predictions[slot].empty() || holders[slot].count != 0) return;
-    slot_of.erase(hash);
-    predictions[slot].shrink_to_fit();
-    free_slots.push_back(slot);
-  }
-
-  const std::uint32_t* find(std::uint64_t hash) const {
-    auto it = slot_of.find(hash);
-    return it == slot_of.end() ? nullptr : &it->second;
+  // An entry that no replica holds or predicts any more is erased, so memory follows what is
+  // cached.
+  void release_if_empty(std::uint64_t hash, const Entry& e) {
+    if (e.count() == 0 && !e.predicted()) entries.erase(hash);
   }
 
   // Drops r's prediction record of `hash`, if any, and frees the entry if nothing else holds it.
   // `only_if_expired_by`: drop only when the record expired by then (a refreshed one stays).
   void drop_prediction(ReplicaId r, std::uint64_t hash, Clock::time_point only_if_expired_by) {
-    const std::uint32_t* slot = find(hash);
-    if (slot == nullptr) return;
-    Predictions& preds = predictions[*slot];
+    auto pit = predictions.find(hash);
+    if (pit == predictions.end()) return;
+    Predictions& preds = pit->second;
     auto it = std::find_if(preds.begin(), preds.end(),
                            [r](const Prediction& p) { return p.replica == r; });
     if (it == preds.end() || it->expiry > only_if_expired_by) return;
     *it = preds.back();
     preds.pop_back();
     --replicas[r].predicted;
-    release_if_empty(hash, *slot);
+    if (!preds.empty()) return;
+    predictions.erase(pit);
+    Entry* e = entries.find(hash);
+    PG_DCHECK(e != nullptr && e->predicted());
+    e->set_predicted(false);
+    release_if_empty(hash, *e);
   }
 
   void store(ReplicaId r, std::uint64_t hash, CacheTier tier) {
     ReplicaState& rs = replicas[r];
-    auto [it, inserted] = rs.confirmed.try_emplace(hash, tier);
-    if (!inserted) {
-      if (it->second == tier) return;
-      it->second = tier;
-      const std::uint32_t slot = *find(hash);
-      if (tier == CacheTier::kOffload) {
-        set_bit(offload_mask(slot), r);
-        ++offload_entries;
+    const bool lower = tier == CacheTier::kOffload;
+    if (!rs.confirmed.insert(hash).second) {
+      Entry& e = *entries.find(hash);
+      if (offloaded(e, hash, r) == lower) return;
+      if (lower) {
+        set_offloaded(e, hash, r);
       } else {
-        clear_bit(offload_mask(slot), r);
-        --offload_entries;
+        clear_offloaded(e, hash, r);
       }
       return;
     }
-    const std::uint32_t slot = find_or_insert(hash);
-    add_holder(slot, r);
-    if (tier == CacheTier::kOffload) {
-      set_bit(offload_mask(slot), r);
-      ++offload_entries;
-    }
+    Entry& e = entries.try_emplace(hash);
+    add_holder(e, r);
+    if (lower) set_offloaded(e, hash, r);
     // A confirmed block needs no prediction: confirmation outlives the TTL and replaces an LRU
-    // prediction made while the replica's events were down.
+    // prediction made while the replica's events were down. (`e` has a holder: it stays.)
     forget_lru(r, hash);
     drop_prediction(r, hash, kNever);
   }
 
-  void unstore(ReplicaId r, std::uint64_t hash, CacheTier tier) {
-    const std::uint32_t* slot = find(hash);
-    if (slot == nullptr) return;
-    remove_holder(*slot, r);
-    if (tier == CacheTier::kOffload) {
-      clear_bit(offload_mask(*slot), r);
-      --offload_entries;
-    }
-    release_if_empty(hash, *slot);
+  // r held `hash` confirmed (its confirmed set no longer says so).
+  void unstore(ReplicaId r, std::uint64_t hash) {
+    Entry* found = entries.find(hash);
+    if (found == nullptr) return;
+    Entry& e = *found;
+    if (offloaded(e, hash, r)) clear_offloaded(e, hash, r);
+    remove_holder(e, r);
+    release_if_empty(hash, e);
   }
 
   void clear_confirmed(ReplicaId r) {
     ReplicaState& rs = replicas[r];
-    for (const auto& [hash, tier] : rs.confirmed) unstore(r, hash, tier);
+    for (std::uint64_t hash : rs.confirmed) unstore(r, hash);
     rs.confirmed.clear();
   }
 
@@ -309,8 +386,8 @@ struct PrefixIndex::Impl {
   bool upsert_prediction(ReplicaId r, std::uint64_t hash, Clock::time_point expiry,
                          bool pending = false) {
     if (replicas[r].confirmed.contains(hash)) return false;
-    const std::uint32_t slot = find_or_insert(hash);
-    Predictions& preds = predictions[slot];
+    entries.try_emplace(hash).set_predicted(true);
+    Predictions& preds = predictions[hash];
     auto it = std::find_if(preds.begin(), preds.end(),
                            [r](const Prediction& p) { return p.replica == r; });
     if (it != preds.end()) {
@@ -327,9 +404,9 @@ struct PrefixIndex::Impl {
   // One request predicted with `hash` on r got its first token: when no other is still waiting,
   // the prediction expires at `expiry`. False when there was nothing to shorten.
   bool settle_prediction(ReplicaId r, std::uint64_t hash, Clock::time_point expiry) {
-    const std::uint32_t* slot = find(hash);
-    if (slot == nullptr) return false;
-    Predictions& preds = predictions[*slot];
+    auto pit = predictions.find(hash);
+    if (pit == predictions.end()) return false;
+    Predictions& preds = pit->second;
     auto it = std::find_if(preds.begin(), preds.end(),
                            [r](const Prediction& p) { return p.replica == r; });
     if (it == preds.end() || it->pending == 0) return false;
@@ -350,6 +427,7 @@ ReplicaId PrefixIndex::add_replica(ReplicaIndexConfig config) {
   if (config.kind != ReplicaKind::kPrefixgate && config.capacity_blocks == 0) {
     config.capacity_blocks = kDefaultOpenaiCapacityBlocks;
   }
+  PG_CHECK(impl_->replicas.size() < kMaxReplicas);
   const auto id = static_cast<ReplicaId>(impl_->replicas.size());
   ReplicaState state;
   state.config = config;
@@ -377,13 +455,9 @@ void PrefixIndex::apply_stored(ReplicaId replica, std::uint64_t hash, CacheTier 
 
 void PrefixIndex::apply_removed(ReplicaId replica, std::uint64_t hash) {
   PG_DCHECK(replica < impl_->replicas.size());
-  auto& confirmed = impl_->replicas[replica].confirmed;
-  auto it = confirmed.find(hash);
-  if (it == confirmed.end()) return;
+  if (impl_->replicas[replica].confirmed.erase(hash) == 0) return;
   ++impl_->replicas[replica].evicted;
-  const CacheTier tier = it->second;
-  confirmed.erase(it);
-  impl_->unstore(replica, hash, tier);
+  impl_->unstore(replica, hash);
 }
 
 void PrefixIndex::apply_cleared(ReplicaId replica) {
@@ -489,21 +563,29 @@ void PrefixIndex::longest_match(std::span<const std::uint64_t> hashes, Clock::ti
   for (std::size_t w = 0; w < words; ++w) live[w] = static_cast<std::uint32_t>(w);
   std::size_t live_count = words;
 
-  // Slots are looked up a batch ahead: the lookups are independent, so their cache misses
-  // overlap instead of queueing behind each block's work (a large index is memory-bound).
+  // Entries are prefetched a batch ahead, then looked up: the lookups are independent, so their
+  // cache misses overlap instead of queueing behind each block's work (a large index is
+  // memory-bound). The entry holds the holders, so one probe per block is all a block without
+  // predictions costs.
   constexpr std::size_t kBatch = 16;
-  const std::uint32_t* slots[kBatch];
+  const Entry* found[kBatch];
   for (std::size_t base = 0; base < hashes.size() && live_count > 0; base += kBatch) {
     const std::size_t batch = std::min(kBatch, hashes.size() - base);
-    for (std::size_t k = 0; k < batch; ++k) slots[k] = im.find(hashes[base + k]);
+    for (std::size_t k = 0; k < batch; ++k) im.entries.prefetch(hashes[base + k]);
+    for (std::size_t k = 0; k < batch; ++k) found[k] = im.entries.find(hashes[base + k]);
     for (std::size_t k = 0; k < batch && live_count > 0; ++k) {
       const std::size_t i = base + k;
-      const std::uint32_t* slot = slots[k];
-      const Predictions* preds = slot == nullptr ? nullptr : &im.predictions[*slot];
+      const Entry* entry = found[k];
+      const Predictions* preds = entry != nullptr && entry->predicted()
+                                     ? &im.predictions.find(hashes[i])->second
+                                     : nullptr;
+      const std::uint64_t* lower = count_offloaded && entry != nullptr && entry->offloaded()
+                                       ? im.offload_row(hashes[i])
+                                       : nullptr;
       std::size_t kept = 0;
       for (std::size_t j = 0; j < live_count; ++j) {
         const std::uint32_t w = live[j];
-        std::uint64_t held = slot == nullptr ? 0 : im.held_word(*slot, w);
+        std::uint64_t held = entry == nullptr ? 0 : im.held_word(*entry, w);
         if (preds != nullptr) {
           for (const Prediction& p : *preds) {
             if (p.replica / kBitsPerWord == w && p.expiry > now) {
@@ -518,11 +600,11 @@ void PrefixIndex::longest_match(std::span<const std::uint64_t> hashes, Clock::ti
           dropped &= dropped - 1;
         }
         alive[w] &= held;
-        if (count_offloaded && slot != nullptr) {
-          std::uint64_t lower = alive[w] & im.offload_mask(*slot)[w];
-          while (lower != 0) {
-            ++offloaded[w * kBitsPerWord + static_cast<std::size_t>(std::countr_zero(lower))];
-            lower &= lower - 1;
+        if (lower != nullptr) {
+          std::uint64_t off = alive[w] & lower[w];
+          while (off != 0) {
+            ++offloaded[w * kBitsPerWord + static_cast<std::size_t>(std::countr_zero(off))];
+            off &= off - 1;
           }
         }
         if (alive[w] != 0) live[kept++] = w;
@@ -544,7 +626,7 @@ std::size_t PrefixIndex::blocks(ReplicaId replica) const {
 }
 
 std::size_t PrefixIndex::size() const {
-  return impl_->slot_of.size();
+  return impl_->entries.size();
 }
 
 }  // namespace prefixgate::gateway

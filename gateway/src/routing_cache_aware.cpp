@@ -43,12 +43,14 @@ class CacheAware final : public RoutingPolicy {
       best_match = std::max(best_match, blocks_[r]);
     }
     if (healthy == 0) return {};
-    best_saved_ = 0;
+    // In a local: a member written each iteration is a store the next one must wait for.
+    double best_saved = 0;
     for (std::size_t r = 0; r < n; ++r) {
       if (!replicas[r].healthy) continue;
-      best_saved_ = std::max(best_saved_, saved_prefill_tokens(request, blocks_[r], offloaded_[r],
-                                                               config_.offload_hit_weight));
+      best_saved = std::max(best_saved, saved_prefill_tokens(request, blocks_[r], offloaded_[r],
+                                                             config_.offload_hit_weight));
     }
+    best_saved_ = best_saved;
     const double mean = total_load / static_cast<double>(healthy);
     const std::span<const std::uint64_t> hashes = request.block_hashes;
 

@@ -98,7 +98,8 @@ class Simulation {
     std::vector<PageId> pages;  // one reference on each; ceil(tokens / kB) of them
     RadixCache::Node* locked = nullptr;
     std::size_t locked_blocks = 0;
-    bool uses_lock = true;  // some readers only retain pages: their nodes stay evictable
+    bool uses_lock = true;          // some readers only retain pages: their nodes stay evictable
+    RadixCache::PrefixProbe probe;  // kept across operations, as a scheduler's reports keep it
   };
   struct Pending {
     Key key;
@@ -266,10 +267,20 @@ class Simulation {
         ++fresh;
       }
     }
+    // Half the locked sequences continue below the node they pin, as the scheduler does: the
+    // model is the same, so the cache must behave as if it had walked from the root.
+    const bool from_lock = s.uses_lock && s.locked != nullptr && pick(2) == 0;
+    const std::size_t first = from_lock ? s.locked_blocks : 0;
     std::vector<PageId> cached{12345};
-    RadixCache::Node* node = cache_.insert(s.salt, s.tokens, s.pages, &cached);
+    RadixCache::Node* node = cache_.insert(
+        s.salt, s.tokens, s.pages, &cached,
+        from_lock ? RadixCache::InsertFrom{.node = s.locked, .blocks = s.locked_blocks}
+                  : RadixCache::InsertFrom{});
+    cached.insert(cached.begin(), expected.begin(),
+                  expected.begin() + static_cast<std::ptrdiff_t>(first));
     if (cached != expected) fail("insert reported other cached pages than the model expects");
     if ((node != nullptr) != (blocks > 0)) fail("insert returned the wrong node");
+    if (from_lock) counters_["inserted from a lock"]++;
     const std::size_t stored_before = counters_["stored"];
     drain();
     if (counters_["stored"] - stored_before != fresh) fail("insert stored the wrong count");
@@ -285,8 +296,12 @@ class Simulation {
       counters_["switched to a shared page"]++;
     }
     if (s.uses_lock) {
-      cache_.lock(node);
-      cache_.unlock(s.locked);
+      if (s.locked != nullptr && pick(2) == 0) {
+        cache_.move_lock(s.locked, node);
+      } else {
+        cache_.lock(node);
+        cache_.unlock(s.locked);
+      }
       s.locked = node;
       s.locked_blocks = blocks;
     }
@@ -354,6 +369,14 @@ class Simulation {
       if (!cached_by.emplace(e.page, &key).second) fail("one page caches two blocks");
       refs[e.page]++;
     }
+    for (Seq& s : seqs_) {
+      // A resumed walk must give what a walk from the root gives, whatever happened since.
+      if (cache_.cached_prefix_tokens(s.salt, s.tokens, s.probe) !=
+          cache_.cached_prefix_tokens(s.salt, s.tokens)) {
+        fail("a resumed cached_prefix_tokens disagrees with a walk from the root");
+      }
+      if (s.probe.node != nullptr) counters_["resumable probes"]++;
+    }
     for (const Seq& s : seqs_) {
       for (std::size_t i = 0; i < s.pages.size(); ++i) {
         refs[s.pages[i]]++;
@@ -406,8 +429,9 @@ TEST(RadixCachePropertyTest, RandomSchedulesAgreeWithReferenceModel) {
     EXPECT_EQ(sim.evictable(), sim.cached());
     // The schedule must have exercised what it claims to check.
     const auto& c = sim.counters();
-    for (const char* what : {"stored", "removed", "cleared", "matched blocks",
-                             "switched to a shared page", "admissions refused", "preempted"}) {
+    for (const char* what :
+         {"stored", "removed", "cleared", "matched blocks", "switched to a shared page",
+          "admissions refused", "preempted", "inserted from a lock", "resumable probes"}) {
       EXPECT_GT(c.count(what) ? c.at(what) : 0, 10u) << what << ", seed " << seed;
     }
   }

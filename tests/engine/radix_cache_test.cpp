@@ -287,6 +287,53 @@ TEST_F(RadixCacheTest, LocksAreCounted) {
   EXPECT_EQ(cache_.evict(10), 1u);
 }
 
+TEST_F(RadixCacheTest, InsertFromALockedNodeAddsOnlyTheBlocksBelowIt) {
+  const auto m = [&] {
+    cache_alone("", prompt({1, 2}));
+    return cache_.match_prefix("", prompt({1, 2}));
+  }();
+  cache_.lock(m.node);
+  cache_.drain_events();
+  const auto mine = allocate(4);
+  std::vector<PageId> cached{99};
+  RadixCache::Node* last = cache_.insert("", prompt({1, 2, 3, 4}), mine, &cached,
+                                         RadixCache::InsertFrom{.node = m.node, .blocks = 2});
+  // Only blocks 3 and 4 are walked: their pages, their events, and the node a walk from the
+  // root would end at.
+  EXPECT_EQ(cached, (std::vector<PageId>{mine[2], mine[3]}));
+  const auto events = cache_.drain_events();
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].block_hash, block_hash("", prompt({1, 2, 3})));
+  EXPECT_EQ(events[0].parent_hash, block_hash("", prompt({1, 2})));
+  EXPECT_EQ(last, cache_.match_prefix("", prompt({1, 2, 3, 4})).node);
+
+  cache_.move_lock(m.node, last);
+  EXPECT_EQ(cache_.evictable_pages(), 0u);  // the whole path is pinned by the moved lock
+  cache_.unlock(last);
+  EXPECT_EQ(cache_.check_invariants(), "");
+  for (PageId p : mine) pool_.release(p);
+  EXPECT_EQ(cache_.evict(100), 4u);
+}
+
+TEST_F(RadixCacheTest, ResumedPrefixProbeFollowsInsertsAndEvictions) {
+  const auto tokens = prompt({1, 2, 3});
+  RadixCache::PrefixProbe probe;
+  EXPECT_EQ(cache_.cached_prefix_tokens("", tokens, probe), 0u);
+  cache_alone("", prompt({1}));
+  EXPECT_EQ(cache_.cached_prefix_tokens("", tokens, probe), 4u);
+  EXPECT_EQ(probe.blocks, 1u);
+  cache_alone("", prompt({1, 2}));  // grows below the probe's node: the walk continues there
+  EXPECT_EQ(cache_.cached_prefix_tokens("", tokens, probe), 8u);
+  EXPECT_EQ(probe.blocks, 2u);
+  EXPECT_EQ(cache_.evict(1), 1u);  // block 2, the probe's node: the next walk starts over
+  cache_alone("", prompt({5}));    // and may reuse block 2's page for another block
+  EXPECT_EQ(cache_.cached_prefix_tokens("", tokens, probe), 4u);
+  EXPECT_EQ(probe.blocks, 1u);
+  cache_.clear();
+  EXPECT_EQ(cache_.cached_prefix_tokens("", tokens, probe), 0u);
+  EXPECT_EQ(probe.node, nullptr);
+}
+
 TEST_F(RadixCacheTest, EvictCountsOnlyPagesReturnedToPool) {
   const auto pages = allocate(2);
   cache_.insert("", prompt({1, 2}), pages);

@@ -229,6 +229,37 @@ TEST(PrefixIndexTest, SupportsMoreThan64Replicas) {
   EXPECT_EQ(match(index, h)[101], 101U % 37);
 }
 
+// A block's holders live in its entry up to four, then in a bitmask row; both ways, and with
+// predictions and a lower tier on the same block, the match must not change.
+TEST(PrefixIndexTest, HoldersMoveBetweenTheEntryAndABitmaskRow) {
+  PrefixIndex index;
+  constexpr ReplicaId kReplicas = 8;
+  for (ReplicaId r = 0; r < kReplicas; ++r) index.add_replica({});
+  const auto h = prompt_hashes(1, 2);
+  index.predict(7, h, {});
+  std::vector<std::size_t> expect(kReplicas, 0);
+  expect[7] = 2;
+  for (ReplicaId r = 0; r < 6; ++r) {
+    index.apply_stored(r, h[0], r % 2 == 0 ? CacheTier::kPrimary : CacheTier::kOffload);
+    expect[r] = 1;
+    EXPECT_EQ(match(index, h), expect) << r + 1 << " holders";
+  }
+  std::vector<std::size_t> blocks(kReplicas), offloaded(kReplicas);
+  index.longest_match(h, {}, blocks, offloaded);
+  EXPECT_EQ(offloaded, (std::vector<std::size_t>{0, 1, 0, 1, 0, 1, 0, 0}));
+  for (ReplicaId r = 6; r-- > 0;) {
+    index.apply_removed(r, h[0]);
+    expect[r] = 0;
+    EXPECT_EQ(match(index, h), expect) << r << " holders";
+  }
+  EXPECT_EQ(index.size(), 2U);  // the predictions keep both entries
+  index.reset(7);
+  EXPECT_EQ(index.size(), 0U);
+  // A row freed by the first block is reused by the next one past four holders.
+  for (ReplicaId r = 0; r < 5; ++r) index.apply_stored(r, h[1]);
+  EXPECT_EQ(match(index, {h[1]}), (std::vector<std::size_t>{1, 1, 1, 1, 1, 0, 0, 0}));
+}
+
 TEST(PrefixIndexTest, EmptyPromptAndNoReplicas) {
   PrefixIndex empty;
   std::vector<std::size_t> none;

@@ -79,11 +79,26 @@ class RadixCache {
   Match match_prefix(std::string_view salt, std::span<const TokenId> tokens);
   // The tokens match_prefix would return, without touching anything (for load reports).
   std::size_t cached_prefix_tokens(std::string_view salt, std::span<const TokenId> tokens) const;
+  // The same, for a caller that asks again about the same tokens (a waiting prompt, at every
+  // load report): `probe` remembers where the last walk ended, and while that node is still
+  // cached (its ancestors are then too: only leaves go) the walk continues from there rather
+  // than hashing the whole prefix again. Start with a default PrefixProbe; the answer is always
+  // what a walk from the root gives.
+  struct PrefixProbe {
+    const Node* node = nullptr;    // deepest matched node of the last walk
+    std::uint32_t generation = 0;  // node's generation then
+    std::size_t blocks = 0;        // blocks from the root to node
+  };
+  std::size_t cached_prefix_tokens(std::string_view salt, std::span<const TokenId> tokens,
+                                   PrefixProbe& probe) const;
 
   // Pins `node` and its ancestors against eviction (counted: lock twice, unlock twice).
   // A null node (a match of nothing) is a no-op, so callers need not special-case it.
   void lock(Node* node);
   void unlock(Node* node);
+  // lock(to) then unlock(from) when `to` is `from` or below it (a sequence moving its pin down
+  // its own path), at the cost of the path between them.
+  void move_lock(Node* from, Node* to);
 
   // Adds the full blocks of `tokens` under `salt`; block i is tokens [i * page_tokens,
   // (i + 1) * page_tokens) and its K/V is in pages[i]. A partial last block is not cached (its
@@ -94,8 +109,23 @@ class RadixCache {
   // switch to the shared copies. Caching stops at a block whose hash is taken by different
   // tokens (a 64-bit collision): `cached_pages` is then shorter than the block count and the
   // remaining blocks stay the caller's alone.
+  //
+  // `from` lets a sequence that grew continue where its last insert or match ended instead of
+  // hashing its whole chain again: `from.node` must be a node the caller holds locked that
+  // caches exactly the first `from.blocks` blocks of `tokens`. The walk then starts below it, so
+  // the cost is that of the blocks after it, and `cached_pages` lists only those blocks' pages.
+  // The result is the one a walk from the root would give.
+  struct InsertFrom {
+    Node* node = nullptr;  // nullptr: start at the salt's root
+    std::size_t blocks = 0;
+  };
   Node* insert(std::string_view salt, std::span<const TokenId> tokens,
-               std::span<const PageId> pages, std::vector<PageId>* cached_pages = nullptr);
+               std::span<const PageId> pages, std::vector<PageId>* cached_pages, InsertFrom from);
+  // (An overload, not a default argument: GCC cannot default a nested aggregate in its class.)
+  Node* insert(std::string_view salt, std::span<const TokenId> tokens,
+               std::span<const PageId> pages, std::vector<PageId>* cached_pages = nullptr) {
+    return insert(salt, tokens, pages, cached_pages, InsertFrom{});
+  }
 
   // Evicts least-recently-used unlocked leaves until `pages` pages went back to the pool or
   // nothing more can go. A leaf whose page someone else still holds is removed too (its parent
