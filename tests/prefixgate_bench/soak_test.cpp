@@ -102,10 +102,14 @@ TEST(SoakTest, AnErrorIsInjectedOnlyWhenItsStreamWasOnTheKilledReplicaAtTheKill)
   RequestRecord status = cut;  // an HTTP error: failed before the first byte, should be retried
   status.error = "http_502";
   EXPECT_FALSE(is_injected_error(status, kill, 4000));
-  RequestRecord fine = cut;
+  RequestRecord fine = cut;  // streaming at the kill, yet not cut: in flight, and not failed
   fine.error.clear();
+  fine.first_token_s = 99.5;
   EXPECT_FALSE(is_injected_error(fine, kill, 4000));
   EXPECT_TRUE(was_in_flight_at(fine, kill, 4000));
+  RequestRecord retried = fine;  // no answer before the kill: retried by the gateway, served
+  retried.first_token_s = 100.005;
+  EXPECT_FALSE(was_in_flight_at(retried, kill, 4000));
   RequestRecord port_prefix = cut;  // :40000 is not :4000
   port_prefix.replica = "http://127.0.0.1:40000";
   EXPECT_FALSE(is_injected_error(port_prefix, kill, 4000));

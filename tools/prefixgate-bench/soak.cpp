@@ -380,6 +380,7 @@ int run_soak(SoakFlags flags) {
     RequestRecord& rec = records[i];
     rec.sent_s += load_offset_s;
     rec.done_s += load_offset_s;
+    if (rec.first_token_s >= 0) rec.first_token_s += load_offset_s;
     ++per_replica[rec.replica];
     for (SoakRestart& r : restarts) {
       if (was_in_flight_at(rec, r, fleet.engine_port(r.replica))) {

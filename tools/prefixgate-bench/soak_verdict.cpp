@@ -132,7 +132,11 @@ bool is_injected_error(const RequestRecord& rec, const SoakRestart& r, std::uint
 }
 
 bool was_in_flight_at(const RequestRecord& rec, const SoakRestart& r, std::uint16_t port) {
-  return names_port(rec, port) && rec.sent_s < r.t_s && rec.done_s > r.t_s;
+  if (!names_port(rec, port) || rec.sent_s >= r.t_s || rec.done_s <= r.t_s) return false;
+  // One that had no answer yet may have been retried by the gateway on a fresh connection (to
+  // the restarted process, on the same port) and succeeded: the kill did not find it streaming.
+  const bool streaming = rec.first_token_s >= 0 && rec.first_token_s < r.t_s;
+  return streaming || !rec.error.empty();
 }
 
 namespace {
