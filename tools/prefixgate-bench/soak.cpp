@@ -170,6 +170,21 @@ double gateway_warmup_s(const SoakFlags& flags, const std::vector<SoakSample>& s
   return ring;
 }
 
+// The verdict's options from the flags, for a run of `duration_s` and its samples (a run just
+// made, or one read back with --from).
+SoakVerdictOptions verdict_options_of(const SoakFlags& flags, double duration_s,
+                                      const std::vector<SoakSample>& samples,
+                                      double lifetime_warmup_s) {
+  return SoakVerdictOptions{.warmup_s = duration_s * flags.warmup_fraction,
+                            .gateway_warmup_s = gateway_warmup_s(flags, samples),
+                            .lifetime_warmup_s = lifetime_warmup_s,
+                            .rss_tolerance = flags.rss_tolerance,
+                            .fd_tolerance = flags.fd_tolerance,
+                            .fd_slack = flags.fd_slack,
+                            .bound_tolerance = flags.bound_tolerance,
+                            .min_samples = flags.min_samples};
+}
+
 std::string read_text(const std::string& path) {
   std::ifstream in(path);
   std::stringstream ss;
@@ -203,15 +218,8 @@ int judge_recording(SoakFlags flags) {
   flags.duration_s = rec->duration_s;
   auto lifetime_warmup = parse_duration_s(flags.lifetime_warmup);
   if (!lifetime_warmup) return usage_error("--lifetime-warmup: a duration");
-  const SoakVerdictOptions verdict_options{
-      .warmup_s = rec->duration_s * flags.warmup_fraction,
-      .gateway_warmup_s = gateway_warmup_s(flags, rec->samples),
-      .lifetime_warmup_s = *lifetime_warmup,
-      .rss_tolerance = flags.rss_tolerance,
-      .fd_tolerance = flags.fd_tolerance,
-      .fd_slack = flags.fd_slack,
-      .bound_tolerance = flags.bound_tolerance,
-      .min_samples = flags.min_samples};
+  const SoakVerdictOptions verdict_options =
+      verdict_options_of(flags, rec->duration_s, rec->samples, *lifetime_warmup);
   auto doc = json::parse(text);
   SoakReport report{.title = "prefixgate soak",
                     .flags = flags,
@@ -409,14 +417,8 @@ int run_soak(SoakFlags flags) {
     }
   }
 
-  const SoakVerdictOptions verdict_options{.warmup_s = flags.duration_s * flags.warmup_fraction,
-                                           .gateway_warmup_s = gateway_warmup_s(flags, samples),
-                                           .lifetime_warmup_s = *lifetime_warmup,
-                                           .rss_tolerance = flags.rss_tolerance,
-                                           .fd_tolerance = flags.fd_tolerance,
-                                           .fd_slack = flags.fd_slack,
-                                           .bound_tolerance = flags.bound_tolerance,
-                                           .min_samples = flags.min_samples};
+  const SoakVerdictOptions verdict_options =
+      verdict_options_of(flags, flags.duration_s, samples, *lifetime_warmup);
   const SoakVerdict verdict = judge_soak(samples, other_errors, verdict_options);
   SoakReport report{.title = "prefixgate soak: " + std::to_string(flags.fleet.replicas) +
                              " sim engines, " + report_text::fmt("%.0f", flags.duration_s) +
