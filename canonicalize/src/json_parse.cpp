@@ -612,13 +612,17 @@ Result<Value> parse(std::string_view text, const ParseLimits& limits) {
 
 std::optional<Value> parse_member(std::string_view text, std::string_view key,
                                   const ParseLimits& limits) {
-  if (text.size() > limits.max_bytes || text.size() > kReusableParserBytes) return std::nullopt;
+  if (text.size() > limits.max_bytes) return std::nullopt;
   const simdjson::padded_string padded(text);
   if (padded.data() == nullptr) return std::nullopt;
+  // As parse(): the thread's parser for usual sizes, a parser of its own for a larger text (so
+  // that one huge answer does not keep its buffers for the thread's life).
   thread_local ondemand::parser reused;
+  std::optional<ondemand::parser> once;
+  ondemand::parser& parser = text.size() <= kReusableParserBytes ? reused : once.emplace();
   ondemand::document doc;
   ondemand::object root;
-  if (reused.iterate(padded).get(doc) || doc.get_object().get(root)) return std::nullopt;
+  if (parser.iterate(padded).get(doc) || doc.get_object().get(root)) return std::nullopt;
   for (auto result : root) {
     ondemand::field field;
     std::string_view name;

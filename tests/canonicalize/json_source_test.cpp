@@ -119,6 +119,12 @@ TEST(JsonParseMember, BuildsOnlyTheMemberAsked) {
   EXPECT_FALSE(parse_member(R"({"usage": {"a":)", "usage").has_value());
   EXPECT_FALSE(parse_member("not json", "usage").has_value());
   EXPECT_FALSE(parse_member(R"({"usage":{"a":1}})", "usage", ParseLimits{.max_bytes = 4}));
+  // An answer past the size the thread's parser is kept for (1 MiB) is read all the same.
+  const std::string long_answer =
+      R"({"text":")" + std::string(3 << 20, 'x') + R"(","usage":{"prompt_tokens":7}})";
+  const auto long_usage = parse_member(long_answer, "usage");
+  ASSERT_TRUE(long_usage.has_value());
+  EXPECT_EQ(to_json(*long_usage), R"({"prompt_tokens":7})");
 }
 
 }  // namespace
