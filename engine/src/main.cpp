@@ -8,10 +8,12 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "prefixgate/engine/cpu_device.h"
 #if defined(PREFIXGATE_HAVE_KERNELS)
@@ -20,6 +22,7 @@
 #include "prefixgate/engine/model.h"
 #include "prefixgate/engine/sim_device.h"
 #include "server/server.h"
+#include "server/text_output.h"
 
 namespace engine = prefixgate::engine;
 namespace canon = prefixgate::canon;
@@ -241,7 +244,13 @@ int main(int argc, char** argv) {
     device_capacity_pages = engine::kv_capacity_pages(*profile, f.block_size);
     num_pages = std::min(num_pages, device_capacity_pages);
     auto sim = engine::make_sim_device(*profile, *speedup);
-    sim->set_output_vocabulary(model->spec);  // emit tokens the served tokenizer can decode
+    sim->set_output_vocabulary(model->spec);
+    // Emit text the served tokenizer decodes token by token, so streams start on the first one.
+    const auto ordinary = static_cast<canon::TokenId>(
+        std::min<std::size_t>(model->spec.bos_token, model->spec.eos_token));
+    std::vector<canon::TokenId> text = engine::server::standalone_text_tokens(
+        *model->tokenizer, ordinary == 0 ? model->tokenizer->vocab_size() : ordinary);
+    if (!text.empty()) sim->set_output_tokens(std::move(text));
     device = std::move(sim);
   }
   // The device's shape sets costs and context; the loaded model's sets the token space (they

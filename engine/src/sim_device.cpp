@@ -23,6 +23,10 @@ std::uint64_t mix64(std::uint64_t x) {
   return x ^ (x >> 31);
 }
 
+std::uint64_t draw(canon::TokenId last_token, std::size_t position, std::uint64_t seed) {
+  return mix64(mix64(mix64(seed) ^ last_token) ^ position);
+}
+
 }  // namespace
 
 canon::TokenId sim_next_token(const ModelSpec& spec, canon::TokenId last_token,
@@ -30,11 +34,21 @@ canon::TokenId sim_next_token(const ModelSpec& spec, canon::TokenId last_token,
   PG_DCHECK(spec.vocab_size > 1);
   std::size_t ordinary = std::min<std::size_t>(spec.bos_token, spec.eos_token);
   if (ordinary == 0 || ordinary > spec.vocab_size) ordinary = spec.vocab_size;
-  const std::uint64_t h = mix64(mix64(mix64(seed) ^ last_token) ^ position);
-  auto token = static_cast<canon::TokenId>(h % ordinary);
+  auto token = static_cast<canon::TokenId>(draw(last_token, position, seed) % ordinary);
   // Only reachable when the specials are not at the top (ordinary == vocab_size).
   if (token == spec.eos_token) token = static_cast<canon::TokenId>((token + 1) % ordinary);
   return token;
+}
+
+canon::TokenId sim_next_token(std::span<const canon::TokenId> tokens, canon::TokenId last_token,
+                              std::size_t position, std::uint64_t seed) {
+  PG_DCHECK(!tokens.empty());
+  return tokens[draw(last_token, position, seed) % tokens.size()];
+}
+
+void SimDevice::set_output_tokens(std::vector<canon::TokenId> tokens) {
+  PG_CHECK(!tokens.empty(), "the sim device needs at least one output token");
+  output_tokens_ = std::move(tokens);
 }
 
 SimDevice::SimDevice(SimProfile profile, double speedup)
@@ -80,7 +94,10 @@ StepOutput SimDevice::execute(std::span<const SequenceStep> batch) {
     work_.push_back({step.start_position, step.tokens.size(), step.sample});
     if (step.sample) {
       PG_DCHECK(step.sampling != nullptr);
-      out.tokens[i] = sim_next_token(output_model_, step.tokens.back(), end, step.sampling->seed);
+      const std::uint64_t seed = step.sampling->seed;
+      out.tokens[i] = output_tokens_.empty()
+                          ? sim_next_token(output_model_, step.tokens.back(), end, seed)
+                          : sim_next_token(output_tokens_, step.tokens.back(), end, seed);
     }
   }
   last_step_ = sim_step_cost(profile_, work_);

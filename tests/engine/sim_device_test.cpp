@@ -361,6 +361,26 @@ TEST(SimDeviceTest, TokensAreDeterministicAndNeverEos) {
   }
 }
 
+TEST(SimDeviceTest, OutputTokensNarrowWhatIsGenerated) {
+  const std::vector<TokenId> letters = {'a', 'b', 'c', 'd'};
+  std::vector<std::size_t> count(4, 0);
+  for (std::size_t pos = 1; pos < 4000; ++pos) {
+    const TokenId t = sim_next_token(letters, 'a', pos, 42);
+    ASSERT_TRUE(t >= 'a' && t <= 'd') << t;
+    ++count[t - 'a'];
+  }
+  for (std::size_t c : count) EXPECT_GT(c, 800u);  // every one drawn, about evenly
+
+  auto device = device_of("h100:builtin:tiny", kInf);
+  device->set_output_tokens(letters);
+  Seq seq(8, 16, 0, 1);
+  const std::vector<SequenceStep> batch = {seq.step()};
+  const TokenId t = device->execute(batch).tokens[0];
+  EXPECT_EQ(t, sim_next_token(letters, batch[0].tokens.back(),
+                              batch[0].start_position + batch[0].tokens.size(),
+                              batch[0].sampling->seed));
+}
+
 #ifndef NDEBUG
 TEST(SimDeviceDeathTest, AssertsPageTablesCoverThePositions) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");

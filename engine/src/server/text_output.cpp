@@ -69,6 +69,27 @@ std::size_t incomplete_utf8_tail(std::string_view text) {
   return 0;
 }
 
+std::vector<canon::TokenId> standalone_text_tokens(const canon::Tokenizer& tokenizer,
+                                                   canon::TokenId limit) {
+  std::vector<canon::TokenId> out;
+  const auto end = std::min<std::size_t>(limit, tokenizer.vocab_size());
+  for (std::size_t i = 0; i < end; ++i) {
+    const auto id = static_cast<canon::TokenId>(i);
+    if (tokenizer.is_special(id)) continue;
+    const std::string text = tokenizer.decode(std::span<const canon::TokenId>(&id, 1));
+    if (text.empty()) continue;
+    bool ok = true;
+    for (std::size_t at = 0; ok && at < text.size();) {
+      const std::size_t len = valid_sequence_length(text, at);
+      const auto b = static_cast<unsigned char>(text[at]);
+      ok = len > 0 && (b >= 0x20 || b == '\n' || b == '\t') && b != 0x7F;
+      at += len;
+    }
+    if (ok) out.push_back(id);
+  }
+  return out;
+}
+
 TextOutput::TextOutput(const canon::Tokenizer& tokenizer, TextOutputOptions options)
     : tokenizer_(tokenizer), options_(std::move(options)) {
   std::erase_if(options_.stop, [](const std::string& s) { return s.empty(); });

@@ -28,6 +28,14 @@ std::string sanitize_utf8(std::string_view text);
 // Bytes at the end of `text` that start a UTF-8 sequence not yet complete (0 to 3).
 std::size_t incomplete_utf8_tail(std::string_view text);
 
+// The ordinary tokens (ids below `limit` that are not special) whose text stands on its own:
+// non-empty, whole UTF-8 characters, and no control character but newline and tab. The sim
+// device draws its output from these, so a sim replica streams readable text and every token as
+// soon as it is sampled: a byte token that opens a multi-byte character would be held back until
+// the character completes, delaying the first chunk a client times by a decode step.
+std::vector<canon::TokenId> standalone_text_tokens(const canon::Tokenizer& tokenizer,
+                                                   canon::TokenId limit);
+
 struct TextOutputOptions {
   std::vector<std::string> stop;    // stop strings (empty ones are ignored)
   bool skip_token_enabled = false;  // drop `skip_token` from the text (the EOS token)

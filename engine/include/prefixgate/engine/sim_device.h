@@ -160,6 +160,9 @@ DeviceSpeed sim_speed(const SimProfile& profile);
 // sequence continues identically.
 canon::TokenId sim_next_token(const ModelSpec& spec, canon::TokenId last_token,
                               std::size_t position, std::uint64_t seed);
+// The same draw from `tokens` (non-empty): the token at the drawn index.
+canon::TokenId sim_next_token(std::span<const canon::TokenId> tokens, canon::TokenId last_token,
+                              std::size_t position, std::uint64_t seed);
 
 // Runs no model. Owned and called by the single scheduler thread, like every device.
 class SimDevice final : public Device {
@@ -182,6 +185,9 @@ class SimDevice final : public Device {
   // model's (the sim of llama3-8b behind the byte tokenizer of builtin:*): its ordinary tokens.
   // Costs still follow the profile's model.
   void set_output_vocabulary(const ModelSpec& tokenizer_model) { output_model_ = tokenizer_model; }
+  // Narrows the output to these tokens (non-empty; the served tokenizer's standalone text
+  // tokens), so what a sim replica streams is readable text, each token as it is sampled.
+  void set_output_tokens(std::vector<canon::TokenId> tokens);
 
   const SimProfile& profile() const { return profile_; }
   double speedup() const { return speedup_; }
@@ -195,6 +201,7 @@ class SimDevice final : public Device {
 
   SimProfile profile_;
   ModelSpec output_model_;  // vocabulary of generated tokens; the profile's model by default
+  std::vector<canon::TokenId> output_tokens_;  // when set, generated tokens come from these
   double speedup_;
   std::size_t num_pages_ = 0;
   std::size_t page_tokens_ = 0;
