@@ -376,9 +376,9 @@ TEST(SimDeviceTest, OutputTokensNarrowWhatIsGenerated) {
   Seq seq(8, 16, 0, 1);
   const std::vector<SequenceStep> batch = {seq.step()};
   const TokenId t = device->execute(batch).tokens[0];
-  EXPECT_EQ(t, sim_next_token(letters, batch[0].tokens.back(),
-                              batch[0].start_position + batch[0].tokens.size(),
-                              batch[0].sampling->seed));
+  EXPECT_EQ(
+      t, sim_next_token(letters, batch[0].tokens.back(),
+                        batch[0].start_position + batch[0].tokens.size(), batch[0].sampling->seed));
 }
 
 #ifndef NDEBUG

@@ -130,7 +130,8 @@ TEST(TextOutputTest, StandaloneTextTokensOfTheByteTokenizerArePrintableAscii) {
   std::vector<canon::TokenId> expected = {'\t', '\n'};
   for (canon::TokenId b = 0x20; b < 0x7F; ++b) expected.push_back(b);
   EXPECT_EQ(standalone_text_tokens(*tok, 256), expected);
-  EXPECT_EQ(standalone_text_tokens(*tok, 0x22), (std::vector<canon::TokenId>{'\t', '\n', ' ', '!'}));
+  EXPECT_EQ(standalone_text_tokens(*tok, 0x22),
+            (std::vector<canon::TokenId>{'\t', '\n', ' ', '!'}));
 }
 
 TEST(TextOutputTest, StandaloneTextTokensStreamTheMomentTheyAreGenerated) {
