@@ -264,7 +264,13 @@ std::vector<SequenceUpdate> Scheduler::complete(const StepPlan& plan, const Step
     if (it == sequences_.end()) continue;
     Sequence& seq = *it->second;
     seq.computed += plan.batch[i].tokens.size();
-    if (!plan.batch[i].sample) continue;
+    if (!plan.batch[i].sample) {
+      // A chunk of a long prompt: its full blocks are shared at once, as vLLM caches a block as
+      // soon as it is full, so a request with the same prefix admitted at the next step reuses
+      // them instead of computing the prefix a second time beside this one.
+      cache_full_blocks(seq);
+      continue;
+    }
 
     const canon::TokenId token = output.tokens.at(i);
     seq.tokens.push_back(token);

@@ -106,16 +106,18 @@ Status apply_options(std::string_view options, CacheAwareConfig& c) {
     const std::string key(item.substr(0, eq));
     const std::string value(eq == std::string_view::npos ? "" : item.substr(eq + 1));
     auto bad = [&] {
-      return make_error(
-          ErrorCode::kInvalidValue,
-          "cache_aware option '" + std::string(item) +
-              "': expected memory_aware=true|false, cost_in_seconds=true|false, "
-              "eviction_weight=N, duplicate_weight=N, overload_factor=N or decode_weight=N",
-          "policy");
+      return make_error(ErrorCode::kInvalidValue,
+                        "cache_aware option '" + std::string(item) +
+                            "': expected memory_aware=true|false, cost_in_seconds=true|false, "
+                            "cold_rendezvous=true|false, eviction_weight=N, duplicate_weight=N, "
+                            "overload_factor=N or decode_weight=N",
+                        "policy");
     };
-    if (key == "memory_aware" || key == "cost_in_seconds") {
+    if (key == "memory_aware" || key == "cost_in_seconds" || key == "cold_rendezvous") {
       if (value != "true" && value != "false") return bad();
-      (key == "memory_aware" ? c.memory_aware : c.cost_in_seconds) = value == "true";
+      (key == "memory_aware"      ? c.memory_aware
+       : key == "cost_in_seconds" ? c.cost_in_seconds
+                                  : c.cold_rendezvous) = value == "true";
       continue;
     }
     double* target = key == "eviction_weight"    ? &c.eviction_weight

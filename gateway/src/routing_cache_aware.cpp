@@ -5,9 +5,9 @@
 //   load(r) = max(tokens_queued_for_prefill, inflight_prompt_tokens)
 //             + decode_weight * max(running + waiting, inflight_requests)
 //
-// Order of the rules: unhealthy replicas are out; a cold prefix goes to the bounded-load
-// rendezvous hash of its first blocks; otherwise the least cost among replicas that are not
-// overloaded (an overloaded replica keeps no affinity, which is what spreads a hot prefix).
+// Order of the rules: unhealthy replicas are out; a cold prefix goes to the replica with the
+// smallest cached footprint (or, with cold_rendezvous, the bounded-load rendezvous hash of its
+// first blocks); otherwise the least cost, a duplicate prefill charged at duplicate_weight.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -59,6 +59,11 @@ class CacheAware final : public RoutingPolicy {
       // block k-1 names blocks [0, k)), so concurrent siblings agree before any prediction or
       // event exists; bounded load keeps a busy replica from taking new prefixes.
       const std::uint64_t key = hashes[std::min(config_.affinity_blocks, hashes.size()) - 1];
+      if (!config_.cold_rendezvous) {
+        if (auto r = smallest_footprint(request, replicas, index, key)) {
+          return decision(request, *r, RouteReason::kColdAffinity);
+        }
+      }
       const double bound = config_.bounded_load_factor * mean;
       // Memory-aware: nor one that evicts faster than the others (its LRU tail is young: a new
       // prefix there pushes out blocks still in use), unless every replica under the load bound
@@ -124,6 +129,42 @@ class CacheAware final : public RoutingPolicy {
       }
     }
     return best;
+  }
+
+  // A cold prefix goes where the least distinct content lives: the blocks a replica holds by its
+  // events plus the uncached prompt blocks the gateway has sent it that are not yet prefilled
+  // (so a burst of new prefixes spreads before their events arrive). This is SGLang's "smallest
+  // tree" with the engine's own cache as the tree. Prefixes are what load a replica for as long
+  // as their traffic lasts, so placing each where the fewest are keeps the fleet balanced where
+  // the instantaneous load (which a burst of hits moves by a whole prefill) would not. Ties (an
+  // empty fleet, caches all full) go to the rendezvous winner of the prefix's first blocks, so
+  // several gateways with the same view agree. Memory-aware: replicas that evict faster than
+  // bounded_load_factor x the mean are passed over unless all are.
+  std::optional<std::size_t> smallest_footprint(const RouteRequest& request,
+                                                std::span<const ReplicaView> replicas,
+                                                const PrefixIndex& index, std::uint64_t key) const {
+    for (const bool check_churn : {true, false}) {
+      std::optional<std::size_t> best;
+      double best_blocks = 0;
+      std::uint64_t best_score = 0;
+      for (std::size_t r = 0; r < replicas.size(); ++r) {
+        if (!replicas[r].healthy) continue;
+        if (check_churn && churn(r) > config_.bounded_load_factor) continue;
+        const auto id = static_cast<ReplicaId>(r);
+        const double blocks =
+            static_cast<double>(r < index.replica_count() ? index.blocks(id) : 0) +
+            static_cast<double>(replicas[r].inflight_prompt_tokens) /
+                static_cast<double>(std::max<std::size_t>(1, request.block_size));
+        const std::uint64_t score = rendezvous_score(key, id);
+        if (!best || blocks < best_blocks || (blocks == best_blocks && score > best_score)) {
+          best = r;
+          best_blocks = blocks;
+          best_score = score;
+        }
+      }
+      if (best) return best;
+    }
+    return std::nullopt;
   }
 
   // Whether every healthy replica says how fast it is (the cost can be in seconds).

@@ -27,7 +27,13 @@ std::unique_ptr<RoutingPolicy> policy(std::string_view name) {
 std::unique_ptr<RoutingPolicy> mean_overload_policy() {
   PolicyConfig config;
   config.cache_aware.memory_aware = false;
+  config.cache_aware.duplicate_weight = 0;
   return std::move(*make_policy("cache_aware", config));
+}
+
+// The memory-aware cost without the duplicate charge: the formula the properties below check.
+std::unique_ptr<RoutingPolicy> memory_aware_policy() {
+  return std::move(*make_policy("cache_aware:duplicate_weight=0"));
 }
 
 std::vector<ReplicaView> fleet(std::size_t n) {
@@ -208,7 +214,7 @@ TEST(RoutingPropertiesTest, AMissCostsItsPrefillPlusWhatItEvicts) {
     v.kv_pages_total = 1000;
     v.kv_pages_used = 1000;  // full caches: a copy evicts as much as it stores
   }
-  auto p = policy("cache_aware");
+  auto p = memory_aware_policy();
   auto old = mean_overload_policy();
   const auto h = prompt_hashes(1, 2048);  // 32k tokens, all cached on replica 0
   for (std::uint64_t b : h) index.apply_stored(0, b);

@@ -239,8 +239,8 @@ TEST(CacheAwareTest, AHitIsWorthExactlyThePrefillItSaves) {
   for (auto& v : views) v.kv_pages_total = 1000;  // caches with room: a miss evicts nothing
   const auto h = prompt_hashes(1, 64);            // 1024 tokens
   for (std::size_t i = 0; i < 32; ++i) index.apply_stored(0, h[i]);  // 512 cached on 0
-  auto p = policy("cache_aware");
-  views[0].tokens_queued_for_prefill = 500;  // cost 0: 512 + 500 < cost 1: 1024
+  auto p = policy("cache_aware:duplicate_weight=0");  // the cost alone (the copy: see below)
+  views[0].tokens_queued_for_prefill = 500;           // cost 0: 512 + 500 < cost 1: 1024
   RouteDecision d = p->route(request_for(h), views, index, {});
   EXPECT_EQ(d.replica, 0U);
   EXPECT_EQ(d.reason, RouteReason::kCacheHit);
@@ -271,8 +271,12 @@ TEST(CacheAwareTest, DuplicateWeightChargesACopyOfWhatTheBestHolderHas) {
   for (auto& v : views) v.kv_pages_total = 1000;
   const auto h = prompt_hashes(1, 64);                               // 1024 tokens
   for (std::size_t i = 0; i < 32; ++i) index.apply_stored(0, h[i]);  // 512 cached on 0
-  views[0].tokens_queued_for_prefill = 530;  // default: 512 + 530 > 1024, spilled
-  EXPECT_EQ(policy("cache_aware")->route(request_for(h), views, index, {}).replica, 1U);
+  views[0].tokens_queued_for_prefill = 530;  // weight 0: 512 + 530 > 1024, spilled
+  EXPECT_EQ(
+      policy("cache_aware:duplicate_weight=0")->route(request_for(h), views, index, {}).replica,
+      1U);
+  // The default, 0.5: replica 1 costs 1024 + 256 > 1042, so the holder keeps it.
+  EXPECT_EQ(policy("cache_aware")->route(request_for(h), views, index, {}).replica, 0U);
   // Weight 1: replica 1 costs 1024 + 512 (the copy of the 512 replica 0 holds) = 1536.
   auto dup = policy("cache_aware:duplicate_weight=1");
   RouteDecision d = dup->route(request_for(h), views, index, {});
@@ -296,7 +300,7 @@ TEST(CacheAwareTest, AnOffloadedHitSavesItsWeightOfPrefill) {
     index.apply_stored(0, h[i], CacheTier::kPrimary);  // 512 on the device
     index.apply_stored(1, h[i], CacheTier::kOffload);  // 512 in CPU memory: worth 0.8 x 512
   }
-  auto p = policy("cache_aware");
+  auto p = policy("cache_aware:duplicate_weight=0");  // the hit's worth alone
   RouteDecision d = p->route(request_for(h), views, index, {});
   EXPECT_EQ(d.replica, 0U);  // the device hit is worth more
   views[0].tokens_queued_for_prefill = 200;
@@ -306,10 +310,12 @@ TEST(CacheAwareTest, AnOffloadedHitSavesItsWeightOfPrefill) {
   EXPECT_EQ(d.predicted_cached_tokens, 512U);  // what the engine will report as cached
   // At weight 1 an offloaded hit is a device hit; at 0 a miss.
   PolicyConfig full;
+  full.cache_aware.duplicate_weight = 0;
   full.cache_aware.offload_hit_weight = 1.0;
   views[0].tokens_queued_for_prefill = 1;
   EXPECT_EQ(policy("cache_aware", full)->route(request_for(h), views, index, {}).replica, 1U);
   PolicyConfig none;
+  none.cache_aware.duplicate_weight = 0;
   none.cache_aware.offload_hit_weight = 0.0;
   views[0].tokens_queued_for_prefill = 600;  // 1112 > 1024: the offloaded copy saves nothing
   views[1].running = 1;                      // 1032: no tie with the empty replica
@@ -319,11 +325,49 @@ TEST(CacheAwareTest, AnOffloadedHitSavesItsWeightOfPrefill) {
   EXPECT_FALSE(make_policy("cache_aware", bad).ok());
 }
 
-TEST(CacheAwareTest, ColdPrefixFollowsTheHashOfItsFirstBlocksWithinTheLoadBound) {
-  constexpr std::size_t kReplicas = 6;
+// The default: a cold prefix goes to the replica with the fewest blocks cached plus uncached
+// blocks in flight; ties (an empty fleet) to the hash of its first blocks.
+TEST(CacheAwareTest, ColdPrefixGoesWhereTheLeastContentIsCached) {
+  constexpr std::size_t kReplicas = 4;
   PrefixIndex index = index_with(kReplicas);
   auto views = fleet(kReplicas);
   auto p = policy("cache_aware");
+  // Blocks held: 40, 10, 30, 20 (other prompts' blocks).
+  const std::size_t held[kReplicas] = {40, 10, 30, 20};
+  for (ReplicaId r = 0; r < kReplicas; ++r) {
+    for (std::uint64_t b : prompt_hashes(1000 + r, held[r])) index.apply_stored(r, b);
+  }
+  RouteDecision d = p->route(request_for(prompt_hashes(1, 8)), views, index, {});
+  EXPECT_EQ(d.reason, RouteReason::kColdAffinity);
+  EXPECT_EQ(d.replica, 1U);
+  // Uncached prompt tokens in flight count as the blocks they will add (16 per block): 10 + 15
+  // on replica 1 makes replica 3 (20) the smallest.
+  views[1].inflight_prompt_tokens = 15 * 16;
+  d = p->route(request_for(prompt_hashes(2, 8)), views, index, {});
+  EXPECT_EQ(d.replica, 3U);
+  // Load does not move it: a busy replica with the least content still takes the new prefix
+  // (the queue is a moment, the prefix's traffic lasts).
+  views[3].tokens_queued_for_prefill = 5000;
+  EXPECT_EQ(p->route(request_for(prompt_hashes(3, 8)), views, index, {}).replica, 3U);
+
+  // An empty fleet: siblings (same first 4 blocks) agree, and distinct prefixes spread.
+  PrefixIndex empty = index_with(6);
+  auto idle = fleet(6);
+  std::set<ReplicaId> used;
+  for (std::uint64_t prefix = 0; prefix < 60; ++prefix) {
+    const RouteDecision a = p->route(request_for(prompt_hashes(prefix, 4, 1, 8)), idle, empty, {});
+    const RouteDecision b = p->route(request_for(prompt_hashes(prefix, 4, 2, 3)), idle, empty, {});
+    EXPECT_EQ(a.replica, b.replica);
+    used.insert(a.replica);
+  }
+  EXPECT_EQ(used.size(), 6U);
+}
+
+TEST(CacheAwareTest, ColdRendezvousFollowsTheHashOfItsFirstBlocksWithinTheLoadBound) {
+  constexpr std::size_t kReplicas = 6;
+  PrefixIndex index = index_with(kReplicas);
+  auto views = fleet(kReplicas);
+  auto p = policy("cache_aware:cold_rendezvous=true");
   std::set<ReplicaId> used;
   for (std::uint64_t prefix = 0; prefix < 60; ++prefix) {
     // Siblings: same first 4 blocks (affinity_blocks), different after.

@@ -133,7 +133,12 @@ struct CacheAwareConfig {
   // the fleet already holds: that duplicate prefill delays every request queued behind it there
   // and takes capacity from the whole fleet, not only this request's first token. It is charged
   // duplicate_weight x the tokens the best holder would not recompute.
-  double duplicate_weight = 0.0;
+  double duplicate_weight = 0.5;
+  // Where a cold prefix goes. false (the default): the replica holding the fewest blocks (its
+  // events) plus uncached prompt blocks in flight, ties to the rendezvous hash of the first
+  // affinity_blocks blocks. true: that rendezvous hash over the replicas whose load is at most
+  // bounded_load_factor x the mean (the earlier rule, kept to measure one against the other).
+  bool cold_rendezvous = false;
   // When every healthy replica's ReplicaView carries its speed (prefill_seconds_per_token and
   // decode_seconds_per_sequence), the cost is the predicted time to first token in seconds:
   // queued and uncached prefill at the replica's own rate, plus its running sequences at its own
