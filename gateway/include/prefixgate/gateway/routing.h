@@ -133,7 +133,7 @@ struct CacheAwareConfig {
   // the fleet already holds: that duplicate prefill delays every request queued behind it there
   // and takes capacity from the whole fleet, not only this request's first token. It is charged
   // duplicate_weight x the tokens the best holder would not recompute.
-  double duplicate_weight = 0.5;
+  double duplicate_weight = 4.0;
   // Where a cold prefix goes. false (the default): the replica holding the fewest blocks (its
   // events) plus uncached prompt blocks in flight, ties to the rendezvous hash of the first
   // affinity_blocks blocks. true: that rendezvous hash over the replicas whose load is at most
