@@ -165,6 +165,14 @@ class Simulation {
     limit_ = workload_.requests();
     if (config_.max_requests > 0) limit_ = std::min(limit_, config_.max_requests);
     flights_.reserve(limit_);
+    // A prefixgate-engine writes its first load line as a gateway subscribes, before any
+    // traffic: every gateway knows each replica's KV size and speed from the start (a replica
+    // that never reported would be taken as full, and the cost could not be in seconds).
+    for (SimGateway& gw : gateways_) {
+      for (std::size_t r = 0; r < config_.replicas; ++r) {
+        gateway::apply_load_report(gw.views[r], replicas_[r]->load_report());
+      }
+    }
     schedule_sessions();
 
     while (true) {
