@@ -701,8 +701,9 @@ void PrefixIndex::Impl::walk_linear(Walk& walk, std::size_t from) const {
     const std::size_t batch = std::min(kBatch, hashes.size() - base);
     for (std::size_t k = 0; k < batch; ++k) entries.prefetch(hashes[base + k]);
     for (std::size_t k = 0; k < batch; ++k) found[k] = entries.find(hashes[base + k]);
-    for (std::size_t k = 0; k < batch && walk.live_count > 0; ++k)
+    for (std::size_t k = 0; k < batch && walk.live_count > 0; ++k) {
       advance(walk, base + k, found[k]);
+    }
   }
 }
 
