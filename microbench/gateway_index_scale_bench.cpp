@@ -4,6 +4,8 @@
 //   BM_IndexMemory/holders:H        bytes per (block, replica) entry: the heap the index holds
 //                                   after building, counted at operator new and delete
 //   BM_IndexLongestMatch            lookups/s of a 2,048-block prompt matched to the end
+//   BM_IndexLongestMatchScattered/lengths:L
+//                                   the same prompt held by L replicas, to L different lengths
 //   BM_IndexApplyEvents             events/s: a stored and a removed block per iteration, as a
 //                                   replica's cache turns over, on the full index
 //   BM_RouteDecision32k/policy:P    one routing decision for a 32k-token prompt (2,048 blocks)
@@ -130,6 +132,36 @@ void BM_IndexLongestMatch(benchmark::State& state) {
       static_cast<double>(state.iterations() * kPromptBlocks), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_IndexLongestMatch)->Unit(benchmark::kMicrosecond);
+
+// The match's harder case: a 2,048-block prompt of which `lengths` replicas hold leading runs of
+// as many different lengths, spread evenly (a galloping search pays for each distinct length).
+// The runs are stored for the benchmark and removed after it, so the fleet is left as it was.
+void BM_IndexLongestMatchScattered(benchmark::State& state) {
+  Fleet& f = fleet(1);
+  const auto lengths = static_cast<std::size_t>(state.range(0));
+  const std::vector<std::uint64_t> prompt = chain(987654321, kPromptBlocks);
+  auto run = [&](std::size_t r) { return kPromptBlocks * (r + 1) / (lengths + 1); };
+  for (std::size_t r = 0; r < lengths; ++r) {
+    for (std::size_t i = 0; i < run(r); ++i)
+      f.index->apply_stored(static_cast<ReplicaId>(r), prompt[i]);
+  }
+  std::vector<std::size_t> out(kReplicas);
+  for (auto _ : state) {
+    f.index->longest_match(prompt, Clock::time_point{}, out);
+    benchmark::DoNotOptimize(out.data());
+  }
+  for (std::size_t r = 0; r < lengths; ++r) {
+    for (std::size_t i = 0; i < run(r); ++i)
+      f.index->apply_removed(static_cast<ReplicaId>(r), prompt[i]);
+  }
+}
+BENCHMARK(BM_IndexLongestMatchScattered)
+    ->ArgName("lengths")
+    ->Arg(2)
+    ->Arg(8)
+    ->Arg(32)
+    ->Arg(1000)
+    ->Unit(benchmark::kMicrosecond);
 
 void BM_IndexApplyEvents(benchmark::State& state) {
   Fleet& f = fleet(1);

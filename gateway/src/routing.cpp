@@ -31,9 +31,10 @@ namespace routing {
 void match_blocks(const RouteRequest& request, std::span<const ReplicaView> replicas,
                   const PrefixIndex& index, Clock::time_point now, std::vector<std::size_t>& blocks,
                   std::vector<std::size_t>* offloaded) {
-  blocks.assign(index.replica_count(), 0);
+  // longest_match writes every entry: no need to zero them first.
+  blocks.resize(index.replica_count());
   if (offloaded != nullptr) {
-    offloaded->assign(index.replica_count(), 0);
+    offloaded->resize(index.replica_count());
     index.longest_match(request.block_hashes, now, blocks, *offloaded);
     offloaded->resize(replicas.size(), 0);
   } else {

@@ -30,10 +30,15 @@ class CacheAware final : public RoutingPolicy {
     match_blocks(request, replicas, index, now, blocks_, &offloaded_);
     if (config_.memory_aware) update_churn(replicas, index, now);
     const bool seconds = config_.cost_in_seconds && timed(replicas);
-    load_.assign(n, 0);
+    // One pass over the replicas for everything the rules below need of all of them (at 1,000
+    // replicas each pass is a measurable part of a decision). An unhealthy replica's load is
+    // never read.
+    load_.resize(n);
     double total_load = 0;
     std::size_t healthy = 0;
     std::size_t best_match = 0;  // longest match on any healthy replica, in blocks
+    // In a local: a member written each iteration is a store the next one must wait for.
+    double best_saved = 0;
     for (std::size_t r = 0; r < n; ++r) {
       if (!replicas[r].healthy) continue;
       load_[r] =
@@ -41,15 +46,10 @@ class CacheAware final : public RoutingPolicy {
       total_load += load_[r];
       ++healthy;
       best_match = std::max(best_match, blocks_[r]);
-    }
-    if (healthy == 0) return {};
-    // In a local: a member written each iteration is a store the next one must wait for.
-    double best_saved = 0;
-    for (std::size_t r = 0; r < n; ++r) {
-      if (!replicas[r].healthy) continue;
       best_saved = std::max(best_saved, saved_prefill_tokens(request, blocks_[r], offloaded_[r],
                                                              config_.offload_hit_weight));
     }
+    if (healthy == 0) return {};
     best_saved_ = best_saved;
     const double mean = total_load / static_cast<double>(healthy);
     const std::span<const std::uint64_t> hashes = request.block_hashes;
@@ -85,19 +85,27 @@ class CacheAware final : public RoutingPolicy {
     const std::uint64_t tie_key =
         hashes.empty() ? 0
                        : hashes[std::min(best_match + config_.affinity_blocks, hashes.size()) - 1];
+    // The rendezvous score only breaks ties, so it is computed only for them: two hashes per
+    // replica otherwise, on every decision.
     auto cheapest = [&](bool skip_overloaded) {
       std::size_t best = n;
       double best_cost = 0;
-      std::uint64_t best_score = 0;
+      std::optional<std::uint64_t> best_score;  // computed at the first tie with `best`
       for (std::size_t r = 0; r < n; ++r) {
         if (!replicas[r].healthy) continue;
         if (skip_overloaded && load_[r] > overload_bound) continue;
         const double cost = load_[r] + miss_cost(request, replicas[r], r, seconds);
-        const std::uint64_t score = rendezvous_score(tie_key, static_cast<ReplicaId>(r));
-        if (best == n || cost < best_cost || (cost == best_cost && score > best_score)) {
+        if (best == n || cost < best_cost) {
           best = r;
           best_cost = cost;
-          best_score = score;
+          best_score.reset();
+        } else if (cost == best_cost) {
+          if (!best_score) best_score = rendezvous_score(tie_key, static_cast<ReplicaId>(best));
+          const std::uint64_t score = rendezvous_score(tie_key, static_cast<ReplicaId>(r));
+          if (score > *best_score) {
+            best = r;
+            best_score = score;
+          }
         }
       }
       return best;
@@ -225,24 +233,26 @@ class CacheAware final : public RoutingPolicy {
                     Clock::time_point now) {
     const std::size_t n = std::min(replicas.size(), index.replica_count());
     churn_.resize(n);
-    double total = 0;
-    std::size_t healthy = 0;
     for (std::size_t r = 0; r < n; ++r) {
       ChurnState& c = churn_[r];
       const std::uint64_t count = index.evicted_blocks(static_cast<ReplicaId>(r));
       if (!c.seen || count < c.last) {
         c = {count, now, 0, true};
-      } else {
+      } else if (now - c.at >= std::chrono::milliseconds(50)) {  // shorter gaps say little
         const double dt = std::chrono::duration<double>(now - c.at).count();
-        if (dt >= 0.05) {  // shorter gaps say little about a rate
-          const double instant = static_cast<double>(count - c.last) / dt;
-          c.rate += (1.0 - std::exp(-dt / kChurnWindowSeconds)) * (instant - c.rate);
-          c.last = count;
-          c.at = now;
-        }
+        const double instant = static_cast<double>(count - c.last) / dt;
+        c.rate += (1.0 - std::exp(-dt / kChurnWindowSeconds)) * (instant - c.rate);
+        c.last = count;
+        c.at = now;
       }
+    }
+    // Summed apart: in the loop above, the calls would keep the sum in memory, and each
+    // iteration would wait for the previous one's store.
+    double total = 0;
+    std::size_t healthy = 0;
+    for (std::size_t r = 0; r < n; ++r) {
       if (replicas[r].healthy) {
-        total += c.rate;
+        total += churn_[r].rate;
         ++healthy;
       }
     }

@@ -403,5 +403,98 @@ TEST(PrefixIndexTest, RandomOperationsAgreeWithAPlainModel) {
   }
 }
 
+// A prefix cache holds a block only with its parent, so what a replica holds of a prompt
+// (confirmed, or predicted and not expired) is a leading run; longest_match gallops over long
+// prompts on that property, and must then equal the block-by-block walk. Random chains sharing
+// prefixes, random confirmed and predicted runs per replica, predictions of a prefix renewed
+// later than its tail (so their expiries keep the runs prefix-closed), queried at random times;
+// fewer and more than 64 replicas, few and many distinct match lengths.
+TEST(PrefixIndexTest, GallopingMatchEqualsTheLinearWalkWhenHoldersArePrefixClosed) {
+  std::mt19937_64 rng(17);
+  auto pick = [&](std::size_t n) { return static_cast<std::size_t>(rng() % n); };
+  const milliseconds ttl(1000);
+  for (int round = 0; round < 80; ++round) {
+    const std::size_t replicas = round % 2 == 0 ? 1 + pick(63) : 65 + pick(200);
+    PrefixIndex index({ttl, ttl});  // predictions live ttl from routing
+    for (std::size_t r = 0; r < replicas; ++r) index.add_replica({});
+    // Prompts of 64 to 600 blocks sharing their first `shared` blocks.
+    const std::size_t shared = pick(300);
+    std::vector<std::vector<std::uint64_t>> prompts;
+    for (std::uint64_t p = 0; p < 4; ++p) {
+      prompts.push_back(prompt_hashes(round, shared, p, 64 + pick(300)));
+    }
+    // The plain model: confirmed blocks, and each predicted block's latest expiry.
+    std::vector<std::set<std::uint64_t>> confirmed(replicas);
+    std::vector<std::map<std::uint64_t, Clock::time_point>> predicted(replicas);
+    // Replicas holding something: one, a few or all (one distinct match length or hundreds).
+    const std::size_t holding = std::min(replicas, std::size_t{1} << pick(9));
+    for (std::size_t k = 0; k < holding; ++k) {
+      const auto r = static_cast<ReplicaId>(pick(replicas));
+      const auto& chain = prompts[pick(prompts.size())];
+      const std::size_t stored = pick(3) == 0 ? chain.size() : pick(chain.size() + 1);
+      for (std::size_t i = 0; i < stored; ++i) {
+        index.apply_stored(r, chain[i]);
+        confirmed[r].insert(chain[i]);
+        predicted[r].erase(chain[i]);
+      }
+      // Predictions: a long run, then a shorter one later (it outlives the long one's tail).
+      Clock::time_point at{};
+      for (std::size_t len = chain.size() - pick(chain.size() / 2 + 1); len > 0 && pick(3) != 0;
+           len = pick(len)) {
+        at += milliseconds(pick(400));
+        const std::vector<std::uint64_t> run(chain.begin(), chain.begin() + len);
+        index.predict(r, run, at);  // which also drops r's predictions expired by `at`
+        std::erase_if(predicted[r], [&](const auto& kv) { return kv.second <= at; });
+        for (std::uint64_t h : run) {
+          if (confirmed[r].contains(h)) continue;
+          Clock::time_point& expiry = predicted[r][h];
+          expiry = std::max(expiry, at + ttl);
+        }
+      }
+    }
+    for (int query = 0; query < 6; ++query) {
+      const auto& q = prompts[pick(prompts.size())];
+      const Clock::time_point now = Clock::time_point{} + milliseconds(pick(2500));
+      const auto out = match(index, q, now);
+      for (std::size_t r = 0; r < replicas; ++r) {
+        std::size_t expect = 0;
+        while (expect < q.size()) {
+          auto p = predicted[r].find(q[expect]);
+          if (!confirmed[r].contains(q[expect]) && (p == predicted[r].end() || p->second <= now)) {
+            break;
+          }
+          ++expect;
+        }
+        ASSERT_EQ(out[r], expect) << "round " << round << " query " << query << " replica " << r
+                                  << " of " << replicas;
+      }
+    }
+  }
+}
+
+// Where a replica's blocks are not a leading run (a hole in the middle, which a prefix cache
+// does not leave), a long prompt's match may skip the hole: it ends at a block the replica lacks
+// right after one it holds, never before the first hole. A hole at the first block is always
+// seen, and short prompts and the count of lower-tier blocks walk block by block.
+TEST(PrefixIndexTest, AHoleInTheMiddleOfALongMatchMayBeSkipped) {
+  PrefixIndex index;
+  for (int i = 0; i < 2; ++i) index.add_replica({});
+  const auto h = prompt_hashes(1, 200);
+  store(index, 0, h, 0, 200);
+  index.apply_removed(0, h[100]);
+  store(index, 1, h, 1, 200);  // no block 0
+  // The probes (0, then 1, 2, 4, ..., 128 and 199) all miss the hole.
+  EXPECT_EQ(match(index, h), (std::vector<std::size_t>{200, 0}));
+  const std::vector<std::uint64_t> short_prompt(h.begin(), h.begin() + 63);
+  store(index, 0, h, 100, 101);
+  index.apply_removed(0, h[40]);
+  EXPECT_EQ(match(index, short_prompt), (std::vector<std::size_t>{40, 0}));
+  index.apply_stored(1, h[5], CacheTier::kOffload);
+  std::vector<std::size_t> blocks(2), offloaded(2);
+  index.longest_match(h, {}, blocks, offloaded);
+  EXPECT_EQ(blocks, (std::vector<std::size_t>{40, 0}));
+  EXPECT_EQ(match(index, h), (std::vector<std::size_t>{200, 0}));  // the gallop skips it
+}
+
 }  // namespace
 }  // namespace prefixgate::gateway

@@ -111,6 +111,12 @@ class PrefixIndex {
   // predicted and not expired). out.size() must equal replica_count(). When `offloaded` has
   // replica_count() entries too, offloaded[r] = how many of those out[r] blocks r holds only on a
   // lower tier (confirmed kOffload).
+  // Prompts of 64 blocks or more are searched (galloping, then binary search) rather than walked
+  // block by block, which relies on a prefix cache's property: what r holds of `hashes` is a
+  // leading run. Where r has a hole in the middle of its run instead, out[r] may skip the hole:
+  // it is then some i with block i - 1 held and block i not, never less than the first hole.
+  // Exact whatever the holes for shorter prompts, and when `offloaded` is given while some
+  // replica holds a block on a lower tier (that count is made block by block).
   void longest_match(std::span<const std::uint64_t> hashes, Clock::time_point now,
                      std::span<std::size_t> out, std::span<std::size_t> offloaded = {}) const;
 
