@@ -163,17 +163,19 @@ void EngineLoop::run() {
     } else {
       const auto started = std::chrono::steady_clock::now();
       const StepOutput out = device_->execute(plan.batch);
+      const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
       if (measure_speed_) {
-        const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
         speed_estimator_.add_step(plan.num_prefill_tokens,
                                   plan.num_batched_tokens - plan.num_prefill_tokens, took.count());
       }
+      step_seconds_ = smooth_step_seconds(step_seconds_, took.count());
       updates = scheduler_.complete(plan, out);
     }
     events_.append(cache_.drain_events());
     {
       std::lock_guard lock(mu_);
       stats_.scheduler = scheduler_.stats();
+      stats_.step_seconds = step_seconds_;
       if (measure_speed_) stats_.speed = speed_estimator_.estimate().value_or(DeviceSpeed{});
       stats_.kv_pages_used = pool_.used_count();
       stats_.kv_pages_cached = cache_.cached_pages();

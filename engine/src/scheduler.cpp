@@ -357,7 +357,40 @@ SchedulerStats Scheduler::stats() const {
   }
   for (const Sequence* seq : running_) count(*seq);
   for (const Sequence* seq : waiting_) count(*seq);
+  s.steps_until_admission = steps_until_admission();
+  s.batch_slots = config_.max_num_seqs;
+  if (!running_.empty()) {
+    double lifetime = 0;
+    for (const Sequence* seq : running_) {
+      lifetime += static_cast<double>(std::max<std::size_t>(1, seq->sampling.max_tokens));
+    }
+    s.steps_per_admission = lifetime / static_cast<double>(running_.size() * running_.size());
+  }
   return s;
+}
+
+std::size_t Scheduler::steps_until_admission() const {
+  if (waiting_.empty() || running_.empty()) return 0;
+  // Those ahead plus the newcomer, less the free slots: how many running sequences must end
+  // (at least one: requests wait with slots free only when the KV pool is full).
+  const std::size_t free_slots =
+      config_.max_num_seqs - std::min(config_.max_num_seqs, running_.size());
+  const std::size_t ahead = waiting_.size() + 1;
+  const std::size_t need = ahead > free_slots ? ahead - free_slots : 1;
+  std::vector<std::size_t> left;
+  left.reserve(running_.size());
+  double lifetime = 0;
+  for (const Sequence* seq : running_) {
+    const std::size_t max_tokens = std::max<std::size_t>(1, seq->sampling.max_tokens);
+    left.push_back(max_tokens - std::min(max_tokens - 1, seq->generated()));
+    lifetime += static_cast<double>(max_tokens);
+  }
+  lifetime /= static_cast<double>(running_.size());
+  // Past one batch's worth, each further round of the batch takes a whole sequence's lifetime.
+  const std::size_t rounds = (need - 1) / left.size();
+  const auto kth = left.begin() + static_cast<std::ptrdiff_t>((need - 1) % left.size());
+  std::nth_element(left.begin(), kth, left.end());
+  return *kth + static_cast<std::size_t>(static_cast<double>(rounds) * lifetime);
 }
 
 }  // namespace prefixgate::engine

@@ -39,6 +39,9 @@ void apply_load_report(ReplicaView& view, const LoadReport& report) {
   view.kv_pages_used = report.kv_pages_used;
   view.kv_pages_total = report.kv_pages_total;
   view.tokens_queued_for_prefill = report.tokens_queued_for_prefill;
+  view.admission_wait_seconds = report.admission_wait_seconds;
+  view.batch_slots = report.batch_slots;
+  view.admission_interval_seconds = report.admission_interval_seconds;
   if (report.prefill_seconds_per_token > 0 && report.decode_seconds_per_sequence > 0) {
     view.prefill_seconds_per_token = report.prefill_seconds_per_token;
     view.decode_seconds_per_sequence = report.decode_seconds_per_sequence;

@@ -39,10 +39,18 @@ class CacheAware final : public RoutingPolicy {
     std::size_t best_match = 0;  // longest match on any healthy replica, in blocks
     // In a local: a member written each iteration is a store the next one must wait for.
     double best_saved = 0;
+    // A full batch's wait counts only while some replica would admit at once: sending there
+    // avoids it. With every replica full the wait is everyone's, and the cache decides.
+    bool room = false;
+    if (seconds) {
+      for (std::size_t r = 0; r < n && !room; ++r) {
+        room = replicas[r].healthy && admission_seconds(replicas[r]) == 0;
+      }
+    }
     for (std::size_t r = 0; r < n; ++r) {
       if (!replicas[r].healthy) continue;
-      load_[r] =
-          seconds ? load_seconds(replicas[r]) : load_tokens(replicas[r], config_.decode_weight);
+      load_[r] = seconds ? load_seconds(replicas[r], room)
+                         : load_tokens(replicas[r], config_.decode_weight);
       total_load += load_[r];
       ++healthy;
       best_match = std::max(best_match, blocks_[r]);
@@ -55,9 +63,10 @@ class CacheAware final : public RoutingPolicy {
     const std::span<const std::uint64_t> hashes = request.block_hashes;
 
     if (best_match == 0 && !hashes.empty()) {
-      // Cold prefix. Rendezvous hashing of the first affinity_blocks blocks (the chained hash of
-      // block k-1 names blocks [0, k)), so concurrent siblings agree before any prediction or
-      // event exists; bounded load keeps a busy replica from taking new prefixes.
+      // Cold prefix: the smallest footprint, ties to the rendezvous hash of the first
+      // affinity_blocks blocks (the chained hash of block k-1 names blocks [0, k)), so concurrent
+      // siblings agree before any prediction or event exists. With cold_rendezvous, that hash
+      // alone, bounded load keeping a busy replica from taking new prefixes.
       const std::uint64_t key = hashes[std::min(config_.affinity_blocks, hashes.size()) - 1];
       if (!config_.cold_rendezvous) {
         if (auto r = smallest_footprint(request, replicas, index, key)) {
@@ -186,11 +195,27 @@ class CacheAware final : public RoutingPolicy {
     return any;
   }
 
-  // The load model in seconds: queued prefill at the replica's rate, plus a step's share of each
-  // sequence it runs.
-  static double load_seconds(const ReplicaView& v) {
-    return queued_prefill_tokens(v) * v.prefill_seconds_per_token +
+  // The load model in seconds: the wait for a place in the batch (a full replica admits a
+  // newcomer only as running sequences end, which its queue of short prefills does not show),
+  // queued prefill at the replica's rate, plus a step's share of each sequence it runs.
+  static double load_seconds(const ReplicaView& v, bool with_admission) {
+    return (with_admission ? admission_seconds(v) : 0.0) +
+           queued_prefill_tokens(v) * v.prefill_seconds_per_token +
            decode_sequences(v) * v.decode_seconds_per_sequence;
+  }
+
+  // The wait for a place in the batch: the report's, plus one admission interval for each request
+  // this gateway sent since that is past the batch's places (the report cannot know of them; a
+  // burst sent between two reports would otherwise all go to the replica that looked free).
+  static double admission_seconds(const ReplicaView& v) {
+    if (v.batch_slots == 0 || !(v.admission_interval_seconds > 0)) return v.admission_wait_seconds;
+    const std::size_t reported = v.running + v.waiting;
+    const std::size_t sent_since =
+        v.inflight_requests > reported ? v.inflight_requests - reported : 0;
+    const std::size_t ahead = reported + sent_since + 1;  // the newcomer's place
+    if (ahead <= v.batch_slots) return v.admission_wait_seconds;
+    const std::size_t past = std::min(sent_since + 1, ahead - v.batch_slots);
+    return v.admission_wait_seconds + static_cast<double>(past) * v.admission_interval_seconds;
   }
 
   // What computing the request's uncached tokens on replica r costs. memory_aware: on a full KV

@@ -94,6 +94,35 @@ TEST(SchedulerTest, GeneratesUntilMaxTokens) {
   EXPECT_EQ(h.sched.stats().running, 0u);
 }
 
+// A full batch admits a waiting request only as running ones reach max_tokens: the stats say
+// after how many steps a request arriving now would start.
+TEST(SchedulerTest, StepsUntilAdmissionCountTheRunningSequencesThatMustEnd) {
+  SchedulerConfig config;
+  config.max_num_seqs = 2;
+  Harness h(256, config);
+  h.sched.add(request(1, tokens(20, 1), 10));
+  h.sched.add(request(2, tokens(20, 2), 4));
+  EXPECT_EQ(h.sched.stats().steps_until_admission, 0u);  // room for both
+  StepPlan plan = h.sched.schedule();                    // both prefill, each samples one token
+  h.sched.complete(plan, h.device.execute(plan.batch));
+  EXPECT_EQ(h.sched.stats().steps_until_admission, 0u);  // nobody waits: a newcomer waits too,
+                                                         // but only for a slot the stats price
+                                                         // once someone queues
+  h.sched.add(request(3, tokens(20, 3), 8));
+  // 9 and 3 tokens left; request 3 takes the place request 2 frees, a newcomer request 1's.
+  SchedulerStats s = h.sched.stats();
+  EXPECT_EQ(s.waiting, 1u);
+  EXPECT_EQ(s.steps_until_admission, 9u);
+  EXPECT_EQ(s.batch_slots, 2u);
+  EXPECT_DOUBLE_EQ(s.steps_per_admission, (10.0 + 4.0) / 2 / 2);
+  // Two ahead: past one round of the batch, a whole mean lifetime (7 steps) more.
+  h.sched.add(request(4, tokens(20, 4), 8));
+  EXPECT_EQ(h.sched.stats().steps_until_admission, 3u + 7u);
+  h.run();
+  EXPECT_EQ(h.sched.stats().steps_until_admission, 0u);
+  EXPECT_EQ(h.sched.stats().steps_per_admission, 0.0);
+}
+
 TEST(SchedulerTest, StopsAtEos) {
   Harness h(64);
   h.device.eos_after_step = 3;

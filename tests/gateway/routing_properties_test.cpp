@@ -394,6 +394,55 @@ TEST(RoutingPropertiesTest, CostInSecondsIsThePredictedTimeToFirstToken) {
   }
 }
 
+// A full batch: the replica holding the prompt has few prefill tokens queued but no place in its
+// batch, so a newcomer waits for running sequences to end. That wait is priced while another
+// replica would admit at once, and not when every batch is full (the cache decides then).
+TEST(RoutingPropertiesTest, AFullBatchCostsTheWaitForAPlaceWhileAnotherReplicaHasRoom) {
+  PrefixIndex index = index_with(2);
+  auto views = fleet(2);
+  for (auto& v : views) {
+    v.prefill_seconds_per_token = 3e-5;  // a 1024-token miss: 31 ms
+    v.decode_seconds_per_sequence = 1e-4;
+    v.kv_pages_total = 1000;
+    v.batch_slots = 64;
+    v.admission_interval_seconds = 0.03;
+  }
+  const auto h = prompt_hashes(5, 64);  // 1024 tokens, all held by replica 0
+  for (std::uint64_t b : h) index.apply_stored(0, b);
+  auto p = policy("cache_aware:duplicate_weight=0");
+  views[0].running = 64;
+  views[0].waiting = 2;
+  views[0].tokens_queued_for_prefill = 40;
+  views[0].inflight_requests = 66;
+  // An engine that does not announce its batch: the holder looks cheap, 6.6 ms of decode share
+  // and 1.2 ms of queued prefill against a 31 ms miss.
+  views[0].batch_slots = 0;
+  EXPECT_EQ(p->route(request_for(h), views, index, {}).replica, 0U);
+  views[0].batch_slots = 64;
+  // Waiting 100 ms for a place costs more than computing 1024 tokens on the idle replica.
+  views[0].admission_wait_seconds = 0.1;
+  RouteDecision d = p->route(request_for(h), views, index, {});
+  EXPECT_EQ(d.replica, 1U);
+  EXPECT_EQ(d.reason, RouteReason::kLoadSpill);
+  // A report with room (60 running, none waiting): the newcomer has a place.
+  views[0].admission_wait_seconds = 0;
+  views[0].waiting = 0;
+  views[0].running = 60;
+  views[0].inflight_requests = 60;
+  EXPECT_EQ(p->route(request_for(h), views, index, {}).replica, 0U);
+  // But 6 requests sent since the report fill the batch: the newcomer is 3 past its 64 places,
+  // each an admission interval (90 ms), which the report cannot know of yet.
+  views[0].inflight_requests = 66;
+  EXPECT_EQ(p->route(request_for(h), views, index, {}).replica, 1U);
+  // Every batch full: the waits are everyone's, the holder keeps the request.
+  views[0].admission_wait_seconds = 0.1;
+  views[1].running = 64;
+  views[1].waiting = 1;
+  views[1].inflight_requests = 65;
+  views[1].admission_wait_seconds = 0.02;
+  EXPECT_EQ(p->route(request_for(h), views, index, {}).replica, 0U);
+}
+
 // Shared-prefix traffic with a hot prefix; each step every replica prefills a fixed number of
 // tokens. A replica must not sit idle while another has a real queue.
 TEST(RoutingPropertiesTest, NoReplicaIdlesWhileAnotherQueues) {

@@ -275,7 +275,7 @@ TEST(CacheAwareTest, DuplicateWeightChargesACopyOfWhatTheBestHolderHas) {
   EXPECT_EQ(
       policy("cache_aware:duplicate_weight=0")->route(request_for(h), views, index, {}).replica,
       1U);
-  // The default, 4: replica 1 costs 1024 + 4 x 512 > 1042, so the holder keeps it.
+  // The default, 1: replica 1 costs 1024 + 512 > 1042, so the holder keeps it.
   EXPECT_EQ(policy("cache_aware")->route(request_for(h), views, index, {}).replica, 0U);
   // Weight 1: replica 1 costs 1024 + 512 (the copy of the 512 replica 0 holds) = 1536.
   auto dup = policy("cache_aware:duplicate_weight=1");

@@ -23,6 +23,15 @@ TEST(EngineEventLineTest, ALoadLineCarriesCountsAndTheEnginesAnnouncedSpeed) {
   EXPECT_EQ(e.load.preemptions_total, 1u);
   EXPECT_DOUBLE_EQ(e.load.prefill_seconds_per_token, 2.5e-5);
   EXPECT_DOUBLE_EQ(e.load.decode_seconds_per_sequence, 1e-4);
+  EXPECT_EQ(e.load.batch_slots, 0u);  // not announced
+  EXPECT_EQ(e.load.admission_wait_seconds, 0);
+  // A full batch announces its places, the wait for one and the interval between two.
+  const EngineEventLine full = parse_engine_event_line(
+      R"({"type":"load","running":64,"waiting":9,"batch_slots":64,)"
+      R"("admission_wait_seconds":0.75,"admission_interval_seconds":0.03})");
+  EXPECT_EQ(full.load.batch_slots, 64u);
+  EXPECT_DOUBLE_EQ(full.load.admission_wait_seconds, 0.75);
+  EXPECT_DOUBLE_EQ(full.load.admission_interval_seconds, 0.03);
 }
 
 TEST(EngineEventLineTest, ASpeedThatIsNotAPositiveFiniteNumberIsNotAnnounced) {

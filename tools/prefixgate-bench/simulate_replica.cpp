@@ -39,6 +39,7 @@ std::optional<double> SimReplica::start_step() {
   if (plan_.empty()) return std::nullopt;
   output_ = device_->execute(plan_.batch);
   stepping_ = true;
+  step_seconds_ = engine::smooth_step_seconds(step_seconds_, device_->last_step().seconds);
   return device_->last_step().seconds;
 }
 
@@ -59,7 +60,10 @@ gateway::LoadReport SimReplica::load_report() const {
           .tokens_queued_for_prefill = s.tokens_queued_for_prefill,
           .preemptions_total = s.preemptions_total,
           .prefill_seconds_per_token = speed_.prefill_seconds_per_token,
-          .decode_seconds_per_sequence = speed_.decode_seconds_per_sequence};
+          .decode_seconds_per_sequence = speed_.decode_seconds_per_sequence,
+          .admission_wait_seconds = static_cast<double>(s.steps_until_admission) * step_seconds_,
+          .batch_slots = s.batch_slots,
+          .admission_interval_seconds = s.steps_per_admission * step_seconds_};
 }
 
 }  // namespace prefixgate::bench

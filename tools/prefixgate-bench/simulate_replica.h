@@ -77,6 +77,7 @@ class SimReplica {
   engine::StepPlan plan_;
   engine::StepOutput output_;
   bool stepping_ = false;
+  double step_seconds_ = 0;  // engine::smooth_step_seconds of the modelled steps
 };
 
 }  // namespace prefixgate::bench

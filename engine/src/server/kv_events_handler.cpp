@@ -84,6 +84,16 @@ std::string load_line(const EngineStats& s) {
                  {"kv_pages_total", num(s.kv_pages_total)},
                  {"tokens_queued_for_prefill", num(s.scheduler.tokens_queued_for_prefill)},
                  {"preemptions_total", num(s.scheduler.preemptions_total)}};
+  // How long a request arriving now would wait for a place in the batch: a full replica's real
+  // queue, which its count of short queued prefills does not show.
+  o.push_back({"batch_slots", num(s.scheduler.batch_slots)});
+  if (s.scheduler.steps_until_admission > 0 && s.step_seconds > 0) {
+    o.push_back({"admission_wait_seconds",
+                 static_cast<double>(s.scheduler.steps_until_admission) * s.step_seconds});
+  }
+  if (s.scheduler.steps_per_admission > 0 && s.step_seconds > 0) {
+    o.push_back({"admission_interval_seconds", s.scheduler.steps_per_admission * s.step_seconds});
+  }
   // The device's speed, when it knows it (the sim device from its profile): routers compare
   // replicas of different speeds in seconds.
   if (s.speed.prefill_seconds_per_token > 0 && s.speed.decode_seconds_per_sequence > 0) {

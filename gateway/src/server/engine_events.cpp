@@ -52,7 +52,10 @@ EngineEventLine parse_engine_event_line(std::string_view line) {
                         count(*doc, "tokens_queued_for_prefill"),
                         count(*doc, "preemptions_total"),
                         rate(*doc, "prefill_seconds_per_token"),
-                        rate(*doc, "decode_seconds_per_sequence")};
+                        rate(*doc, "decode_seconds_per_sequence"),
+                        rate(*doc, "admission_wait_seconds"),
+                        count(*doc, "batch_slots"),
+                        rate(*doc, "admission_interval_seconds")};
     return e;
   }
   e.seq = count(*doc, "seq");

@@ -96,6 +96,9 @@ struct EngineStats {
   // Announced in load reports: the device's own (the sim device's, from its profile), else as
   // measured from its steps (SpeedEstimator); zero until known.
   DeviceSpeed speed;
+  // Wall seconds of a step, smoothed over recent steps: turns steps_until_admission into the
+  // admission wait a load report announces.
+  double step_seconds = 0;
 };
 
 // A consistent view of the cache for a kv_events snapshot: the blocks, and the sequence number
@@ -141,6 +144,7 @@ class EngineLoop {
   // Engine thread only: the speed measured from steps, announced when the device declares none.
   bool measure_speed_ = false;
   SpeedEstimator speed_estimator_;
+  double step_seconds_ = 0;  // smooth_step_seconds of the steps so far
 
   mutable std::mutex mu_;  // guards everything below
   std::condition_variable cv_;

@@ -77,7 +77,24 @@ struct SchedulerStats {
   std::size_t tokens_queued_for_prefill = 0;   // prompt tokens not yet computed
   std::size_t prompt_tokens_total = 0;         // of admitted requests
   std::size_t cached_prompt_tokens_total = 0;  // of those, served from the prefix cache
+  // Decode steps before a request arriving now is admitted: 0 while requests are admitted as
+  // they come; with some waiting (a full batch, or no KV room), the steps until enough running
+  // sequences reach their max_tokens to admit those ahead and then it. An upper bound (a stop
+  // string or EOS ends a sequence sooner); what a full replica costs a newcomer, which its queue
+  // of short prefills does not show.
+  std::size_t steps_until_admission = 0;
+  // The batch's places (max_num_seqs), and the decode steps between two running sequences ending
+  // in steady state (their mean max_tokens over their count; 0 with none running): what each
+  // request beyond a full batch adds to the wait of those behind it.
+  std::size_t batch_slots = 0;
+  double steps_per_admission = 0;
 };
+
+// A step's duration smoothed over about the last ten steps (the first taken whole), which
+// converts steps_until_admission into seconds.
+inline double smooth_step_seconds(double smoothed, double step_seconds) {
+  return smoothed > 0 ? smoothed + 0.1 * (step_seconds - smoothed) : step_seconds;
+}
 
 class Scheduler {
  public:
@@ -107,6 +124,8 @@ class Scheduler {
 
   bool idle() const;
   SchedulerStats stats() const;
+  // SchedulerStats::steps_until_admission.
+  std::size_t steps_until_admission() const;
   const SchedulerConfig& config() const { return config_; }
 
  private:

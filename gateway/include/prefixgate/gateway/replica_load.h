@@ -34,6 +34,12 @@ struct LoadReport {
   // The engine's speed when it announces it (0: not announced; the view keeps what it had).
   double prefill_seconds_per_token = 0;
   double decode_seconds_per_sequence = 0;
+  // How long a request arriving now would wait for the engine to admit it (0: at once).
+  double admission_wait_seconds = 0;
+  // The engine's batch places (0: not announced) and the seconds between two running sequences
+  // ending when the batch is full (0: not announced).
+  std::size_t batch_slots = 0;
+  double admission_interval_seconds = 0;
 };
 
 // The prefill work a routed request adds to its replica: the prompt less the tokens the replica

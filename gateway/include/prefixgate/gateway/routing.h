@@ -71,6 +71,14 @@ struct ReplicaView {
   // token) instead of prefill tokens, so a fleet that mixes devices is compared fairly.
   double prefill_seconds_per_token = 0;    // one uncached prompt token's prefill
   double decode_seconds_per_sequence = 0;  // what one more running sequence adds to a step
+  // From the load reports too: how long a request arriving now would wait for the engine to
+  // admit it (a full batch waits for running sequences to end); 0 when it would start at once
+  // or the engine does not say.
+  double admission_wait_seconds = 0;
+  // The engine's batch places and the seconds between two of its running sequences ending (0:
+  // not announced): each request the gateway sends past a full batch waits one interval more.
+  std::size_t batch_slots = 0;
+  double admission_interval_seconds = 0;
 };
 
 struct RouteRequest {
@@ -133,7 +141,7 @@ struct CacheAwareConfig {
   // the fleet already holds: that duplicate prefill delays every request queued behind it there
   // and takes capacity from the whole fleet, not only this request's first token. It is charged
   // duplicate_weight x the tokens the best holder would not recompute.
-  double duplicate_weight = 4.0;
+  double duplicate_weight = 1.0;
   // Where a cold prefix goes. false (the default): the replica holding the fewest blocks (its
   // events) plus uncached prompt blocks in flight, ties to the rendezvous hash of the first
   // affinity_blocks blocks. true: that rendezvous hash over the replicas whose load is at most
