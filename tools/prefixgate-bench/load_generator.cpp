@@ -135,10 +135,13 @@ std::vector<RequestRecord> run_load(const Workload& workload, std::span<const Ht
 
   Progress progress(options.label, st.limit, options.progress);
   asio::steady_timer tick(ioc);
+  bool ended = false;
   std::function<void()> arm = [&] {
     tick.expires_after(std::chrono::milliseconds(250));
     tick.async_wait([&](boost::system::error_code ec) {
-      if (ec) return;
+      // `ended`, not only the error: a wait that had already expired when it was cancelled
+      // completes without one, and re-arming then would keep run() below busy forever.
+      if (ec || ended) return;
       progress.update(st.finished, st.failed,
                       std::chrono::duration<double>(BenchClock::now() - st.zero).count());
       arm();
@@ -148,6 +151,7 @@ std::vector<RequestRecord> run_load(const Workload& workload, std::span<const Ht
   // The progress timer never runs out of work: run until every session has ended.
   while (st.active > 0 && ioc.run_one() > 0) {
   }
+  ended = true;
   tick.cancel();
   ioc.run();
   progress.finish(st.finished, st.failed,
