@@ -90,7 +90,7 @@ struct RouteRequest {
 
 enum class RouteReason {
   kCacheHit,      // cache_aware: the cheapest replica holds part of the prefix
-  kColdAffinity,  // cache_aware: cold prefix, consistent hash of its first blocks
+  kColdAffinity,  // cache_aware: cold prefix, the smallest footprint (ties: its first blocks' hash)
   kLoadSpill,     // cache_aware: the affine replica was overloaded; cheaper elsewhere
   kLeastCost,     // cache_aware: no usable match; least expected cost
   kRoundRobin,
