@@ -69,7 +69,7 @@ class CacheAware final : public RoutingPolicy {
       // alone, bounded load keeping a busy replica from taking new prefixes.
       const std::uint64_t key = hashes[std::min(config_.affinity_blocks, hashes.size()) - 1];
       if (!config_.cold_rendezvous) {
-        if (auto r = smallest_footprint(request, replicas, index, key)) {
+        if (auto r = smallest_footprint(request, replicas, index, key, seconds)) {
           return decision(request, *r, RouteReason::kColdAffinity);
         }
       }
@@ -155,11 +155,27 @@ class CacheAware final : public RoutingPolicy {
   // as their traffic lasts, so placing each where the fewest are keeps the fleet balanced where
   // the instantaneous load (which a burst of hits moves by a whole prefill) would not. Ties (an
   // empty fleet, caches all full) go to the rendezvous winner of the prefix's first blocks, so
-  // several gateways with the same view agree. Memory-aware: replicas that evict faster than
-  // bounded_load_factor x the mean are passed over unless all are.
+  // several gateways with the same view agree. A replica whose load exceeds the least loaded
+  // one's by more than this prompt's prefill is passed over. Memory-aware: replicas that evict
+  // faster than bounded_load_factor x the mean are passed over unless all are.
   std::optional<std::size_t> smallest_footprint(const RouteRequest& request,
                                                 std::span<const ReplicaView> replicas,
-                                                const PrefixIndex& index, std::uint64_t key) const {
+                                                const PrefixIndex& index, std::uint64_t key,
+                                                bool seconds) const {
+    // Not where the queue would delay this request by more than computing it once more: the
+    // prefix's traffic is balanced by footprint, but its first request should not wait behind
+    // a replica that is far busier than the rest.
+    double min_load = 0;
+    bool any = false;
+    for (std::size_t r = 0; r < replicas.size(); ++r) {
+      if (!replicas[r].healthy) continue;
+      min_load = any ? std::min(min_load, load_[r]) : load_[r];
+      any = true;
+    }
+    auto prefill = [&](std::size_t r) {
+      const double tokens = static_cast<double>(request.prompt_tokens);
+      return seconds ? tokens * replicas[r].prefill_seconds_per_token : tokens;
+    };
     for (const bool check_churn : {true, false}) {
       std::optional<std::size_t> best;
       double best_blocks = 0;
@@ -167,6 +183,7 @@ class CacheAware final : public RoutingPolicy {
       for (std::size_t r = 0; r < replicas.size(); ++r) {
         if (!replicas[r].healthy) continue;
         if (check_churn && churn(r) > config_.bounded_load_factor) continue;
+        if (load_[r] > min_load + prefill(r)) continue;
         const auto id = static_cast<ReplicaId>(r);
         const double blocks =
             static_cast<double>(r < index.replica_count() ? index.blocks(id) : 0) +

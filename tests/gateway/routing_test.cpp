@@ -341,14 +341,22 @@ TEST(CacheAwareTest, ColdPrefixGoesWhereTheLeastContentIsCached) {
   EXPECT_EQ(d.reason, RouteReason::kColdAffinity);
   EXPECT_EQ(d.replica, 1U);
   // Uncached prompt tokens in flight count as the blocks they will add (16 per block): 10 + 15
-  // on replica 1 makes replica 3 (20) the smallest.
+  // on replica 1 makes replica 3 (20) the smallest. (A 512-token prompt: 240 tokens in flight
+  // are less than its prefill, so replica 1 stays eligible by load.)
   views[1].inflight_prompt_tokens = 15 * 16;
-  d = p->route(request_for(prompt_hashes(2, 8)), views, index, {});
+  d = p->route(request_for(prompt_hashes(2, 32)), views, index, {});
   EXPECT_EQ(d.replica, 3U);
-  // Load does not move it: a busy replica with the least content still takes the new prefix
-  // (the queue is a moment, the prefix's traffic lasts).
-  views[3].tokens_queued_for_prefill = 5000;
+  views[1].inflight_prompt_tokens = 5 * 16;  // 10 + 5: replica 1 again
+  EXPECT_EQ(p->route(request_for(prompt_hashes(2, 32)), views, index, {}).replica, 1U);
+  views[1].inflight_prompt_tokens = 15 * 16;
+  // A queue shorter than the prompt's own prefill (128 tokens) does not move it: the queue is a
+  // moment, the prefix's traffic lasts.
+  views[3].tokens_queued_for_prefill = 100;
   EXPECT_EQ(p->route(request_for(prompt_hashes(3, 8)), views, index, {}).replica, 3U);
+  // A longer one does: the first request would wait more than computing the prompt again
+  // elsewhere, so the smallest footprint among the others (replica 2, 30 blocks) takes it.
+  views[3].tokens_queued_for_prefill = 5000;
+  EXPECT_EQ(p->route(request_for(prompt_hashes(4, 8)), views, index, {}).replica, 2U);
 
   // An empty fleet: siblings (same first 4 blocks) agree, and distinct prefixes spread.
   PrefixIndex empty = index_with(6);
