@@ -1,0 +1,440 @@
+// PrefixIndex's private layout, shared by its event and prediction side (prefix_index.cpp) and
+// its lookups (prefix_index_match.cpp). Not part of the gateway's interface.
+//
+// PrefixIndex: one open-addressing table (block_table.h) from block hash to a 16-byte entry holding
+// the replicas that hold the block confirmed: up to four replica ids in the entry itself (a
+// cache-aware fleet keeps one or a few copies of a block), past that a bitmask of
+// ceil(replicas / 64) words in `dense_rows` (a block every replica holds, such as a system prompt
+// under round robin). A bitmask per block for every block would cost replicas / 8 bytes each: 128
+// at 1,000 replicas. Two rarer things live apart, keyed by hash, and a flag in the entry says
+// whether to look: the block's predictions (only while the gateway predicts it somewhere), and a
+// second bitmask of the holders that hold it only on a lower tier (only once a replica reports a
+// lower tier: prefixgate-engine never does). A lookup is thus one probe of one table, whose entry
+// is the whole answer for almost every block.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <boost/container/small_vector.hpp>
+#include <boost/unordered/unordered_flat_map.hpp>
+#include <boost/unordered/unordered_flat_set.hpp>
+#include <functional>
+#include <list>
+#include <utility>
+
+#include "block_table.h"
+#include "prefixgate/base/check.h"
+#include "prefixgate/gateway/prefix_index.h"
+
+namespace prefixgate::gateway {
+namespace prefix_index_detail {
+
+constexpr std::size_t kBitsPerWord = 64;
+constexpr Clock::time_point kNever = Clock::time_point::max();
+constexpr std::uint32_t kInlineHolders = 4;
+// Replica ids fit in 30 bits: an entry keeps six bits of its own in the top two of each word.
+constexpr std::uint32_t kMaxReplicas = std::uint32_t{1} << 30;
+
+// A block's entry, 16 bytes, so a table bucket (hash and entry) is 24: what one holder per block
+// costs is mostly this table. Four 32-bit words; their low 30 bits hold up to kInlineHolders
+// replica ids, or when dense (past that) the row of dense_rows and the holder count. Their top
+// two bits together hold the flags: the inline count (3 bits), dense, predicted (a list in
+// Impl::predictions) and offloaded (a row in Impl::offload_row_of).
+class Entry {
+ public:
+  bool dense() const { return flags() & kDense; }
+  bool predicted() const { return flags() & kPredicted; }
+  bool offloaded() const { return flags() & kOffloaded; }
+  void set_predicted(bool on) { set_flag(kPredicted, on); }
+  void set_offloaded(bool on) { set_flag(kOffloaded, on); }
+
+  std::uint32_t count() const { return dense() ? low(1) : flags() & kCountMask; }
+  ReplicaId holder(std::uint32_t i) const { return low(i); }  // inline: i < count()
+  std::uint32_t row() const { return low(0); }                // dense
+
+  // Inline, count() < kInlineHolders.
+  void push(ReplicaId r) {
+    const std::uint32_t n = count();
+    set_low(n, r);
+    set_flags((flags() & ~kCountMask) | (n + 1));
+  }
+  // Inline: removes holder i (the last one takes its place).
+  void erase(std::uint32_t i) {
+    const std::uint32_t n = count() - 1;
+    set_low(i, low(n));
+    set_low(n, 0);
+    set_flags((flags() & ~kCountMask) | n);
+  }
+  void make_dense(std::uint32_t row, std::uint32_t count) {
+    for (std::uint32_t i = 0; i < 4; ++i) set_low(i, 0);
+    set_low(0, row);
+    set_low(1, count);
+    set_flags((flags() & ~kCountMask) | kDense);
+  }
+  void set_dense_count(std::uint32_t count) { set_low(1, count); }
+  void make_empty() {  // dense with no holder left: inline again
+    for (std::uint32_t i = 0; i < 4; ++i) set_low(i, 0);
+    set_flags(flags() & ~(kCountMask | kDense));
+  }
+
+ private:
+  static constexpr std::uint32_t kLowMask = kMaxReplicas - 1;
+  static constexpr std::uint32_t kCountMask = 7;
+  static constexpr std::uint32_t kDense = 8;
+  static constexpr std::uint32_t kPredicted = 16;
+  static constexpr std::uint32_t kOffloaded = 32;
+
+  std::uint32_t low(std::uint32_t i) const { return words_[i] & kLowMask; }
+  void set_low(std::uint32_t i, std::uint32_t v) { words_[i] = (words_[i] & ~kLowMask) | v; }
+  std::uint32_t flags() const {
+    std::uint32_t f = 0;
+    for (std::uint32_t i = 0; i < 4; ++i) f |= (words_[i] >> 30) << (2 * i);
+    return f;
+  }
+  void set_flags(std::uint32_t f) {
+    for (std::uint32_t i = 0; i < 4; ++i) {
+      words_[i] = (words_[i] & kLowMask) | (((f >> (2 * i)) & 3) << 30);
+    }
+  }
+  void set_flag(std::uint32_t flag, bool on) { set_flags(on ? flags() | flag : flags() & ~flag); }
+
+  std::array<std::uint32_t, 4> words_{};
+};
+static_assert(sizeof(Entry) == 16);
+
+inline std::size_t words_for(std::size_t replicas) {
+  return (replicas + kBitsPerWord - 1) / kBitsPerWord;
+}
+
+struct Prediction {
+  ReplicaId replica;
+  Clock::time_point expiry;  // kNever for kOpenai replicas (their LRU bounds them instead)
+  // Requests routed with this prediction whose first token has not come (settle()); while any
+  // is, the expiry is their routing time + max_prefill_wait.
+  std::uint32_t pending = 0;
+};
+
+// Prediction lists are short (a prefix is routed to one or two replicas), so a vector scanned
+// linearly beats any map, and its first two live in the list itself: a block is predicted and
+// then confirmed or expired all the time, and a heap allocation each time would cost more than
+// the lookups.
+using Predictions = boost::container::small_vector<Prediction, 2>;
+
+// Rows of `words` 64-bit words, reused through a free list.
+struct Rows {
+  std::vector<std::uint64_t> bits;  // row k: bits[k * words, (k + 1) * words)
+  std::vector<std::uint32_t> free;
+
+  std::uint32_t allocate(std::size_t words) {
+    if (!free.empty()) {
+      const std::uint32_t k = free.back();
+      free.pop_back();
+      return k;
+    }
+    const auto k = static_cast<std::uint32_t>(bits.size() / words);
+    bits.resize(bits.size() + words, 0);
+    return k;
+  }
+  // The row must be all zero again.
+  void release(std::uint32_t k) { free.push_back(k); }
+  std::uint64_t* row(std::uint32_t k, std::size_t words) {
+    return bits.data() + std::size_t{k} * words;
+  }
+  const std::uint64_t* row(std::uint32_t k, std::size_t words) const {
+    return bits.data() + std::size_t{k} * words;
+  }
+  // Re-lays the rows out for another word count (a replica past a multiple of 64: rare).
+  void widen(std::size_t words, std::size_t new_words) {
+    if (bits.empty()) return;
+    const std::size_t rows = bits.size() / words;
+    std::vector<std::uint64_t> wider(rows * new_words, 0);
+    for (std::size_t s = 0; s < rows; ++s) {
+      std::copy_n(bits.begin() + static_cast<std::ptrdiff_t>(s * words), words,
+                  wider.begin() + static_cast<std::ptrdiff_t>(s * new_words));
+    }
+    bits = std::move(wider);
+  }
+};
+
+struct ReplicaState {
+  ReplicaIndexConfig config;
+  // Confirmed blocks, kept per replica too so cleared/reset/snapshot cost O(replica's blocks)
+  // instead of a scan of the whole index. Their tier is in the index (Entry::offloaded).
+  boost::unordered_flat_set<std::uint64_t> confirmed;
+  std::size_t predicted = 0;  // live prediction records on this replica
+  std::uint64_t evicted = 0;  // blocks evicted: removed by events, or dropped by the LRU
+  // Predictions expire after the TTL (events confirm what is cached), or else live in the LRU.
+  bool events_live = true;
+  // With events: a min-heap of (hash, expiry), earliest on top (expiries are not monotonic in
+  // the order predictions are made: a pending one lives longer than a settled one). An entry
+  // whose prediction was refreshed, confirmed or dropped meanwhile is skipped when popped.
+  using Expiry = std::pair<std::uint64_t, Clock::time_point>;
+  std::vector<Expiry> expiry_queue;
+  void push_expiry(std::uint64_t hash, Clock::time_point expiry) {
+    expiry_queue.emplace_back(hash, expiry);
+    std::push_heap(expiry_queue.begin(), expiry_queue.end(), later);
+  }
+  static bool later(const Expiry& a, const Expiry& b) { return a.second > b.second; }
+  // Without events: predictions in recency order, front = most recent; evicted from the back.
+  std::list<std::uint64_t> lru;
+  boost::unordered_flat_map<std::uint64_t, std::list<std::uint64_t>::iterator> lru_pos;
+};
+
+// longest_match's state (prefix_index_match.cpp).
+struct Walk;
+
+}  // namespace prefix_index_detail
+
+using namespace prefix_index_detail;  // the private header of one class: its own names
+
+struct PrefixIndex::Impl {
+  IndexConfig config;
+  std::vector<ReplicaState> replicas;
+  std::size_t words = 0;  // mask words per row
+
+  BlockTable<Entry> entries;
+  Rows dense_rows;  // holder masks of the entries past kInlineHolders
+  // Only blocks some replica predicts (Entry::predicted): few next to the confirmed ones.
+  boost::unordered_flat_map<std::uint64_t, Predictions> predictions;
+  // Only blocks some holder holds on a lower tier only (Entry::offloaded): a row of offload_rows.
+  boost::unordered_flat_map<std::uint64_t, std::uint32_t> offload_row_of;
+  Rows offload_rows;
+  std::size_t offload_entries = 0;  // set bits in offload_rows: 0 skips counting them
+
+  // longest_match (below the class): the linear walk, the galloping one, and their steps.
+  void walk_linear(Walk& walk, std::size_t from) const;
+  void walk_galloping(Walk& walk) const;
+  // Block i: the alive replicas that do not hold it (`entry`: its entry, or null) match i
+  // blocks and leave the walk; those that stay count it if they hold it on a lower tier only.
+  void advance(Walk& walk, std::size_t i, const Entry* entry) const;
+  // Whether every alive replica holds block i (confirmed, or predicted and not expired).
+  bool all_alive_hold(const Walk& walk, std::size_t i) const;
+  // Word w of the mask of replicas holding a block: its entry (or null) and its predictions
+  // (or null) that have not expired at `now`.
+  std::uint64_t holders_word(const Entry* entry, const Predictions* preds, std::size_t w,
+                             Clock::time_point now) const;
+  const Predictions* predictions_of(const Entry* entry, std::uint64_t hash) const;
+
+  // Word w of the entry's holder mask.
+  std::uint64_t held_word(const Entry& e, std::size_t w) const {
+    if (e.dense()) return dense_rows.row(e.row(), words)[w];
+    std::uint64_t m = 0;
+    for (std::uint32_t i = 0, n = e.count(); i < n; ++i) {
+      const ReplicaId r = e.holder(i);
+      if (r / kBitsPerWord == w) m |= std::uint64_t{1} << (r % kBitsPerWord);
+    }
+    return m;
+  }
+
+  // r is not a holder yet (the caller's confirmed set says so).
+  void add_holder(Entry& e, ReplicaId r) {
+    if (!e.dense() && e.count() < kInlineHolders) {
+      e.push(r);
+      return;
+    }
+    if (!e.dense()) {  // one holder more than fits inline: a bitmask row
+      const std::uint32_t k = dense_rows.allocate(words);
+      for (std::uint32_t i = 0; i < kInlineHolders; ++i) {
+        set_bit(dense_rows.row(k, words), e.holder(i));
+      }
+      e.make_dense(k, kInlineHolders);
+    }
+    set_bit(dense_rows.row(e.row(), words), r);
+    e.set_dense_count(e.count() + 1);
+  }
+
+  // r is a holder (the caller's confirmed set says so).
+  void remove_holder(Entry& e, ReplicaId r) {
+    PG_DCHECK(e.count() > 0);
+    if (e.dense()) {
+      clear_bit(dense_rows.row(e.row(), words), r);
+      if (e.count() == 1) {
+        dense_rows.release(e.row());
+        e.make_empty();
+      } else {
+        e.set_dense_count(e.count() - 1);
+      }
+      return;
+    }
+    for (std::uint32_t i = 0, n = e.count(); i < n; ++i) {
+      if (e.holder(i) == r) {
+        e.erase(i);
+        return;
+      }
+    }
+    PG_DCHECK(false, "remove_holder: not a holder");
+  }
+
+  const std::uint64_t* offload_row(std::uint64_t hash) const {
+    return offload_rows.row(offload_row_of.find(hash)->second, words);
+  }
+  bool offloaded(const Entry& e, std::uint64_t hash, ReplicaId r) const {
+    return e.offloaded() && test(offload_row(hash), r);
+  }
+  void set_offloaded(Entry& e, std::uint64_t hash, ReplicaId r) {
+    if (!e.offloaded()) {
+      offload_row_of.emplace(hash, offload_rows.allocate(words));
+      e.set_offloaded(true);
+    }
+    set_bit(offload_rows.row(offload_row_of.find(hash)->second, words), r);
+    ++offload_entries;
+  }
+  void clear_offloaded(Entry& e, std::uint64_t hash, ReplicaId r) {
+    auto it = offload_row_of.find(hash);
+    std::uint64_t* m = offload_rows.row(it->second, words);
+    clear_bit(m, r);
+    --offload_entries;
+    if (std::all_of(m, m + words, [](std::uint64_t word) { return word == 0; })) {
+      offload_rows.release(it->second);
+      offload_row_of.erase(it);
+      e.set_offloaded(false);
+    }
+  }
+
+  static void set_bit(std::uint64_t* m, ReplicaId r) {
+    m[r / kBitsPerWord] |= std::uint64_t{1} << (r % kBitsPerWord);
+  }
+  static void clear_bit(std::uint64_t* m, ReplicaId r) {
+    m[r / kBitsPerWord] &= ~(std::uint64_t{1} << (r % kBitsPerWord));
+  }
+  static bool test(const std::uint64_t* m, ReplicaId r) {
+    return (m[r / kBitsPerWord] >> (r % kBitsPerWord)) & 1U;
+  }
+
+  // Grows every row when a replica needs another word (rare: at replica 65, 129...).
+  void widen(std::size_t new_words) {
+    dense_rows.widen(words, new_words);
+    offload_rows.widen(words, new_words);
+    words = new_words;
+  }
+
+  // An entry that no replica holds or predicts any more is erased, so memory follows what is
+  // cached.
+  void release_if_empty(std::uint64_t hash, const Entry& e) {
+    if (e.count() == 0 && !e.predicted()) entries.erase(hash);
+  }
+
+  // Drops r's prediction record of `hash`, if any, and frees the entry if nothing else holds it.
+  // `only_if_expired_by`: drop only when the record expired by then (a refreshed one stays).
+  void drop_prediction(ReplicaId r, std::uint64_t hash, Clock::time_point only_if_expired_by) {
+    auto pit = predictions.find(hash);
+    if (pit == predictions.end()) return;
+    Predictions& preds = pit->second;
+    auto it = std::find_if(preds.begin(), preds.end(),
+                           [r](const Prediction& p) { return p.replica == r; });
+    if (it == preds.end() || it->expiry > only_if_expired_by) return;
+    *it = preds.back();
+    preds.pop_back();
+    --replicas[r].predicted;
+    if (!preds.empty()) return;
+    predictions.erase(pit);
+    Entry* e = entries.find(hash);
+    PG_DCHECK(e != nullptr && e->predicted());
+    e->set_predicted(false);
+    release_if_empty(hash, *e);
+  }
+
+  void store(ReplicaId r, std::uint64_t hash, CacheTier tier) {
+    ReplicaState& rs = replicas[r];
+    const bool lower = tier == CacheTier::kOffload;
+    if (!rs.confirmed.insert(hash).second) {
+      Entry& e = *entries.find(hash);
+      if (offloaded(e, hash, r) == lower) return;
+      if (lower) {
+        set_offloaded(e, hash, r);
+      } else {
+        clear_offloaded(e, hash, r);
+      }
+      return;
+    }
+    Entry& e = entries.try_emplace(hash);
+    add_holder(e, r);
+    if (lower) set_offloaded(e, hash, r);
+    // A confirmed block needs no prediction: confirmation outlives the TTL and replaces an LRU
+    // prediction made while the replica's events were down. (`e` has a holder: it stays.)
+    forget_lru(r, hash);
+    drop_prediction(r, hash, kNever);
+  }
+
+  // r held `hash` confirmed (its confirmed set no longer says so).
+  void unstore(ReplicaId r, std::uint64_t hash) {
+    Entry* found = entries.find(hash);
+    if (found == nullptr) return;
+    Entry& e = *found;
+    if (offloaded(e, hash, r)) clear_offloaded(e, hash, r);
+    remove_holder(e, r);
+    release_if_empty(hash, e);
+  }
+
+  void clear_confirmed(ReplicaId r) {
+    ReplicaState& rs = replicas[r];
+    for (std::uint64_t hash : rs.confirmed) unstore(r, hash);
+    rs.confirmed.clear();
+  }
+
+  void forget_lru(ReplicaId r, std::uint64_t hash) {
+    ReplicaState& rs = replicas[r];
+    auto it = rs.lru_pos.find(hash);
+    if (it == rs.lru_pos.end()) return;
+    rs.lru.erase(it->second);
+    rs.lru_pos.erase(it);
+  }
+
+  void clear_predictions(ReplicaId r) {
+    ReplicaState& rs = replicas[r];
+    for (const auto& [hash, expiry] : rs.expiry_queue) drop_prediction(r, hash, kNever);
+    for (std::uint64_t hash : rs.lru) drop_prediction(r, hash, kNever);
+    rs.expiry_queue.clear();
+    rs.lru.clear();
+    rs.lru_pos.clear();
+    PG_DCHECK(rs.predicted == 0);
+  }
+
+  void expire(ReplicaId r, Clock::time_point now) {
+    ReplicaState& rs = replicas[r];
+    auto& queue = rs.expiry_queue;
+    while (!queue.empty() && queue.front().second <= now) {
+      std::pop_heap(queue.begin(), queue.end(), ReplicaState::later);
+      const std::uint64_t hash = queue.back().first;
+      queue.pop_back();
+      drop_prediction(r, hash, now);
+    }
+  }
+
+  // Adds or refreshes r's prediction of `hash`. Returns false if r already holds it confirmed.
+  // `pending`: one more request waits for its first token with this prediction.
+  bool upsert_prediction(ReplicaId r, std::uint64_t hash, Clock::time_point expiry,
+                         bool pending = false) {
+    if (replicas[r].confirmed.contains(hash)) return false;
+    entries.try_emplace(hash).set_predicted(true);
+    Predictions& preds = predictions[hash];
+    auto it = std::find_if(preds.begin(), preds.end(),
+                           [r](const Prediction& p) { return p.replica == r; });
+    if (it != preds.end()) {
+      // A pending request keeps the later of the two expiries; a settled one takes its own.
+      it->expiry = it->pending > 0 ? std::max(it->expiry, expiry) : expiry;
+      if (pending) ++it->pending;
+    } else {
+      preds.push_back({r, expiry, pending ? 1u : 0u});
+      ++replicas[r].predicted;
+    }
+    return true;
+  }
+
+  // One request predicted with `hash` on r got its first token: when no other is still waiting,
+  // the prediction expires at `expiry`. False when there was nothing to shorten.
+  bool settle_prediction(ReplicaId r, std::uint64_t hash, Clock::time_point expiry) {
+    auto pit = predictions.find(hash);
+    if (pit == predictions.end()) return false;
+    Predictions& preds = pit->second;
+    auto it = std::find_if(preds.begin(), preds.end(),
+                           [r](const Prediction& p) { return p.replica == r; });
+    if (it == preds.end() || it->pending == 0) return false;
+    if (--it->pending > 0 || it->expiry <= expiry) return false;
+    it->expiry = expiry;
+    return true;
+  }
+};
+
+}  // namespace prefixgate::gateway
