@@ -35,6 +35,7 @@ class CacheAware final : public RoutingPolicy {
     // never read.
     load_.resize(n);
     double total_load = 0;
+    double min_load = 0;
     std::size_t healthy = 0;
     std::size_t best_match = 0;  // longest match on any healthy replica, in blocks
     // In a local: a member written each iteration is a store the next one must wait for.
@@ -52,6 +53,7 @@ class CacheAware final : public RoutingPolicy {
       load_[r] = seconds ? load_seconds(replicas[r], room)
                          : load_tokens(replicas[r], config_.decode_weight);
       total_load += load_[r];
+      min_load = healthy == 0 ? load_[r] : std::min(min_load, load_[r]);
       ++healthy;
       best_match = std::max(best_match, blocks_[r]);
       best_saved = std::max(best_saved, saved_prefill_tokens(request, blocks_[r], offloaded_[r],
@@ -69,7 +71,7 @@ class CacheAware final : public RoutingPolicy {
       // alone, bounded load keeping a busy replica from taking new prefixes.
       const std::uint64_t key = hashes[std::min(config_.affinity_blocks, hashes.size()) - 1];
       if (!config_.cold_rendezvous) {
-        if (auto r = smallest_footprint(request, replicas, index, key, seconds)) {
+        if (auto r = smallest_footprint(request, replicas, index, key, seconds, min_load)) {
           return decision(request, *r, RouteReason::kColdAffinity);
         }
       }
@@ -161,17 +163,10 @@ class CacheAware final : public RoutingPolicy {
   std::optional<std::size_t> smallest_footprint(const RouteRequest& request,
                                                 std::span<const ReplicaView> replicas,
                                                 const PrefixIndex& index, std::uint64_t key,
-                                                bool seconds) const {
+                                                bool seconds, double min_load) const {
     // Not where the queue would delay this request by more than computing it once more: the
     // prefix's traffic is balanced by footprint, but its first request should not wait behind
-    // a replica that is far busier than the rest.
-    double min_load = 0;
-    bool any = false;
-    for (std::size_t r = 0; r < replicas.size(); ++r) {
-      if (!replicas[r].healthy) continue;
-      min_load = any ? std::min(min_load, load_[r]) : load_[r];
-      any = true;
-    }
+    // a replica that is far busier than the rest (min_load: the least healthy replica's load).
     auto prefill = [&](std::size_t r) {
       const double tokens = static_cast<double>(request.prompt_tokens);
       return seconds ? tokens * replicas[r].prefill_seconds_per_token : tokens;
