@@ -357,26 +357,15 @@ SchedulerStats Scheduler::stats() const {
   }
   for (const Sequence* seq : running_) count(*seq);
   for (const Sequence* seq : waiting_) count(*seq);
-  s.steps_until_admission = steps_until_admission();
-  s.batch_slots = config_.max_num_seqs;
-  if (!running_.empty()) {
-    double lifetime = 0;
-    for (const Sequence* seq : running_) {
-      lifetime += static_cast<double>(std::max<std::size_t>(1, seq->sampling.max_tokens));
-    }
-    s.steps_per_admission = lifetime / static_cast<double>(running_.size() * running_.size());
-  }
+  admission_stats(s);
   return s;
 }
 
-std::size_t Scheduler::steps_until_admission() const {
-  if (waiting_.empty() || running_.empty()) return 0;
-  // Those ahead plus the newcomer, less the free slots: how many running sequences must end
-  // (at least one: requests wait with slots free only when the KV pool is full).
-  const std::size_t free_slots =
-      config_.max_num_seqs - std::min(config_.max_num_seqs, running_.size());
-  const std::size_t ahead = waiting_.size() + 1;
-  const std::size_t need = ahead > free_slots ? ahead - free_slots : 1;
+void Scheduler::admission_stats(SchedulerStats& s) const {
+  s.batch_slots = config_.max_num_seqs;
+  if (running_.empty()) return;
+  // A sequence lives max_tokens steps (an upper bound: a stop ends it sooner); the steps each
+  // running one has left.
   std::vector<std::size_t> left;
   left.reserve(running_.size());
   double lifetime = 0;
@@ -386,11 +375,20 @@ std::size_t Scheduler::steps_until_admission() const {
     lifetime += static_cast<double>(max_tokens);
   }
   lifetime /= static_cast<double>(running_.size());
+  // In steady state one of them ends every lifetime / running steps.
+  s.steps_per_admission = lifetime / static_cast<double>(running_.size());
+  if (waiting_.empty()) return;
+  // Those ahead plus the newcomer, less the free slots: how many running sequences must end
+  // (at least one: requests wait with slots free only when the KV pool is full).
+  const std::size_t free_slots =
+      config_.max_num_seqs - std::min(config_.max_num_seqs, running_.size());
+  const std::size_t ahead = waiting_.size() + 1;
+  const std::size_t need = ahead > free_slots ? ahead - free_slots : 1;
   // Past one batch's worth, each further round of the batch takes a whole sequence's lifetime.
   const std::size_t rounds = (need - 1) / left.size();
   const auto kth = left.begin() + static_cast<std::ptrdiff_t>((need - 1) % left.size());
   std::nth_element(left.begin(), kth, left.end());
-  return *kth + static_cast<std::size_t>(static_cast<double>(rounds) * lifetime);
+  s.steps_until_admission = *kth + static_cast<std::size_t>(static_cast<double>(rounds) * lifetime);
 }
 
 }  // namespace prefixgate::engine

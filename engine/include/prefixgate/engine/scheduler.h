@@ -124,13 +124,14 @@ class Scheduler {
 
   bool idle() const;
   SchedulerStats stats() const;
-  // SchedulerStats::steps_until_admission.
-  std::size_t steps_until_admission() const;
   const SchedulerConfig& config() const { return config_; }
 
  private:
   struct Sequence;
   using SequencePtr = std::unique_ptr<Sequence>;
+
+  // stats()'s batch_slots, steps_until_admission and steps_per_admission.
+  void admission_stats(SchedulerStats& s) const;
 
   bool ensure_pages(Sequence& seq, std::size_t positions, bool may_preempt);
   bool preempt_one(const Sequence* keep);
