@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
-#include <optional>
+#include <memory>
 #include <sstream>
 
 namespace prefixgate::engine::server {
@@ -102,12 +102,16 @@ std::string tokenizer_path(const std::string& family) {
          "/models/tokenizer.json";
 }
 
-std::optional<std::string> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
+// That tokenizer, or null when the file is missing (the caller skips). A file that does not
+// load fails the test.
+std::unique_ptr<canon::Tokenizer> family_tokenizer(const std::string& family) {
+  std::ifstream in(tokenizer_path(family), std::ios::binary);
+  if (!in) return nullptr;
   std::ostringstream text;
   text << in.rdbuf();
-  return text.str();
+  auto tok = canon::load_tokenizer_json(text.str());
+  EXPECT_TRUE(tok.ok()) << tok.error().message;
+  return tok.ok() ? std::move(*tok) : nullptr;
 }
 
 // A SentencePiece-style tokenizer's "▁" is a space except at the start of the text: streamed
@@ -115,23 +119,21 @@ std::optional<std::string> read_file(const std::string& path) {
 TEST(TextOutputTest, StreamedSentencePieceTextKeepsItsSpaces) {
   for (const char* family : {"llama2", "gemma3", "llama3_1"}) {
     SCOPED_TRACE(family);
-    const std::string path = tokenizer_path(family);
-    const std::optional<std::string> json = read_file(path);
-    if (!json) GTEST_SKIP() << path << " is missing: run scripts/install-js-deps.sh";
-    auto tok = canon::load_tokenizer_json(*json);
-    ASSERT_TRUE(tok.ok()) << tok.error().message;
+    const std::unique_ptr<canon::Tokenizer> tok = family_tokenizer(family);
+    if (!tok)
+      GTEST_SKIP() << tokenizer_path(family) << " is missing: run scripts/install-js-deps.sh";
     const std::string reply = "Hello world, how are you? Très bien — 東京 🚀 x  y";
     std::vector<canon::TokenId> ids;
-    (*tok)->encode(reply, ids, {.parse_special = false});
-    TextOutput out(**tok, {});
+    tok->encode(reply, ids, {.parse_special = false});
+    TextOutput out(*tok, {});
     std::string streamed;
     for (canon::TokenId t : ids) {
       out.append(t);
       streamed += out.take_delta(/*final=*/false);
     }
     streamed += out.take_delta(/*final=*/true);
-    EXPECT_EQ(streamed, (*tok)->decode(ids));
-    EXPECT_EQ(out.text(), (*tok)->decode(ids));
+    EXPECT_EQ(streamed, tok->decode(ids));
+    EXPECT_EQ(out.text(), tok->decode(ids));
   }
 }
 
@@ -148,26 +150,24 @@ TEST(TextOutputTest, StandaloneTextTokensOfTheByteTokenizerArePrintableAscii) {
 TEST(TextOutputTest, StandaloneTextTokensStreamTheMomentTheyAreGenerated) {
   for (const char* family : {"llama2", "llama3_1"}) {
     SCOPED_TRACE(family);
-    const std::string path = tokenizer_path(family);
-    const std::optional<std::string> json = read_file(path);
-    if (!json) GTEST_SKIP() << path << " is missing: run scripts/install-js-deps.sh";
-    auto tok = canon::load_tokenizer_json(*json);
-    ASSERT_TRUE(tok.ok()) << tok.error().message;
+    const std::unique_ptr<canon::Tokenizer> tok = family_tokenizer(family);
+    if (!tok)
+      GTEST_SKIP() << tokenizer_path(family) << " is missing: run scripts/install-js-deps.sh";
     const std::vector<canon::TokenId> chosen =
-        standalone_text_tokens(**tok, static_cast<canon::TokenId>((*tok)->vocab_size()));
+        standalone_text_tokens(*tok, static_cast<canon::TokenId>(tok->vocab_size()));
     // Most of a real vocabulary is whole words and pieces of them; byte fallbacks and special
     // tokens are not.
-    EXPECT_GT(chosen.size(), (*tok)->vocab_size() / 2);
+    EXPECT_GT(chosen.size(), tok->vocab_size() / 2);
     for (std::size_t i = 0; i < chosen.size(); i += 97) {
-      EXPECT_FALSE((*tok)->is_special(chosen[i]));
+      EXPECT_FALSE(tok->is_special(chosen[i]));
       // As the first token of a reply and after another one, the token's text is released at
       // once: nothing is held back waiting for the rest of a character.
-      TextOutput first(**tok, {});
+      TextOutput first(*tok, {});
       first.append(chosen[i]);
       const std::string alone = first.take_delta(/*final=*/false);
       EXPECT_FALSE(alone.empty()) << chosen[i];
       EXPECT_EQ(sanitize_utf8(alone), alone);
-      TextOutput second(**tok, {});
+      TextOutput second(*tok, {});
       second.append(chosen[(i * 7919) % chosen.size()]);
       (void)second.take_delta(/*final=*/false);
       second.append(chosen[i]);
