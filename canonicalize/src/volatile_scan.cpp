@@ -76,35 +76,50 @@ std::vector<Candidate> scan_uncached(std::string_view text);
 
 // The same text is scanned again and again: a system prompt or a tool schema repeats verbatim
 // across requests (the premise of prefix caching), and the gateway scans it twice per request
-// (timestamp rule, then prompt lint). A small direct-mapped memo per thread, keyed by the
-// text's XXH3-128 and length, returns the earlier result. Bounded: 64 entries (a system prompt,
-// its tools' descriptions, a few rendered segments), texts of at least kMinBytes (below that,
-// hashing costs about what scanning does) and results of at most kMaxCandidates spans, so an
-// adversarial text cannot pin memory.
+// (timestamp rule, then prompt lint). A small memo per thread, keyed by the text's XXH3-128 and
+// length, returns the earlier result. It is set-associative (kWays entries per set, least
+// recently used replaced): a direct-mapped table of the same size let two segments of one
+// conversation that landed on the same slot evict each other on every request, so a 30 KB agent
+// turn rescanned most of its earlier turns. Bounded: kSets * kWays entries (a system prompt, its
+// tools' descriptions, the turns of a few conversations), texts of at least kMinBytes (below
+// that, hashing costs about what scanning does) and results of at most kMaxCandidates spans, so
+// an adversarial text cannot pin memory.
 class ScanMemo {
  public:
   static constexpr std::size_t kMinBytes = 48;
   static constexpr std::size_t kMaxCandidates = 64;
+  static constexpr std::size_t kSets = 64;
+  static constexpr std::size_t kWays = 4;
 
   std::vector<Candidate> scan(std::string_view text) {
     if (text.size() < kMinBytes) return scan_uncached(text);
     const XXH128_hash_t hash = XXH3_128bits(text.data(), text.size());
-    Entry& e = entries_[hash.low64 % entries_.size()];
-    if (e.valid && e.size == text.size() && XXH128_isEqual(e.hash, hash)) return e.found;
+    std::array<Entry, kWays>& set = sets_[hash.low64 % kSets];
+    ++clock_;
+    Entry* victim = &set[0];
+    for (Entry& e : set) {
+      if (e.used != 0 && e.size == text.size() && XXH128_isEqual(e.hash, hash)) {
+        e.used = clock_;
+        return e.found;
+      }
+      if (e.used < victim->used) victim = &e;
+    }
     std::vector<Candidate> found = scan_uncached(text);
-    if (found.size() <= kMaxCandidates)
-      e = Entry{.valid = true, .hash = hash, .size = text.size(), .found = found};
+    if (found.size() <= kMaxCandidates) {
+      *victim = Entry{.used = clock_, .hash = hash, .size = text.size(), .found = found};
+    }
     return found;
   }
 
  private:
   struct Entry {
-    bool valid = false;
+    std::uint64_t used = 0;  // clock_ at the last hit or store; 0: empty
     XXH128_hash_t hash{};
     std::size_t size = 0;
     std::vector<Candidate> found;
   };
-  std::array<Entry, 64> entries_;
+  std::array<std::array<Entry, kWays>, kSets> sets_;
+  std::uint64_t clock_ = 0;
 };
 
 }  // namespace

@@ -88,7 +88,7 @@ void PrefixIndex::predict(ReplicaId replica, std::span<const std::uint64_t> hash
   im.expire(replica, now);
   if (rs.events_live) {
     const Clock::time_point expiry = now + im.config.max_prefill_wait;
-    for (std::uint64_t hash : hashes) {
+    for (std::uint64_t hash : hashes.subspan(im.confirmed_run(replica, hashes))) {
       if (im.upsert_prediction(replica, hash, expiry, /*pending=*/true)) {
         rs.push_expiry(hash, expiry);
       }
@@ -125,7 +125,8 @@ void PrefixIndex::settle(ReplicaId replica, std::span<const std::uint64_t> hashe
   ReplicaState& rs = im.replicas[replica];
   if (!rs.events_live) return;  // LRU predictions do not expire
   const Clock::time_point expiry = now + im.config.prediction_ttl;
-  for (std::uint64_t hash : hashes) {
+  // A block confirmed since predict() has no prediction left to settle (store() dropped it).
+  for (std::uint64_t hash : hashes.subspan(im.confirmed_run(replica, hashes))) {
     if (im.settle_prediction(replica, hash, expiry)) rs.push_expiry(hash, expiry);
   }
 }

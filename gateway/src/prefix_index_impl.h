@@ -402,6 +402,45 @@ struct PrefixIndex::Impl {
     }
   }
 
+  // How many leading blocks of `hashes` r holds confirmed. A long prompt is galloped and then
+  // binary-searched, as longest_match does (prefix_index_match.cpp), relying on the same
+  // property: what r holds is a leading run. predict() and settle() start after it, so a request
+  // whose earlier turns are cached costs a few lookups for them, not one per block.
+  std::size_t confirmed_run(ReplicaId r, std::span<const std::uint64_t> hashes) const {
+    const auto& confirmed = replicas[r].confirmed;
+    const std::size_t n = hashes.size();
+    const auto held = [&](std::size_t i) { return confirmed.contains(hashes[i]); };
+    if (n < kConfirmedRunGallopMinBlocks) {
+      std::size_t i = 0;
+      while (i < n && held(i)) ++i;
+      return i;
+    }
+    // Gallop: blocks 0, 1, 3, 7, ... until one is not held (or the last is).
+    std::size_t lo = 0;  // blocks [0, lo) are held
+    std::size_t step = 1;
+    std::size_t hi = n;  // block hi is not held (n: past the end)
+    while (lo < n) {
+      const std::size_t probe = std::min(lo + step - 1, n - 1);
+      if (!held(probe)) {
+        hi = probe;
+        break;
+      }
+      lo = probe + 1;
+      step *= 2;
+    }
+    // Binary search in [lo, hi): the first block not held.
+    while (lo < hi) {
+      const std::size_t mid = lo + (hi - lo) / 2;
+      if (held(mid)) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    return lo;
+  }
+  static constexpr std::size_t kConfirmedRunGallopMinBlocks = 64;
+
   // Adds or refreshes r's prediction of `hash`. Returns false if r already holds it confirmed.
   // `pending`: one more request waits for its first token with this prediction.
   bool upsert_prediction(ReplicaId r, std::uint64_t hash, Clock::time_point expiry,

@@ -100,6 +100,37 @@ TEST(PrefixIndexTest, APredictionLivesUntilItsRequestIsPrefilledThenItsTtl) {
   EXPECT_EQ(index.size(), 0U);
 }
 
+// predict() and settle() skip the leading run a replica holds confirmed (searched for on long
+// prompts): whatever that run's length, every block after it is predicted, and each of those
+// predictions is settled when its request's first token comes, including when the engine
+// confirmed more of the prompt in between.
+TEST(PrefixIndexTest, PredictAndSettleCoverEveryBlockAfterTheConfirmedRun) {
+  for (const std::size_t n : {30, 64, 200, 1000}) {
+    for (const std::size_t run : {0, 1, 2, 31, 63, 64, 65, 127, 128, 199, 200, 999, 1000}) {
+      if (run > n) continue;
+      for (const std::size_t confirmed_later : {0, 1, 17}) {
+        SCOPED_TRACE(::testing::Message() << n << " blocks, " << run << " confirmed, "
+                                        << confirmed_later << " more before the first token");
+        PrefixIndex index({milliseconds(2000), milliseconds(60000)});
+        index.add_replica({});
+        const auto h = prompt_hashes(7, n);
+        store(index, 0, h, 0, run);
+        const Clock::time_point t0{};
+        index.predict(0, h, t0);
+        EXPECT_EQ(match(index, h, t0), (std::vector<std::size_t>{n}));
+        EXPECT_EQ(index.blocks(0), n);
+        const std::size_t confirmed = std::min(n, run + confirmed_later);
+        store(index, 0, h, run, confirmed);
+        index.settle(0, h, t0 + milliseconds(1000));
+        // Settled: the predictions expire 2 s after the first token, not 60 s after routing.
+        index.expire_predictions(t0 + milliseconds(3000));
+        EXPECT_EQ(index.blocks(0), confirmed);
+        EXPECT_EQ(match(index, h, t0 + milliseconds(3000)), (std::vector<std::size_t>{confirmed}));
+      }
+    }
+  }
+}
+
 TEST(PrefixIndexTest, PredictAgainRefreshesTheTtl) {
   PrefixIndex index({milliseconds(1000), milliseconds(1000)});  // ttl from routing
   index.add_replica({});

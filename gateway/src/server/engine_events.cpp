@@ -1,81 +1,111 @@
+// parse_engine_event_line with simdjson's DOM parser: one line is a small flat object, read
+// field by field from the parser's tape, with no tree of values and no allocation per line (the
+// stream delivers one line per block the engine stores or evicts, so this is on the gateway's
+// busiest path after the requests themselves).
 #include "server/engine_events.h"
+
+#include <simdjson.h>
 
 #include <charconv>
 #include <cmath>
-
-#include "prefixgate/canonicalize/json.h"
+#include <optional>
 
 namespace prefixgate::gateway::server {
 namespace {
 
-bool parse_hash(const json::Value* v, std::uint64_t& out) {
-  if (!v || !v->is_string()) return false;
-  const std::string& s = v->as_string();
+namespace dom = simdjson::dom;
+
+// Lines up to this size reuse the thread's parser; a larger one (the snapshot of a large cache)
+// gets a parser of its own, so that its buffers do not stay for the thread's life.
+constexpr std::size_t kReusableParserBytes = std::size_t{1} << 16;
+
+bool parse_hash(simdjson::simdjson_result<dom::element> v, std::uint64_t& out) {
+  std::string_view s;
+  if (v.get_string().get(s)) return false;
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out, 16);
   return ec == std::errc() && end == s.data() + s.size();
 }
 
-// A count field: a positive number, clamped to what size_t holds; 0 otherwise. (A plain cast of
-// a double past 2^64, or of NaN, is undefined behaviour.)
-std::size_t count(const json::Value& o, std::string_view key) {
-  const json::Value* v = o.find(key);
-  if (!v || !v->is_number()) return 0;
-  const double d = v->as_number().value;
-  if (!(d > 0)) return 0;
+// A number field as a double; nullopt when absent or not a number.
+std::optional<double> number(dom::object o, std::string_view key) {
+  dom::element v;
+  if (o.at_key(key).get(v)) return std::nullopt;
+  double d = 0;
+  if (v.get_double().get(d)) return std::nullopt;  // converts integers too
+  return d;
+}
+
+// A count field: a positive number, clamped to what size_t holds; 0 otherwise. Integers are
+// read exactly; a double past 2^64, or NaN, clamps instead of being cast (undefined behaviour).
+std::size_t count(dom::object o, std::string_view key) {
+  dom::element v;
+  if (o.at_key(key).get(v)) return 0;
+  std::uint64_t u = 0;
+  if (!v.get_uint64().get(u)) return static_cast<std::size_t>(u);
+  double d = 0;
+  if (v.get_double().get(d) || !(d > 0)) return 0;
   if (d >= 18446744073709551615.0) return static_cast<std::size_t>(-1);
   return static_cast<std::size_t>(d);
 }
 
 // A rate field: a positive finite number, else 0 (not announced).
-double rate(const json::Value& o, std::string_view key) {
-  const json::Value* v = o.find(key);
-  if (!v || !v->is_number()) return 0;
-  const double x = v->as_number().value;
-  return x > 0 && std::isfinite(x) ? x : 0;
+double rate(dom::object o, std::string_view key) {
+  const auto x = number(o, key);
+  return x && *x > 0 && std::isfinite(*x) ? *x : 0;
 }
 
-}  // namespace
-
-EngineEventLine parse_engine_event_line(std::string_view line) {
+EngineEventLine decode(dom::object doc) {
   EngineEventLine e;
-  auto doc = json::parse(line);
-  if (!doc || !doc->is_object()) return e;
-  const json::Value* type = doc->find("type");
-  if (!type || !type->is_string()) return e;
-  e.type = type->as_string();
-  if (e.type == "load") {
+  std::string_view type;
+  if (doc.at_key("type").get_string().get(type)) return e;
+  e.type = type;
+  if (type == "load") {
     e.kind = EngineEventLine::Kind::kLoad;
-    e.load = LoadReport{count(*doc, "running"),
-                        count(*doc, "waiting"),
-                        count(*doc, "kv_pages_used"),
-                        count(*doc, "kv_pages_total"),
-                        count(*doc, "tokens_queued_for_prefill"),
-                        count(*doc, "preemptions_total"),
-                        rate(*doc, "prefill_seconds_per_token"),
-                        rate(*doc, "decode_seconds_per_sequence"),
-                        rate(*doc, "admission_wait_seconds"),
-                        count(*doc, "batch_slots"),
-                        rate(*doc, "admission_interval_seconds")};
+    e.load = LoadReport{count(doc, "running"),
+                        count(doc, "waiting"),
+                        count(doc, "kv_pages_used"),
+                        count(doc, "kv_pages_total"),
+                        count(doc, "tokens_queued_for_prefill"),
+                        count(doc, "preemptions_total"),
+                        rate(doc, "prefill_seconds_per_token"),
+                        rate(doc, "decode_seconds_per_sequence"),
+                        rate(doc, "admission_wait_seconds"),
+                        count(doc, "batch_slots"),
+                        rate(doc, "admission_interval_seconds")};
     return e;
   }
-  e.seq = count(*doc, "seq");
+  e.seq = count(doc, "seq");
   std::uint64_t h = 0;
-  if (e.type == "snapshot") {
+  if (type == "snapshot") {
     e.kind = EngineEventLine::Kind::kSnapshot;
-    if (const json::Value* blocks = doc->find("blocks"); blocks && blocks->is_array()) {
-      for (const json::Value& b : blocks->as_array()) {
-        if (b.is_object() && parse_hash(b.find("hash"), h)) e.hashes.push_back(h);
+    dom::array blocks;
+    if (!doc.at_key("blocks").get_array().get(blocks)) {
+      e.hashes.reserve(blocks.size());
+      for (dom::element b : blocks) {
+        if (b.is_object() && parse_hash(b["hash"], h)) e.hashes.push_back(h);
       }
     }
-  } else if (e.type == "stored" || e.type == "removed") {
-    e.kind = e.type == "stored" ? EngineEventLine::Kind::kStored : EngineEventLine::Kind::kRemoved;
-    if (parse_hash(doc->find("hash"), h)) e.hashes.push_back(h);
-  } else if (e.type == "cleared") {
+  } else if (type == "stored" || type == "removed") {
+    e.kind = type == "stored" ? EngineEventLine::Kind::kStored : EngineEventLine::Kind::kRemoved;
+    if (parse_hash(doc["hash"], h)) e.hashes.push_back(h);
+  } else if (type == "cleared") {
     e.kind = EngineEventLine::Kind::kCleared;
   } else {
     e.kind = EngineEventLine::Kind::kUnknown;
   }
   return e;
+}
+
+}  // namespace
+
+EngineEventLine parse_engine_event_line(std::string_view line) {
+  thread_local dom::parser reused;
+  std::optional<dom::parser> once;
+  dom::parser& parser = line.size() <= kReusableParserBytes ? reused : once.emplace();
+  dom::object doc;
+  // Not JSON (bad syntax or UTF-8, a number out of range) or not an object: not ours to judge.
+  if (parser.parse(line.data(), line.size()).get_object().get(doc)) return {};
+  return decode(doc);
 }
 
 }  // namespace prefixgate::gateway::server

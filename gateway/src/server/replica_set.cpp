@@ -142,16 +142,6 @@ std::uint64_t ReplicaSet::index_epoch(ReplicaId id) const {
   std::lock_guard lock(mu_);
   return state_[id].index_epoch;
 }
-void ReplicaSet::apply_stored(ReplicaId id, std::uint64_t hash) {
-  std::lock_guard lock(mu_);
-  index_.apply_stored(id, hash);
-  touch_locked(id);
-}
-void ReplicaSet::apply_removed(ReplicaId id, std::uint64_t hash) {
-  std::lock_guard lock(mu_);
-  index_.apply_removed(id, hash);
-  touch_locked(id);
-}
 void ReplicaSet::apply_cleared(ReplicaId id) {
   std::lock_guard lock(mu_);
   index_.apply_cleared(id);

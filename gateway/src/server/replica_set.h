@@ -81,12 +81,11 @@ class ReplicaSet {
   // the index forgot what the stream had told it (an ejection) while the stream went on.
   std::uint64_t apply_snapshot(ReplicaId id, std::span<const std::uint64_t> hashes);
   std::uint64_t index_epoch(ReplicaId id) const;
-  void apply_stored(ReplicaId id, std::uint64_t hash);
-  void apply_removed(ReplicaId id, std::uint64_t hash);
   void apply_cleared(ReplicaId id);
   void apply_load(ReplicaId id, const LoadReport& load);
   void reset_index(ReplicaId id);
-  // vllm and sglang events, translated to our keys: where the replica now holds each. Returns
+  // Where the replica now holds each block, in order: vllm and sglang events translated to our
+  // keys, and prefixgate-engine's stored and removed lines, a read's worth at a time. Returns
   // the replica's index epoch, which changes whenever the index forgets the replica (a failed
   // health check, an ejection): a follower that sees it change sends again every key it knows
   // the replica holds.

@@ -31,57 +31,96 @@ Awaitable<void> sleep_for(std::chrono::milliseconds d) {
   co_await timer.async_wait(kTuple);
 }
 
-// Applies one line. Returns false on a sequence gap (start over from a fresh snapshot).
-// `epoch`: the replica's index epoch as of the last snapshot applied.
-bool apply_line(GatewayContext& ctx, ReplicaId r, std::string_view line, std::uint64_t& last_seq,
-                bool& have_seq, std::uint64_t& epoch) {
-  using Kind = EngineEventLine::Kind;
-  const EngineEventLine e = parse_engine_event_line(line);
-  if (e.kind == Kind::kSkip) return true;  // not ours to judge: skip it
-  if (e.kind == Kind::kLoad) {
-    ctx.replicas->apply_load(r, e.load);
+// Follows one replica's /v1/kv_events stream: lines are applied in order, the stored and removed
+// blocks of one read in one batch (one lock of the replica set and one metrics update for all of
+// them instead of one per block: an engine sends a line per block it stores or evicts).
+class EventFollower {
+ public:
+  EventFollower(GatewayContext& ctx, ReplicaId r)
+      : ctx_(ctx), r_(r), name_(ctx.replicas->upstream(r).url) {}
+
+  bool have_seq() const { return have_seq_; }
+  std::uint64_t last_seq() const { return last_seq_; }
+  void forget_seq() { have_seq_ = false; }
+  // The index forgot the replica since the last snapshot: the deltas after last_seq would not
+  // bring back what it still holds.
+  bool forgotten() const { return have_seq_ && ctx_.replicas->index_epoch(r_) != epoch_; }
+
+  // Applies one line. Returns false on a sequence gap (start over from a fresh snapshot).
+  bool apply(std::string_view line) {
+    using Kind = EngineEventLine::Kind;
+    const EngineEventLine e = parse_engine_event_line(line);
+    if (e.kind == Kind::kSkip) return true;  // not ours to judge: skip it
+    if (e.kind == Kind::kLoad) {
+      ctx_.replicas->apply_load(r_, e.load);
+      return true;
+    }
+    if (e.kind == Kind::kStored || e.kind == Kind::kRemoved) {
+      if (!in_sequence(e.seq)) return false;
+      ++(e.kind == Kind::kStored ? stored_lines_ : removed_lines_);
+      if (!e.hashes.empty()) {
+        batch_.push_back({e.hashes.front(),
+                          e.kind == Kind::kStored ? KeyState::kPrimary : KeyState::kAbsent});
+      }
+      return true;
+    }
+    flush();  // what comes next applies after the blocks before it
+    ctx_.m.kv_events->add({name_, e.type});
+    if (e.kind == Kind::kSnapshot) {
+      epoch_ = ctx_.replicas->apply_snapshot(r_, e.hashes);
+      last_seq_ = e.seq;
+      have_seq_ = true;
+      return true;
+    }
+    if (!in_sequence(e.seq)) return false;
+    if (e.kind == Kind::kCleared) ctx_.replicas->apply_cleared(r_);
     return true;
   }
-  const std::string& name = ctx.replicas->upstream(r).url;
-  ctx.m.kv_events->add({name, e.type});
-  if (e.kind == Kind::kSnapshot) {
-    epoch = ctx.replicas->apply_snapshot(r, e.hashes);
-    last_seq = e.seq;
-    have_seq = true;
+
+  // Applies the blocks batched so far.
+  void flush() {
+    if (!batch_.empty()) ctx_.replicas->apply_key_changes(r_, batch_);
+    batch_.clear();
+    if (stored_lines_ > 0) ctx_.m.kv_events->add({name_, "stored"}, stored_lines_);
+    if (removed_lines_ > 0) ctx_.m.kv_events->add({name_, "removed"}, removed_lines_);
+    stored_lines_ = removed_lines_ = 0;
+  }
+
+ private:
+  bool in_sequence(std::uint64_t seq) {
+    if (!have_seq_ || seq != last_seq_ + 1) {
+      spdlog::warn("kv_events {}: sequence gap ({} after {}); resyncing", name_, seq, last_seq_);
+      have_seq_ = false;
+      return false;
+    }
+    last_seq_ = seq;
     return true;
   }
-  if (!have_seq || e.seq != last_seq + 1) {
-    spdlog::warn("kv_events {}: sequence gap ({} after {}); resyncing", name, e.seq, last_seq);
-    have_seq = false;
-    return false;
-  }
-  last_seq = e.seq;
-  if (e.kind == Kind::kStored && !e.hashes.empty()) {
-    ctx.replicas->apply_stored(r, e.hashes.front());
-  } else if (e.kind == Kind::kRemoved && !e.hashes.empty()) {
-    ctx.replicas->apply_removed(r, e.hashes.front());
-  } else if (e.kind == Kind::kCleared) {
-    ctx.replicas->apply_cleared(r);
-  }
-  return true;
-}
+
+  GatewayContext& ctx_;
+  const ReplicaId r_;
+  const std::string& name_;
+  std::uint64_t last_seq_ = 0;
+  bool have_seq_ = false;
+  std::uint64_t epoch_ = 0;  // the replica's index epoch as of the last snapshot applied
+  std::vector<KeyChange> batch_;
+  double stored_lines_ = 0;
+  double removed_lines_ = 0;
+};
 
 }  // namespace
 
 Awaitable<void> run_kv_events(GatewayContext& ctx, ReplicaId r) {
-  std::uint64_t last_seq = 0;
-  bool have_seq = false;
-  std::uint64_t epoch = 0;
+  EventFollower follower(ctx, r);
   const std::string& name = ctx.replicas->upstream(r).url;
-  // The index forgot the replica since the last snapshot: the deltas after last_seq would not
-  // bring back what it still holds.
-  const auto forgotten = [&] { return have_seq && ctx.replicas->index_epoch(r) != epoch; };
   while (!ctx.draining()) {
-    if (forgotten()) have_seq = false;
+    if (follower.forgotten()) follower.forget_seq();
     {
       Exchange ex(ctx, r);
       Request req{http::verb::get,
-                  have_seq ? "/v1/kv_events?since=" + std::to_string(last_seq) : "/v1/kv_events",
+                  follower.have_seq()
+                      ? "/v1/kv_events?since=" + std::to_string(follower.last_seq())
+                      : "/v1/kv_events",
                   11};
       req.set(http::field::user_agent, "prefixgate");
       const UpstreamFailure f = co_await ex.open(req);
@@ -96,15 +135,15 @@ Awaitable<void> run_kv_events(GatewayContext& ctx, ReplicaId r) {
           std::size_t pos = 0;
           for (std::size_t nl; ok && (nl = pending.find('\n', pos)) != std::string::npos;
                pos = nl + 1) {
-            ok = apply_line(ctx, r, std::string_view(pending).substr(pos, nl - pos), last_seq,
-                            have_seq, epoch);
+            ok = follower.apply(std::string_view(pending).substr(pos, nl - pos));
           }
+          follower.flush();
           pending.erase(0, pos);
           // (Load lines come at least every load_report_interval, so this is checked often.)
-          if (ok && forgotten()) {
+          if (ok && follower.forgotten()) {
             spdlog::info("kv_events {}: the index forgot the replica; resubscribing for a snapshot",
                          name);
-            have_seq = false;
+            follower.forget_seq();
             break;
           }
         }

@@ -96,8 +96,10 @@ class PrefixIndex {
   void set_events_live(ReplicaId replica, bool live, Clock::time_point now);
 
   // The gateway sent a request with these block hashes to `replica`. Also drops that replica's
-  // expired predictions. Blocks the replica holds confirmed are not predicted again. With events,
-  // the predictions live until settle() (at most max_prefill_wait).
+  // expired predictions. Blocks the replica holds confirmed are not predicted again; with events,
+  // the leading run it holds confirmed is searched for as longest_match searches (so a hole in
+  // that run of a long prompt may go unpredicted) and only the blocks after it are visited. With
+  // events, the predictions live until settle() (at most max_prefill_wait).
   void predict(ReplicaId replica, std::span<const std::uint64_t> hashes, Clock::time_point now);
   // The request predicted with these hashes got its first token (or ended without one): with
   // events, its predictions that are still pending now expire prediction_ttl after `now`.
