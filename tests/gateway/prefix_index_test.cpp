@@ -110,7 +110,7 @@ TEST(PrefixIndexTest, PredictAndSettleCoverEveryBlockAfterTheConfirmedRun) {
       if (run > n) continue;
       for (const std::size_t confirmed_later : {0, 1, 17}) {
         SCOPED_TRACE(::testing::Message() << n << " blocks, " << run << " confirmed, "
-                                        << confirmed_later << " more before the first token");
+                                          << confirmed_later << " more before the first token");
         PrefixIndex index({milliseconds(2000), milliseconds(60000)});
         index.add_replica({});
         const auto h = prompt_hashes(7, n);

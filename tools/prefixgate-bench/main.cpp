@@ -257,8 +257,9 @@ int main(int argc, char** argv) {
   ovh->add_option("--engine-threads", overhead.engine_threads, "the engine's --threads")
       ->capture_default_str();
   ovh->add_flag("!--no-pin", overhead.pin, "leave CPU placement to the kernel");
-  ovh->add_flag("--profile", overhead.profile,
-                "perf record (DWARF call graphs) of prefixgate during its run (OUT_DIR/perf-gateway.data)");
+  ovh->add_flag(
+      "--profile", overhead.profile,
+      "perf record (DWARF call graphs) of prefixgate during its run (OUT_DIR/perf-gateway.data)");
   ovh->add_option("--gateway-arg", overhead.gateway_args, "an extra prefixgate flag (repeatable)")
       ->allow_extra_args(false);
   ovh->add_option("--engine-arg", overhead.engine_args,

@@ -334,8 +334,8 @@ int run_overhead(const OverheadFlags& f) {
           // DWARF call graphs: release builds keep no frame pointers, so -g's stacks stop at the
           // first frame; 499 Hz keeps the stack copies to tens of megabytes.
           std::vector<std::string>{"record", "-q", "--call-graph", "dwarf,16384", "-F", "499", "-p",
-                                   std::to_string(gw_it->second->pid()),
-                                   "-o", f.out_dir + "/perf-" + suffix + ".data"},
+                                   std::to_string(gw_it->second->pid()), "-o",
+                                   f.out_dir + "/perf-" + suffix + ".data"},
           proc::ProcessOptions{f.out_dir + "/perf-gateway.log"});
       std::this_thread::sleep_for(std::chrono::milliseconds(300));  // let perf attach
     }

@@ -59,8 +59,8 @@ class EventFollower {
       if (!in_sequence(e.seq)) return false;
       ++(e.kind == Kind::kStored ? stored_lines_ : removed_lines_);
       if (!e.hashes.empty()) {
-        batch_.push_back({e.hashes.front(),
-                          e.kind == Kind::kStored ? KeyState::kPrimary : KeyState::kAbsent});
+        batch_.push_back(
+            {e.hashes.front(), e.kind == Kind::kStored ? KeyState::kPrimary : KeyState::kAbsent});
       }
       return true;
     }
@@ -118,9 +118,8 @@ Awaitable<void> run_kv_events(GatewayContext& ctx, ReplicaId r) {
     {
       Exchange ex(ctx, r);
       Request req{http::verb::get,
-                  follower.have_seq()
-                      ? "/v1/kv_events?since=" + std::to_string(follower.last_seq())
-                      : "/v1/kv_events",
+                  follower.have_seq() ? "/v1/kv_events?since=" + std::to_string(follower.last_seq())
+                                      : "/v1/kv_events",
                   11};
       req.set(http::field::user_agent, "prefixgate");
       const UpstreamFailure f = co_await ex.open(req);
