@@ -19,6 +19,7 @@
 #include <random>
 #include <string>
 
+#include "prefixgate/canonicalize/block_hash_memo.h"
 #include "prefixgate/canonicalize/prompt.h"
 #include "prefixgate/canonicalize/request.h"
 #include "server/canonicalize_stage.h"
@@ -211,6 +212,34 @@ void BM_StageBlockHashes(benchmark::State& state, bool bpe) {
 BENCHMARK_CAPTURE(BM_StageBlockHashes, byte, false);
 BENCHMARK_CAPTURE(BM_StageBlockHashes, llama3, true);
 
+// The same through a BlockHashMemo, the last token new on every iteration (an agent's next
+// turn): only the last block is hashed, the rest compared and copied.
+void BM_StageBlockHashesMemo(benchmark::State& state, bool bpe) {
+  std::size_t at = 0;
+  const std::string body = agent_body(10, at);
+  const Prep prep(bpe, false);
+  if (!prep.error.empty()) {
+    state.SkipWithError(prep.error.c_str());
+    return;
+  }
+  const auto parsed = canon::parse_request(body, canon::Endpoint::kChatCompletions);
+  const auto analyzed = canon::analyze_prompt(*parsed, prep.model());
+  std::vector<canon::TokenId> tokens = analyzed->tokens.tokens;
+  const std::uint64_t root = canon::block_hash_root(prep.model().model_id);
+  canon::BlockHashMemo memo;
+  std::vector<std::uint64_t> hashes;
+  canon::TokenId n = 0;
+  for (auto _ : state) {
+    tokens.back() = ++n;
+    memo.hashes(tokens, 16, root, hashes);
+    benchmark::DoNotOptimize(hashes.data());
+  }
+  state.counters["tokens"] = static_cast<double>(tokens.size());
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * tokens.size() * 4));
+}
+BENCHMARK_CAPTURE(BM_StageBlockHashesMemo, byte, false);
+BENCHMARK_CAPTURE(BM_StageBlockHashesMemo, llama3, true);
+
 // prepare_request on a conversation of range(0) earlier turns and a new last user turn.
 void BM_AgentTurn(benchmark::State& state, bool bpe, bool cache) {
   std::size_t at = 0;
@@ -234,8 +263,10 @@ void BM_AgentTurn(benchmark::State& state, bool bpe, bool cache) {
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * body.size()));
 }
 #define PG_AGENT_TURNS DenseRange(0, 10, 2)->Unit(benchmark::kMicrosecond)
-// The registry gives the byte tokenizer no cache (BM_StageTokenize/byte_* says why).
+// The registry gives the byte tokenizer no segment cache (BM_StageTokenize/byte_* says why); the
+// cache switch still turns the block-hash memo on and off.
 BENCHMARK_CAPTURE(BM_AgentTurn, byte, false, true)->PG_AGENT_TURNS;
+BENCHMARK_CAPTURE(BM_AgentTurn, byte_nocache, false, false)->PG_AGENT_TURNS;
 BENCHMARK_CAPTURE(BM_AgentTurn, llama3_nocache, true, false)->PG_AGENT_TURNS;
 BENCHMARK_CAPTURE(BM_AgentTurn, llama3_cache, true, true)->PG_AGENT_TURNS;
 

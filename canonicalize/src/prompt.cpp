@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "prefixgate/base/check.h"
+#include "prefixgate/canonicalize/block_hash_memo.h"
 
 namespace prefixgate::canon {
 
@@ -26,8 +27,13 @@ Status analyze_prompt_into(const ParsedRequest& request, const PromptModel& mode
   out.block_size = model.block_size;
   out.rendered = std::move(*rendered);
   tokenize_request_into(request, out.rendered, *model.tokenizer, model.segment_cache, out.tokens);
-  out.block_hashes = block_hashes(out.tokens.tokens, model.block_size,
-                                  block_hash_root(model.model_id, request.cache_salt));
+  const std::uint64_t root = block_hash_root(model.model_id, request.cache_salt);
+  if (model.remember_block_hashes) {
+    thread_local BlockHashMemo memo;
+    memo.hashes(out.tokens.tokens, model.block_size, root, out.block_hashes);
+  } else {
+    out.block_hashes = block_hashes(out.tokens.tokens, model.block_size, root);
+  }
   return {};
 }
 

@@ -38,7 +38,8 @@ Result<std::unique_ptr<ModelRegistry>> ModelRegistry::load(const std::vector<Mod
                                         .tokenizer = e.tokenizer.get(),
                                         .block_size = m.block_size,
                                         .model_id = m.model_id,
-                                        .segment_cache = nullptr};
+                                        .segment_cache = nullptr,
+                                        .remember_block_hashes = cache.enabled};
     // The byte tokenizer is a widening copy: looking a segment up costs more than tokenizing
     // it (gateway_bench's BM_StageTokenize/byte_*), so only real tokenizers use the cache.
     if (e.tokenizer->identity() != canon::make_byte_tokenizer()->identity()) {

@@ -30,6 +30,10 @@ struct PromptModel {
   // Tokenization goes through this cache when set (the same tokens: segment_cache.h).
   // Borrowed, may be shared by many models and threads.
   SegmentCache* segment_cache = nullptr;
+  // Block hashes go through the calling thread's BlockHashMemo (block_hash_memo.h: the same
+  // hashes), so a prompt that shares a prefix with one the thread hashed lately hashes only the
+  // rest.
+  bool remember_block_hashes = false;
 };
 
 struct AnalyzedPrompt {
