@@ -140,7 +140,8 @@ struct RoutingConfig {
 // The tokenizer's segment cache (canonicalize/'s segment_cache.h): the tokens of the stretches
 // of a prompt between special tokens (system prompt, tools, earlier turns) are kept, so a
 // request is tokenized only where it is new. One cache for every model with a tokenizer.json
-// (the byte tokenizer is cheaper than a lookup), within max_bytes.
+// (the byte tokenizer is cheaper than a lookup), within max_bytes. `enabled` also turns on every
+// model's per-thread memo of block hashes (block_hash_memo.h).
 struct TokenizerCacheConfig {
   bool enabled = true;
   std::size_t max_bytes = std::size_t{64} << 20;
