@@ -297,11 +297,32 @@ struct SeenKey {
   std::size_t offset;
 };
 
+// The stacks a parse builds containers on: each array's elements and each object's members
+// collect here and then move into a vector allocated once at its final size, instead of
+// growing one (and moving it) per doubling. Kept per thread between parses; a parse that left
+// them far larger than usual gives the memory back.
+struct ParseScratch {
+  std::vector<Member> members;
+  std::vector<Value> items;
+
+  void trim() {
+    constexpr std::size_t kKeep = 4096;
+    members.clear();
+    items.clear();
+    if (members.capacity() > kKeep) members.shrink_to_fit();
+    if (items.capacity() > kKeep) items.shrink_to_fit();
+  }
+};
+
 class TreeBuilder {
  public:
   TreeBuilder(std::string_view input, const ParseLimits& limits, ondemand::document& doc,
-              std::vector<MemberSpan>* root_members)
-      : input_(input), max_depth_(limits.max_depth), doc_(doc), root_members_(root_members) {}
+              std::vector<MemberSpan>* root_members, ParseScratch& scratch)
+      : input_(input),
+        max_depth_(limits.max_depth),
+        doc_(doc),
+        root_members_(root_members),
+        scratch_(scratch) {}
 
   bool build_root(Value& out) {
     ondemand::json_type type;
@@ -356,19 +377,22 @@ class TreeBuilder {
     if (depth + 1 > max_depth_) return fail_too_deep();
     ondemand::array array;
     if (auto err = node.get_array().get(array)) return fail_simdjson(err);
-    Array items;
+    // The elements go on the shared stack (nested containers push theirs above and take them
+    // off before the next element), then into an array allocated once at its final size.
+    const std::size_t base = scratch_.items.size();
     for (auto element : array) {
       ondemand::value child;
       if (auto err = std::move(element).get(child)) return fail_simdjson(err);
       ondemand::json_type type;
       if (auto err = child.type().get(type)) return fail_simdjson(err);
-      Value& slot = items.emplace_back();
-      if (!build(child, type, slot, depth + 1)) {
-        prepend_path_index(items.size() - 1, error_.param);
+      Value item;
+      if (!build(child, type, item, depth + 1)) {
+        prepend_path_index(scratch_.items.size() - base, error_.param);
         return false;
       }
+      scratch_.items.push_back(std::move(item));
     }
-    out = Value(std::move(items));
+    out = Value(take(scratch_.items, base));
     return true;
   }
 
@@ -377,10 +401,10 @@ class TreeBuilder {
     if (depth + 1 > max_depth_) return fail_too_deep();
     ondemand::object object;
     if (auto err = node.get_object().get(object)) return fail_simdjson(err);
-    Object members;
-    // This object's keys occupy seen_keys_[base, ...); nested objects push theirs above and
-    // pop them before we push our next key.
+    // This object's keys occupy seen_keys_[base, ...) and its members scratch_.members[
+    // members_base, ...); nested objects push theirs above and pop them before our next key.
     const std::size_t base = seen_keys_.size();
+    const std::size_t members_base = scratch_.members.size();
     for (auto result : object) {
       ondemand::field field;
       if (auto err = std::move(result).get(field)) return fail_simdjson(err);
@@ -393,7 +417,7 @@ class TreeBuilder {
       ondemand::value& child = field.value();
       ondemand::json_type type;
       if (auto err = child.type().get(type)) return fail_simdjson(err);
-      Member& member = members.emplace_back(Member{std::string(key), Value()});
+      Member member{std::string(key), Value()};
       // The value's first byte. A scalar is its own token; a string or container, once built,
       // leaves the iterator on the ',' or '}' after it: the span is what lies between, less
       // trailing whitespace.
@@ -413,7 +437,8 @@ class TreeBuilder {
         while (end > begin && is_json_whitespace(input_[end - 1])) --end;
         root_members_->push_back(MemberSpan{begin, end});
       }
-      seen_keys_.resize(base + members.size());
+      scratch_.members.push_back(std::move(member));
+      seen_keys_.resize(base + (scratch_.members.size() - members_base));
     }
     if (const SeenKey* duplicate = find_duplicate(base)) {
       fail(ErrorCode::kDuplicateKey, duplicate->offset,
@@ -422,8 +447,17 @@ class TreeBuilder {
       return false;
     }
     seen_keys_.resize(base);
-    out = Value(std::move(members));
+    out = Value(take(scratch_.members, members_base));
     return true;
+  }
+
+  // The elements of `stack` from `base` on, moved into a vector of exactly their number.
+  template <class T>
+  static std::vector<T> take(std::vector<T>& stack, std::size_t base) {
+    const auto first = stack.begin() + static_cast<std::ptrdiff_t>(base);
+    std::vector<T> out(std::make_move_iterator(first), std::make_move_iterator(stack.end()));
+    stack.erase(first, stack.end());
+    return out;
   }
 
   // The first key of seen_keys_[base, end) that repeats an earlier one, in document order.
@@ -549,6 +583,7 @@ class TreeBuilder {
   ondemand::document& doc_;
   std::vector<SeenKey> seen_keys_;
   std::vector<MemberSpan>* root_members_;  // recorded when not null
+  ParseScratch& scratch_;
   Error error_{ErrorCode::kInvalidJson, {}, {}};
 };
 
@@ -584,7 +619,12 @@ Result<Value> parse_with(ondemand::parser& parser, const simdjson::padded_string
   const std::string_view input(padded.data(), padded.size());
   ondemand::document doc;
   if (auto err = parser.iterate(padded).get(doc)) return from_iterate_error(err, input);
-  TreeBuilder builder(input, limits, doc, root_members);
+  thread_local ParseScratch scratch;
+  struct Trim {
+    ParseScratch& s;
+    ~Trim() { s.trim(); }  // also after a failed parse, which leaves elements on the stacks
+  } trim{scratch};
+  TreeBuilder builder(input, limits, doc, root_members, scratch);
   Value root;
   if (!builder.build_root(root)) return builder.take_error();
   return root;

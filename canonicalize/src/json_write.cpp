@@ -448,8 +448,21 @@ void canonicalize_in_place(Value& value) {
     case Type::kObject: {
       Object& members = value.as_object();
       for (Member& m : members) canonicalize_in_place(m.value);
-      std::stable_sort(members.begin(), members.end(),
-                       [](const Member& a, const Member& b) { return utf16_less(a.key, b.key); });
+      const auto less = [](const Member& a, const Member& b) { return utf16_less(a.key, b.key); };
+      // Most objects are small and many already sorted (a client that sends canonical JSON):
+      // std::stable_sort allocates a buffer for each, an insertion sort (stable too) none.
+      constexpr std::size_t kInsertionSortMax = 16;
+      if (members.size() <= kInsertionSortMax) {
+        for (std::size_t i = 1; i < members.size(); ++i) {
+          if (!less(members[i], members[i - 1])) continue;
+          Member moving = std::move(members[i]);
+          std::size_t j = i;
+          for (; j > 0 && less(moving, members[j - 1]); --j) members[j] = std::move(members[j - 1]);
+          members[j] = std::move(moving);
+        }
+      } else if (!std::is_sorted(members.begin(), members.end(), less)) {
+        std::stable_sort(members.begin(), members.end(), less);
+      }
       return;
     }
     default: return;

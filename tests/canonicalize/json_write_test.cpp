@@ -286,10 +286,16 @@ TEST(JsonWriteTest, IsCanonicalAndInPlaceAgreeWithSerializingTheCanonicalCopy) {
         return Value(std::move(items));
       }
       default: {
+        // Now and then an object past canonicalize_in_place's insertion-sort size.
+        const bool large = depth < 2 && rng() % 8 == 0;
         std::vector<std::string> pool = keys;
+        if (large) {
+          for (int k = 0; k < 30; ++k) pool.push_back("k" + std::to_string(k));
+        }
         std::shuffle(pool.begin(), pool.end(), rng);
+        if (large && rng() % 3 == 0) std::sort(pool.begin(), pool.begin() + 20);
         Object members;
-        for (std::size_t i = 0, n = rng() % 5; i < n; ++i) {
+        for (std::size_t i = 0, n = large ? 17 + rng() % 20 : rng() % 5; i < n; ++i) {
           members.push_back(Member{pool[i], random_value(depth + 1)});
         }
         return Value(std::move(members));
