@@ -190,18 +190,27 @@ BENCHMARK_CAPTURE(BM_StageTokenize, byte_cache, false, true);
 BENCHMARK_CAPTURE(BM_StageTokenize, llama3_nocache, true, false);
 BENCHMARK_CAPTURE(BM_StageTokenize, llama3_cache, true, true);
 
-void BM_StageBlockHashes(benchmark::State& state, bool bpe) {
+// The tokens of the 10-turn conversation and its model's block-hash root; false (the state
+// says why) when the model cannot load.
+bool agent_tokens(benchmark::State& state, bool bpe, std::vector<canon::TokenId>& tokens,
+                  std::uint64_t& root) {
   std::size_t at = 0;
   const std::string body = agent_body(10, at);
   const Prep prep(bpe, false);
   if (!prep.error.empty()) {
     state.SkipWithError(prep.error.c_str());
-    return;
+    return false;
   }
   const auto parsed = canon::parse_request(body, canon::Endpoint::kChatCompletions);
-  const auto analyzed = canon::analyze_prompt(*parsed, prep.model());
-  const std::vector<canon::TokenId>& tokens = analyzed->tokens.tokens;
-  const std::uint64_t root = canon::block_hash_root(prep.model().model_id);
+  tokens = canon::analyze_prompt(*parsed, prep.model())->tokens.tokens;
+  root = canon::block_hash_root(prep.model().model_id);
+  return true;
+}
+
+void BM_StageBlockHashes(benchmark::State& state, bool bpe) {
+  std::vector<canon::TokenId> tokens;
+  std::uint64_t root = 0;
+  if (!agent_tokens(state, bpe, tokens, root)) return;
   for (auto _ : state) {
     auto hashes = canon::block_hashes(tokens, 16, root);
     benchmark::DoNotOptimize(hashes.data());
@@ -215,17 +224,9 @@ BENCHMARK_CAPTURE(BM_StageBlockHashes, llama3, true);
 // The same through a BlockHashMemo, the last token new on every iteration (an agent's next
 // turn): only the last block is hashed, the rest compared and copied.
 void BM_StageBlockHashesMemo(benchmark::State& state, bool bpe) {
-  std::size_t at = 0;
-  const std::string body = agent_body(10, at);
-  const Prep prep(bpe, false);
-  if (!prep.error.empty()) {
-    state.SkipWithError(prep.error.c_str());
-    return;
-  }
-  const auto parsed = canon::parse_request(body, canon::Endpoint::kChatCompletions);
-  const auto analyzed = canon::analyze_prompt(*parsed, prep.model());
-  std::vector<canon::TokenId> tokens = analyzed->tokens.tokens;
-  const std::uint64_t root = canon::block_hash_root(prep.model().model_id);
+  std::vector<canon::TokenId> tokens;
+  std::uint64_t root = 0;
+  if (!agent_tokens(state, bpe, tokens, root)) return;
   canon::BlockHashMemo memo;
   std::vector<std::uint64_t> hashes;
   canon::TokenId n = 0;

@@ -181,6 +181,33 @@ struct ReplicaState {
   boost::unordered_flat_map<std::uint64_t, std::list<std::uint64_t>::iterator> lru_pos;
 };
 
+// The first i in [from, n) where held(i) is false (n when there is none), for a `held` true on a
+// leading run and false after it, as a prefix cache's blocks are: probes from, from + 1,
+// from + 3, from + 7... and the last, until one is not held, then a binary search between the
+// last held probe and it. O(log n) probes instead of one per block.
+template <class Held>
+std::size_t gallop_to_first_unheld(std::size_t from, std::size_t n, Held&& held) {
+  std::size_t good = from;  // blocks [from, good) are held
+  std::size_t bad = n;      // block `bad` is not (n: none found yet)
+  for (std::size_t step = 1; good < n; step *= 2) {
+    const std::size_t i = std::min(from + step - 1, n - 1);
+    if (!held(i)) {
+      bad = i;
+      break;
+    }
+    good = i + 1;
+  }
+  while (good < bad) {
+    const std::size_t mid = good + (bad - good) / 2;
+    if (held(mid)) {
+      good = mid + 1;
+    } else {
+      bad = mid;
+    }
+  }
+  return bad;
+}
+
 // longest_match's state (prefix_index_match.cpp).
 struct Walk;
 
@@ -415,29 +442,7 @@ struct PrefixIndex::Impl {
       while (i < n && held(i)) ++i;
       return i;
     }
-    // Gallop: blocks 0, 1, 3, 7, ... until one is not held (or the last is).
-    std::size_t lo = 0;  // blocks [0, lo) are held
-    std::size_t step = 1;
-    std::size_t hi = n;  // block hi is not held (n: past the end)
-    while (lo < n) {
-      const std::size_t probe = std::min(lo + step - 1, n - 1);
-      if (!held(probe)) {
-        hi = probe;
-        break;
-      }
-      lo = probe + 1;
-      step *= 2;
-    }
-    // Binary search in [lo, hi): the first block not held.
-    while (lo < hi) {
-      const std::size_t mid = lo + (hi - lo) / 2;
-      if (held(mid)) {
-        lo = mid + 1;
-      } else {
-        hi = mid;
-      }
-    }
-    return lo;
+    return gallop_to_first_unheld(0, n, held);
   }
   static constexpr std::size_t kConfirmedRunGallopMinBlocks = 64;
 

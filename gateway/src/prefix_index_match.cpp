@@ -186,26 +186,9 @@ void PrefixIndex::Impl::walk_galloping(Walk& walk) const {
       entries.prefetch(hashes[next + step - 1]);
     }
     entries.prefetch(hashes[n - 1]);
-    std::size_t good = next;  // every alive replica holds blocks [0, good)
-    std::size_t bad = n;      // some alive replica lacks block `bad` (n: none found)
-    for (std::size_t step = 1; good < n; step *= 2) {
-      const std::size_t i = std::min(next + step - 1, n - 1);
-      if (!holds(i)) {
-        bad = i;
-        break;
-      }
-      good = i + 1;
-    }
+    // The first block some alive replica lacks.
+    const std::size_t bad = gallop_to_first_unheld(next, n, holds);
     if (bad == n) return;  // the alive replicas hold the whole prompt
-    // The first block some alive replica lacks is in [good, bad]: a binary search.
-    while (good < bad) {
-      const std::size_t mid = good + (bad - good) / 2;
-      if (holds(mid)) {
-        good = mid + 1;
-      } else {
-        bad = mid;
-      }
-    }
     advance(walk, bad, entries.find(hashes[bad]));
     next = bad + 1;
   }
