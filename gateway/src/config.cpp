@@ -225,8 +225,14 @@ Status apply_routing(const YAML::Node& t, RoutingConfig& out) {
   for (const auto& kv : t) {
     const std::string k = kv.first.as<std::string>();
     const std::string key = "routing." + k;
+    if (k == "gateways") {
+      auto n = positive(kv.second, key);
+      if (!n) return n.error();
+      out.gateways = *n;
+      continue;
+    }
     if (k != "offload_hit_weight") {
-      return bad(key, key + ": unknown key (offload_hit_weight)");
+      return bad(key, key + ": unknown key (offload_hit_weight, gateways)");
     }
     auto v = scalar<double>(kv.second, key);
     if (!v) return v.error();

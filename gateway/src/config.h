@@ -135,6 +135,10 @@ bool is_loopback_host(std::string_view host);
 struct RoutingConfig {
   // cache_aware: a lower-tier cached token's prefill saving relative to a device-cached one's.
   double offload_hit_weight = 0.8;
+  // cache_aware: how many gateways share the fleet behind a load balancer that sprays requests
+  // over them; with more than one, a cold prefix is placed so that their new prefixes spread
+  // (gateway/ROUTING.md, rule 2).
+  std::size_t gateways = 1;
 };
 
 // The tokenizer's segment cache (canonicalize/'s segment_cache.h): the tokens of the stretches

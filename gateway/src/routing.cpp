@@ -67,6 +67,7 @@ Status validate(const CacheAwareConfig& c) {
   if (!(c.offload_hit_weight >= 0 && c.offload_hit_weight <= 1)) {
     return bad("offload_hit_weight", "must be between 0 and 1");
   }
+  if (c.gateways < 1) return bad("gateways", "must be >= 1");
   return {};
 }
 
@@ -111,9 +112,18 @@ Status apply_options(std::string_view options, CacheAwareConfig& c) {
                         "cache_aware option '" + std::string(item) +
                             "': expected memory_aware=true|false, cost_in_seconds=true|false, "
                             "cold_rendezvous=true|false, eviction_weight=N, duplicate_weight=N, "
-                            "overload_factor=N or decode_weight=N",
+                            "overload_factor=N, decode_weight=N or gateways=N",
                         "policy");
     };
+    if (key == "gateways") {
+      // A count: digits only (strtoull would take "-1" and wrap it).
+      if (value.empty() || value.size() > 6 ||
+          value.find_first_not_of("0123456789") != std::string::npos) {
+        return bad();
+      }
+      c.gateways = std::stoul(value);
+      continue;
+    }
     if (key == "memory_aware" || key == "cost_in_seconds" || key == "cold_rendezvous") {
       if (value != "true" && value != "false") return bad();
       (key == "memory_aware"      ? c.memory_aware

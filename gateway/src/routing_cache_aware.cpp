@@ -6,8 +6,9 @@
 //             + decode_weight * max(running + waiting, inflight_requests)
 //
 // Order of the rules: unhealthy replicas are out; a cold prefix goes to the replica with the
-// smallest cached footprint (or, with cold_rendezvous, the bounded-load rendezvous hash of its
-// first blocks); otherwise the least cost, a duplicate prefill charged at duplicate_weight.
+// smallest cached footprint (among several gateways, the rendezvous hash of its first blocks
+// among the replicas near the smallest; with cold_rendezvous, the bounded-load rendezvous hash);
+// otherwise the least cost, a duplicate prefill charged at duplicate_weight.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -157,13 +158,14 @@ class CacheAware final : public RoutingPolicy {
   // as their traffic lasts, so placing each where the fewest are keeps the fleet balanced where
   // the instantaneous load (which a burst of hits moves by a whole prefill) would not. Ties (an
   // empty fleet, caches all full) go to the rendezvous winner of the prefix's first blocks, so
-  // several gateways with the same view agree. A replica whose load exceeds the least loaded
-  // one's by more than this prompt's prefill is passed over. Memory-aware: replicas that evict
-  // faster than bounded_load_factor x the mean are passed over unless all are.
+  // several gateways with the same view agree; with several gateways (config_.gateways), ties
+  // widen to the replicas near the smallest (below). A replica whose load exceeds the least
+  // loaded one's by more than this prompt's prefill is passed over. Memory-aware: replicas that
+  // evict faster than bounded_load_factor x the mean are passed over unless all are.
   std::optional<std::size_t> smallest_footprint(const RouteRequest& request,
                                                 std::span<const ReplicaView> replicas,
                                                 const PrefixIndex& index, std::uint64_t key,
-                                                bool seconds, double min_load) const {
+                                                bool seconds, double min_load) {
     // Not where the queue would delay this request by more than computing it once more: the
     // prefix's traffic is balanced by footprint, but its first request should not wait behind
     // a replica that is far busier than the rest (min_load: the least healthy replica's load).
@@ -171,23 +173,35 @@ class CacheAware final : public RoutingPolicy {
       const double tokens = static_cast<double>(request.prompt_tokens);
       return seconds ? tokens * replicas[r].prefill_seconds_per_token : tokens;
     };
+    // Several gateways: the replicas within `slack` blocks of the smallest footprint are equal
+    // candidates, the prefix's rendezvous hash choosing among them. Each gateway's footprints
+    // differ from the truth by what the others have in flight (up to a prompt's blocks each), and
+    // gateways that agree on the events alone would otherwise all pick the same smallest replica
+    // for their different new prefixes. 0 with one gateway: exact ties only.
+    const double block_size = static_cast<double>(std::max<std::size_t>(1, request.block_size));
+    const double slack = static_cast<double>(config_.gateways - 1) *
+                         static_cast<double>(request.prompt_tokens) / block_size;
+    footprint_.resize(replicas.size());
     for (const bool check_churn : {true, false}) {
-      std::optional<std::size_t> best;
-      double best_blocks = 0;
-      std::uint64_t best_score = 0;
+      std::optional<double> least;
       for (std::size_t r = 0; r < replicas.size(); ++r) {
+        footprint_[r] = -1;  // not eligible
         if (!replicas[r].healthy) continue;
         if (check_churn && churn(r) > config_.bounded_load_factor) continue;
         if (load_[r] > min_load + prefill(r)) continue;
         const auto id = static_cast<ReplicaId>(r);
-        const double blocks =
-            static_cast<double>(r < index.replica_count() ? index.blocks(id) : 0) +
-            static_cast<double>(replicas[r].inflight_prompt_tokens) /
-                static_cast<double>(std::max<std::size_t>(1, request.block_size));
-        const std::uint64_t score = rendezvous_score(key, id);
-        if (!best || blocks < best_blocks || (blocks == best_blocks && score > best_score)) {
+        footprint_[r] = static_cast<double>(r < index.replica_count() ? index.blocks(id) : 0) +
+                        static_cast<double>(replicas[r].inflight_prompt_tokens) / block_size;
+        least = least ? std::min(*least, footprint_[r]) : footprint_[r];
+      }
+      if (!least) continue;
+      std::optional<std::size_t> best;
+      std::uint64_t best_score = 0;
+      for (std::size_t r = 0; r < replicas.size(); ++r) {
+        if (footprint_[r] < 0 || footprint_[r] > *least + slack) continue;
+        const std::uint64_t score = rendezvous_score(key, static_cast<ReplicaId>(r));
+        if (!best || score > best_score) {
           best = r;
-          best_blocks = blocks;
           best_score = score;
         }
       }
@@ -308,6 +322,7 @@ class CacheAware final : public RoutingPolicy {
   std::vector<std::size_t> blocks_;     // scratch, reused between calls
   std::vector<std::size_t> offloaded_;  // scratch
   std::vector<double> load_;            // scratch
+  std::vector<double> footprint_;       // scratch
   std::vector<ChurnState> churn_;       // by replica
   double mean_churn_ = 0;
   double best_saved_ = 0;  // the most prefill any healthy replica saves this request

@@ -18,7 +18,7 @@ upstreams:
     data_parallel_size: 2
     load_interval_ms: 500
   - {url: http://10.0.0.6:30000, kind: sglang}
-routing: {offload_hit_weight: 0.5}
+routing: {offload_hit_weight: 0.5, gateways: 3}
 )",
                                     cfg);
   ASSERT_TRUE(st.ok()) << st.error().message;
@@ -33,6 +33,7 @@ routing: {offload_hit_weight: 0.5}
   EXPECT_EQ(cfg.upstreams[1].kv_events, "tcp://10.0.0.6:5557");  // vLLM's default port
   EXPECT_EQ(cfg.upstreams[1].load_interval, std::chrono::milliseconds(200));
   EXPECT_DOUBLE_EQ(cfg.routing.offload_hit_weight, 0.5);
+  EXPECT_EQ(cfg.routing.gateways, 3U);
   EXPECT_TRUE(validate(cfg).ok());
 }
 
@@ -99,6 +100,9 @@ TEST(ConfigTest, MalformedUpstreamValuesNameTheKey) {
   st = apply_config_yaml("routing: {offload_hit_weight: 2}", cfg);
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.error().param, "routing.offload_hit_weight");
+  st = apply_config_yaml("routing: {gateways: 0}", cfg);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().param, "routing.gateways");
 }
 
 TEST(ConfigTest, AnUpstreamModelMustBeConfigured) {

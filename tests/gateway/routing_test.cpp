@@ -263,6 +263,48 @@ TEST(CacheAwareTest, AHitIsWorthExactlyThePrefillItSaves) {
   EXPECT_EQ(p->route(request_for(h), views, index, {}).replica, 1U);
 }
 
+// gateways: several gateways see the same footprints in the engines' events, and each sees only
+// its own new prefixes in flight. Placed by the smallest footprint alone, all their new prefixes
+// would go to the same replica; with the gateway count, a prefix's rendezvous hash chooses among
+// the replicas within (gateways - 1) prompts of the smallest, so prefixes spread and every
+// gateway agrees on each.
+TEST(CacheAwareTest, SeveralGatewaysSpreadNewPrefixesAndAgreeOnEach) {
+  PrefixIndex index = index_with(8);
+  auto views = fleet(8);
+  for (auto& v : views) v.kv_pages_total = 1000;
+  // Replica 0 is empty, 1-6 hold 10 blocks each, 7 holds 200: prompts of 8 blocks give a slack
+  // of 9 x 8 = 72 blocks at 10 gateways, so 0-6 are candidates and 7 is not.
+  for (ReplicaId r = 1; r < 7; ++r) {
+    for (std::uint64_t h : prompt_hashes(100 + r, 10)) index.apply_stored(r, h);
+  }
+  for (std::uint64_t h : prompt_hashes(107, 200)) index.apply_stored(7, h);
+  // Another gateway of the ten, with a new prefix of its own in flight on replica 3.
+  auto other_views = views;
+  other_views[3].inflight_prompt_tokens = 128;
+  auto one = policy("cache_aware");
+  auto ten = policy("cache_aware:gateways=10");
+  auto ten_other = policy("cache_aware:gateways=10");
+  std::set<ReplicaId> chosen;
+  for (std::uint64_t p = 0; p < 32; ++p) {
+    const auto h = prompt_hashes(1000 + p, 8);
+    const RouteDecision single = one->route(request_for(h), views, index, {});
+    EXPECT_EQ(single.replica, 0U) << "one gateway: the smallest footprint";
+    EXPECT_EQ(single.reason, RouteReason::kColdAffinity);
+    const RouteDecision d = ten->route(request_for(h), views, index, {});
+    EXPECT_EQ(d.reason, RouteReason::kColdAffinity);
+    EXPECT_NE(d.replica, 7U) << "not past the slack";
+    EXPECT_EQ(ten_other->route(request_for(h), other_views, index, {}).replica, d.replica)
+        << "gateways that differ by their own requests in flight agree on a prefix";
+    chosen.insert(d.replica);
+  }
+  EXPECT_GE(chosen.size(), 5U) << "new prefixes spread over the candidates";
+  // The option is a count of at least one.
+  for (const char* bad : {"cache_aware:gateways=0", "cache_aware:gateways=-1",
+                          "cache_aware:gateways=2.5", "cache_aware:gateways="}) {
+    EXPECT_FALSE(make_policy(bad).ok()) << bad;
+  }
+}
+
 // duplicate_weight: a copy of what the best holder already has costs the fleet its prefill again,
 // so the holder is given up only when its queue outweighs the miss plus that duplicate work.
 TEST(CacheAwareTest, DuplicateWeightChargesACopyOfWhatTheBestHolderHas) {

@@ -240,6 +240,7 @@ Result<std::uint16_t> Gateway::start() {
   if (auto ok = validate(ctx.config); !ok) return ok.error();
   PolicyConfig policy_config;
   policy_config.cache_aware.offload_hit_weight = ctx.config.routing.offload_hit_weight;
+  policy_config.cache_aware.gateways = ctx.config.routing.gateways;
   auto policy = make_policy(ctx.config.policy, policy_config);
   if (!policy) return policy.error();
   auto models = ModelRegistry::load(ctx.config.models, ctx.config.tokenizer_cache);

@@ -152,6 +152,16 @@ struct CacheAwareConfig {
   // queued and uncached prefill at the replica's own rate, plus its running sequences at its own
   // step cost. Otherwise (or false) the cost stays in prefill-token equivalents.
   bool cost_in_seconds = true;
+  // How many gateways share the fleet, requests sprayed over them at random (a plain load
+  // balancer in front), each with its own predictions and in-flight counts. Until the engines'
+  // events show a new prefix, only the gateway that placed it knows where it went, and every
+  // gateway sees the same footprints from the events: placed by the smallest footprint alone,
+  // the new prefixes of all of them pile onto the same replica, and their queued prefill then
+  // spills the siblings that follow. With gateways > 1 a cold prefix goes to the rendezvous
+  // winner of its first blocks among the replicas within (gateways - 1) prompts' worth of blocks
+  // of the smallest footprint: different prefixes spread over them, and every gateway sends a
+  // prefix's siblings to the same one. 1 (a single gateway): the smallest footprint, as always.
+  std::size_t gateways = 1;
 };
 
 // sglang_cache_aware: SGLang router's cache_aware policy (sgl-router, policies/cache_aware.rs),
