@@ -144,9 +144,15 @@ pid_t Fleet::gateway_pid(std::size_t g) const {
 Result<std::vector<HttpTarget>> Fleet::start_gateways(const std::string& policy,
                                                       const std::string& tag) {
   std::vector<HttpTarget> targets;
+  // Each cache_aware gateway is told how many share the fleet (routing.gateways), as the
+  // simulator tells its own, unless the policy names a count itself.
+  std::string spec = policy;
+  if (options_.gateways > 1 && policy.starts_with("cache_aware") &&
+      policy.find("gateways=") == std::string::npos) {
+    spec += ":gateways=" + std::to_string(options_.gateways);
+  }
   for (std::size_t g = 0; g < std::max<std::size_t>(1, options_.gateways); ++g) {
-    auto target =
-        start_gateway(policy, options_.gateways > 1 ? tag + "-" + std::to_string(g) : tag);
+    auto target = start_gateway(spec, options_.gateways > 1 ? tag + "-" + std::to_string(g) : tag);
     if (!target) return target.error();
     targets.push_back(*target);
   }

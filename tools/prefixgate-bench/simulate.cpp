@@ -147,9 +147,6 @@ class Simulation {
       // Each gateway knows how many share the fleet, as a deployment's configuration says
       // (routing.gateways); a policy's own `gateways=N` option overrides it.
       pc.cache_aware.gateways = config_.gateways;
-      // Each gateway knows how many share the fleet, as a deployment's configuration says
-      // (routing.gateways); a policy's own `gateways=N` option overrides it.
-      pc.cache_aware.gateways = config_.gateways;
       auto policy = gateway::make_policy(config_.policy, pc);
       if (!policy) return policy.error();
       SimGateway& gw = gateways_.emplace_back(
