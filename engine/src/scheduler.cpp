@@ -220,6 +220,7 @@ bool Scheduler::admit(Sequence& seq, std::size_t& budget, StepPlan& plan) {
 StepPlan Scheduler::schedule() {
   StepPlan plan;
   std::size_t budget = config_.max_num_batched_tokens;
+  const std::size_t preemptions_before = preemptions_;
 
   // Running sequences first: decodes and prefill chunks already under way.
   for (std::size_t i = 0; i < running_.size() && budget > 0;) {
@@ -240,6 +241,10 @@ StepPlan Scheduler::schedule() {
     ++i;
   }
 
+  // A preemption means the running sequences alone outgrow the pool: whoever waits, waits for
+  // memory, unless an admission below says otherwise.
+  if (preemptions_ != preemptions_before) waiting_for_memory_ = true;
+
   // Then admissions, oldest first, while there is budget, room and memory.
   while (budget > 0 && !waiting_.empty() && running_.size() < config_.max_num_seqs) {
     Sequence& seq = *waiting_.front();
@@ -249,11 +254,17 @@ StepPlan Scheduler::schedule() {
         finish_sequence(seq, FinishReason::kLength, finished_outside_);
         continue;
       }
+      waiting_for_memory_ = true;
       break;
     }
+    waiting_for_memory_ = false;
     waiting_.pop_front();
     running_.push_back(&seq);
   }
+  // With nobody left waiting, nothing is held back. When no admission was tried (the budget
+  // went to running prefill chunks, or the batch is full), the last verdict stands: it is the
+  // best evidence there is of what the pool allows.
+  if (waiting_.empty()) waiting_for_memory_ = false;
   return plan;
 }
 
@@ -378,11 +389,15 @@ void Scheduler::admission_stats(SchedulerStats& s) const {
   // In steady state one of them ends every lifetime / running steps.
   s.steps_per_admission = lifetime / static_cast<double>(running_.size());
   if (waiting_.empty()) return;
-  // Those ahead plus the newcomer, less the free slots: how many running sequences must end
-  // (at least one: requests wait with slots free only when the KV pool is full).
+  // Those ahead plus the newcomer, less the free slots: how many running sequences must end.
+  // With slots enough for all of them, requests wait either for KV memory (the last admission
+  // found no pages: one running sequence must end to free some) or only for the step's token
+  // budget, taken by other prefills. That queue is tokens_queued_for_prefill's to price; counted
+  // here too it would charge a replica with an almost empty batch a whole sequence's lifetime.
   const std::size_t free_slots =
       config_.max_num_seqs - std::min(config_.max_num_seqs, running_.size());
   const std::size_t ahead = waiting_.size() + 1;
+  if (ahead <= free_slots && !waiting_for_memory_) return;
   const std::size_t need = ahead > free_slots ? ahead - free_slots : 1;
   // Past one batch's worth, each further round of the batch takes a whole sequence's lifetime.
   const std::size_t rounds = (need - 1) / left.size();

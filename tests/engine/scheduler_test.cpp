@@ -123,6 +123,67 @@ TEST(SchedulerTest, StepsUntilAdmissionCountTheRunningSequencesThatMustEnd) {
   EXPECT_EQ(h.sched.stats().steps_per_admission, 0.0);
 }
 
+// Slots free, the step's token budget taken by other prefills: the request is admitted as soon
+// as the prefills ahead are done, which tokens_queued_for_prefill already prices. Charging it a
+// running sequence's lifetime would make a replica with an almost empty batch look full.
+TEST(SchedulerTest, WaitingOnlyForTheTokenBudgetIsNoAdmissionWait) {
+  SchedulerConfig config;
+  config.max_num_batched_tokens = 64;
+  config.max_num_seqs = 8;
+  Harness h(256, config);
+  h.sched.add(request(1, tokens(40, 1), 10));
+  h.sched.add(request(2, tokens(40, 2), 10));
+  h.sched.add(request(3, tokens(40, 3), 10));
+  StepPlan plan = h.sched.schedule();  // 1 prefills 40 tokens, 2 its first 24: no budget for 3
+  ASSERT_EQ(plan.num_batched_tokens, 64u);
+  h.sched.complete(plan, h.device.execute(plan.batch));
+  SchedulerStats s = h.sched.stats();
+  EXPECT_EQ(s.running, 2u);
+  EXPECT_EQ(s.waiting, 1u);
+  EXPECT_EQ(s.tokens_queued_for_prefill, 16u + 40u);  // the wait is here
+  EXPECT_EQ(s.steps_until_admission, 0u);
+  h.run();
+}
+
+// The batch full (and the budget taken too): a newcomer waits for running sequences to end.
+TEST(SchedulerTest, AFullBatchStillCountsTheSequencesThatMustEnd) {
+  SchedulerConfig config;
+  config.max_num_batched_tokens = 64;
+  config.max_num_seqs = 2;
+  Harness h(256, config);
+  h.sched.add(request(1, tokens(40, 1), 10));
+  h.sched.add(request(2, tokens(40, 2), 4));
+  h.sched.add(request(3, tokens(40, 3), 8));
+  StepPlan plan = h.sched.schedule();
+  h.sched.complete(plan, h.device.execute(plan.batch));
+  // Request 1 has 9 steps left, request 2 (no token yet) 4: request 3 takes the place request 2
+  // frees, a newcomer request 1's.
+  SchedulerStats s = h.sched.stats();
+  EXPECT_EQ(s.waiting, 1u);
+  EXPECT_EQ(s.steps_until_admission, 9u);
+  h.run();
+}
+
+// Slots free but no KV pages: a running sequence must end before the request fits.
+TEST(SchedulerTest, AFullKvPoolWithSlotsFreeIsAnAdmissionWait) {
+  Harness h(8);  // 128 tokens: one 100-token prompt fills it
+  h.sched.add(request(1, tokens(100, 1), 10));
+  h.sched.add(request(2, tokens(100, 2), 10));
+  StepPlan plan = h.sched.schedule();
+  ASSERT_EQ(plan.batch.size(), 1u);  // request 2 finds 1 free page, needs 7
+  h.sched.complete(plan, h.device.execute(plan.batch));
+  SchedulerStats s = h.sched.stats();
+  EXPECT_EQ(s.running, 1u);
+  EXPECT_EQ(s.waiting, 1u);
+  EXPECT_EQ(s.steps_until_admission, 9u);  // request 1's steps left
+  // Still no room on the next steps (request 1 grows), still the same verdict.
+  plan = h.sched.schedule();
+  h.sched.complete(plan, h.device.execute(plan.batch));
+  EXPECT_EQ(h.sched.stats().steps_until_admission, 8u);
+  h.run();
+  EXPECT_EQ(h.sched.stats().steps_until_admission, 0u);
+}
+
 TEST(SchedulerTest, StopsAtEos) {
   Harness h(64);
   h.device.eos_after_step = 3;

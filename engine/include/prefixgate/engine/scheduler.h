@@ -78,10 +78,11 @@ struct SchedulerStats {
   std::size_t prompt_tokens_total = 0;         // of admitted requests
   std::size_t cached_prompt_tokens_total = 0;  // of those, served from the prefix cache
   // Decode steps before a request arriving now is admitted: 0 while requests are admitted as
-  // they come; with some waiting (a full batch, or no KV room), the steps until enough running
-  // sequences reach their max_tokens to admit those ahead and then it. An upper bound (a stop
-  // string or EOS ends a sequence sooner); what a full replica costs a newcomer, which its queue
-  // of short prefills does not show.
+  // they come or wait only for the step's token budget (tokens_queued_for_prefill prices that);
+  // with a full batch, or no KV room, the steps until enough running sequences reach their
+  // max_tokens to admit those ahead and then it. An upper bound (a stop string or EOS ends a
+  // sequence sooner); what a full replica costs a newcomer, which its queue of short prefills
+  // does not show.
   std::size_t steps_until_admission = 0;
   // The batch's places (max_num_seqs), and the decode steps between two running sequences ending
   // in steady state (their mean max_tokens over their count; 0 with none running): what each
@@ -149,6 +150,11 @@ class Scheduler {
   std::vector<Sequence*> running_;  // admission order
   std::vector<SequenceUpdate> finished_outside_;
   std::size_t preemptions_ = 0;
+  // Whether KV memory is what kept the waiting requests out at the last schedule() that tried
+  // to admit one (a refused admission or a preemption): tells admission_stats() a queue that
+  // waits for pages from one that waits only for the token budget, without an O(pool) count of
+  // what eviction could free at every load report.
+  bool waiting_for_memory_ = false;
   std::size_t prompt_tokens_total_ = 0;
   std::size_t cached_prompt_tokens_total_ = 0;
 };
