@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <map>
 #include <random>
 
@@ -126,17 +127,27 @@ TEST(SchedulerTest, StepsUntilAdmissionCountTheRunningSequencesThatMustEnd) {
 // Slots free, the step's token budget taken by other prefills: the request is admitted as soon
 // as the prefills ahead are done, which tokens_queued_for_prefill already prices. Charging it a
 // running sequence's lifetime would make a replica with an almost empty batch look full.
-TEST(SchedulerTest, WaitingOnlyForTheTokenBudgetIsNoAdmissionWait) {
+// A step's token budget of 64 and `max_num_seqs` batch places.
+SchedulerConfig budget_of_64(std::size_t max_num_seqs) {
   SchedulerConfig config;
   config.max_num_batched_tokens = 64;
-  config.max_num_seqs = 8;
-  Harness h(256, config);
-  h.sched.add(request(1, tokens(40, 1), 10));
-  h.sched.add(request(2, tokens(40, 2), 10));
-  h.sched.add(request(3, tokens(40, 3), 10));
-  StepPlan plan = h.sched.schedule();  // 1 prefills 40 tokens, 2 its first 24: no budget for 3
+  config.max_num_seqs = max_num_seqs;
+  return config;
+}
+
+// Three 40-token requests (max_tokens as given) and one step of a 64-token budget: request 1
+// prefills whole, request 2 its first 24 tokens, and request 3 finds no budget left.
+void three_requests_one_step(Harness& h, std::array<std::size_t, 3> max_tokens) {
+  for (std::uint32_t i = 0; i < 3; ++i)
+    h.sched.add(request(i + 1, tokens(40, i + 1), max_tokens[i]));
+  StepPlan plan = h.sched.schedule();
   ASSERT_EQ(plan.num_batched_tokens, 64u);
   h.sched.complete(plan, h.device.execute(plan.batch));
+}
+
+TEST(SchedulerTest, WaitingOnlyForTheTokenBudgetIsNoAdmissionWait) {
+  Harness h(256, budget_of_64(8));
+  three_requests_one_step(h, {10, 10, 10});
   SchedulerStats s = h.sched.stats();
   EXPECT_EQ(s.running, 2u);
   EXPECT_EQ(s.waiting, 1u);
@@ -147,15 +158,8 @@ TEST(SchedulerTest, WaitingOnlyForTheTokenBudgetIsNoAdmissionWait) {
 
 // The batch full (and the budget taken too): a newcomer waits for running sequences to end.
 TEST(SchedulerTest, AFullBatchStillCountsTheSequencesThatMustEnd) {
-  SchedulerConfig config;
-  config.max_num_batched_tokens = 64;
-  config.max_num_seqs = 2;
-  Harness h(256, config);
-  h.sched.add(request(1, tokens(40, 1), 10));
-  h.sched.add(request(2, tokens(40, 2), 4));
-  h.sched.add(request(3, tokens(40, 3), 8));
-  StepPlan plan = h.sched.schedule();
-  h.sched.complete(plan, h.device.execute(plan.batch));
+  Harness h(256, budget_of_64(2));
+  three_requests_one_step(h, {10, 4, 8});
   // Request 1 has 9 steps left, request 2 (no token yet) 4: request 3 takes the place request 2
   // frees, a newcomer request 1's.
   SchedulerStats s = h.sched.stats();
