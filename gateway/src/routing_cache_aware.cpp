@@ -62,9 +62,9 @@ class CacheAware final : public RoutingPolicy {
       // then skip only a prefill queue (queue_duplicate_factor), not a wait for a place.
       if (blocks_[r] > best_match) {
         best_match = blocks_[r];
-        holder_has_place = admission_seconds(replicas[r]) == 0;
+        holder_has_place = has_place(replicas[r]);
       } else if (blocks_[r] == best_match && !holder_has_place) {
-        holder_has_place = admission_seconds(replicas[r]) == 0;
+        holder_has_place = has_place(replicas[r]);
       }
       best_saved = std::max(best_saved, saved_prefill_tokens(request, blocks_[r], offloaded_[r],
                                                              config_.offload_hit_weight));
@@ -239,6 +239,13 @@ class CacheAware final : public RoutingPolicy {
     return (with_admission ? admission_seconds(v) : 0.0) +
            queued_prefill_tokens(v) * v.prefill_seconds_per_token +
            decode_sequences(v) * v.decode_seconds_per_sequence;
+  }
+
+  // Whether the replica says its batch has a place for a newcomer: it announces its batch places
+  // and reports no wait for one. An upstream that announces nothing (vLLM, SGLang, OpenAI) cannot
+  // be told apart from a full one, so it is not taken as having a place.
+  static bool has_place(const ReplicaView& v) {
+    return v.batch_slots > 0 && admission_seconds(v) == 0;
   }
 
   // The wait for a place in the batch: the report's, plus one admission interval for each request

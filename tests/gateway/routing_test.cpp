@@ -317,12 +317,11 @@ TEST(CacheAwareTest, DuplicateWeightChargesACopyOfWhatTheBestHolderHas) {
   EXPECT_EQ(
       policy("cache_aware:duplicate_weight=0")->route(request_for(h), views, index, {}).replica,
       1U);
-  // The default, 1 (x queue_duplicate_factor 4: 0's batch has a place): replica 1 costs
-  // 1024 + 2048 > 1042, so the holder keeps it.
+  // The default, 1: replica 1 costs 1024 + 512 > 1042, so the holder keeps it (its batch is not
+  // announced, so the queue factor does not apply).
   EXPECT_EQ(policy("cache_aware")->route(request_for(h), views, index, {}).replica, 0U);
   // Weight 1: replica 1 costs 1024 + 512 (the copy of the 512 replica 0 holds) = 1536.
-  // (queue_duplicate_factor 1: the same charge whether or not the holder's batch has a place.)
-  auto dup = policy("cache_aware:duplicate_weight=1:queue_duplicate_factor=1");
+  auto dup = policy("cache_aware:duplicate_weight=1");
   RouteDecision d = dup->route(request_for(h), views, index, {});
   EXPECT_EQ(d.replica, 0U);
   EXPECT_EQ(d.reason, RouteReason::kCacheHit);
@@ -342,7 +341,10 @@ TEST(CacheAwareTest, DuplicateWeightChargesACopyOfWhatTheBestHolderHas) {
 TEST(CacheAwareTest, ACopyThatSkipsOnlyAPrefillQueueIsChargedTheQueueFactor) {
   PrefixIndex index = index_with(2);
   auto views = fleet(2);
-  for (auto& v : views) v.kv_pages_total = 1000;
+  for (auto& v : views) {
+    v.kv_pages_total = 1000;
+    v.batch_slots = 64;  // announced: 0 reports no wait, so its batch has a place
+  }
   const auto h = prompt_hashes(1, 64);                               // 1024 tokens
   for (std::size_t i = 0; i < 32; ++i) index.apply_stored(0, h[i]);  // 512 cached on 0
   views[0].tokens_queued_for_prefill = 1030;
@@ -361,8 +363,12 @@ TEST(CacheAwareTest, ACopyThatSkipsOnlyAPrefillQueueIsChargedTheQueueFactor) {
   d = p->route(request_for(h), views, index, {});
   EXPECT_EQ(d.replica, 1U);
   EXPECT_EQ(d.reason, RouteReason::kLoadSpill);
-  // With a place again, a queue past the factor's charge spills: 512 + 2600 > 3072.
+  // A replica that does not announce its batch (vLLM, SGLang) may be full: duplicate_weight alone.
   views[0].admission_wait_seconds = 0;
+  views[0].batch_slots = 0;
+  EXPECT_EQ(p->route(request_for(h), views, index, {}).replica, 1U);
+  // With a place again, a queue past the factor's charge spills: 512 + 2600 > 3072.
+  views[0].batch_slots = 64;
   views[0].tokens_queued_for_prefill = 2600;
   EXPECT_EQ(p->route(request_for(h), views, index, {}).replica, 1U);
   // With duplicate_weight 0 there is no charge to multiply: the cost alone, 512 + 1030 > 1024.

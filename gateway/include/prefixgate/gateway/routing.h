@@ -143,11 +143,12 @@ struct CacheAwareConfig {
   // duplicate_weight x the tokens the best holder would not recompute.
   double duplicate_weight = 1.0;
   // The duplicate's charge is queue_duplicate_factor x duplicate_weight when some best holder
-  // has a place in its batch (it reports no wait for one): what a copy would skip there is a
-  // prefill queue, which that replica drains at its prefill rate within milliseconds, so the copy
-  // buys its request little and costs the fleet a whole prefill. When every best holder's batch
-  // is full (or KV memory keeps its requests waiting) the charge is duplicate_weight alone: a hot
-  // prefix then needs copies to be served at all. 1: the same charge either way.
+  // has a place in its batch (it announces batch_slots and reports no wait for one): what a copy
+  // would skip there is a prefill queue, which that replica drains at its prefill rate within
+  // milliseconds, so the copy buys its request little and costs the fleet a whole prefill. When
+  // every best holder's batch is full (or KV memory keeps its requests waiting) the charge is
+  // duplicate_weight alone: a hot prefix then needs copies to be served at all. 1: the same charge
+  // either way.
   double queue_duplicate_factor = 4.0;
   // Where a cold prefix goes. false (the default): the replica holding the fewest blocks (its
   // events) plus uncached prompt blocks in flight, ties to the rendezvous hash of the first
