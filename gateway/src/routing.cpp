@@ -64,6 +64,9 @@ Status validate(const CacheAwareConfig& c) {
   if (!(c.duplicate_weight >= 0) || std::isinf(c.duplicate_weight)) {
     return bad("duplicate_weight", "must be finite and >= 0");
   }
+  if (!(c.queue_duplicate_factor >= 0) || std::isinf(c.queue_duplicate_factor)) {
+    return bad("queue_duplicate_factor", "must be finite and >= 0");
+  }
   if (!(c.offload_hit_weight >= 0 && c.offload_hit_weight <= 1)) {
     return bad("offload_hit_weight", "must be between 0 and 1");
   }
@@ -108,12 +111,13 @@ Status apply_options(std::string_view options, CacheAwareConfig& c) {
     const std::string key(item.substr(0, eq));
     const std::string value(eq == std::string_view::npos ? "" : item.substr(eq + 1));
     auto bad = [&] {
-      return make_error(ErrorCode::kInvalidValue,
-                        "cache_aware option '" + std::string(item) +
-                            "': expected memory_aware=true|false, cost_in_seconds=true|false, "
-                            "cold_rendezvous=true|false, eviction_weight=N, duplicate_weight=N, "
-                            "overload_factor=N, decode_weight=N or gateways=N",
-                        "policy");
+      return make_error(
+          ErrorCode::kInvalidValue,
+          "cache_aware option '" + std::string(item) +
+              "': expected memory_aware=true|false, cost_in_seconds=true|false, "
+              "cold_rendezvous=true|false, eviction_weight=N, duplicate_weight=N, "
+              "queue_duplicate_factor=N, overload_factor=N, decode_weight=N or gateways=N",
+          "policy");
     };
     if (key == "gateways") {
       // A count: digits only (strtoull would take "-1" and wrap it).
@@ -131,11 +135,12 @@ Status apply_options(std::string_view options, CacheAwareConfig& c) {
                                   : c.cold_rendezvous) = value == "true";
       continue;
     }
-    double* target = key == "eviction_weight"    ? &c.eviction_weight
-                     : key == "duplicate_weight" ? &c.duplicate_weight
-                     : key == "overload_factor"  ? &c.overload_factor
-                     : key == "decode_weight"    ? &c.decode_weight
-                                                 : nullptr;
+    double* target = key == "eviction_weight"          ? &c.eviction_weight
+                     : key == "duplicate_weight"       ? &c.duplicate_weight
+                     : key == "queue_duplicate_factor" ? &c.queue_duplicate_factor
+                     : key == "overload_factor"        ? &c.overload_factor
+                     : key == "decode_weight"          ? &c.decode_weight
+                                                       : nullptr;
     if (target == nullptr || value.empty()) return bad();
     char* end = nullptr;
     const double v = std::strtod(value.c_str(), &end);

@@ -8,7 +8,8 @@
 // Order of the rules: unhealthy replicas are out; a cold prefix goes to the replica with the
 // smallest cached footprint (among several gateways, the rendezvous hash of its first blocks
 // among the replicas near the smallest; with cold_rendezvous, the bounded-load rendezvous hash);
-// otherwise the least cost, a duplicate prefill charged at duplicate_weight.
+// otherwise the least cost, a duplicate prefill charged at duplicate_weight (times
+// queue_duplicate_factor when a replica holding the longest match has a place in its batch).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -44,6 +45,7 @@ class CacheAware final : public RoutingPolicy {
     // A full batch's wait counts only while some replica would admit at once: sending there
     // avoids it. With every replica full the wait is everyone's, and the cache decides.
     bool room = false;
+    bool holder_has_place = false;
     if (seconds) {
       for (std::size_t r = 0; r < n && !room; ++r) {
         room = replicas[r].healthy && admission_seconds(replicas[r]) == 0;
@@ -56,12 +58,21 @@ class CacheAware final : public RoutingPolicy {
       total_load += load_[r];
       min_load = healthy == 0 ? load_[r] : std::min(min_load, load_[r]);
       ++healthy;
-      best_match = std::max(best_match, blocks_[r]);
+      // Whether some replica holding the longest match has a place in its batch: a copy would
+      // then skip only a prefill queue (queue_duplicate_factor), not a wait for a place.
+      if (blocks_[r] > best_match) {
+        best_match = blocks_[r];
+        holder_has_place = has_place(replicas[r]);
+      } else if (blocks_[r] == best_match && !holder_has_place) {
+        holder_has_place = has_place(replicas[r]);
+      }
       best_saved = std::max(best_saved, saved_prefill_tokens(request, blocks_[r], offloaded_[r],
                                                              config_.offload_hit_weight));
     }
     if (healthy == 0) return {};
     best_saved_ = best_saved;
+    duplicate_weight_ = config_.duplicate_weight;
+    if (best_match > 0 && holder_has_place) duplicate_weight_ *= config_.queue_duplicate_factor;
     const double mean = total_load / static_cast<double>(healthy);
     const std::span<const std::uint64_t> hashes = request.block_hashes;
 
@@ -230,6 +241,13 @@ class CacheAware final : public RoutingPolicy {
            decode_sequences(v) * v.decode_seconds_per_sequence;
   }
 
+  // Whether the replica says its batch has a place for a newcomer: it announces its batch places
+  // and reports no wait for one. An upstream that announces nothing (vLLM, SGLang, OpenAI) cannot
+  // be told apart from a full one, so it is not taken as having a place.
+  static bool has_place(const ReplicaView& v) {
+    return v.batch_slots > 0 && admission_seconds(v) == 0;
+  }
+
   // The wait for a place in the batch: the report's, plus one admission interval for each request
   // this gateway sent since that is past the batch's places (the report cannot know of them; a
   // burst sent between two reports would otherwise all go to the replica that looked free).
@@ -256,7 +274,7 @@ class CacheAware final : public RoutingPolicy {
     const double saved =
         saved_prefill_tokens(request, blocks_[r], offloaded_[r], config_.offload_hit_weight);
     double tokens = static_cast<double>(request.prompt_tokens) - saved +
-                    config_.duplicate_weight * std::max(0.0, best_saved_ - saved);
+                    duplicate_weight_ * std::max(0.0, best_saved_ - saved);
     if (config_.memory_aware) {
       const double usage = v.kv_pages_total == 0
                                ? 1.0
@@ -325,7 +343,8 @@ class CacheAware final : public RoutingPolicy {
   std::vector<double> footprint_;       // scratch
   std::vector<ChurnState> churn_;       // by replica
   double mean_churn_ = 0;
-  double best_saved_ = 0;  // the most prefill any healthy replica saves this request
+  double best_saved_ = 0;        // the most prefill any healthy replica saves this request
+  double duplicate_weight_ = 0;  // this request's charge for a duplicate prefill
 };
 
 }  // namespace

@@ -317,7 +317,8 @@ TEST(CacheAwareTest, DuplicateWeightChargesACopyOfWhatTheBestHolderHas) {
   EXPECT_EQ(
       policy("cache_aware:duplicate_weight=0")->route(request_for(h), views, index, {}).replica,
       1U);
-  // The default, 1: replica 1 costs 1024 + 512 > 1042, so the holder keeps it.
+  // The default, 1: replica 1 costs 1024 + 512 > 1042, so the holder keeps it (its batch is not
+  // announced, so the queue factor does not apply).
   EXPECT_EQ(policy("cache_aware")->route(request_for(h), views, index, {}).replica, 0U);
   // Weight 1: replica 1 costs 1024 + 512 (the copy of the 512 replica 0 holds) = 1536.
   auto dup = policy("cache_aware:duplicate_weight=1");
@@ -331,6 +332,54 @@ TEST(CacheAwareTest, DuplicateWeightChargesACopyOfWhatTheBestHolderHas) {
   PolicyConfig bad;
   bad.cache_aware.duplicate_weight = -1;
   EXPECT_FALSE(make_policy("cache_aware", bad).ok());
+}
+
+// queue_duplicate_factor: when the best holder has a place in its batch, what a copy skips is a
+// prefill queue the holder drains within milliseconds, so the copy is charged the factor (default
+// 4) x duplicate_weight; when the holder's batch is full (it reports a wait for a place), the
+// charge is duplicate_weight alone, so a hot prefix still gets the copies it needs.
+TEST(CacheAwareTest, ACopyThatSkipsOnlyAPrefillQueueIsChargedTheQueueFactor) {
+  PrefixIndex index = index_with(2);
+  auto views = fleet(2);
+  for (auto& v : views) {
+    v.kv_pages_total = 1000;
+    v.batch_slots = 64;  // announced: 0 reports no wait, so its batch has a place
+  }
+  const auto h = prompt_hashes(1, 64);                               // 1024 tokens
+  for (std::size_t i = 0; i < 32; ++i) index.apply_stored(0, h[i]);  // 512 cached on 0
+  views[0].tokens_queued_for_prefill = 1030;
+  // A place in 0's batch: replica 1 costs 1024 + 4 x 512 = 3072 > 512 + 1030, so 0 keeps it.
+  auto p = policy("cache_aware");
+  RouteDecision d = p->route(request_for(h), views, index, {});
+  EXPECT_EQ(d.replica, 0U);
+  EXPECT_EQ(d.reason, RouteReason::kCacheHit);
+  // Factor 1: replica 1 costs 1024 + 512 = 1536 < 1542, the earlier charge spills.
+  EXPECT_EQ(policy("cache_aware:queue_duplicate_factor=1")
+                ->route(request_for(h), views, index, {})
+                .replica,
+            1U);
+  // 0's batch is full (a wait for a place): duplicate_weight alone, 1536 < 1542, spilled.
+  views[0].admission_wait_seconds = 0.5;
+  d = p->route(request_for(h), views, index, {});
+  EXPECT_EQ(d.replica, 1U);
+  EXPECT_EQ(d.reason, RouteReason::kLoadSpill);
+  // A replica that does not announce its batch (vLLM, SGLang) may be full: duplicate_weight alone.
+  views[0].admission_wait_seconds = 0;
+  views[0].batch_slots = 0;
+  EXPECT_EQ(p->route(request_for(h), views, index, {}).replica, 1U);
+  // With a place again, a queue past the factor's charge spills: 512 + 2600 > 3072.
+  views[0].batch_slots = 64;
+  views[0].tokens_queued_for_prefill = 2600;
+  EXPECT_EQ(p->route(request_for(h), views, index, {}).replica, 1U);
+  // With duplicate_weight 0 there is no charge to multiply: the cost alone, 512 + 1030 > 1024.
+  views[0].tokens_queued_for_prefill = 530;
+  EXPECT_EQ(
+      policy("cache_aware:duplicate_weight=0")->route(request_for(h), views, index, {}).replica,
+      1U);
+  PolicyConfig bad;
+  bad.cache_aware.queue_duplicate_factor = -1;
+  EXPECT_FALSE(make_policy("cache_aware", bad).ok());
+  EXPECT_FALSE(make_policy("cache_aware:queue_duplicate_factor=x").ok());
 }
 
 TEST(CacheAwareTest, AnOffloadedHitSavesItsWeightOfPrefill) {

@@ -142,6 +142,14 @@ struct CacheAwareConfig {
   // and takes capacity from the whole fleet, not only this request's first token. It is charged
   // duplicate_weight x the tokens the best holder would not recompute.
   double duplicate_weight = 1.0;
+  // The duplicate's charge is queue_duplicate_factor x duplicate_weight when some best holder
+  // has a place in its batch (it announces batch_slots and reports no wait for one): what a copy
+  // would skip there is a prefill queue, which that replica drains at its prefill rate within
+  // milliseconds, so the copy buys its request little and costs the fleet a whole prefill. When
+  // every best holder's batch is full (or KV memory keeps its requests waiting) the charge is
+  // duplicate_weight alone: a hot prefix then needs copies to be served at all. 1: the same charge
+  // either way.
+  double queue_duplicate_factor = 4.0;
   // Where a cold prefix goes. false (the default): the replica holding the fewest blocks (its
   // events) plus uncached prompt blocks in flight, ties to the rendezvous hash of the first
   // affinity_blocks blocks. true: that rendezvous hash over the replicas whose load is at most
@@ -218,8 +226,9 @@ class RoutingPolicy {
 
 // "round_robin", "random", "least_load", "power_of_two", "consistent_hash", "cache_aware",
 // "sglang_cache_aware", "dynamo_kv". "cache_aware:key=value[:key=value]" overrides cache_aware
-// parameters of `config` (memory_aware, cost_in_seconds, eviction_weight, overload_factor,
-// decode_weight), so variants run side by side (`prefixgate-bench compare --policies
+// parameters of `config` (memory_aware, cost_in_seconds, cold_rendezvous, eviction_weight,
+// duplicate_weight, queue_duplicate_factor, overload_factor, decode_weight, gateways), so variants
+// run side by side (`prefixgate-bench compare --policies
 // cache_aware,cache_aware:memory_aware=false`). kInvalidValue for an unknown name or option, or an
 // out-of-range config field (param names it).
 Result<std::unique_ptr<RoutingPolicy>> make_policy(std::string_view name,
