@@ -614,9 +614,9 @@ Error from_iterate_error(simdjson::error_code err, std::string_view input) {
   return make_error(code, located(what, at, input.size()));
 }
 
-Result<Value> parse_with(ondemand::parser& parser, const simdjson::padded_string& padded,
+Result<Value> parse_with(ondemand::parser& parser, simdjson::padded_string_view padded,
                          const ParseLimits& limits, std::vector<MemberSpan>* root_members) {
-  const std::string_view input(padded.data(), padded.size());
+  const std::string_view input(padded.data(), padded.length());
   ondemand::document doc;
   if (auto err = parser.iterate(padded).get(doc)) return from_iterate_error(err, input);
   thread_local ParseScratch scratch;
@@ -634,12 +634,20 @@ Result<Value> parse_text(std::string_view text, const ParseLimits& limits,
                          std::vector<MemberSpan>* root_members) {
   if (text.size() > limits.max_bytes) return too_large(text.size(), limits.max_bytes);
   // On Demand reads up to SIMDJSON_PADDING bytes past the end: it needs its own padded copy.
-  const simdjson::padded_string padded(text);
-  if (padded.data() == nullptr) return too_large_to_parse(text.size());
+  // Usual sizes are copied into the thread's buffer (no allocation per request), larger ones
+  // into a copy of their own, so that one huge body does not keep its memory for the thread's
+  // life.
   if (text.size() <= kReusableParserBytes) {
     thread_local ondemand::parser reused;
-    return parse_with(reused, padded, limits, root_members);
+    thread_local std::string buffer;
+    buffer.assign(text);
+    buffer.append(simdjson::SIMDJSON_PADDING, '\0');
+    return parse_with(reused,
+                      simdjson::padded_string_view(buffer.data(), text.size(), buffer.size()),
+                      limits, root_members);
   }
+  const simdjson::padded_string padded(text);
+  if (padded.data() == nullptr) return too_large_to_parse(text.size());
   ondemand::parser once;
   return parse_with(once, padded, limits, root_members);
 }
