@@ -236,9 +236,9 @@ class RoutingPolicy {
 
 // "round_robin", "random", "least_load", "power_of_two", "consistent_hash", "cache_aware",
 // "sglang_cache_aware", "dynamo_kv". "cache_aware:key=value[:key=value]" overrides cache_aware
-// parameters of `config` (memory_aware, cost_in_seconds, cold_rendezvous, eviction_weight,
-// duplicate_weight, queue_duplicate_factor, overload_factor, decode_weight, gateways), so variants
-// run side by side (`prefixgate-bench compare --policies
+// parameters of `config` (memory_aware, cost_in_seconds, cold_rendezvous, cohort_wait,
+// eviction_weight, duplicate_weight, queue_duplicate_factor, overload_factor, decode_weight,
+// gateways), so variants run side by side (`prefixgate-bench compare --policies
 // cache_aware,cache_aware:memory_aware=false`). kInvalidValue for an unknown name or option, or an
 // out-of-range config field (param names it).
 Result<std::unique_ptr<RoutingPolicy>> make_policy(std::string_view name,
