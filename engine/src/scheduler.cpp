@@ -388,6 +388,7 @@ void Scheduler::admission_stats(SchedulerStats& s) const {
   lifetime /= static_cast<double>(running_.size());
   // In steady state one of them ends every lifetime / running steps.
   s.steps_per_admission = lifetime / static_cast<double>(running_.size());
+  s.steps_until_next_end = *std::min_element(left.begin(), left.end());
   if (waiting_.empty()) return;
   // Those ahead plus the newcomer, less the free slots: how many running sequences must end.
   // With slots enough for all of them, requests wait either for KV memory (the last admission

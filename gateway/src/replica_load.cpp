@@ -42,6 +42,7 @@ void apply_load_report(ReplicaView& view, const LoadReport& report) {
   view.admission_wait_seconds = report.admission_wait_seconds;
   view.batch_slots = report.batch_slots;
   view.admission_interval_seconds = report.admission_interval_seconds;
+  view.next_end_seconds = report.next_end_seconds;
   if (report.prefill_seconds_per_token > 0 && report.decode_seconds_per_sequence > 0) {
     view.prefill_seconds_per_token = report.prefill_seconds_per_token;
     view.decode_seconds_per_sequence = report.decode_seconds_per_sequence;

@@ -235,7 +235,7 @@ class CacheAware final : public RoutingPolicy {
   // The load model in seconds: the wait for a place in the batch (a full replica admits a
   // newcomer only as running sequences end, which its queue of short prefills does not show),
   // queued prefill at the replica's rate, plus a step's share of each sequence it runs.
-  static double load_seconds(const ReplicaView& v, bool with_admission) {
+  double load_seconds(const ReplicaView& v, bool with_admission) const {
     return (with_admission ? admission_seconds(v) : 0.0) +
            queued_prefill_tokens(v) * v.prefill_seconds_per_token +
            decode_sequences(v) * v.decode_seconds_per_sequence;
@@ -244,22 +244,31 @@ class CacheAware final : public RoutingPolicy {
   // Whether the replica says its batch has a place for a newcomer: it announces its batch places
   // and reports no wait for one. An upstream that announces nothing (vLLM, SGLang, OpenAI) cannot
   // be told apart from a full one, so it is not taken as having a place.
-  static bool has_place(const ReplicaView& v) {
+  bool has_place(const ReplicaView& v) const {
     return v.batch_slots > 0 && admission_seconds(v) == 0;
   }
 
   // The wait for a place in the batch: the report's, plus one admission interval for each request
   // this gateway sent since that is past the batch's places (the report cannot know of them; a
   // burst sent between two reports would otherwise all go to the replica that looked free).
-  static double admission_seconds(const ReplicaView& v) {
+  double admission_seconds(const ReplicaView& v) const {
     if (v.batch_slots == 0 || !(v.admission_interval_seconds > 0)) return v.admission_wait_seconds;
+    const bool cohort_wait = config_.cohort_wait;
     const std::size_t reported = v.running + v.waiting;
     const std::size_t sent_since =
         v.inflight_requests > reported ? v.inflight_requests - reported : 0;
     const std::size_t ahead = reported + sent_since + 1;  // the newcomer's place
     if (ahead <= v.batch_slots) return v.admission_wait_seconds;
     const std::size_t past = std::min(sent_since + 1, ahead - v.batch_slots);
-    return v.admission_wait_seconds + static_cast<double>(past) * v.admission_interval_seconds;
+    double wait = static_cast<double>(past) * v.admission_interval_seconds;
+    // The report had a place that the requests sent since took: the first one past it waits
+    // for the first running sequence to end. cohort_wait: for as long as the report says that
+    // is (next_end_seconds; a batch filled in a burst ends in one, a whole lifetime away), not
+    // one interval, the steady state's.
+    if (cohort_wait && v.admission_wait_seconds == 0) {
+      wait += std::max(0.0, v.next_end_seconds - v.admission_interval_seconds);
+    }
+    return v.admission_wait_seconds + wait;
   }
 
   // What computing the request's uncached tokens on replica r costs. memory_aware: on a full KV

@@ -443,6 +443,37 @@ TEST(RoutingPropertiesTest, AFullBatchCostsTheWaitForAPlaceWhileAnotherReplicaHa
   EXPECT_EQ(p->route(request_for(h), views, index, {}).replica, 0U);
 }
 
+// A hot prefix's holder whose batch its siblings filled in a burst: the report showed a place,
+// the gateway has sent two requests since, and the newcomer is the first past the batch. By
+// default it waits one admission interval (20 ms: the holder keeps it); with cohort_wait it
+// waits until the first running sequence ends, next_end_seconds (2 s: the copy is cheaper).
+TEST(RoutingPropertiesTest, CohortWaitPricesThePlaceAfterABurstAtTheFirstSequencesEnd) {
+  PrefixIndex index = index_with(2);
+  auto views = fleet(2);
+  for (auto& v : views) {
+    v.prefill_seconds_per_token = 3e-5;  // a 1024-token miss: 31 ms, 61 ms charged as a duplicate
+    v.decode_seconds_per_sequence = 1e-4;
+    v.kv_pages_total = 1000;
+    v.batch_slots = 64;
+    v.admission_interval_seconds = 0.02;
+  }
+  const auto h = prompt_hashes(5, 64);  // 1024 tokens, all held by replica 0
+  for (std::uint64_t b : h) index.apply_stored(0, b);
+  views[0].running = 63;
+  views[0].inflight_requests = 65;
+  views[0].next_end_seconds = 2.0;
+  views[1].running = 10;
+  views[1].inflight_requests = 10;
+  EXPECT_EQ(policy("cache_aware")->route(request_for(h), views, index, {}).replica, 0U);
+  RouteDecision d = policy("cache_aware:cohort_wait=true")->route(request_for(h), views, index, {});
+  EXPECT_EQ(d.replica, 1U);
+  EXPECT_EQ(d.reason, RouteReason::kLoadSpill);
+  // In steady state the first sequence ends within an interval: the holder keeps it.
+  views[0].next_end_seconds = 0.02;
+  EXPECT_EQ(policy("cache_aware:cohort_wait=true")->route(request_for(h), views, index, {}).replica,
+            0U);
+}
+
 // Shared-prefix traffic with a hot prefix; each step every replica prefills a fixed number of
 // tokens. A replica must not sit idle while another has a real queue.
 TEST(RoutingPropertiesTest, NoReplicaIdlesWhileAnotherQueues) {

@@ -25,13 +25,16 @@ TEST(EngineEventLineTest, ALoadLineCarriesCountsAndTheEnginesAnnouncedSpeed) {
   EXPECT_DOUBLE_EQ(e.load.decode_seconds_per_sequence, 1e-4);
   EXPECT_EQ(e.load.batch_slots, 0u);  // not announced
   EXPECT_EQ(e.load.admission_wait_seconds, 0);
-  // A full batch announces its places, the wait for one and the interval between two.
+  // A full batch announces its places, the wait for one, the interval between two and the time
+  // until its first running sequence ends.
   const EngineEventLine full = parse_engine_event_line(
       R"({"type":"load","running":64,"waiting":9,"batch_slots":64,)"
-      R"("admission_wait_seconds":0.75,"admission_interval_seconds":0.03})");
+      R"("admission_wait_seconds":0.75,"admission_interval_seconds":0.03,"next_end_seconds":0.5})");
   EXPECT_EQ(full.load.batch_slots, 64u);
   EXPECT_DOUBLE_EQ(full.load.admission_wait_seconds, 0.75);
   EXPECT_DOUBLE_EQ(full.load.admission_interval_seconds, 0.03);
+  EXPECT_DOUBLE_EQ(full.load.next_end_seconds, 0.5);
+  EXPECT_EQ(e.load.next_end_seconds, 0);  // not announced
 }
 
 TEST(EngineEventLineTest, ASpeedThatIsNotAPositiveFiniteNumberIsNotAnnounced) {

@@ -63,7 +63,8 @@ gateway::LoadReport SimReplica::load_report() const {
           .decode_seconds_per_sequence = speed_.decode_seconds_per_sequence,
           .admission_wait_seconds = static_cast<double>(s.steps_until_admission) * step_seconds_,
           .batch_slots = s.batch_slots,
-          .admission_interval_seconds = s.steps_per_admission * step_seconds_};
+          .admission_interval_seconds = s.steps_per_admission * step_seconds_,
+          .next_end_seconds = static_cast<double>(s.steps_until_next_end) * step_seconds_};
 }
 
 }  // namespace prefixgate::bench

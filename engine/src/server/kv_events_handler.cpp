@@ -94,6 +94,10 @@ std::string load_line(const EngineStats& s) {
   if (s.scheduler.steps_per_admission > 0 && s.step_seconds > 0) {
     o.push_back({"admission_interval_seconds", s.scheduler.steps_per_admission * s.step_seconds});
   }
+  if (s.scheduler.steps_until_next_end > 0 && s.step_seconds > 0) {
+    o.push_back({"next_end_seconds",
+                 static_cast<double>(s.scheduler.steps_until_next_end) * s.step_seconds});
+  }
   // The device's speed, when it knows it (the sim device from its profile): routers compare
   // replicas of different speeds in seconds.
   if (s.speed.prefill_seconds_per_token > 0 && s.speed.decode_seconds_per_sequence > 0) {

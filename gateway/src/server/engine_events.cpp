@@ -71,7 +71,8 @@ EngineEventLine decode(dom::object doc) {
                         rate(doc, "decode_seconds_per_sequence"),
                         rate(doc, "admission_wait_seconds"),
                         count(doc, "batch_slots"),
-                        rate(doc, "admission_interval_seconds")};
+                        rate(doc, "admission_interval_seconds"),
+                        rate(doc, "next_end_seconds")};
     return e;
   }
   e.seq = count(doc, "seq");

@@ -89,6 +89,10 @@ struct SchedulerStats {
   // request beyond a full batch adds to the wait of those behind it.
   std::size_t batch_slots = 0;
   double steps_per_admission = 0;
+  // Decode steps until the first running sequence reaches its max_tokens (0 with none running):
+  // the wait for a place of the first request past a full batch. One admission interval in
+  // steady state; a whole lifetime when the batch filled in a burst and ends in one.
+  std::size_t steps_until_next_end = 0;
 };
 
 // A step's duration smoothed over about the last ten steps (the first taken whole), which

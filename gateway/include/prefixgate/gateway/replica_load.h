@@ -40,6 +40,8 @@ struct LoadReport {
   // ending when the batch is full (0: not announced).
   std::size_t batch_slots = 0;
   double admission_interval_seconds = 0;
+  // The seconds until the first running sequence ends (0: not announced).
+  double next_end_seconds = 0;
 };
 
 // The prefill work a routed request adds to its replica: the prompt less the tokens the replica

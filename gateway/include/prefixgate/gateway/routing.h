@@ -79,6 +79,10 @@ struct ReplicaView {
   // not announced): each request the gateway sends past a full batch waits one interval more.
   std::size_t batch_slots = 0;
   double admission_interval_seconds = 0;
+  // The seconds until the engine's first running sequence ends (0: not announced): the wait of
+  // the first request past a full batch, one interval in steady state, a whole sequence's
+  // lifetime when the batch filled in a burst.
+  double next_end_seconds = 0;
 };
 
 struct RouteRequest {
@@ -150,6 +154,12 @@ struct CacheAwareConfig {
   // duplicate_weight alone: a hot prefix then needs copies to be served at all. 1: the same charge
   // either way.
   double queue_duplicate_factor = 4.0;
+  // The first request sent past a batch's places since a report that showed a place waits for
+  // the first running sequence to end. false: one admission interval (the steady state, where
+  // sequences end one by one). true: next_end_seconds when the replica reports it (a batch
+  // filled in a burst, a hot prefix's holder filled by its siblings, ends in one, a whole
+  // sequence's lifetime away).
+  bool cohort_wait = false;
   // Where a cold prefix goes. false (the default): the replica holding the fewest blocks (its
   // events) plus uncached prompt blocks in flight, ties to the rendezvous hash of the first
   // affinity_blocks blocks. true: that rendezvous hash over the replicas whose load is at most
@@ -226,9 +236,9 @@ class RoutingPolicy {
 
 // "round_robin", "random", "least_load", "power_of_two", "consistent_hash", "cache_aware",
 // "sglang_cache_aware", "dynamo_kv". "cache_aware:key=value[:key=value]" overrides cache_aware
-// parameters of `config` (memory_aware, cost_in_seconds, cold_rendezvous, eviction_weight,
-// duplicate_weight, queue_duplicate_factor, overload_factor, decode_weight, gateways), so variants
-// run side by side (`prefixgate-bench compare --policies
+// parameters of `config` (memory_aware, cost_in_seconds, cold_rendezvous, cohort_wait,
+// eviction_weight, duplicate_weight, queue_duplicate_factor, overload_factor, decode_weight,
+// gateways), so variants run side by side (`prefixgate-bench compare --policies
 // cache_aware,cache_aware:memory_aware=false`). kInvalidValue for an unknown name or option, or an
 // out-of-range config field (param names it).
 Result<std::unique_ptr<RoutingPolicy>> make_policy(std::string_view name,
