@@ -397,16 +397,23 @@ TEST(RoutingPropertiesTest, CostInSecondsIsThePredictedTimeToFirstToken) {
 // A full batch: the replica holding the prompt has few prefill tokens queued but no place in its
 // batch, so a newcomer waits for running sequences to end. That wait is priced while another
 // replica would admit at once, and not when every batch is full (the cache decides then).
-TEST(RoutingPropertiesTest, AFullBatchCostsTheWaitForAPlaceWhileAnotherReplicaHasRoom) {
-  PrefixIndex index = index_with(2);
+// Two replicas that announce their speed (a 1024-token miss: 31 ms of prefill), 64 batch places
+// and `admission_interval` seconds between two running sequences ending.
+std::vector<ReplicaView> batched_fleet(double admission_interval) {
   auto views = fleet(2);
   for (auto& v : views) {
-    v.prefill_seconds_per_token = 3e-5;  // a 1024-token miss: 31 ms
+    v.prefill_seconds_per_token = 3e-5;
     v.decode_seconds_per_sequence = 1e-4;
     v.kv_pages_total = 1000;
     v.batch_slots = 64;
-    v.admission_interval_seconds = 0.03;
+    v.admission_interval_seconds = admission_interval;
   }
+  return views;
+}
+
+TEST(RoutingPropertiesTest, AFullBatchCostsTheWaitForAPlaceWhileAnotherReplicaHasRoom) {
+  PrefixIndex index = index_with(2);
+  auto views = batched_fleet(0.03);     // a 1024-token miss: 31 ms
   const auto h = prompt_hashes(5, 64);  // 1024 tokens, all held by replica 0
   for (std::uint64_t b : h) index.apply_stored(0, b);
   auto p = policy("cache_aware:duplicate_weight=0");
@@ -449,14 +456,7 @@ TEST(RoutingPropertiesTest, AFullBatchCostsTheWaitForAPlaceWhileAnotherReplicaHa
 // waits until the first running sequence ends, next_end_seconds (2 s: the copy is cheaper).
 TEST(RoutingPropertiesTest, CohortWaitPricesThePlaceAfterABurstAtTheFirstSequencesEnd) {
   PrefixIndex index = index_with(2);
-  auto views = fleet(2);
-  for (auto& v : views) {
-    v.prefill_seconds_per_token = 3e-5;  // a 1024-token miss: 31 ms, 61 ms charged as a duplicate
-    v.decode_seconds_per_sequence = 1e-4;
-    v.kv_pages_total = 1000;
-    v.batch_slots = 64;
-    v.admission_interval_seconds = 0.02;
-  }
+  auto views = batched_fleet(0.02);     // a 1024-token miss: 31 ms, 61 ms as a duplicate
   const auto h = prompt_hashes(5, 64);  // 1024 tokens, all held by replica 0
   for (std::uint64_t b : h) index.apply_stored(0, b);
   views[0].running = 63;
