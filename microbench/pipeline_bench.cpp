@@ -48,7 +48,9 @@ std::string make_request(std::size_t bytes) {
   return body;
 }
 
-void BM_ParseCanonicalizeRenderHash(benchmark::State& state) {
+// As the gateway routes: no token byte offsets (ByteOffsets::kSkip), unless `offsets` (as lint
+// and the agent APIs' breakpoints need them).
+void parse_canonicalize_render_hash(benchmark::State& state, ByteOffsets offsets) {
   const std::string body = make_request(static_cast<std::size_t>(state.range(0)));
   auto tokenizer = make_byte_tokenizer();
   const PromptModel model{ChatTemplate::kLlama3, tokenizer.get(), 16, "builtin:tiny"};
@@ -62,7 +64,7 @@ void BM_ParseCanonicalizeRenderHash(benchmark::State& state) {
     }
     // As the gateway runs it: the rules rewrite the parsed request in place.
     canonicalize_in_place(*req, policy, CanonicalizationPolicy::none());
-    if (!analyze_prompt_into(*req, model, p)) {
+    if (!analyze_prompt_into(*req, model, p, {}, offsets)) {
       state.SkipWithError("analyze_prompt_into failed");
       return;
     }
@@ -70,7 +72,14 @@ void BM_ParseCanonicalizeRenderHash(benchmark::State& state) {
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * body.size()));
 }
+void BM_ParseCanonicalizeRenderHash(benchmark::State& state) {
+  parse_canonicalize_render_hash(state, ByteOffsets::kSkip);
+}
+void BM_ParseCanonicalizeRenderHashWithOffsets(benchmark::State& state) {
+  parse_canonicalize_render_hash(state, ByteOffsets::kKeep);
+}
 BENCHMARK(BM_ParseCanonicalizeRenderHash)->Arg(1 << 10)->Arg(32 << 10)->Arg(1 << 20);
+BENCHMARK(BM_ParseCanonicalizeRenderHashWithOffsets)->Arg(32 << 10);
 
 void BM_BlockHashes(benchmark::State& state) {
   std::vector<TokenId> tokens(static_cast<std::size_t>(state.range(0)));

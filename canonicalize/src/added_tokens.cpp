@@ -84,6 +84,16 @@ AddedTokenMatcher::AddedTokenMatcher(std::vector<AddedToken> tokens,
     trie_[node].token = static_cast<std::int32_t>(t);
     first_bytes_.set(static_cast<unsigned char>(pattern[0]));
   }
+  for (Node& n : trie_) {
+    if (n.children.size() != 1) continue;
+    std::uint32_t at = n.children[0].second;
+    n.chain.push_back(static_cast<char>(n.children[0].first));
+    while (trie_[at].token < 0 && trie_[at].children.size() == 1) {
+      n.chain.push_back(static_cast<char>(trie_[at].children[0].first));
+      at = trie_[at].children[0].second;
+    }
+    n.chain_end = at;
+  }
   if (first_bytes_.count() == 1) {
     for (int b = 0; b < 256; ++b) {
       if (first_bytes_.test(static_cast<std::size_t>(b))) single_first_byte_ = b;
@@ -95,16 +105,32 @@ std::optional<std::pair<std::size_t, std::size_t>> AddedTokenMatcher::longest_at
     std::string_view text, std::size_t begin) const {
   std::optional<std::pair<std::size_t, std::size_t>> best;
   std::uint32_t node = 0;
-  for (std::size_t i = begin; i < text.size(); ++i) {
-    const auto byte = static_cast<unsigned char>(text[i]);
-    std::uint32_t next = 0;
-    for (const auto& [b, child] : trie_[node].children) {
-      if (b == byte) next = child;
+  std::size_t i = begin;
+  while (i < text.size()) {
+    const Node& n = trie_[node];
+    if (!n.chain.empty()) {
+      // No token ends inside the chain, so a partial match of it adds nothing.
+      if (text.size() - i < n.chain.size() ||
+          std::memcmp(text.data() + i, n.chain.data(), n.chain.size()) != 0) {
+        break;
+      }
+      i += n.chain.size();
+      node = n.chain_end;
+    } else {
+      const auto byte = static_cast<unsigned char>(text[i]);
+      std::uint32_t next = 0;
+      for (const auto& [b, child] : n.children) {
+        if (b == byte) {
+          next = child;
+          break;
+        }
+      }
+      if (next == 0) break;
+      ++i;
+      node = next;
     }
-    if (next == 0) break;
-    node = next;
     if (trie_[node].token >= 0) {
-      best = std::pair{static_cast<std::size_t>(trie_[node].token), i + 1 - begin};
+      best = std::pair{static_cast<std::size_t>(trie_[node].token), i - begin};
     }
   }
   return best;

@@ -72,6 +72,11 @@ class AddedTokenMatcher {
   struct Node {
     std::vector<std::pair<unsigned char, std::uint32_t>> children;
     std::int32_t token = -1;  // index into tokens_ of the token ending here
+    // A run of nodes below this one that each have one child and end no token, compared with
+    // one memcmp instead of a node at a time: `chain` holds their bytes, `chain_end` is the node
+    // the last byte reaches. Empty when this node has other than one child.
+    std::string chain;
+    std::uint32_t chain_end = 0;
   };
   // The longest pattern that text[begin...] starts with: its token index and length.
   std::optional<std::pair<std::size_t, std::size_t>> longest_at(std::string_view text,

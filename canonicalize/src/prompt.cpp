@@ -20,13 +20,15 @@ Result<AnalyzedPrompt> analyze_prompt(const ParsedRequest& request, const Prompt
 }
 
 Status analyze_prompt_into(const ParsedRequest& request, const PromptModel& model,
-                           AnalyzedPrompt& out, const ChatRenderOptions& options) {
+                           AnalyzedPrompt& out, const ChatRenderOptions& options,
+                           ByteOffsets offsets) {
   PG_DCHECK(model.tokenizer != nullptr);
   auto rendered = model.chat_format.render(request, options);
   if (!rendered) return rendered.error();
   out.block_size = model.block_size;
   out.rendered = std::move(*rendered);
-  tokenize_request_into(request, out.rendered, *model.tokenizer, model.segment_cache, out.tokens);
+  tokenize_request_into(request, out.rendered, *model.tokenizer, model.segment_cache, out.tokens,
+                        offsets == ByteOffsets::kKeep);
   const std::uint64_t root = block_hash_root(model.model_id, request.cache_salt);
   if (model.remember_block_hashes) {
     thread_local BlockHashMemo memo;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "prefixgate/base/check.h"
+
 namespace prefixgate::canon {
 namespace {
 
@@ -240,6 +242,7 @@ RenderedPrompt render_prompt(const ParsedRequest& request, ChatTemplate tmpl) {
 }
 
 std::size_t TokenizedPrompt::token_at_byte(std::size_t offset) const {
+  PG_CHECK(byte_offsets.size() == tokens.size());
   auto it = std::upper_bound(byte_offsets.begin(), byte_offsets.end(), offset);
   if (it == byte_offsets.begin()) return 0;
   return static_cast<std::size_t>(it - byte_offsets.begin()) - 1;
@@ -248,15 +251,16 @@ std::size_t TokenizedPrompt::token_at_byte(std::size_t offset) const {
 namespace {
 
 void tokenize_prompt_into(const RenderedPrompt& prompt, const Tokenizer& tokenizer,
-                          SegmentCache* cache, TokenizedPrompt& out) {
+                          SegmentCache* cache, TokenizedPrompt& out, bool byte_offsets) {
   out.tokens.clear();
   out.byte_offsets.clear();
   // At most one token per byte: one allocation each instead of a doubling series, which for
   // large prompts means fresh pages (and page faults) on every growth.
   out.tokens.reserve(prompt.text.size());
-  out.byte_offsets.reserve(prompt.text.size());
+  if (byte_offsets) out.byte_offsets.reserve(prompt.text.size());
   tokenizer.encode(prompt.text, out.tokens,
-                   EncodeOptions{.parse_special = true, .segment_cache = cache}, &out.byte_offsets);
+                   EncodeOptions{.parse_special = true, .segment_cache = cache},
+                   byte_offsets ? &out.byte_offsets : nullptr);
 }
 
 }  // namespace
@@ -264,19 +268,24 @@ void tokenize_prompt_into(const RenderedPrompt& prompt, const Tokenizer& tokeniz
 TokenizedPrompt tokenize_prompt(const RenderedPrompt& prompt, const Tokenizer& tokenizer,
                                 SegmentCache* cache) {
   TokenizedPrompt out;
-  tokenize_prompt_into(prompt, tokenizer, cache, out);
+  tokenize_prompt_into(prompt, tokenizer, cache, out, true);
   return out;
 }
 
 void tokenize_request_into(const ParsedRequest& request, const RenderedPrompt& prompt,
-                           const Tokenizer& tokenizer, SegmentCache* cache, TokenizedPrompt& out) {
+                           const Tokenizer& tokenizer, SegmentCache* cache, TokenizedPrompt& out,
+                           bool byte_offsets) {
   if (request.endpoint == Endpoint::kCompletions && !request.prompts.empty() &&
       request.prompts[0].is_tokens) {
     out.tokens = request.prompts[0].token_ids;
-    out.byte_offsets.assign(out.tokens.size(), 0);
+    if (byte_offsets) {
+      out.byte_offsets.assign(out.tokens.size(), 0);
+    } else {
+      out.byte_offsets.clear();
+    }
     return;
   }
-  tokenize_prompt_into(prompt, tokenizer, cache, out);
+  tokenize_prompt_into(prompt, tokenizer, cache, out, byte_offsets);
 }
 
 TokenizedPrompt tokenize_request(const ParsedRequest& request, const RenderedPrompt& prompt,

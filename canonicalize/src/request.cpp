@@ -85,8 +85,14 @@ Status check_common_fields(const Value& body) {
   return {};
 }
 
-Result<Role> parse_role(const Value& v, const std::string& path) {
-  if (!v.is_string()) return wrong_type(path, "a string", v);
+// "messages[index].field", built only for an error message: most requests have none, and a
+// long conversation would otherwise build a few strings per message.
+std::string message_field(std::size_t index, std::string_view field) {
+  return field_path(index_path("messages", index), field);
+}
+
+Result<Role> parse_role(const Value& v, std::size_t index) {
+  if (!v.is_string()) return wrong_type(message_field(index, "role"), "a string", v);
   const std::string& s = v.as_string();
   if (s == "system") return Role::kSystem;
   if (s == "developer") return Role::kDeveloper;
@@ -94,13 +100,14 @@ Result<Role> parse_role(const Value& v, const std::string& path) {
   if (s == "assistant") return Role::kAssistant;
   if (s == "tool") return Role::kTool;
   if (s == "function") return Role::kFunction;
+  const std::string path = message_field(index, "role");
   return make_error(ErrorCode::kInvalidValue,
                     "'" + path + "' must be one of system, developer, user, assistant, tool, " +
                         "function; got '" + s + "'",
                     path);
 }
 
-Status parse_content(const Value& content, const std::string& path, Message& msg) {
+Status parse_content(const Value& content, std::size_t index, Message& msg) {
   if (content.is_string()) {
     msg.content_is_string = true;
     // No copy of the whole value: a plain string's text is all there is to render.
@@ -108,22 +115,24 @@ Status parse_content(const Value& content, const std::string& path, Message& msg
     return {};
   }
   if (content.is_null()) return {};
-  if (!content.is_array())
-    return wrong_type(path, "a string or an array of content parts", content);
+  if (!content.is_array()) {
+    return wrong_type(message_field(index, "content"), "a string or an array of content parts",
+                      content);
+  }
   const json::Array& parts = content.as_array();
   for (std::size_t i = 0; i < parts.size(); ++i) {
-    const std::string part_path = index_path(path, i);
+    const auto part_path = [&] { return index_path(message_field(index, "content"), i); };
     const Value& part = parts[i];
-    if (!part.is_object()) return wrong_type(part_path, "an object", part);
+    if (!part.is_object()) return wrong_type(part_path(), "an object", part);
     const Value* type = part.find("type");
-    if (type == nullptr) return missing(field_path(part_path, "type"));
-    if (!type->is_string()) return wrong_type(field_path(part_path, "type"), "a string", *type);
+    if (type == nullptr) return missing(field_path(part_path(), "type"));
+    if (!type->is_string()) return wrong_type(field_path(part_path(), "type"), "a string", *type);
     ContentPart out{type->as_string(), {}, part};
     if (out.is_text()) {
       const char* key = out.type == "text" ? "text" : "refusal";
       const Value* text = part.find(key);
-      if (text == nullptr) return missing(field_path(part_path, key));
-      if (!text->is_string()) return wrong_type(field_path(part_path, key), "a string", *text);
+      if (text == nullptr) return missing(field_path(part_path(), key));
+      if (!text->is_string()) return wrong_type(field_path(part_path(), key), "a string", *text);
       out.text = text->as_string();
     }
     msg.parts.push_back(std::move(out));
@@ -132,12 +141,11 @@ Status parse_content(const Value& content, const std::string& path, Message& msg
 }
 
 Status parse_message(const Value& v, std::size_t index, Message& msg) {
-  const std::string path = index_path("messages", index);
-  if (!v.is_object()) return wrong_type(path, "an object", v);
+  if (!v.is_object()) return wrong_type(index_path("messages", index), "an object", v);
   msg.index = index;
   const Value* role = v.find("role");
-  if (role == nullptr) return missing(field_path(path, "role"));
-  auto parsed_role = parse_role(*role, field_path(path, "role"));
+  if (role == nullptr) return missing(message_field(index, "role"));
+  auto parsed_role = parse_role(*role, index);
   if (!parsed_role) return parsed_role.error();
   msg.role = *parsed_role;
 
@@ -145,26 +153,26 @@ Status parse_message(const Value& v, std::size_t index, Message& msg) {
   const Value* tool_calls = v.find("tool_calls");
   const bool may_omit_content = msg.role == Role::kAssistant;
   if (content == nullptr || content->is_null()) {
-    if (!may_omit_content) return missing(field_path(path, "content"));
-  } else if (Status s = parse_content(*content, field_path(path, "content"), msg); !s) {
+    if (!may_omit_content) return missing(message_field(index, "content"));
+  } else if (Status s = parse_content(*content, index, msg); !s) {
     return s;
   }
   if (tool_calls != nullptr && !tool_calls->is_null()) {
     if (!tool_calls->is_array()) {
-      return wrong_type(field_path(path, "tool_calls"), "an array", *tool_calls);
+      return wrong_type(message_field(index, "tool_calls"), "an array", *tool_calls);
     }
     msg.tool_calls = *tool_calls;
   }
   if (const Value* name = v.find("name"); name != nullptr && !name->is_null()) {
-    if (!name->is_string()) return wrong_type(field_path(path, "name"), "a string", *name);
+    if (!name->is_string()) return wrong_type(message_field(index, "name"), "a string", *name);
     msg.name = name->as_string();
   }
   if (const Value* id = v.find("tool_call_id"); id != nullptr && !id->is_null()) {
-    if (!id->is_string()) return wrong_type(field_path(path, "tool_call_id"), "a string", *id);
+    if (!id->is_string()) return wrong_type(message_field(index, "tool_call_id"), "a string", *id);
     msg.tool_call_id = id->as_string();
   }
   if (msg.role == Role::kTool && !msg.tool_call_id) {
-    return missing(field_path(path, "tool_call_id"));
+    return missing(message_field(index, "tool_call_id"));
   }
   return {};
 }

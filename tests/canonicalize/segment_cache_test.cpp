@@ -115,9 +115,9 @@ std::string conversation_body(std::mt19937& rng, const std::string& system,
 }
 
 // Agent conversations that grow by one turn per request, analyzed (render, tokenize, block
-// hashes) with and without one shared cache: equal tokens, offsets and block hashes. Where the
-// template marks turns with the tokenizer's special tokens (`turns_split`), the earlier turns
-// must come from the cache.
+// hashes) with and without one shared cache, and without byte offsets: equal tokens, offsets and
+// block hashes. Where the template marks turns with the tokenizer's special tokens
+// (`turns_split`), the earlier turns must come from the cache.
 void check_conversations(const Tokenizer& tok, ChatFormat format, std::uint32_t seed,
                          bool turns_split = true) {
   std::mt19937 rng(seed);
@@ -125,6 +125,7 @@ void check_conversations(const Tokenizer& tok, ChatFormat format, std::uint32_t 
   PromptModel plain{.chat_format = format, .tokenizer = &tok, .block_size = 16};
   PromptModel cached = plain;
   cached.segment_cache = &cache;
+  AnalyzedPrompt reused;
   for (int conv = 0; conv < 6; ++conv) {
     const std::string system =
         "You are agent " + std::to_string(conv % 3) + ". " + random_text(rng, 40 + rng() % 40);
@@ -141,6 +142,11 @@ void check_conversations(const Tokenizer& tok, ChatFormat format, std::uint32_t 
       ASSERT_EQ(b->tokens.tokens, a->tokens.tokens) << body;
       ASSERT_EQ(b->tokens.byte_offsets, a->tokens.byte_offsets) << body;
       ASSERT_EQ(b->block_hashes, a->block_hashes) << body;
+      // As the gateway routes: into a reused prompt, without byte offsets.
+      ASSERT_TRUE(analyze_prompt_into(*req, cached, reused, {}, ByteOffsets::kSkip));
+      ASSERT_EQ(reused.tokens.tokens, a->tokens.tokens) << body;
+      ASSERT_TRUE(reused.tokens.byte_offsets.empty());
+      ASSERT_EQ(reused.block_hashes, a->block_hashes) << body;
     }
   }
   if (!turns_split) return;

@@ -58,7 +58,12 @@ Status analyze_request(PreparedRequest& out, const PrepOptions& options,
       if (prompt.tokens.tokens.capacity() > kKeepTokens) prompt = canon::AnalyzedPrompt{};
     }
   } trim;
-  Status analyzed = canon::analyze_prompt_into(req, model, prompt, render);
+  // Token offsets only where something maps a byte to its token: lint's findings and an agent
+  // request's cache_control breakpoint.
+  const canon::ByteOffsets offsets = options.lint || conversion != nullptr
+                                         ? canon::ByteOffsets::kKeep
+                                         : canon::ByteOffsets::kSkip;
+  Status analyzed = canon::analyze_prompt_into(req, model, prompt, render, offsets);
   if (!analyzed && options.template_errors != nullptr) {
     options.template_errors->add({entry.name.empty() ? "default" : entry.name,
                                   template_error_action_name(entry.template_errors)});
@@ -68,7 +73,7 @@ Status analyze_request(PreparedRequest& out, const PrepOptions& options,
     out.template_error = analyzed.error().message;
     canon::PromptModel plain = model;
     plain.chat_format = canon::ChatTemplate::kPlain;
-    analyzed = canon::analyze_prompt_into(req, plain, prompt);
+    analyzed = canon::analyze_prompt_into(req, plain, prompt, {}, offsets);
   }
   if (!analyzed) return analyzed.error();
   canon::LintOptions lint{.explain = false};

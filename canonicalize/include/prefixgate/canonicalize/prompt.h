@@ -50,11 +50,17 @@ struct AnalyzedPrompt {
 Result<AnalyzedPrompt> analyze_prompt(const ParsedRequest& request, const PromptModel& model,
                                       const ChatRenderOptions& options = {});
 
+// Whether analyze_prompt_into records each token's byte offset (tokens.byte_offsets), which
+// token_at_byte, stable_prefix_tokens and lint need. A caller that only routes on the hashes
+// skips them: on a 32 KB prompt they are 8 bytes written per token, more than the tokens.
+enum class ByteOffsets { kKeep, kSkip };
+
 // The same into `out`, reusing the capacity of its token and offset vectors: a caller that
 // analyzes one request after another on a thread keeps one AnalyzedPrompt and allocates them
 // once. On an error `out` is left unspecified.
 Status analyze_prompt_into(const ParsedRequest& request, const PromptModel& model,
-                           AnalyzedPrompt& out, const ChatRenderOptions& options = {});
+                           AnalyzedPrompt& out, const ChatRenderOptions& options = {},
+                           ByteOffsets offsets = ByteOffsets::kKeep);
 
 // Tokens two token streams share from the start.
 std::size_t common_prefix_length(const std::vector<TokenId>& a, const std::vector<TokenId>& b);

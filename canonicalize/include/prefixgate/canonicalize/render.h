@@ -63,9 +63,11 @@ RenderedPrompt render_prompt(const ParsedRequest& request, ChatTemplate tmpl);
 
 struct TokenizedPrompt {
   std::vector<TokenId> tokens;
-  std::vector<std::size_t> byte_offsets;  // start of each token in the rendered text
+  // Start of each token in the rendered text; empty when the tokenization was asked for none.
+  std::vector<std::size_t> byte_offsets;
 
   // Index of the token containing byte `offset` (the last token for offsets past the end).
+  // Needs the byte offsets: it is a programming error to ask without them.
   std::size_t token_at_byte(std::size_t offset) const;
 };
 
@@ -76,8 +78,10 @@ TokenizedPrompt tokenize_prompt(const RenderedPrompt& prompt, const Tokenizer& t
                                 SegmentCache* cache = nullptr);
 TokenizedPrompt tokenize_request(const ParsedRequest& request, const RenderedPrompt& prompt,
                                  const Tokenizer& tokenizer, SegmentCache* cache = nullptr);
-// tokenize_request() into `out`, replacing its contents but keeping its vectors' capacity.
+// tokenize_request() into `out`, replacing its contents but keeping its vectors' capacity;
+// without `byte_offsets`, out.byte_offsets is left empty.
 void tokenize_request_into(const ParsedRequest& request, const RenderedPrompt& prompt,
-                           const Tokenizer& tokenizer, SegmentCache* cache, TokenizedPrompt& out);
+                           const Tokenizer& tokenizer, SegmentCache* cache, TokenizedPrompt& out,
+                           bool byte_offsets = true);
 
 }  // namespace prefixgate::canon
