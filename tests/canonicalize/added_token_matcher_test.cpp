@@ -59,13 +59,12 @@ std::vector<Found> matcher_matches(const std::vector<std::string>& patterns,
 
 TEST(AddedTokenMatcherTest, LongestLeftmostMatchesWithSharedPrefixes) {
   const std::vector<std::string> patterns = {
-      "<|eot_id|>", "<|end_of_text|>", "<|end_header_id|>", "<|e|>", "<|reserved_1|>",
-      "<|reserved_12|>", "<|reserved_123|>", "<think>", "</think>", "<|reserved_1"};
+      "<|eot_id|>",      "<|end_of_text|>",  "<|end_header_id|>", "<|e|>",    "<|reserved_1|>",
+      "<|reserved_12|>", "<|reserved_123|>", "<think>",           "</think>", "<|reserved_1"};
   EXPECT_EQ(matcher_matches(patterns, "a<|reserved_12|>b<|reserved_1"),
             (std::vector<Found>{{1, 16, 5}, {17, 29, 9}}));
   // Cut inside a compressed run: no match, and the search goes on after the '<'.
-  EXPECT_EQ(matcher_matches(patterns, "<|end_of_te<|eot_id|>"),
-            (std::vector<Found>{{11, 21, 0}}));
+  EXPECT_EQ(matcher_matches(patterns, "<|end_of_te<|eot_id|>"), (std::vector<Found>{{11, 21, 0}}));
   EXPECT_EQ(matcher_matches(patterns, "<|end_of_tex"), std::vector<Found>{});
 }
 
