@@ -4,6 +4,7 @@
 #include <xxhash.h>
 
 #include <numeric>
+#include <random>
 #include <vector>
 
 namespace prefixgate::canon {
@@ -28,6 +29,26 @@ TEST(BlockHashTest, FollowsTheDocumentedDefinition) {
   }
   const std::vector<TokenId> block = {0x01020300, 0x01020301, 0x01020302, 0x01020303};
   EXPECT_EQ(chain_block_hash(root, block), XXH3_64bits(bytes.data(), bytes.size()));
+}
+
+// Every block size against XXH3 over the serialized bytes, with random parents and tokens: the
+// implementation takes other paths for some sizes (the default 16 among them).
+TEST(BlockHashTest, EveryBlockSizeEqualsXxh3OfTheSerializedBlock) {
+  std::mt19937_64 rng(5);
+  for (std::size_t size = 1; size <= 80; ++size) {
+    for (int round = 0; round < 20; ++round) {
+      const std::uint64_t parent = rng();
+      std::vector<TokenId> block(size);
+      for (TokenId& t : block) t = static_cast<TokenId>(rng());
+      std::vector<unsigned char> bytes;
+      for (int i = 0; i < 8; ++i) bytes.push_back(static_cast<unsigned char>(parent >> (8 * i)));
+      for (TokenId t : block) {
+        for (int i = 0; i < 4; ++i) bytes.push_back(static_cast<unsigned char>(t >> (8 * i)));
+      }
+      ASSERT_EQ(chain_block_hash(parent, block), XXH3_64bits(bytes.data(), bytes.size()))
+          << "block of " << size << " tokens";
+    }
+  }
 }
 
 // Golden values: these must never change, or every deployed engine and gateway disagree.
