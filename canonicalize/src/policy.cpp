@@ -217,19 +217,29 @@ std::vector<Change> canonicalize_body(Value& body, const std::vector<Message>& p
   if (messages == nullptr || !messages->is_array()) return changes;
   json::Array& list = messages->as_array();
   for (std::size_t i = 0; i < list.size() && i < parsed.size(); ++i) {
-    const std::string base = "messages[" + std::to_string(i) + "].";
+    // Built for a report only: most messages have nothing to report.
+    const auto path = [i](const std::string& field) {
+      return "messages[" + std::to_string(i) + "]." + field;
+    };
     const Role role = parsed[i].role;
     if (modes.timestamp != Mode::kOff && (role == Role::kSystem || role == Role::kDeveloper)) {
       for_each_text(list[i], [&](std::string& text, const std::string& field, std::size_t part) {
-        TimestampRounding r = round_timestamps(text, modes.timestamp_granularity);
-        if (r.rewritten == 0) return;
+        std::size_t rounded = 0;
         if (modes.timestamp == Mode::kRewrite) {
-          text = std::move(r.text);
-          if (derived.messages != nullptr)
-            refresh_part((*derived.messages)[i], list[i], part, text);
+          TimestampRounding r = round_timestamps(text, modes.timestamp_granularity);
+          rounded = r.rewritten;
+          if (rounded != 0) {
+            text = std::move(r.text);
+            if (derived.messages != nullptr)
+              refresh_part((*derived.messages)[i], list[i], part, text);
+          }
+        } else {
+          // Observe: only the count; the rounded text would be thrown away.
+          rounded = count_timestamps_to_round(text, modes.timestamp_granularity);
         }
-        report(changes, modes.timestamp, kRuleTimestamp, base + field,
-               std::to_string(r.rewritten) + " timestamps rounded to " +
+        if (rounded == 0) return;
+        report(changes, modes.timestamp, kRuleTimestamp, path(field),
+               std::to_string(rounded) + " timestamps rounded to " +
                    granularity_text(modes.timestamp_granularity));
       });
     }
@@ -243,7 +253,7 @@ std::vector<Change> canonicalize_body(Value& body, const std::vector<Message>& p
           if (derived.messages != nullptr)
             refresh_part((*derived.messages)[i], list[i], part, text);
         }
-        report(changes, modes.whitespace, kRuleWhitespace, base + field,
+        report(changes, modes.whitespace, kRuleWhitespace, path(field),
                "line endings and trailing whitespace normalized");
       });
     }

@@ -102,15 +102,12 @@ std::string rewrite_epoch(std::string_view text, const Candidate& c, std::int64_
 
 }  // namespace
 
-TimestampRounding round_timestamps(std::string_view text, std::chrono::seconds granularity) {
-  TimestampRounding result;
-  const std::int64_t granularity_s = std::min<std::int64_t>(granularity.count(), kSecondsPerDay);
-  if (granularity_s <= 0) {  // nothing to round to: the text is returned as it is
-    result.text.assign(text);
-    return result;
-  }
-  result.text.reserve(text.size());
-  std::size_t copied = 0;
+namespace {
+
+// Calls on_rounded(candidate, rounded text) for each timestamp whose text rounding changes, in
+// order; round_timestamps and count_timestamps_to_round differ only in what they do with it.
+template <class OnRounded>
+void for_each_rounding(std::string_view text, std::int64_t granularity_s, OnRounded&& on_rounded) {
   for (const Candidate& c : volatile_detail::scan(text)) {
     std::string rounded;
     if (c.epoch != EpochUnit::kNone) {
@@ -121,13 +118,41 @@ TimestampRounding round_timestamps(std::string_view text, std::chrono::seconds g
       continue;  // dates and identifiers are left as they are
     }
     if (rounded == text.substr(c.begin, c.end - c.begin)) continue;
+    on_rounded(c, rounded);
+  }
+}
+
+std::int64_t granularity_seconds(std::chrono::seconds granularity) {
+  return std::min<std::int64_t>(granularity.count(), kSecondsPerDay);
+}
+
+}  // namespace
+
+TimestampRounding round_timestamps(std::string_view text, std::chrono::seconds granularity) {
+  TimestampRounding result;
+  const std::int64_t granularity_s = granularity_seconds(granularity);
+  if (granularity_s <= 0) {  // nothing to round to: the text is returned as it is
+    result.text.assign(text);
+    return result;
+  }
+  result.text.reserve(text.size());
+  std::size_t copied = 0;
+  for_each_rounding(text, granularity_s, [&](const Candidate& c, const std::string& rounded) {
     copy_until(text, copied, c.begin, result.text);
     result.text += rounded;
     copied = c.end;
     ++result.rewritten;
-  }
+  });
   copy_until(text, copied, text.size(), result.text);
   return result;
+}
+
+std::size_t count_timestamps_to_round(std::string_view text, std::chrono::seconds granularity) {
+  const std::int64_t granularity_s = granularity_seconds(granularity);
+  if (granularity_s <= 0) return 0;
+  std::size_t count = 0;
+  for_each_rounding(text, granularity_s, [&](const Candidate&, const std::string&) { ++count; });
+  return count;
 }
 
 }  // namespace prefixgate::canon

@@ -1,5 +1,6 @@
 // round_timestamps: each format rounded down in place, the edge cases of granularity, and the
-// properties the gateway relies on (idempotence, dates and ids untouched).
+// properties the gateway relies on (idempotence, dates and ids untouched); and
+// count_timestamps_to_round, which observe mode uses, agreeing with it.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -28,6 +29,8 @@ void expect_rounds(seconds granularity, const std::vector<Case>& cases) {
     EXPECT_EQ(r.text, c.after) << "before: " << c.before << ", granularity " << granularity.count()
                                << " s";
     EXPECT_EQ(r.rewritten, c.before == c.after ? 0u : 1u) << "before: " << c.before;
+    EXPECT_EQ(count_timestamps_to_round(c.before, granularity), r.rewritten)
+        << "before: " << c.before;
   }
 }
 
@@ -159,6 +162,9 @@ TEST(TimestampRoundingTest, RoundsEveryTimestampInAPromptAndCountsThem) {
             "Session 550e8400-e29b-41d4-a716-446655440000 started 2026-08-20T14:00:00.000Z,\n"
             "last seen Thu, 20 Aug 2026 14:00:00 GMT (1787234400), next check at 3:00 PM.\n");
   EXPECT_EQ(r.rewritten, 4u);
+  EXPECT_EQ(count_timestamps_to_round(prompt, hours(1)), 4u);
+  EXPECT_EQ(count_timestamps_to_round(r.text, hours(1)), 0u);
+  EXPECT_EQ(count_timestamps_to_round(prompt, seconds(0)), 0u);
   // Rounded to the hour, what is left costs at most an hourly cache miss.
   for (const VolatileSpan& s : find_volatile(r.text)) {
     if (s.rule == Rule::kTimestamp) {

@@ -77,4 +77,8 @@ struct TimestampRounding {
 //     changed.
 TimestampRounding round_timestamps(std::string_view text, std::chrono::seconds granularity);
 
+// round_timestamps(text, granularity).rewritten without building the rounded text: what a rule
+// in observe mode reports.
+std::size_t count_timestamps_to_round(std::string_view text, std::chrono::seconds granularity);
+
 }  // namespace prefixgate::canon
