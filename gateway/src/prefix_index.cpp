@@ -74,7 +74,9 @@ void PrefixIndex::set_events_live(ReplicaId replica, bool live, Clock::time_poin
   // The LRU's predictions get the TTL from now, most recent first, while events catch up.
   const Clock::time_point expiry = now + im.config.prediction_ttl;
   for (std::uint64_t hash : rs.lru) {
-    if (im.upsert_prediction(replica, hash, expiry)) rs.push_expiry(hash, expiry);
+    if (im.upsert_prediction(replica, hash, expiry)) {
+      rs.push_expiry(ReplicaState::kSettledExpiry, hash, expiry);
+    }
   }
   rs.lru.clear();
   rs.lru_pos.clear();
@@ -90,7 +92,7 @@ void PrefixIndex::predict(ReplicaId replica, std::span<const std::uint64_t> hash
     const Clock::time_point expiry = now + im.config.max_prefill_wait;
     for (std::uint64_t hash : hashes.subspan(im.confirmed_run(replica, hashes))) {
       if (im.upsert_prediction(replica, hash, expiry, /*pending=*/true)) {
-        rs.push_expiry(hash, expiry);
+        rs.push_expiry(ReplicaState::kPendingExpiry, hash, expiry);
       }
     }
     return;
@@ -127,7 +129,9 @@ void PrefixIndex::settle(ReplicaId replica, std::span<const std::uint64_t> hashe
   const Clock::time_point expiry = now + im.config.prediction_ttl;
   // A block confirmed since predict() has no prediction left to settle (store() dropped it).
   for (std::uint64_t hash : hashes.subspan(im.confirmed_run(replica, hashes))) {
-    if (im.settle_prediction(replica, hash, expiry)) rs.push_expiry(hash, expiry);
+    if (im.settle_prediction(replica, hash, expiry)) {
+      rs.push_expiry(ReplicaState::kSettledExpiry, hash, expiry);
+    }
   }
 }
 

@@ -19,7 +19,9 @@
 #include <boost/container/small_vector.hpp>
 #include <boost/unordered/unordered_flat_map.hpp>
 #include <boost/unordered/unordered_flat_set.hpp>
+#include <deque>
 #include <functional>
+#include <iterator>
 #include <list>
 #include <utility>
 
@@ -166,16 +168,24 @@ struct ReplicaState {
   std::uint64_t evicted = 0;  // blocks evicted: removed by events, or dropped by the LRU
   // Predictions expire after the TTL (events confirm what is cached), or else live in the LRU.
   bool events_live = true;
-  // With events: a min-heap of (hash, expiry), earliest on top (expiries are not monotonic in
-  // the order predictions are made: a pending one lives longer than a settled one). An entry
-  // whose prediction was refreshed, confirmed or dropped meanwhile is skipped when popped.
+  // With events: (hash, expiry) in expiry order, earliest at the front. An entry whose
+  // prediction was refreshed, confirmed or dropped meanwhile is skipped when it comes due.
+  // Two queues, one per kind of expiry: a prediction pending its first token expires
+  // max_prefill_wait after routing, a settled one prediction_ttl after its first token. Each
+  // kind's expiries come in the order they are made (the clock only advances), so pushing is an
+  // append and expiring pops the front: no heap, whose sift-downs over a busy replica's millions
+  // of entries were a sixth of the time a request holds the routing lock. A time earlier than
+  // the last (a caller's clock read before another thread's) is put in its place, found
+  // from the back.
   using Expiry = std::pair<std::uint64_t, Clock::time_point>;
-  std::vector<Expiry> expiry_queue;
-  void push_expiry(std::uint64_t hash, Clock::time_point expiry) {
-    expiry_queue.emplace_back(hash, expiry);
-    std::push_heap(expiry_queue.begin(), expiry_queue.end(), later);
+  enum ExpiryKind { kPendingExpiry, kSettledExpiry };
+  std::array<std::deque<Expiry>, 2> expiry_queues;
+  void push_expiry(ExpiryKind kind, std::uint64_t hash, Clock::time_point expiry) {
+    std::deque<Expiry>& q = expiry_queues[kind];
+    auto at = q.end();
+    while (at != q.begin() && std::prev(at)->second > expiry) --at;
+    q.emplace(at, hash, expiry);
   }
-  static bool later(const Expiry& a, const Expiry& b) { return a.second > b.second; }
   // Without events: predictions in recency order, front = most recent; evicted from the back.
   std::list<std::uint64_t> lru;
   boost::unordered_flat_map<std::uint64_t, std::list<std::uint64_t>::iterator> lru_pos;
@@ -410,9 +420,11 @@ struct PrefixIndex::Impl {
 
   void clear_predictions(ReplicaId r) {
     ReplicaState& rs = replicas[r];
-    for (const auto& [hash, expiry] : rs.expiry_queue) drop_prediction(r, hash, kNever);
+    for (std::deque<ReplicaState::Expiry>& q : rs.expiry_queues) {
+      for (const auto& [hash, expiry] : q) drop_prediction(r, hash, kNever);
+      q.clear();
+    }
     for (std::uint64_t hash : rs.lru) drop_prediction(r, hash, kNever);
-    rs.expiry_queue.clear();
     rs.lru.clear();
     rs.lru_pos.clear();
     PG_DCHECK(rs.predicted == 0);
@@ -420,12 +432,12 @@ struct PrefixIndex::Impl {
 
   void expire(ReplicaId r, Clock::time_point now) {
     ReplicaState& rs = replicas[r];
-    auto& queue = rs.expiry_queue;
-    while (!queue.empty() && queue.front().second <= now) {
-      std::pop_heap(queue.begin(), queue.end(), ReplicaState::later);
-      const std::uint64_t hash = queue.back().first;
-      queue.pop_back();
-      drop_prediction(r, hash, now);
+    for (std::deque<ReplicaState::Expiry>& queue : rs.expiry_queues) {
+      while (!queue.empty() && queue.front().second <= now) {
+        const std::uint64_t hash = queue.front().first;
+        queue.pop_front();
+        drop_prediction(r, hash, now);
+      }
     }
   }
 

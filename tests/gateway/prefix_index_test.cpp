@@ -100,6 +100,29 @@ TEST(PrefixIndexTest, APredictionLivesUntilItsRequestIsPrefilledThenItsTtl) {
   EXPECT_EQ(index.size(), 0U);
 }
 
+// Predictions made with clock readings out of order (threads read the clock before they take
+// the routing lock) still expire each at its own time, pending and settled ones alike.
+TEST(PrefixIndexTest, PredictionsMadeOutOfTimeOrderExpireEachAtItsOwnTime) {
+  PrefixIndex index({milliseconds(2000), milliseconds(60000)});
+  index.add_replica({});
+  const auto a = prompt_hashes(1, 4), b = prompt_hashes(2, 4), c = prompt_hashes(3, 4);
+  const Clock::time_point t0{};
+  index.predict(0, a, t0 + milliseconds(10000));
+  index.predict(0, b, t0 + milliseconds(5000));  // earlier than a's routing
+  index.predict(0, c, t0 + milliseconds(7000));
+  index.expire_predictions(t0 + milliseconds(65000));
+  EXPECT_EQ(match(index, b), (std::vector<std::size_t>{0})) << "b's wait is over";
+  EXPECT_EQ(match(index, c), (std::vector<std::size_t>{4})) << "c still waits until 67 s";
+  EXPECT_EQ(match(index, a), (std::vector<std::size_t>{4})) << "a still waits until 70 s";
+  index.settle(0, a, t0 + milliseconds(66000));  // a: TTL from 66 s
+  index.settle(0, c, t0 + milliseconds(65500));  // c: from 65.5 s, settled after a
+  index.expire_predictions(t0 + milliseconds(67500));
+  EXPECT_EQ(match(index, c), (std::vector<std::size_t>{0}));
+  EXPECT_EQ(match(index, a), (std::vector<std::size_t>{4}));
+  index.expire_predictions(t0 + milliseconds(68000));
+  EXPECT_EQ(index.size(), 0U);
+}
+
 // predict() and settle() skip the leading run a replica holds confirmed (searched for on long
 // prompts): whatever that run's length, every block after it is predicted, and each of those
 // predictions is settled when its request's first token comes, including when the engine

@@ -1,0 +1,103 @@
+// The gateway's one shared lock: every server thread routes through ReplicaSet, whose mutex
+// guards the prefix index and the replicas' load. This measures what one request holds it for
+// over its life (route with its predictions, the first token settling them, the engine's event
+// confirming the new blocks, the end, and the eviction of an older turn's blocks, as a full cache
+// evicts as much as it stores), on a 3 KB prompt's 192 blocks over 8 replicas; and the
+// same from several threads at once, which shows the lock's contention where the host has the
+// cores. A request costs the gateway ~45 us of CPU in all (docs/results); the time under the
+// lock bounds how many threads can route before it, not the CPU, is the limit.
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "config.h"
+#include "prefixgate/gateway/engine_block_keys.h"
+#include "prefixgate/gateway/routing.h"
+#include "server/replica_set.h"
+#include "synthetic_hashes.h"
+
+namespace {
+
+using namespace prefixgate::gateway;
+using server::ReplicaSet;
+
+constexpr std::size_t kReplicas = 8;
+constexpr std::size_t kBlocks = 192;        // a 3 KB chat with the byte tokenizer, 16 per block
+constexpr std::size_t kSharedBlocks = 180;  // the system prompt, tools and earlier turns
+constexpr std::size_t kPrefixes = 64;       // conversations in flight across the fleet
+constexpr std::size_t kTurnsHeld = 4096;    // each thread's newest turns the caches keep
+
+ReplicaSet& shared_set() {
+  static ReplicaSet* set = [] {
+    std::vector<UpstreamConfig> upstreams(kReplicas);
+    for (std::size_t r = 0; r < kReplicas; ++r) {
+      upstreams[r].url = "http://127.0.0.1:" + std::to_string(9000 + r);
+    }
+    auto* s = new ReplicaSet(std::move(upstreams), std::move(*make_policy("cache_aware")),
+                             IndexConfig{}, 3);
+    for (ReplicaId r = 0; r < kReplicas; ++r) {
+      s->health_check_result(r, true);
+      s->set_events_link(r, true);
+    }
+    // Each conversation's shared blocks already cached on one replica, as its events told.
+    for (std::size_t p = 0; p < kPrefixes; ++p) {
+      std::vector<KeyChange> held;
+      for (std::uint64_t h : synthetic_hashes::chain(p, kSharedBlocks)) {
+        held.push_back({h, KeyState::kPrimary});
+      }
+      s->apply_key_changes(static_cast<ReplicaId>(p % kReplicas), held);
+    }
+    return s;
+  }();
+  return *set;
+}
+
+void BM_ReplicaSetRequestCycle(benchmark::State& state) {
+  ReplicaSet& set = shared_set();
+  std::vector<std::vector<std::uint64_t>> prompts;
+  for (std::size_t p = 0; p < kPrefixes; ++p) {
+    prompts.push_back(synthetic_hashes::chain(p, kSharedBlocks));
+  }
+  std::uint64_t turn = static_cast<std::uint64_t>(state.thread_index()) << 40;
+  std::vector<std::uint64_t> hashes;
+  std::vector<KeyChange> stored;
+  std::deque<std::pair<ReplicaId, std::vector<std::uint64_t>>> held;
+  for (auto _ : state) {
+    // A conversation's next turn: its shared blocks, then new ones.
+    const std::vector<std::uint64_t>& prefix = prompts[turn % kPrefixes];
+    hashes.assign(prefix.begin(), prefix.end());
+    std::uint64_t h = prefix.back();
+    for (std::size_t i = kSharedBlocks; i < kBlocks; ++i) {
+      hashes.push_back(h = synthetic_hashes::mix(h ^ (turn + i)));
+    }
+    ++turn;
+    RouteRequest request;
+    request.block_hashes = hashes;
+    request.prompt_tokens = kBlocks * 16;
+    const RouteDecision d = set.route(request, {}, Clock::now());
+    set.prefilled(d, hashes, request.prompt_tokens);
+    stored.clear();
+    for (std::size_t i = kSharedBlocks; i < kBlocks; ++i) {
+      stored.push_back({hashes[i], KeyState::kPrimary});
+    }
+    set.apply_key_changes(d.replica, stored);
+    set.finish(d, hashes, true, 0);
+    // A full cache evicts as much as it stores: the blocks of the turn kTurnsHeld ago go.
+    held.push_back(
+        {d.replica, std::vector<std::uint64_t>(hashes.begin() + kSharedBlocks, hashes.end())});
+    if (held.size() > kTurnsHeld) {
+      stored.clear();
+      for (std::uint64_t old : held.front().second) stored.push_back({old, KeyState::kAbsent});
+      set.apply_key_changes(held.front().first, stored);
+      held.pop_front();
+    }
+  }
+  state.counters["requests_per_s"] =
+      benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_ReplicaSetRequestCycle)->Threads(1)->Threads(2)->UseRealTime();
+
+}  // namespace
