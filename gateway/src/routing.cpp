@@ -67,6 +67,9 @@ Status validate(const CacheAwareConfig& c) {
   if (!(c.queue_duplicate_factor >= 0) || std::isinf(c.queue_duplicate_factor)) {
     return bad("queue_duplicate_factor", "must be finite and >= 0");
   }
+  if (!(c.tail_quantile >= 0 && c.tail_quantile <= 1)) {
+    return bad("tail_quantile", "must be between 0 and 1");
+  }
   if (!(c.offload_hit_weight >= 0 && c.offload_hit_weight <= 1)) {
     return bad("offload_hit_weight", "must be between 0 and 1");
   }
@@ -116,7 +119,7 @@ Status apply_options(std::string_view options, CacheAwareConfig& c) {
                             "': expected memory_aware=true|false, cost_in_seconds=true|false, "
                             "cold_rendezvous=true|false, cohort_wait=true|false, "
                             "eviction_weight=N, duplicate_weight=N, "
-                            "queue_duplicate_factor=N, overload_factor=N, "
+                            "queue_duplicate_factor=N, tail_quantile=N, overload_factor=N, "
                             "decode_weight=N or gateways=N",
                         "policy");
     };
@@ -141,6 +144,7 @@ Status apply_options(std::string_view options, CacheAwareConfig& c) {
     double* target = key == "eviction_weight"          ? &c.eviction_weight
                      : key == "duplicate_weight"       ? &c.duplicate_weight
                      : key == "queue_duplicate_factor" ? &c.queue_duplicate_factor
+                     : key == "tail_quantile"          ? &c.tail_quantile
                      : key == "overload_factor"        ? &c.overload_factor
                      : key == "decode_weight"          ? &c.decode_weight
                                                        : nullptr;

@@ -31,9 +31,10 @@ std::unique_ptr<RoutingPolicy> mean_overload_policy() {
   return std::move(*make_policy("cache_aware", config));
 }
 
-// The memory-aware cost without the duplicate charge: the formula the properties below check.
+// The memory-aware cost without the duplicate charge or the tail budget (a holder kept while its
+// wait is under the recent prompts' tail): the formula the properties below check.
 std::unique_ptr<RoutingPolicy> memory_aware_policy() {
-  return std::move(*make_policy("cache_aware:duplicate_weight=0"));
+  return std::move(*make_policy("cache_aware:duplicate_weight=0:tail_quantile=0"));
 }
 
 std::vector<ReplicaView> fleet(std::size_t n) {
