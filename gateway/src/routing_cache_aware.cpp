@@ -327,11 +327,16 @@ class CacheAware final : public RoutingPolicy {
     const std::size_t past = std::min(sent_since + 1, ahead - v.batch_slots);
     double wait = static_cast<double>(past) * v.admission_interval_seconds;
     // The report had a place that the requests sent since took: the first one past it waits
-    // for the first running sequence to end. cohort_wait: for as long as the report says that
-    // is (next_end_seconds; a batch filled in a burst ends in one, a whole lifetime away), not
-    // one interval, the steady state's.
-    if (cohort_wait && v.admission_wait_seconds == 0) {
-      wait += std::max(0.0, v.next_end_seconds - v.admission_interval_seconds);
+    // for the first running sequence to end. next_end_wait: for as long as the report says that
+    // is (next_end_seconds), where it says it, instead of one interval (the steady state's mean:
+    // the next end may be much nearer, or, in a batch filled in a burst, a whole lifetime away).
+    // cohort_wait: at least one interval.
+    if (v.admission_wait_seconds == 0 && v.next_end_seconds > 0) {
+      if (cohort_wait) {
+        wait += std::max(0.0, v.next_end_seconds - v.admission_interval_seconds);
+      } else if (config_.next_end_wait) {
+        wait += v.next_end_seconds - v.admission_interval_seconds;
+      }
     }
     return v.admission_wait_seconds + wait;
   }

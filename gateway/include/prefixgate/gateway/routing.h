@@ -160,6 +160,12 @@ struct CacheAwareConfig {
   // filled in a burst, a hot prefix's holder filled by its siblings, ends in one, a whole
   // sequence's lifetime away).
   bool cohort_wait = false;
+  // The first request sent past a batch's places since a report that showed a place waits
+  // next_end_seconds, the time the report gives until its first running sequence ends, where the
+  // replica reports it, instead of one admission interval (the steady state's mean: the next end
+  // may be nearer, or, in a batch filled in a burst, further). false: one interval. cohort_wait
+  // takes the larger of the two.
+  bool next_end_wait = true;
   // A request stays on the cheapest replica holding its longest match while its predicted time
   // to first token there is at most the prefill of a prompt at this quantile of the recent
   // prompts' lengths (the last 1,024 routed), at that replica's rate: a wait that keeps a request
