@@ -67,6 +67,9 @@ Status validate(const CacheAwareConfig& c) {
   if (!(c.queue_duplicate_factor >= 0) || std::isinf(c.queue_duplicate_factor)) {
     return bad("queue_duplicate_factor", "must be finite and >= 0");
   }
+  if (!(c.tail_quantile >= 0 && c.tail_quantile <= 1)) {
+    return bad("tail_quantile", "must be between 0 and 1");
+  }
   if (!(c.offload_hit_weight >= 0 && c.offload_hit_weight <= 1)) {
     return bad("offload_hit_weight", "must be between 0 and 1");
   }
@@ -111,14 +114,15 @@ Status apply_options(std::string_view options, CacheAwareConfig& c) {
     const std::string key(item.substr(0, eq));
     const std::string value(eq == std::string_view::npos ? "" : item.substr(eq + 1));
     auto bad = [&] {
-      return make_error(ErrorCode::kInvalidValue,
-                        "cache_aware option '" + std::string(item) +
-                            "': expected memory_aware=true|false, cost_in_seconds=true|false, "
-                            "cold_rendezvous=true|false, cohort_wait=true|false, "
-                            "eviction_weight=N, duplicate_weight=N, "
-                            "queue_duplicate_factor=N, overload_factor=N, "
-                            "decode_weight=N or gateways=N",
-                        "policy");
+      return make_error(
+          ErrorCode::kInvalidValue,
+          "cache_aware option '" + std::string(item) +
+              "': expected memory_aware=true|false, cost_in_seconds=true|false, "
+              "cold_rendezvous=true|false, cohort_wait=true|false, next_end_wait=true|false, "
+              "eviction_weight=N, duplicate_weight=N, "
+              "queue_duplicate_factor=N, tail_quantile=N, overload_factor=N, "
+              "decode_weight=N or gateways=N",
+          "policy");
     };
     if (key == "gateways") {
       // A count: digits only (strtoull would take "-1" and wrap it).
@@ -130,17 +134,19 @@ Status apply_options(std::string_view options, CacheAwareConfig& c) {
       continue;
     }
     if (key == "memory_aware" || key == "cost_in_seconds" || key == "cold_rendezvous" ||
-        key == "cohort_wait") {
+        key == "cohort_wait" || key == "next_end_wait") {
       if (value != "true" && value != "false") return bad();
       (key == "memory_aware"      ? c.memory_aware
        : key == "cost_in_seconds" ? c.cost_in_seconds
        : key == "cold_rendezvous" ? c.cold_rendezvous
-                                  : c.cohort_wait) = value == "true";
+       : key == "cohort_wait"     ? c.cohort_wait
+                                  : c.next_end_wait) = value == "true";
       continue;
     }
     double* target = key == "eviction_weight"          ? &c.eviction_weight
                      : key == "duplicate_weight"       ? &c.duplicate_weight
                      : key == "queue_duplicate_factor" ? &c.queue_duplicate_factor
+                     : key == "tail_quantile"          ? &c.tail_quantile
                      : key == "overload_factor"        ? &c.overload_factor
                      : key == "decode_weight"          ? &c.decode_weight
                                                        : nullptr;

@@ -8,6 +8,8 @@
 // Order of the rules: unhealthy replicas are out; a cold prefix goes to the replica with the
 // smallest cached footprint (among several gateways, the rendezvous hash of its first blocks
 // among the replicas near the smallest; with cold_rendezvous, the bounded-load rendezvous hash);
+// then the cheapest replica holding the longest match while the request's predicted time to first
+// token there is at most the prefill of a prompt at tail_quantile of the recent prompts' lengths;
 // otherwise the least cost, a duplicate prefill charged at duplicate_weight (times
 // queue_duplicate_factor when a replica holding the longest match has a place in its batch).
 #include <algorithm>
@@ -70,7 +72,9 @@ class CacheAware final : public RoutingPolicy {
                                                              config_.offload_hit_weight));
     }
     if (healthy == 0) return {};
+    record_prompt(request.prompt_tokens);
     best_saved_ = best_saved;
+    best_match_ = best_match;
     duplicate_weight_ = config_.duplicate_weight;
     if (best_match > 0 && holder_has_place) duplicate_weight_ *= config_.queue_duplicate_factor;
     const double mean = total_load / static_cast<double>(healthy);
@@ -133,7 +137,12 @@ class CacheAware final : public RoutingPolicy {
       }
       return best;
     };
-    std::size_t chosen = cheapest(/*skip_overloaded=*/!config_.memory_aware);
+    std::size_t chosen = n;
+    // The earlier rule (memory_aware false) is kept as it was, without the tail budget.
+    if (best_match > 0 && config_.memory_aware && config_.tail_quantile > 0) {
+      chosen = holder_within_budget(request, replicas, seconds);
+    }
+    if (chosen == n) chosen = cheapest(/*skip_overloaded=*/!config_.memory_aware);
     // Every healthy replica over the bound cannot happen with overload_factor >= 1 (the least
     // loaded is at most the mean); kept so a future config cannot make route() fail.
     if (chosen == n) chosen = cheapest(/*skip_overloaded=*/false);
@@ -221,6 +230,62 @@ class CacheAware final : public RoutingPolicy {
     return std::nullopt;
   }
 
+  // tail_quantile: the cheapest replica holding the longest match, when the request's predicted
+  // time to first token there (its load and its own uncached prefill) is at most the prefill of
+  // a prompt at tail_quantile of the recent prompts' lengths, at that replica's rate; n otherwise.
+  std::size_t holder_within_budget(const RouteRequest& request,
+                                   std::span<const ReplicaView> replicas, bool seconds) {
+    if (prompts_.empty()) return replicas.size();
+    const std::size_t n = replicas.size();
+    std::size_t holder = n;
+    double holder_cost = 0;
+    for (std::size_t r = 0; r < n; ++r) {
+      if (!replicas[r].healthy || blocks_[r] != best_match_) continue;
+      const double cost = load_[r] + miss_cost(request, replicas[r], r, seconds);
+      if (holder == n || cost < holder_cost) {
+        holder = r;
+        holder_cost = cost;
+      }
+    }
+    if (holder == n) return n;
+    // Several gateways: each sees only its own requests in flight, about 1/gateways of what the
+    // holder has been sent since its report, so the holder's queue is taken as the larger of the
+    // report and gateways x this gateway's own; kept only when even that stays in the budget.
+    const ReplicaView& v = replicas[holder];
+    if (config_.gateways > 1) {
+      const double own = static_cast<double>(v.inflight_prompt_tokens);
+      const double unseen =
+          std::max(0.0, static_cast<double>(config_.gateways) * own - queued_prefill_tokens(v));
+      holder_cost += unseen * (seconds ? v.prefill_seconds_per_token : 1.0);
+    }
+    const double budget = tail_tokens_ * (seconds ? v.prefill_seconds_per_token : 1.0);
+    return holder_cost <= budget ? holder : n;
+  }
+
+  // The recent prompts' lengths (a ring of the last kTailWindow) and their tail_quantile, sorted
+  // again every kTailRefresh prompts.
+  static constexpr std::size_t kTailWindow = 1024;
+  static constexpr std::size_t kTailRefresh = 64;
+  void record_prompt(std::size_t tokens) {
+    if (!(config_.tail_quantile > 0)) return;
+    if (prompts_.size() < kTailWindow) {
+      prompts_.push_back(static_cast<double>(tokens));
+    } else {
+      prompts_[next_prompt_] = static_cast<double>(tokens);
+      next_prompt_ = (next_prompt_ + 1) % kTailWindow;
+    }
+    if (++since_refresh_ >= kTailRefresh || prompts_.size() < kTailRefresh) {
+      since_refresh_ = 0;
+      sorted_ = prompts_;
+      const auto k = static_cast<std::size_t>(
+          std::ceil(config_.tail_quantile * static_cast<double>(sorted_.size())));
+      const std::size_t i = std::min(sorted_.size() - 1, k == 0 ? 0 : k - 1);
+      std::nth_element(sorted_.begin(), sorted_.begin() + static_cast<std::ptrdiff_t>(i),
+                       sorted_.end());
+      tail_tokens_ = sorted_[i];
+    }
+  }
+
   // Whether every healthy replica says how fast it is (the cost can be in seconds).
   static bool timed(std::span<const ReplicaView> replicas) {
     bool any = false;
@@ -262,11 +327,16 @@ class CacheAware final : public RoutingPolicy {
     const std::size_t past = std::min(sent_since + 1, ahead - v.batch_slots);
     double wait = static_cast<double>(past) * v.admission_interval_seconds;
     // The report had a place that the requests sent since took: the first one past it waits
-    // for the first running sequence to end. cohort_wait: for as long as the report says that
-    // is (next_end_seconds; a batch filled in a burst ends in one, a whole lifetime away), not
-    // one interval, the steady state's.
-    if (cohort_wait && v.admission_wait_seconds == 0) {
-      wait += std::max(0.0, v.next_end_seconds - v.admission_interval_seconds);
+    // for the first running sequence to end. next_end_wait: for as long as the report says that
+    // is (next_end_seconds), where it says it, instead of one interval (the steady state's mean:
+    // the next end may be much nearer, or, in a batch filled in a burst, a whole lifetime away).
+    // cohort_wait: at least one interval.
+    if (v.admission_wait_seconds == 0 && v.next_end_seconds > 0) {
+      if (cohort_wait) {
+        wait += std::max(0.0, v.next_end_seconds - v.admission_interval_seconds);
+      } else if (config_.next_end_wait) {
+        wait += v.next_end_seconds - v.admission_interval_seconds;
+      }
     }
     return v.admission_wait_seconds + wait;
   }
@@ -354,6 +424,12 @@ class CacheAware final : public RoutingPolicy {
   double mean_churn_ = 0;
   double best_saved_ = 0;        // the most prefill any healthy replica saves this request
   double duplicate_weight_ = 0;  // this request's charge for a duplicate prefill
+  std::size_t best_match_ = 0;   // this request's longest match on a healthy replica, in blocks
+  std::vector<double> prompts_;  // tail_quantile: the recent prompts' lengths, a ring
+  std::vector<double> sorted_;   // scratch
+  std::size_t next_prompt_ = 0;
+  std::size_t since_refresh_ = 0;
+  double tail_tokens_ = 0;  // tail_quantile of prompts_
 };
 
 }  // namespace

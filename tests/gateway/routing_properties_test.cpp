@@ -31,9 +31,10 @@ std::unique_ptr<RoutingPolicy> mean_overload_policy() {
   return std::move(*make_policy("cache_aware", config));
 }
 
-// The memory-aware cost without the duplicate charge: the formula the properties below check.
+// The memory-aware cost without the duplicate charge or the tail budget (a holder kept while its
+// wait is under the recent prompts' tail): the formula the properties below check.
 std::unique_ptr<RoutingPolicy> memory_aware_policy() {
-  return std::move(*make_policy("cache_aware:duplicate_weight=0"));
+  return std::move(*make_policy("cache_aware:duplicate_weight=0:tail_quantile=0"));
 }
 
 std::vector<ReplicaView> fleet(std::size_t n) {
@@ -451,9 +452,10 @@ TEST(RoutingPropertiesTest, AFullBatchCostsTheWaitForAPlaceWhileAnotherReplicaHa
 }
 
 // A hot prefix's holder whose batch its siblings filled in a burst: the report showed a place,
-// the gateway has sent two requests since, and the newcomer is the first past the batch. By
-// default it waits one admission interval (20 ms: the holder keeps it); with cohort_wait it
-// waits until the first running sequence ends, next_end_seconds (2 s: the copy is cheaper).
+// the gateway has sent two requests since, and the newcomer is the first past the batch. It
+// waits until the first running sequence ends, next_end_seconds (2 s: the copy is cheaper);
+// with next_end_wait false, one admission interval (20 ms: the holder keeps it); with
+// cohort_wait, the larger of the two.
 TEST(RoutingPropertiesTest, CohortWaitPricesThePlaceAfterABurstAtTheFirstSequencesEnd) {
   PrefixIndex index = index_with(2);
   auto views = batched_fleet(0.02);     // a 1024-token miss: 31 ms, 61 ms as a duplicate
@@ -464,14 +466,43 @@ TEST(RoutingPropertiesTest, CohortWaitPricesThePlaceAfterABurstAtTheFirstSequenc
   views[0].next_end_seconds = 2.0;
   views[1].running = 10;
   views[1].inflight_requests = 10;
-  EXPECT_EQ(policy("cache_aware")->route(request_for(h), views, index, {}).replica, 0U);
-  RouteDecision d = policy("cache_aware:cohort_wait=true")->route(request_for(h), views, index, {});
-  EXPECT_EQ(d.replica, 1U);
-  EXPECT_EQ(d.reason, RouteReason::kLoadSpill);
+  EXPECT_EQ(
+      policy("cache_aware:next_end_wait=false")->route(request_for(h), views, index, {}).replica,
+      0U);
+  for (const char* name : {"cache_aware", "cache_aware:cohort_wait=true"}) {
+    RouteDecision d = policy(name)->route(request_for(h), views, index, {});
+    EXPECT_EQ(d.replica, 1U) << name;
+    EXPECT_EQ(d.reason, RouteReason::kLoadSpill) << name;
+  }
   // In steady state the first sequence ends within an interval: the holder keeps it.
   views[0].next_end_seconds = 0.02;
   EXPECT_EQ(policy("cache_aware:cohort_wait=true")->route(request_for(h), views, index, {}).replica,
             0U);
+}
+
+// next_end_wait: the first request past a batch whose report showed a place waits for its first
+// running sequence to end, which the report gives, not the steady state's mean interval. Here
+// the interval is 150 ms (the copy, 61 ms, is cheaper) but the first sequence ends in 5 ms: the
+// holder keeps it. Without the report's figure, one interval.
+TEST(RoutingPropertiesTest, TheFirstRequestPastABatchWaitsForItsNextEndNotAMeanInterval) {
+  PrefixIndex index = index_with(2);
+  auto views = batched_fleet(0.15);
+  const auto h = prompt_hashes(5, 64);  // 1024 tokens, all held by replica 0
+  for (std::uint64_t b : h) index.apply_stored(0, b);
+  views[0].running = 63;
+  views[0].inflight_requests = 64;  // one sent since the report: the newcomer is the first past
+  views[0].next_end_seconds = 0.005;
+  views[1].running = 10;
+  views[1].inflight_requests = 10;
+  RouteDecision d = policy("cache_aware")->route(request_for(h), views, index, {});
+  EXPECT_EQ(d.replica, 0U);
+  EXPECT_EQ(d.reason, RouteReason::kCacheHit);
+  EXPECT_EQ(
+      policy("cache_aware:next_end_wait=false")->route(request_for(h), views, index, {}).replica,
+      1U);
+  views[0].next_end_seconds = 0;  // not reported: one interval
+  EXPECT_EQ(policy("cache_aware")->route(request_for(h), views, index, {}).replica, 1U);
+  EXPECT_FALSE(make_policy("cache_aware:next_end_wait=maybe").ok());
 }
 
 // Shared-prefix traffic with a hot prefix; each step every replica prefills a fixed number of

@@ -382,6 +382,62 @@ TEST(CacheAwareTest, ACopyThatSkipsOnlyAPrefillQueueIsChargedTheQueueFactor) {
   EXPECT_FALSE(make_policy("cache_aware:queue_duplicate_factor=x").ok());
 }
 
+// tail_quantile: a request stays on the holder of its longest match while its predicted time to
+// first token there is at most the prefill of a prompt at that quantile of the recent prompts'
+// lengths: a wait that short leaves it out of the tail, and the hit it keeps is the fleet's. Past
+// the budget the cost decides as before.
+TEST(CacheAwareTest, AHolderIsKeptWhileTheWaitStaysUnderTheTailPromptsPrefill) {
+  PrefixIndex index = index_with(2);
+  auto views = fleet(2);
+  for (auto& v : views) {
+    v.kv_pages_total = 1000;
+    v.batch_slots = 64;  // a place in the batch: the copy is charged the queue factor, 4
+  }
+  const auto h = prompt_hashes(1, 8);                               // 128 tokens
+  for (std::size_t i = 0; i < 7; ++i) index.apply_stored(0, h[i]);  // 112 cached on 0
+  // Replica 1 costs 128 + 4 x 112 = 576; the holder 1000 queued + 16 = 1016: by the cost alone,
+  // spilled.
+  views[0].tokens_queued_for_prefill = 1000;
+  auto with_long_prompts = [&](std::string_view name) {
+    auto p = policy(name);
+    const auto long_prompt = prompt_hashes(2, 256);  // 4096 tokens, cold
+    for (int i = 0; i < 4; ++i) p->route(request_for(long_prompt), views, index, {});
+    return p;
+  };
+  EXPECT_EQ(with_long_prompts("cache_aware:tail_quantile=0")
+                ->route(request_for(h), views, index, {})
+                .replica,
+            1U);
+  // The recent prompts' tail is 4096 tokens: the holder's 1016 is within it, kept.
+  auto p = with_long_prompts("cache_aware");
+  RouteDecision d = p->route(request_for(h), views, index, {});
+  EXPECT_EQ(d.replica, 0U);
+  EXPECT_EQ(d.reason, RouteReason::kCacheHit);
+  // Past the budget (5000 + 16 > 4096) the cost decides: spilled.
+  views[0].tokens_queued_for_prefill = 5000;
+  d = p->route(request_for(h), views, index, {});
+  EXPECT_EQ(d.replica, 1U);
+  EXPECT_EQ(d.reason, RouteReason::kLoadSpill);
+  // Only short prompts seen: the budget is theirs, 128 tokens, and a 1016-token wait is past it.
+  views[0].tokens_queued_for_prefill = 1000;
+  EXPECT_EQ(policy("cache_aware")->route(request_for(h), views, index, {}).replica, 1U);
+  // Several gateways: each sees its own sends alone, so the holder's queue is taken as at least
+  // gateways x its own in flight. 4 x 900 = 3600 (+ 16) is within 4096, 4 x 1100 is not.
+  views[0].tokens_queued_for_prefill = 0;
+  views[0].inflight_prompt_tokens = 900;
+  EXPECT_EQ(
+      with_long_prompts("cache_aware:gateways=4")->route(request_for(h), views, index, {}).replica,
+      0U);
+  views[0].inflight_prompt_tokens = 1100;
+  EXPECT_EQ(
+      with_long_prompts("cache_aware:gateways=4")->route(request_for(h), views, index, {}).replica,
+      1U);
+  for (const char* bad : {"cache_aware:tail_quantile=-0.1", "cache_aware:tail_quantile=1.5",
+                          "cache_aware:tail_quantile=x"}) {
+    EXPECT_FALSE(make_policy(bad).ok()) << bad;
+  }
+}
+
 TEST(CacheAwareTest, AnOffloadedHitSavesItsWeightOfPrefill) {
   PrefixIndex index = index_with(3);
   auto views = fleet(3);

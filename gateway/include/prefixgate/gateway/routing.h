@@ -160,6 +160,20 @@ struct CacheAwareConfig {
   // filled in a burst, a hot prefix's holder filled by its siblings, ends in one, a whole
   // sequence's lifetime away).
   bool cohort_wait = false;
+  // The first request sent past a batch's places since a report that showed a place waits
+  // next_end_seconds, the time the report gives until its first running sequence ends, where the
+  // replica reports it, instead of one admission interval (the steady state's mean: the next end
+  // may be nearer, or, in a batch filled in a burst, further). false: one interval. cohort_wait
+  // takes the larger of the two.
+  bool next_end_wait = true;
+  // A request stays on the cheapest replica holding its longest match while its predicted time
+  // to first token there is at most the prefill of a prompt at this quantile of the recent
+  // prompts' lengths (the last 1,024 routed), at that replica's rate: a wait that keeps a request
+  // under the time a long prompt takes on its own leaves it out of the tail, and the hit it keeps
+  // is the fleet's. Past that budget the cost decides as before. With several gateways the
+  // holder's queue is taken as at least `gateways` x this gateway's own uncached tokens in flight
+  // there. 0: off (the cost alone). Not applied with memory_aware false (the earlier rule).
+  double tail_quantile = 0.99;
   // Where a cold prefix goes. false (the default): the replica holding the fewest blocks (its
   // events) plus uncached prompt blocks in flight, ties to the rendezvous hash of the first
   // affinity_blocks blocks. true: that rendezvous hash over the replicas whose load is at most
