@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "prefixgate/canonicalize/volatile.h"
+#include "tool_list_memo.h"
 
 namespace prefixgate::canon {
 namespace {
@@ -43,6 +44,10 @@ void for_each_text(Value& message, Fn&& fn) {
 struct Derived {
   std::vector<Message>* messages = nullptr;
   std::vector<ToolDef>* tools = nullptr;
+  // The client's bytes of each top-level member, when known: tool lists then go through the
+  // thread's memo, and their text is kept in `tool_texts`.
+  std::span<const json::SourceMember> source = {};
+  std::vector<std::shared_ptr<const ToolListText>>* tool_texts = nullptr;
 };
 
 // Message::parts[part] after its text was rewritten in `message` (the body's JSON).
@@ -92,9 +97,13 @@ std::size_t round_descriptions(Value& v, std::chrono::seconds granularity, Mode 
   if (v.is_object()) {
     for (json::Member& m : v.as_object()) {
       if (m.key == "description" && m.value.is_string()) {
+        if (mode != Mode::kRewrite) {
+          n += count_timestamps_to_round(m.value.as_string(), granularity);
+          continue;
+        }
         TimestampRounding r = round_timestamps(m.value.as_string(), granularity);
         if (r.rewritten > 0) {
-          if (mode == Mode::kRewrite) m.value.as_string() = std::move(r.text);
+          m.value.as_string() = std::move(r.text);
           n += r.rewritten;
         }
       } else {
@@ -180,6 +189,56 @@ bool canonicalize_tool_list(Value& body, std::string_view key, const Modes& mode
   return reordered;
 }
 
+// What fixes canonicalize_tool_list's result for given client bytes of list `key`.
+std::uint64_t rules_fingerprint(const Modes& modes, std::string_view key) {
+  std::uint64_t f = static_cast<std::uint64_t>(modes.timestamp_granularity.count());
+  for (Mode m : {modes.tool_json, modes.tool_order, modes.timestamp}) {
+    f = f * 3 + static_cast<std::uint64_t>(m);
+  }
+  return f * 2 + (key == "functions" ? 1 : 0);
+}
+
+std::string_view source_of(std::span<const json::SourceMember> source, std::string_view key) {
+  for (const json::SourceMember& m : source) {
+    if (m.key == key) return m.text;
+  }
+  return {};
+}
+
+// canonicalize_tool_list through the thread's memo when the list's client bytes are known: the
+// same bytes under the same rules give the same list, reports and text, so a repeated list is
+// copied instead of checked, sorted, scanned and serialized again.
+bool canonicalize_tool_list_memoized(Value& body, std::string_view key, const Modes& modes,
+                                     std::vector<Change>& changes, const Derived& derived) {
+  const std::string_view source = source_of(derived.source, key);
+  Value* list = body.find(key);
+  if (derived.tool_texts == nullptr || source.empty() ||
+      source.size() > internal::kToolListMemoMaxBytes || list == nullptr || !list->is_array()) {
+    return canonicalize_tool_list(body, key, modes, changes);
+  }
+  internal::ToolListMemo& memo = internal::ToolListMemo::for_this_thread();
+  const std::uint64_t rules = rules_fingerprint(modes, key);
+  if (const internal::ToolListOutcome* hit = memo.find(source, rules)) {
+    // Unless a rule rewrote it, the list parsed from the same bytes is the remembered one.
+    if (hit->rewrote) *list = hit->list;
+    changes.insert(changes.end(), hit->changes.begin(), hit->changes.end());
+    derived.tool_texts->push_back(hit->text);
+    return hit->reordered;
+  }
+  const std::size_t first = changes.size();
+  internal::ToolListOutcome outcome;
+  outcome.reordered = canonicalize_tool_list(body, key, modes, changes);
+  outcome.changes.assign(changes.begin() + static_cast<std::ptrdiff_t>(first), changes.end());
+  outcome.rewrote = std::any_of(outcome.changes.begin(), outcome.changes.end(),
+                                [](const Change& c) { return c.applied; });
+  if (outcome.rewrote) outcome.list = *list;
+  outcome.text = internal::tool_list_text_of(key, *list);
+  derived.tool_texts->push_back(outcome.text);
+  const bool reordered = outcome.reordered;
+  memo.remember(source, rules, std::move(outcome));
+  return reordered;
+}
+
 // ParsedRequest::tools for a body whose tool lists were re-ordered (names as parse_request
 // takes them: function.name, or a custom tool's own name).
 void rebuild_tool_defs(const Value& body, std::vector<ToolDef>& defs) {
@@ -198,8 +257,10 @@ void rebuild_tool_defs(const Value& body, std::vector<ToolDef>& defs) {
 std::vector<Change> canonicalize_body(Value& body, const std::vector<Message>& parsed,
                                       const Modes& modes, const Derived& derived) {
   std::vector<Change> changes;
-  bool reordered = canonicalize_tool_list(body, "tools", modes, changes);
-  reordered = canonicalize_tool_list(body, "functions", modes, changes) || reordered;
+  if (derived.tool_texts != nullptr) derived.tool_texts->clear();
+  bool reordered = canonicalize_tool_list_memoized(body, "tools", modes, changes, derived);
+  reordered =
+      canonicalize_tool_list_memoized(body, "functions", modes, changes, derived) || reordered;
   if (reordered && derived.tools != nullptr) rebuild_tool_defs(body, *derived.tools);
 
   if (modes.response_format != Mode::kOff) {
@@ -280,8 +341,17 @@ CanonicalizeOutcome canonicalize(const ParsedRequest& request,
 std::vector<Change> canonicalize_in_place(ParsedRequest& request,
                                           const CanonicalizationPolicy& rewrite,
                                           const CanonicalizationPolicy& observe) {
+  request.tool_texts.clear();
   return canonicalize_body(request.body, request.messages, modes_of(rewrite, observe),
                            Derived{&request.messages, &request.tools});
+}
+
+std::vector<Change> canonicalize_in_place(ParsedRequest& request,
+                                          const CanonicalizationPolicy& rewrite,
+                                          const CanonicalizationPolicy& observe,
+                                          std::span<const json::SourceMember> source) {
+  return canonicalize_body(request.body, request.messages, modes_of(rewrite, observe),
+                           Derived{&request.messages, &request.tools, source, &request.tool_texts});
 }
 
 }  // namespace prefixgate::canon

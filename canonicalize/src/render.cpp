@@ -79,10 +79,15 @@ void add_tools(Builder& b, const ParsedRequest& req) {
   for (std::size_t i = 0; i < req.tools.size(); ++i) {
     const ToolDef& tool = req.tools[i];
     // The path is "tools[i]" or "functions[i]"; look the value up to serialize it as sent.
-    const bool legacy = tool.path.starts_with("functions");
-    const json::Value* list = req.body.find(legacy ? "functions" : "tools");
+    const std::string_view key = tool.path.starts_with("functions") ? "functions" : "tools";
     const std::size_t pos = std::stoul(tool.path.substr(tool.path.find('[') + 1));
-    b.add(json::to_json(list->as_array()[pos]), tool.path, -1);
+    // Canonicalization may have left the list's text: the same bytes, without serializing.
+    const ToolListText* text = tool_list_text(req, key);
+    if (text != nullptr && pos < text->items.size()) {
+      b.add(text->item(pos), tool.path, -1);
+    } else {
+      b.add(json::to_json(req.body.find(key)->as_array()[pos]), tool.path, -1);
+    }
     b.markup("\n");
   }
 }

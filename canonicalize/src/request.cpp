@@ -305,6 +305,13 @@ std::string Message::text() const {
   return out;
 }
 
+const ToolListText* tool_list_text(const ParsedRequest& request, std::string_view key) {
+  for (const auto& t : request.tool_texts) {
+    if (t->key == key) return t.get();
+  }
+  return nullptr;
+}
+
 std::optional<Endpoint> guess_endpoint(const json::Value& body) {
   if (body.find("messages") != nullptr) return Endpoint::kChatCompletions;
   if (body.find("prompt") != nullptr) return Endpoint::kCompletions;

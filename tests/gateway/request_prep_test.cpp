@@ -7,6 +7,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 
 #include "prefixgate/canonicalize/json.h"
 
@@ -102,6 +103,29 @@ TEST(UpstreamBody, RandomRequestsSendThePreparedBody) {
     if (!prep.ok()) continue;  // a duplicate "stream" key, say
     ExpectSent(*prep);
   }
+}
+
+// An agent's tools, sent again on every turn, come from the thread's memo after the first: the
+// body sent and the prompt's hashes are those of the first sight, in a thread that never saw
+// the list.
+TEST(UpstreamBody, ARepeatedToolListPreparesAsOnItsFirstSight) {
+  Prep p;
+  const std::string body =
+      R"({"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[)"
+      R"({"type":"function","function":{"name":"zeta","description":"At 2026-12-02T10:31:07Z",)"
+      R"("parameters":{"type":"object","properties":{"b":{"minimum":1.0},"a":{}}}}},)"
+      R"({"function":{"name":"alpha"},"type":"function"}]})";
+  PreparedRequest first;
+  std::thread([&] { first = p.run(body); }).join();
+  ExpectSent(first);
+  for (int i = 0; i < 3; ++i) {
+    const PreparedRequest again = p.run(body);
+    ExpectSent(again);
+    EXPECT_EQ(again.upstream_body, first.upstream_body);
+    EXPECT_EQ(again.block_hashes, first.block_hashes);
+  }
+  EXPECT_NE(first.upstream_body.find(R"("tools":[{"function":{"name":"alpha"})"), std::string::npos)
+      << first.upstream_body;
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 //   for (const StageChange& c : r.changes) metrics.add({c.rule, rule_mode_name(c.mode)});
 #pragma once
 
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,8 +33,10 @@ class CanonicalizeStage {
  public:
   explicit CanonicalizeStage(const CanonicalizationConfig& config);
   // One pass: rules in rewrite mode change `request.body` in place (its parsed fields follow),
-  // rules in observe mode are reported only.
-  StageResult apply(canon::ParsedRequest& request) const;
+  // rules in observe mode are reported only. `source` (the client's bytes of each top-level
+  // member, when known) lets a tool list sent before be taken from the thread's memo.
+  StageResult apply(canon::ParsedRequest& request,
+                    std::span<const json::SourceMember> source = {}) const;
   RuleMode mode(std::string_view rule) const;
 
  private:

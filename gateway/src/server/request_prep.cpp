@@ -25,8 +25,10 @@ std::string session_key_for(std::string_view header, const json::Value& body,
   return std::string(api_key);
 }
 
-bool apply_stage(PreparedRequest& out, const PrepOptions& options) {
-  StageResult staged = options.stage->apply(out.parsed);  // keeps the parsed fields in step
+bool apply_stage(PreparedRequest& out, const PrepOptions& options,
+                 std::span<const json::SourceMember> source) {
+  // Keeps the parsed fields in step.
+  StageResult staged = options.stage->apply(out.parsed, source);
   out.changes = std::move(staged.changes);
   return staged.body_changed;
 }
@@ -111,7 +113,7 @@ Result<PreparedRequest> prepare_request(std::string_view body, canon::Api api, c
   PreparedRequest out;
   out.api = api;
   out.parsed = std::move(*parsed);
-  bool modified = apply_stage(out, options);
+  bool modified = apply_stage(out, options, source);
   std::vector<std::string_view> rewritten;
   bool rewritten_known = true;
   for (const StageChange& c : out.changes) {
@@ -119,6 +121,13 @@ Result<PreparedRequest> prepare_request(std::string_view body, canon::Api api, c
     const std::string_view path = c.path;
     const std::string_view member = path.substr(0, path.find_first_of(".["));
     rewritten_known = rewritten_known && !member.empty();
+    // A rewritten tool list whose text canonicalization kept is copied from that text.
+    if (const canon::ToolListText* text = canon::tool_list_text(out.parsed, member)) {
+      for (json::SourceMember& m : source) {
+        if (m.key == member) m.text = text->json;
+      }
+      continue;
+    }
     rewritten.push_back(member);
   }
   if (apply_salt(out, tenant)) {

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -92,7 +93,8 @@ Result<PreparedRequest> prepare_agent_request(std::string_view body, canon::Api 
 // whether it rewrote the body), the tenant's salt (whether it changed it), and rendering,
 // tokenizing, hashing and linting (`conversion`: the client's request a chat one came from,
 // for its breakpoints and its field names; nullptr for a chat request).
-bool apply_stage(PreparedRequest& out, const PrepOptions& options);
+bool apply_stage(PreparedRequest& out, const PrepOptions& options,
+                 std::span<const json::SourceMember> source = {});
 bool apply_salt(PreparedRequest& out, const Tenant& tenant);
 Status analyze_request(PreparedRequest& out, const PrepOptions& options,
                        const canon::ChatConversion* conversion);

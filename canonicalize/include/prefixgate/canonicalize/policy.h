@@ -17,6 +17,7 @@
 #pragma once
 
 #include <chrono>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -71,5 +72,14 @@ CanonicalizeOutcome canonicalize(const ParsedRequest& request,
 std::vector<Change> canonicalize_in_place(ParsedRequest& request,
                                           const CanonicalizationPolicy& rewrite,
                                           const CanonicalizationPolicy& observe);
+// The same, given each top-level member's bytes as the client sent them (parse_request's
+// `source`). A tool list this thread canonicalized recently under the same rules, byte for byte,
+// is taken from its memo instead of being processed again (agents send the same tools every
+// turn), and request.tool_texts gets each tool list's JSON text, which rendering and the
+// forwarded body reuse. The result is the same as without `source`.
+std::vector<Change> canonicalize_in_place(ParsedRequest& request,
+                                          const CanonicalizationPolicy& rewrite,
+                                          const CanonicalizationPolicy& observe,
+                                          std::span<const json::SourceMember> source);
 
 }  // namespace prefixgate::canon

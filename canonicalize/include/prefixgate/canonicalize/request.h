@@ -14,6 +14,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -59,6 +61,19 @@ struct ToolDef {
   std::string path;  // "tools[3]" or "functions[0]"
 };
 
+// The compact JSON text of one tool list (`tools` or `functions`) as canonicalization left it,
+// and where each definition lies in it. Rendering and the forwarded body take a definition's text
+// from here instead of serializing it again (see canonicalize_in_place).
+struct ToolListText {
+  std::string key;                                             // "tools" or "functions"
+  std::string json;                                            // json::to_json of the list
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> items;  // [begin, end) of each definition
+
+  std::string_view item(std::size_t i) const {
+    return std::string_view(json).substr(items[i].first, items[i].second - items[i].first);
+  }
+};
+
 // A completion prompt: text, or token ids a client already tokenized.
 struct Prompt {
   std::string text;
@@ -76,7 +91,13 @@ struct ParsedRequest {
   std::vector<Message> messages;  // chat completions
   std::vector<ToolDef> tools;     // chat completions
   std::vector<Prompt> prompts;    // completions: one per prompt in a batch
+  // Set by canonicalize_in_place when it was given the client's bytes: the text of each tool
+  // list it left in `body`. Whoever changes a tool list afterwards must clear this.
+  std::vector<std::shared_ptr<const ToolListText>> tool_texts;
 };
+
+// The text of `body[key]` as canonicalization left it, or nullptr when it is not known.
+const ToolListText* tool_list_text(const ParsedRequest& request, std::string_view key);
 
 struct RequestLimits {
   std::size_t max_body_bytes = 16u << 20;

@@ -1,0 +1,50 @@
+#include "tool_list_memo.h"
+
+#include <cstring>
+
+namespace prefixgate::canon::internal {
+
+ToolListMemo& ToolListMemo::for_this_thread() {
+  thread_local ToolListMemo memo;
+  return memo;
+}
+
+const ToolListOutcome* ToolListMemo::find(std::string_view source, std::uint64_t rules) {
+  for (Entry& e : entries_) {
+    if (e.last_used != 0 && e.rules == rules && e.source.size() == source.size() &&
+        std::memcmp(e.source.data(), source.data(), source.size()) == 0) {
+      e.last_used = ++clock_;
+      return &e.outcome;
+    }
+  }
+  return nullptr;
+}
+
+void ToolListMemo::remember(std::string_view source, std::uint64_t rules, ToolListOutcome outcome) {
+  if (source.size() > kToolListMemoMaxBytes) return;
+  Entry* oldest = &entries_[0];
+  for (Entry& e : entries_) {
+    if (e.last_used < oldest->last_used) oldest = &e;
+  }
+  oldest->source.assign(source);
+  oldest->rules = rules;
+  oldest->last_used = ++clock_;
+  oldest->outcome = std::move(outcome);
+}
+
+std::shared_ptr<const ToolListText> tool_list_text_of(std::string_view key,
+                                                      const json::Value& list) {
+  auto text = std::make_shared<ToolListText>();
+  text->key = std::string(key);
+  text->json += '[';
+  for (const json::Value& item : list.as_array()) {
+    if (text->json.size() > 1) text->json += ',';
+    const auto begin = static_cast<std::uint32_t>(text->json.size());
+    json::append_json(item, text->json);
+    text->items.emplace_back(begin, static_cast<std::uint32_t>(text->json.size()));
+  }
+  text->json += ']';
+  return text;
+}
+
+}  // namespace prefixgate::canon::internal
