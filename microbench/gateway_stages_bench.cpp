@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <fstream>
 #include <random>
+#include <vector>
 #include <string>
 
 #include "prefixgate/canonicalize/block_hash_memo.h"
@@ -130,22 +131,27 @@ void BM_StageParse(benchmark::State& state) {
 }
 BENCHMARK(BM_StageParse);
 
-// The default rules over a parsed request (the copy it works on is made outside the timing).
-void BM_StageCanonicalize(benchmark::State& state) {
+// The default rules over a parsed request (the copy it works on is made outside the timing);
+// `memo`: given the client's bytes, as the gateway does, so the tool list repeated on every
+// iteration comes from the thread's memo.
+void BM_StageCanonicalize(benchmark::State& state, bool memo) {
   std::size_t at = 0;
   const std::string body = agent_body(10, at);
   const Prep prep(false, false);
-  const auto parsed = canon::parse_request(body, canon::Endpoint::kChatCompletions);
+  std::vector<json::SourceMember> source;
+  const auto parsed = canon::parse_request(body, canon::Endpoint::kChatCompletions, {}, source);
+  if (!memo) source.clear();
   for (auto _ : state) {
     state.PauseTiming();
     canon::ParsedRequest req = *parsed;
     state.ResumeTiming();
-    auto result = prep.stage->apply(req);
+    auto result = prep.stage->apply(req, source);
     benchmark::DoNotOptimize(result);
   }
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * body.size()));
 }
-BENCHMARK(BM_StageCanonicalize);
+BENCHMARK_CAPTURE(BM_StageCanonicalize, tools_memo, true);
+BENCHMARK_CAPTURE(BM_StageCanonicalize, no_memo, false);
 
 void BM_StageRender(benchmark::State& state) {
   std::size_t at = 0;
