@@ -27,8 +27,9 @@ struct ToolListOutcome {
   std::shared_ptr<const ToolListText> text;
 };
 
-// Lists larger than this are not kept: a thread's memo holds at most kEntries of them.
-inline constexpr std::size_t kToolListMemoMaxBytes = std::size_t{1} << 20;
+// Lists larger than this are not kept, which bounds what a thread's memo holds (kEntries lists
+// with their trees and text, a few MiB at most); agents' tool lists are tens of KiB.
+inline constexpr std::size_t kToolListMemoMaxBytes = std::size_t{256} << 10;
 
 class ToolListMemo {
  public:
