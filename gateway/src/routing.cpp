@@ -74,6 +74,9 @@ Status validate(const CacheAwareConfig& c) {
     return bad("offload_hit_weight", "must be between 0 and 1");
   }
   if (c.gateways < 1) return bad("gateways", "must be >= 1");
+  if (!(c.gateway_spill_slack >= 0) || std::isinf(c.gateway_spill_slack)) {
+    return bad("gateway_spill_slack", "must be finite and >= 0");
+  }
   return {};
 }
 
@@ -121,7 +124,7 @@ Status apply_options(std::string_view options, CacheAwareConfig& c) {
               "cold_rendezvous=true|false, cohort_wait=true|false, next_end_wait=true|false, "
               "eviction_weight=N, duplicate_weight=N, "
               "queue_duplicate_factor=N, tail_quantile=N, overload_factor=N, "
-              "decode_weight=N or gateways=N",
+              "decode_weight=N, gateways=N or gateway_spill_slack=N",
           "policy");
     };
     if (key == "gateways") {
@@ -149,6 +152,7 @@ Status apply_options(std::string_view options, CacheAwareConfig& c) {
                      : key == "tail_quantile"          ? &c.tail_quantile
                      : key == "overload_factor"        ? &c.overload_factor
                      : key == "decode_weight"          ? &c.decode_weight
+                     : key == "gateway_spill_slack"    ? &c.gateway_spill_slack
                                                        : nullptr;
     if (target == nullptr || value.empty()) return bad();
     char* end = nullptr;

@@ -11,7 +11,9 @@
 // then the cheapest replica holding the longest match while the request's predicted time to first
 // token there is at most the prefill of a prompt at tail_quantile of the recent prompts' lengths;
 // otherwise the least cost, a duplicate prefill charged at duplicate_weight (times
-// queue_duplicate_factor when a replica holding the longest match has a place in its batch).
+// queue_duplicate_factor when a replica holding the longest match has a place in its batch);
+// among several gateways, a spill only when it saves more than the others may have sent its
+// destination unseen (gateway_spill_slack).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -146,6 +148,9 @@ class CacheAware final : public RoutingPolicy {
     // Every healthy replica over the bound cannot happen with overload_factor >= 1 (the least
     // loaded is at most the mean); kept so a future config cannot make route() fail.
     if (chosen == n) chosen = cheapest(/*skip_overloaded=*/false);
+    if (best_match > 0 && blocks_[chosen] < best_match) {
+      chosen = holder_within_spill_slack(request, replicas, seconds, chosen);
+    }
 
     RouteReason reason = RouteReason::kLeastCost;
     if (best_match > 0) {
@@ -237,16 +242,8 @@ class CacheAware final : public RoutingPolicy {
                                    std::span<const ReplicaView> replicas, bool seconds) {
     if (prompts_.empty()) return replicas.size();
     const std::size_t n = replicas.size();
-    std::size_t holder = n;
     double holder_cost = 0;
-    for (std::size_t r = 0; r < n; ++r) {
-      if (!replicas[r].healthy || blocks_[r] != best_match_) continue;
-      const double cost = load_[r] + miss_cost(request, replicas[r], r, seconds);
-      if (holder == n || cost < holder_cost) {
-        holder = r;
-        holder_cost = cost;
-      }
-    }
+    const std::size_t holder = cheapest_holder(request, replicas, seconds, holder_cost);
     if (holder == n) return n;
     // Several gateways: each sees only its own requests in flight, about 1/gateways of what the
     // holder has been sent since its report, so the holder's queue is taken as the larger of the
@@ -260,6 +257,47 @@ class CacheAware final : public RoutingPolicy {
     }
     const double budget = tail_tokens_ * (seconds ? v.prefill_seconds_per_token : 1.0);
     return holder_cost <= budget ? holder : n;
+  }
+
+  // The cheapest healthy replica holding the longest match (n if none), and its cost.
+  std::size_t cheapest_holder(const RouteRequest& request, std::span<const ReplicaView> replicas,
+                              bool seconds, double& holder_cost) const {
+    const std::size_t n = replicas.size();
+    std::size_t holder = n;
+    for (std::size_t r = 0; r < n; ++r) {
+      if (!replicas[r].healthy || blocks_[r] != best_match_) continue;
+      const double cost = load_[r] + miss_cost(request, replicas[r], r, seconds);
+      if (holder == n || cost < holder_cost) {
+        holder = r;
+        holder_cost = cost;
+      }
+    }
+    return holder;
+  }
+
+  // gateway_spill_slack: `spill` (a replica holding less than the longest match) looks cheapest
+  // to this gateway, which sees only its own sends since each replica's last report. The other
+  // gateways see the same reports and spill to the same replicas that look idle, so the one that
+  // looks cheapest is the likeliest to have been sent more than the view shows (up to a prompt
+  // from each other gateway). The holder keeps the request unless the spill saves more than that,
+  // capped at gateway_spill_slack prefills of a prompt at tail_quantile: the hit is worth a wait,
+  // not a place in the tail. Returns the holder or `spill`. With one gateway, `spill`.
+  std::size_t holder_within_spill_slack(const RouteRequest& request,
+                                        std::span<const ReplicaView> replicas, bool seconds,
+                                        std::size_t spill) const {
+    if (config_.gateways < 2 || !config_.memory_aware || !(config_.gateway_spill_slack > 0)) {
+      return spill;
+    }
+    double holder_cost = 0;
+    const std::size_t holder = cheapest_holder(request, replicas, seconds, holder_cost);
+    if (holder == replicas.size()) return spill;
+    const double others = static_cast<double>(config_.gateways - 1);
+    const double slack_tokens = std::min(others * static_cast<double>(request.prompt_tokens),
+                                         config_.gateway_spill_slack * tail_tokens_);
+    const ReplicaView& v = replicas[spill];
+    const double spill_cost = load_[spill] + miss_cost(request, v, spill, seconds);
+    const double slack = slack_tokens * (seconds ? v.prefill_seconds_per_token : 1.0);
+    return holder_cost <= spill_cost + slack ? holder : spill;
   }
 
   // The recent prompts' lengths (a ring of the last kTailWindow) and their tail_quantile, sorted

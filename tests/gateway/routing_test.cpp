@@ -305,6 +305,44 @@ TEST(CacheAwareTest, SeveralGatewaysSpreadNewPrefixesAndAgreeOnEach) {
   }
 }
 
+// gateway_spill_slack: among several gateways the replica a spill would go to is the one that
+// looks cheapest, the likeliest to have been sent more by the other gateways than this one sees.
+// The holder keeps the request unless the spill saves more than (gateways - 1) x its prompt's
+// prefill, capped at gateway_spill_slack (2) prefills of a prompt at tail_quantile. One gateway
+// decides as before.
+TEST(CacheAwareTest, SeveralGatewaysSpillOnlyPastWhatTheOthersMayHaveSent) {
+  PrefixIndex index = index_with(2);
+  auto views = fleet(2);
+  for (auto& v : views) {
+    v.kv_pages_total = 1000;
+    v.batch_slots = 64;  // a place in the batch: the copy is charged the queue factor, 4
+  }
+  const auto h = prompt_hashes(1, 8);                               // 128 tokens
+  for (std::size_t i = 0; i < 7; ++i) index.apply_stored(0, h[i]);  // 112 cached on 0
+  // Replica 1 costs 128 + 4 x 112 = 576, the holder 700 + 16 = 716: past the tail budget (only
+  // this 128-token prompt seen), and by the cost a spill.
+  views[0].tokens_queued_for_prefill = 700;
+  auto route = [&](std::string_view name) {
+    return policy(name)->route(request_for(h), views, index, {});
+  };
+  EXPECT_EQ(route("cache_aware").replica, 1U) << "one gateway: the cost decides";
+  EXPECT_EQ(route("cache_aware:gateways=10:gateway_spill_slack=0").replica, 1U) << "off";
+  // 10 gateways: the slack is min(9 x 128, 2 x 128) = 256, and 716 <= 576 + 256: kept.
+  const RouteDecision d = route("cache_aware:gateways=10");
+  EXPECT_EQ(d.replica, 0U);
+  EXPECT_EQ(d.reason, RouteReason::kCacheHit);
+  // 2 gateways: 1 x 128, and 716 > 576 + 128: spilled.
+  EXPECT_EQ(route("cache_aware:gateways=2").replica, 1U);
+  // The cap: 916 > 576 + 256 at 10 gateways; a larger cap (4 x 128) keeps it again.
+  views[0].tokens_queued_for_prefill = 900;
+  EXPECT_EQ(route("cache_aware:gateways=10").replica, 1U);
+  EXPECT_EQ(route("cache_aware:gateways=10:gateway_spill_slack=4").replica, 0U);
+  for (const char* bad : {"cache_aware:gateway_spill_slack=-1", "cache_aware:gateway_spill_slack=x",
+                          "cache_aware:gateway_spill_slack=inf"}) {
+    EXPECT_FALSE(make_policy(bad).ok()) << bad;
+  }
+}
+
 // duplicate_weight: a copy of what the best holder already has costs the fleet its prefill again,
 // so the holder is given up only when its queue outweighs the miss plus that duplicate work.
 TEST(CacheAwareTest, DuplicateWeightChargesACopyOfWhatTheBestHolderHas) {

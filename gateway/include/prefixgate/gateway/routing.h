@@ -194,6 +194,15 @@ struct CacheAwareConfig {
   // of the smallest footprint: different prefixes spread over them, and every gateway sends a
   // prefix's siblings to the same one. 1 (a single gateway): the smallest footprint, as always.
   std::size_t gateways = 1;
+  // With gateways > 1, a spill must save its request more than what the other gateways may have
+  // sent its destination since that replica's last report, which this gateway cannot see: the
+  // cheapest replica holding the longest match keeps the request while its cost exceeds the
+  // destination's by at most (gateways - 1) x this prompt's prefill, capped at this many prefills
+  // of a prompt at tail_quantile (so the hit is never bought with a wait past a few long
+  // prompts'). The destination of a spill is the replica that looks cheapest, so it is the one
+  // whose view is likeliest to miss others' sends. 0: off. Needs tail_quantile > 0 (the cap) and
+  // memory_aware; with one gateway it does nothing.
+  double gateway_spill_slack = 2.0;
 };
 
 // sglang_cache_aware: SGLang router's cache_aware policy (sgl-router, policies/cache_aware.rs),
@@ -252,9 +261,9 @@ class RoutingPolicy {
 // "sglang_cache_aware", "dynamo_kv". "cache_aware:key=value[:key=value]" overrides cache_aware
 // parameters of `config` (memory_aware, cost_in_seconds, cold_rendezvous, cohort_wait,
 // eviction_weight, duplicate_weight, queue_duplicate_factor, overload_factor, decode_weight,
-// gateways), so variants run side by side (`prefixgate-bench compare --policies
-// cache_aware,cache_aware:memory_aware=false`). kInvalidValue for an unknown name or option, or an
-// out-of-range config field (param names it).
+// gateways, gateway_spill_slack), so variants run side by side (`prefixgate-bench compare
+// --policies cache_aware,cache_aware:memory_aware=false`). kInvalidValue for an unknown name or
+// option, or an out-of-range config field (param names it).
 Result<std::unique_ptr<RoutingPolicy>> make_policy(std::string_view name,
                                                    const PolicyConfig& config = {});
 
