@@ -146,6 +146,13 @@ class CacheAware final : public RoutingPolicy {
     // Every healthy replica over the bound cannot happen with overload_factor >= 1 (the least
     // loaded is at most the mean); kept so a future config cannot make route() fail.
     if (chosen == n) chosen = cheapest(/*skip_overloaded=*/false);
+    // With every batch full the wait for a place is left out of the cost (moving a request would
+    // buy nothing but a second prefill), but between the replicas holding the longest match it
+    // costs no prefill: the one whose place comes soonest keeps the hit and the shorter wait.
+    if (config_.soonest_holder && seconds && !room && best_match > 0 &&
+        blocks_[chosen] == best_match) {
+      chosen = soonest_holder(request, replicas, chosen);
+    }
 
     RouteReason reason = RouteReason::kLeastCost;
     if (best_match > 0) {
@@ -260,6 +267,28 @@ class CacheAware final : public RoutingPolicy {
     }
     const double budget = tail_tokens_ * (seconds ? v.prefill_seconds_per_token : 1.0);
     return holder_cost <= budget ? holder : n;
+  }
+
+  // soonest_holder: among the healthy replicas holding the longest match, the least cost with
+  // each one's wait for a place counted (load_ leaves it out when every batch is full); `chosen`
+  // keeps ties. A batch its siblings filled in a burst ends in one, a sequence's lifetime away,
+  // while another holder's next place may be milliseconds away.
+  std::size_t soonest_holder(const RouteRequest& request, std::span<const ReplicaView> replicas,
+                             std::size_t chosen) const {
+    auto cost = [&](std::size_t r) {
+      return load_[r] + miss_cost(request, replicas[r], r, /*seconds=*/true) +
+             admission_seconds(replicas[r]);
+    };
+    double best_cost = cost(chosen);
+    for (std::size_t r = 0; r < replicas.size(); ++r) {
+      if (r == chosen || !replicas[r].healthy || blocks_[r] != best_match_) continue;
+      const double c = cost(r);
+      if (c < best_cost) {
+        chosen = r;
+        best_cost = c;
+      }
+    }
+    return chosen;
   }
 
   // The recent prompts' lengths (a ring of the last kTailWindow) and their tail_quantile, sorted
