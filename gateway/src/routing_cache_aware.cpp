@@ -12,6 +12,8 @@
 // token there is at most the prefill of a prompt at tail_quantile of the recent prompts' lengths;
 // otherwise the least cost, a duplicate prefill charged at duplicate_weight (times
 // queue_duplicate_factor when a replica holding the longest match has a place in its batch).
+// With every batch full, a request kept on a holder of its longest match goes to the holder
+// whose cost counting its wait for a place is least (soonest_holder).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
