@@ -151,7 +151,8 @@ class CacheAware final : public RoutingPolicy {
     // With every batch full the wait for a place is left out of the cost (moving a request would
     // buy nothing but a second prefill), but between the replicas holding the longest match it
     // costs no prefill: the one whose place comes soonest keeps the hit and the shorter wait.
-    if (config_.soonest_holder && seconds && !room && best_match > 0 &&
+    // Not with memory_aware false, the earlier rule kept as it was.
+    if (config_.soonest_holder && config_.memory_aware && seconds && !room && best_match > 0 &&
         blocks_[chosen] == best_match) {
       chosen = soonest_holder(request, replicas, chosen);
     }
