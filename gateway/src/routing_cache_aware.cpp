@@ -13,7 +13,9 @@
 // otherwise the least cost, a duplicate prefill charged at duplicate_weight (times
 // queue_duplicate_factor when a replica holding the longest match has a place in its batch);
 // among several gateways, a spill only when it saves more than the others may have sent its
-// destination unseen (gateway_spill_slack).
+// destination unseen (gateway_spill_slack). With every batch full, a request kept on a holder of
+// its longest match goes to the holder whose cost counting its wait for a place is least
+// (soonest_holder).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -150,6 +152,14 @@ class CacheAware final : public RoutingPolicy {
     if (chosen == n) chosen = cheapest(/*skip_overloaded=*/false);
     if (best_match > 0 && blocks_[chosen] < best_match) {
       chosen = holder_within_spill_slack(request, replicas, seconds, chosen);
+    }
+    // With every batch full the wait for a place is left out of the cost (moving a request would
+    // buy nothing but a second prefill), but between the replicas holding the longest match it
+    // costs no prefill: the one whose place comes soonest keeps the hit and the shorter wait.
+    // Not with memory_aware false, the earlier rule kept as it was.
+    if (config_.soonest_holder && config_.memory_aware && seconds && !room && best_match > 0 &&
+        blocks_[chosen] == best_match) {
+      chosen = soonest_holder(request, replicas, chosen);
     }
 
     RouteReason reason = RouteReason::kLeastCost;
@@ -298,6 +308,28 @@ class CacheAware final : public RoutingPolicy {
     const double spill_cost = load_[spill] + miss_cost(request, v, spill, seconds);
     const double slack = slack_tokens * (seconds ? v.prefill_seconds_per_token : 1.0);
     return holder_cost <= spill_cost + slack ? holder : spill;
+  }
+
+  // soonest_holder: among the healthy replicas holding the longest match, the least cost with
+  // each one's wait for a place counted (load_ leaves it out when every batch is full); `chosen`
+  // keeps ties. A batch its siblings filled in a burst ends in one, a sequence's lifetime away,
+  // while another holder's next place may be milliseconds away.
+  std::size_t soonest_holder(const RouteRequest& request, std::span<const ReplicaView> replicas,
+                             std::size_t chosen) const {
+    auto cost = [&](std::size_t r) {
+      return load_[r] + miss_cost(request, replicas[r], r, /*seconds=*/true) +
+             admission_seconds(replicas[r]);
+    };
+    double best_cost = cost(chosen);
+    for (std::size_t r = 0; r < replicas.size(); ++r) {
+      if (r == chosen || !replicas[r].healthy || blocks_[r] != best_match_) continue;
+      const double c = cost(r);
+      if (c < best_cost) {
+        chosen = r;
+        best_cost = c;
+      }
+    }
+    return chosen;
   }
 
   // The recent prompts' lengths (a ring of the last kTailWindow) and their tail_quantile, sorted

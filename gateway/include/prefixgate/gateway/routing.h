@@ -166,6 +166,13 @@ struct CacheAwareConfig {
   // may be nearer, or, in a batch filled in a burst, further). false: one interval. cohort_wait
   // takes the larger of the two.
   bool next_end_wait = true;
+  // With every healthy batch full (no replica would admit at once) the wait for a place is left
+  // out of the cost, and the cache decides; the request then goes, among the replicas holding its
+  // longest match, to the one with the least cost counting each one's wait for a place: a choice
+  // between holders costs no prefill, and a batch filled in a burst waits a sequence's lifetime
+  // where another holder's next place is milliseconds away. false: the least cost alone. Not
+  // applied with memory_aware false (the earlier rule).
+  bool soonest_holder = true;
   // A request stays on the cheapest replica holding its longest match while its predicted time
   // to first token there is at most the prefill of a prompt at this quantile of the recent
   // prompts' lengths (the last 1,024 routed), at that replica's rate: a wait that keeps a request
