@@ -72,5 +72,81 @@ void BM_PrepareRequestRulesOff(benchmark::State& state) {
 }
 BENCHMARK(BM_PrepareRequestRulesOff);
 
+// An agent's request as a coding agent sends it: a 2 KB system prompt, range(0) tools of ~1.5 KB
+// each (a description and six described parameters, keys in the order a JavaScript client writes
+// them, which is not RFC 8785's), and eight turns. The same content as a Chat Completions body and
+// as an Anthropic Messages body, so the cost of the Messages path (conversion, write-back, two
+// bodies written) shows beside the chat path's.
+std::string agent_text(std::size_t bytes, std::size_t seed) {
+  static const char* kWords[] = {"the",    "file", "tool",    "returns", "path",   "when",   "edit",
+                                 "search", "line", "content", "must",    "before", "command"};
+  std::string out;
+  for (std::size_t i = 0; out.size() < bytes; ++i) {
+    out += kWords[(i * 7 + seed * 13) % 13];
+    out += ' ';
+  }
+  return out;
+}
+
+std::string agent_schema(std::size_t tool) {
+  std::string props;
+  for (std::size_t p = 0; p < 6; ++p) {
+    if (p > 0) props += ',';
+    props += "\"arg" + std::to_string(p) + "\":{\"type\":\"string\",\"description\":\"" +
+             agent_text(80, tool * 6 + p) + "\"}";
+  }
+  return "{\"properties\":{" + props + "},\"required\":[\"arg0\"],\"type\":\"object\"}";
+}
+
+std::string agent_request(bool messages_api, std::size_t tools) {
+  const std::string system = agent_text(2048, 1);
+  std::string turns;
+  for (std::size_t t = 0; t < 8; ++t) {
+    turns += std::string(",{\"role\":\"") + (t % 2 ? "assistant" : "user") + "\",\"content\":\"" +
+             agent_text(400, 100 + t) + "\"}";
+  }
+  std::string list;
+  for (std::size_t i = 0; i < tools; ++i) {
+    if (i > 0) list += ',';
+    const std::string name = "tool_" + std::to_string(tools - i);  // not sorted by name
+    const std::string desc = agent_text(600, 50 + i);
+    list += messages_api ? "{\"name\":\"" + name + "\",\"description\":\"" + desc +
+                               "\",\"input_schema\":" + agent_schema(i) + "}"
+                         : "{\"type\":\"function\",\"function\":{\"name\":\"" + name +
+                               "\",\"description\":\"" + desc +
+                               "\",\"parameters\":" + agent_schema(i) + "}}";
+  }
+  if (messages_api) {
+    return "{\"model\":\"m\",\"max_tokens\":256,\"system\":\"" + system + "\",\"messages\":[" +
+           turns.substr(1) + "],\"tools\":[" + list + "]}";
+  }
+  return "{\"model\":\"m\",\"max_tokens\":256,\"messages\":[{\"role\":\"system\",\"content\":\"" +
+         system + "\"}" + turns + "],\"tools\":[" + list + "]}";
+}
+
+void BM_PrepareAgentRequest(benchmark::State& state, canon::Api api) {
+  const Gateway gw{CanonicalizationConfig{}};
+  const std::string body =
+      agent_request(api == canon::Api::kMessages, static_cast<std::size_t>(state.range(0)));
+  for (auto _ : state) {
+    auto prep = prepare_request(body, api, Tenant{}, gw.prep);
+    if (!prep) {
+      state.SkipWithError(prep.error().message.c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(prep->block_hashes.data());
+  }
+  state.counters["body_bytes"] = static_cast<double>(body.size());
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * body.size()));
+}
+BENCHMARK_CAPTURE(BM_PrepareAgentRequest, chat, canon::Api::kChatCompletions)
+    ->Arg(2)
+    ->Arg(20)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_PrepareAgentRequest, messages, canon::Api::kMessages)
+    ->Arg(2)
+    ->Arg(20)
+    ->Unit(benchmark::kMicrosecond);
+
 }  // namespace
 }  // namespace prefixgate::gateway::server
