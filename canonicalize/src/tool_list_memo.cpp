@@ -48,3 +48,17 @@ std::shared_ptr<const ToolListText> tool_list_text_of(std::string_view key,
 }
 
 }  // namespace prefixgate::canon::internal
+
+namespace prefixgate::canon {
+
+void keep_tool_list_texts(ParsedRequest& request) {
+  request.tool_texts.clear();
+  for (std::string_view key : {"tools", "functions"}) {
+    const json::Value* list = request.body.find(key);
+    if (list != nullptr && list->is_array()) {
+      request.tool_texts.push_back(internal::tool_list_text_of(key, *list));
+    }
+  }
+}
+
+}  // namespace prefixgate::canon

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "prefixgate/canonicalize/json.h"
+#include "prefixgate/canonicalize/prompt.h"
 
 namespace prefixgate::gateway::server {
 namespace {
@@ -126,6 +127,30 @@ TEST(UpstreamBody, ARepeatedToolListPreparesAsOnItsFirstSight) {
   }
   EXPECT_NE(first.upstream_body.find(R"("tools":[{"function":{"name":"alpha"})"), std::string::npos)
       << first.upstream_body;
+}
+
+// A Messages request: its chat equivalent is sent with each tool list written once (the text the
+// prompt also takes), and the prompt's hashes are those of rendering the tools from the tree.
+TEST(UpstreamBody, AMessagesRequestSendsItsChatBodyAndRendersItsToolsFromOneText) {
+  Prep p;
+  const std::string body =
+      R"({"model":"m","max_tokens":16,"system":"Be brief.","messages":[{"role":"user",)"
+      R"("content":"hi"}],"tools":[{"name":"zeta","description":"z","input_schema":)"
+      R"({"type":"object","properties":{"b":{"minimum":1.0},"a":{}}}},)"
+      R"({"name":"alpha","input_schema":{"type":"object"}}]})";
+  auto prep = prepare_request(body, canon::Api::kMessages, Tenant{}, p.options);
+  ASSERT_TRUE(prep.ok()) << prep.error().message;
+  ExpectSent(*prep);
+  const canon::ToolListText* text = canon::tool_list_text(prep->parsed, "tools");
+  ASSERT_NE(text, nullptr);
+  EXPECT_EQ(text->json, json::to_json(*prep->parsed.body.find("tools")));
+  EXPECT_NE(prep->upstream_body.find(text->json), std::string::npos);
+  canon::ParsedRequest from_tree = prep->parsed;
+  from_tree.tool_texts.clear();
+  const auto analyzed =
+      canon::analyze_prompt(from_tree, p.models->for_model(from_tree.model).prompt_model);
+  ASSERT_TRUE(analyzed.ok());
+  EXPECT_EQ(prep->block_hashes, analyzed->block_hashes);
 }
 
 }  // namespace

@@ -55,7 +55,11 @@ Result<PreparedRequest> prepare_agent_request(std::string_view body, canon::Api 
   }
   out.stream = out.parsed.stream;
   out.client_wants_usage = true;  // the conversion asked for usage; the reply writers need it
-  out.upstream_body = json::to_json(out.parsed.body);
+  // Each tool list serialized once, for the chat body sent upstream and for the prompt.
+  canon::keep_tool_list_texts(out.parsed);
+  std::vector<json::SourceMember> tool_texts;
+  for (const auto& text : out.parsed.tool_texts) tool_texts.push_back({text->key, text->json});
+  json::append_json_reusing(out.parsed.body, tool_texts, {}, out.upstream_body);
   out.agent.native_body = client_modified ? json::to_json(client) : std::string(body);
   if (Status s = analyze_request(out, options, &converted->chat); !s) return s.error();
   return out;

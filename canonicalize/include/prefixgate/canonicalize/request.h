@@ -98,6 +98,10 @@ struct ParsedRequest {
 
 // The text of `body[key]` as canonicalization left it, or nullptr when it is not known.
 const ToolListText* tool_list_text(const ParsedRequest& request, std::string_view key);
+// Sets request.tool_texts from the tool lists now in its body, for a request whose lists did not
+// come through canonicalize_in_place with the client's bytes (one converted from another API):
+// rendering and the body sent upstream then serialize each list once between them.
+void keep_tool_list_texts(ParsedRequest& request);
 
 struct RequestLimits {
   std::size_t max_body_bytes = 16u << 20;
