@@ -17,8 +17,8 @@
 #include <cstdio>
 #include <fstream>
 #include <random>
-#include <vector>
 #include <string>
+#include <vector>
 
 #include "prefixgate/canonicalize/block_hash_memo.h"
 #include "prefixgate/canonicalize/prompt.h"
