@@ -4,6 +4,7 @@
 
 #include <map>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,21 @@ std::vector<ReplicaView> fleet(std::size_t n) {
   for (std::size_t r = 0; r < n; ++r) views[r].id = static_cast<ReplicaId>(r);
   return views;
 }
+
+// Two replicas with room in their caches and places in their batches (announced, so a copy that
+// skips only a prefill queue is charged the queue factor, 4), replica 0 holding the first `held`
+// blocks of `prompt`.
+struct HolderAndOther {
+  HolderAndOther(std::span<const std::uint64_t> prompt, std::size_t held) {
+    for (auto& v : views) {
+      v.kv_pages_total = 1000;
+      v.batch_slots = 64;
+    }
+    for (std::size_t i = 0; i < held; ++i) index.apply_stored(0, prompt[i]);
+  }
+  PrefixIndex index = index_with(2);
+  std::vector<ReplicaView> views = fleet(2);
+};
 
 TEST(RoutingTest, MakePolicyRefusesUnknownNamesAndBadConfig) {
   for (const auto& name : kPolicies) {
@@ -311,14 +327,10 @@ TEST(CacheAwareTest, SeveralGatewaysSpreadNewPrefixesAndAgreeOnEach) {
 // prefill, capped at gateway_spill_slack (2) prefills of a prompt at tail_quantile. One gateway
 // decides as before.
 TEST(CacheAwareTest, SeveralGatewaysSpillOnlyPastWhatTheOthersMayHaveSent) {
-  PrefixIndex index = index_with(2);
-  auto views = fleet(2);
-  for (auto& v : views) {
-    v.kv_pages_total = 1000;
-    v.batch_slots = 64;  // a place in the batch: the copy is charged the queue factor, 4
-  }
-  const auto h = prompt_hashes(1, 8);                               // 128 tokens
-  for (std::size_t i = 0; i < 7; ++i) index.apply_stored(0, h[i]);  // 112 cached on 0
+  const auto h = prompt_hashes(1, 8);  // 128 tokens
+  HolderAndOther fleet2(h, 7);         // 112 cached on 0
+  PrefixIndex& index = fleet2.index;
+  auto& views = fleet2.views;
   // Replica 1 costs 128 + 4 x 112 = 576, the holder 700 + 16 = 716: past the tail budget (only
   // this 128-token prompt seen), and by the cost a spill.
   views[0].tokens_queued_for_prefill = 700;
@@ -377,14 +389,10 @@ TEST(CacheAwareTest, DuplicateWeightChargesACopyOfWhatTheBestHolderHas) {
 // 4) x duplicate_weight; when the holder's batch is full (it reports a wait for a place), the
 // charge is duplicate_weight alone, so a hot prefix still gets the copies it needs.
 TEST(CacheAwareTest, ACopyThatSkipsOnlyAPrefillQueueIsChargedTheQueueFactor) {
-  PrefixIndex index = index_with(2);
-  auto views = fleet(2);
-  for (auto& v : views) {
-    v.kv_pages_total = 1000;
-    v.batch_slots = 64;  // announced: 0 reports no wait, so its batch has a place
-  }
-  const auto h = prompt_hashes(1, 64);                               // 1024 tokens
-  for (std::size_t i = 0; i < 32; ++i) index.apply_stored(0, h[i]);  // 512 cached on 0
+  const auto h = prompt_hashes(1, 64);  // 1024 tokens
+  HolderAndOther fleet2(h, 32);         // 512 cached on 0; 0 reports no wait: a place
+  PrefixIndex& index = fleet2.index;
+  auto& views = fleet2.views;
   views[0].tokens_queued_for_prefill = 1030;
   // A place in 0's batch: replica 1 costs 1024 + 4 x 512 = 3072 > 512 + 1030, so 0 keeps it.
   auto p = policy("cache_aware");
@@ -425,14 +433,10 @@ TEST(CacheAwareTest, ACopyThatSkipsOnlyAPrefillQueueIsChargedTheQueueFactor) {
 // lengths: a wait that short leaves it out of the tail, and the hit it keeps is the fleet's. Past
 // the budget the cost decides as before.
 TEST(CacheAwareTest, AHolderIsKeptWhileTheWaitStaysUnderTheTailPromptsPrefill) {
-  PrefixIndex index = index_with(2);
-  auto views = fleet(2);
-  for (auto& v : views) {
-    v.kv_pages_total = 1000;
-    v.batch_slots = 64;  // a place in the batch: the copy is charged the queue factor, 4
-  }
-  const auto h = prompt_hashes(1, 8);                               // 128 tokens
-  for (std::size_t i = 0; i < 7; ++i) index.apply_stored(0, h[i]);  // 112 cached on 0
+  const auto h = prompt_hashes(1, 8);  // 128 tokens
+  HolderAndOther fleet2(h, 7);         // 112 cached on 0
+  PrefixIndex& index = fleet2.index;
+  auto& views = fleet2.views;
   // Replica 1 costs 128 + 4 x 112 = 576; the holder 1000 queued + 16 = 1016: by the cost alone,
   // spilled.
   views[0].tokens_queued_for_prefill = 1000;
