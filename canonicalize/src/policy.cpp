@@ -341,9 +341,7 @@ CanonicalizeOutcome canonicalize(const ParsedRequest& request,
 std::vector<Change> canonicalize_in_place(ParsedRequest& request,
                                           const CanonicalizationPolicy& rewrite,
                                           const CanonicalizationPolicy& observe) {
-  request.tool_texts.clear();
-  return canonicalize_body(request.body, request.messages, modes_of(rewrite, observe),
-                           Derived{&request.messages, &request.tools});
+  return canonicalize_in_place(request, rewrite, observe, {});
 }
 
 std::vector<Change> canonicalize_in_place(ParsedRequest& request,

@@ -49,9 +49,7 @@ StageResult CanonicalizeStage::apply(canon::ParsedRequest& request,
                                      std::span<const json::SourceMember> source) const {
   StageResult out;
   if (!any_rule_) return out;
-  for (canon::Change& c : source.empty()
-                              ? canon::canonicalize_in_place(request, rewrite_, observe_)
-                              : canon::canonicalize_in_place(request, rewrite_, observe_, source)) {
+  for (canon::Change& c : canon::canonicalize_in_place(request, rewrite_, observe_, source)) {
     out.body_changed = out.body_changed || c.applied;
     out.changes.push_back({std::move(c.rule), c.applied ? RuleMode::kRewrite : RuleMode::kObserve,
                            std::move(c.path), std::move(c.detail)});
