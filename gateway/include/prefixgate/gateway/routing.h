@@ -279,9 +279,9 @@ class RoutingPolicy {
 // "sglang_cache_aware", "dynamo_kv". "cache_aware:key=value[:key=value]" overrides cache_aware
 // parameters of `config` (memory_aware, cost_in_seconds, cold_rendezvous, cohort_wait,
 // eviction_weight, duplicate_weight, queue_duplicate_factor, overload_factor, decode_weight,
-// gateways, gateway_spill_slack), so variants run side by side (`prefixgate-bench compare
-// --policies cache_aware,cache_aware:memory_aware=false`). kInvalidValue for an unknown name or
-// option, or an out-of-range config field (param names it).
+// copy_headroom, gateways, gateway_spill_slack), so variants run side by side
+// (`prefixgate-bench compare --policies cache_aware,cache_aware:memory_aware=false`).
+// kInvalidValue for an unknown name or option, or an out-of-range config field (param names it).
 Result<std::unique_ptr<RoutingPolicy>> make_policy(std::string_view name,
                                                    const PolicyConfig& config = {});
 
