@@ -74,6 +74,9 @@ Status validate(const CacheAwareConfig& c) {
     return bad("offload_hit_weight", "must be between 0 and 1");
   }
   if (c.gateways < 1) return bad("gateways", "must be >= 1");
+  if (!(c.copy_headroom >= 0) || std::isinf(c.copy_headroom)) {
+    return bad("copy_headroom", "must be finite and >= 0");
+  }
   if (!(c.gateway_spill_slack >= 0) || std::isinf(c.gateway_spill_slack)) {
     return bad("gateway_spill_slack", "must be finite and >= 0");
   }
@@ -125,7 +128,7 @@ Status apply_options(std::string_view options, CacheAwareConfig& c) {
               "soonest_holder=true|false, "
               "eviction_weight=N, duplicate_weight=N, "
               "queue_duplicate_factor=N, tail_quantile=N, overload_factor=N, "
-              "decode_weight=N, gateways=N or gateway_spill_slack=N",
+              "decode_weight=N, copy_headroom=N, gateways=N or gateway_spill_slack=N",
           "policy");
     };
     if (key == "gateways") {
@@ -155,6 +158,7 @@ Status apply_options(std::string_view options, CacheAwareConfig& c) {
                      : key == "overload_factor"        ? &c.overload_factor
                      : key == "decode_weight"          ? &c.decode_weight
                      : key == "gateway_spill_slack"    ? &c.gateway_spill_slack
+                     : key == "copy_headroom"          ? &c.copy_headroom
                                                        : nullptr;
     if (target == nullptr || value.empty()) return bad();
     char* end = nullptr;

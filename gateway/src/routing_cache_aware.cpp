@@ -15,11 +15,13 @@
 // among several gateways, a spill only when it saves more than the others may have sent its
 // destination unseen (gateway_spill_slack). With every batch full, a request kept on a holder of
 // its longest match goes to the holder whose cost counting its wait for a place is least
-// (soonest_holder).
+// (soonest_holder). A request kept on a holder goes to an idle replica instead when the holders
+// are about to run out of places for the prefix's siblings (copy_headroom).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <optional>
+#include <unordered_map>
 #include <vector>
 
 #include "routing_common.h"
@@ -160,6 +162,13 @@ class CacheAware final : public RoutingPolicy {
     if (config_.soonest_holder && config_.memory_aware && seconds && !room && best_match > 0 &&
         blocks_[chosen] == best_match) {
       chosen = soonest_holder(request, replicas, chosen);
+    }
+
+    // A copy before the holders fill, while the siblings that arrive during its prefill still
+    // find places on them (copy_headroom). The prefix's rate counts every sibling, kept or not.
+    if (config_.copy_headroom > 0 && config_.memory_aware && seconds && best_match > 0) {
+      const double interval = sibling_interval(hashes[best_match - 1], now);
+      if (blocks_[chosen] == best_match) chosen = early_copy(request, replicas, chosen, interval);
     }
 
     RouteReason reason = RouteReason::kLeastCost;
@@ -332,6 +341,81 @@ class CacheAware final : public RoutingPolicy {
     return chosen;
   }
 
+  // copy_headroom: the idle replica with the most places (half its batch free, no prefill
+  // queued: the copy's prefill delays no one there) when the healthy holders of the longest match
+  // have, all together, at most copy_headroom places over the next kCopyWindowPrefills prefills
+  // of this prompt (their free places and the sequences their reports say end by then), and fewer
+  // than the prefix's siblings expected meanwhile (`interval`: the time between two of them);
+  // `chosen` otherwise. A copy costs its prefill whenever it is made, but made once the holders
+  // are full, the siblings arriving during its prefill can only wait behind it or for a full
+  // batch's first end: that is the hot prefix's tail. The window is longer than the copy's own
+  // prefill because a holder's ends come in steps of an admission interval: counted over one
+  // prefill, a holder about to free a place looked full, and the copy was one too many.
+  static constexpr double kCopyWindowPrefills = 5;
+  std::size_t early_copy(const RouteRequest& request, std::span<const ReplicaView> replicas,
+                         std::size_t chosen, double interval) const {
+    if (!(interval > 0)) return chosen;  // the prefix's first sibling: no rate yet
+    std::size_t best = replicas.size();
+    double best_free = 0;
+    double holder_places = 0;
+    for (std::size_t r = 0; r < replicas.size(); ++r) {
+      const ReplicaView& v = replicas[r];
+      if (!v.healthy) continue;
+      if (v.batch_slots == 0) return chosen;  // its places are unknown
+      const double free = free_places(v);
+      if (blocks_[r] == best_match_) {
+        const double window = kCopyWindowPrefills * static_cast<double>(request.prompt_tokens) *
+                              v.prefill_seconds_per_token;
+        holder_places += std::max(0.0, free) + ends_within(v, window);
+        // Room for every sibling expected over the window (a prefix of a few requests a second
+        // never needs a copy), or more than copy_headroom places: no copy yet.
+        if (holder_places > std::min(config_.copy_headroom, window / interval)) return chosen;
+        continue;
+      }
+      const bool idle = free >= 0.5 * static_cast<double>(v.batch_slots) &&
+                        queued_prefill_tokens(v) == 0 && v.admission_wait_seconds == 0;
+      if (idle && (best == replicas.size() || free > best_free)) {
+        best = r;
+        best_free = free;
+      }
+    }
+    return best == replicas.size() ? chosen : best;
+  }
+
+  // The smoothed time between two requests whose longest match ends at the block `key` names
+  // (the siblings of one prefix, as this gateway routes them); 0 for the first one. The map is
+  // cleared when it grows past kMaxPrefixRates, as a new prefix's first siblings only lose their
+  // rate for a moment.
+  static constexpr std::size_t kMaxPrefixRates = 1 << 16;
+  struct PrefixRate {
+    Clock::time_point last{};
+    double interval = 0;
+  };
+  double sibling_interval(std::uint64_t key, Clock::time_point now) {
+    if (prefix_rates_.size() >= kMaxPrefixRates) prefix_rates_.clear();
+    auto [it, added] = prefix_rates_.try_emplace(key, PrefixRate{now, 0});
+    if (added) return 0;
+    PrefixRate& p = it->second;
+    const double dt = std::max(0.0, std::chrono::duration<double>(now - p.last).count());
+    p.interval = p.interval > 0 ? p.interval + 0.25 * (dt - p.interval) : dt;
+    p.last = now;
+    return p.interval;
+  }
+
+  // How many of a replica's running sequences end within `seconds`, by its report: the first at
+  // next_end_seconds, then one each admission interval.
+  static double ends_within(const ReplicaView& v, double seconds) {
+    if (!(v.next_end_seconds > 0) || v.next_end_seconds > seconds) return 0;
+    if (!(v.admission_interval_seconds > 0)) return 1;
+    return 1 + std::floor((seconds - v.next_end_seconds) / v.admission_interval_seconds);
+  }
+
+  // The places left in a replica's batch: its places less the sequences running and waiting,
+  // by the report or by what the gateway has in flight there, whichever is more.
+  static double free_places(const ReplicaView& v) {
+    return static_cast<double>(v.batch_slots) - decode_sequences(v);
+  }
+
   // The recent prompts' lengths (a ring of the last kTailWindow) and their tail_quantile, sorted
   // again every kTailRefresh prompts.
   static constexpr std::size_t kTailWindow = 1024;
@@ -499,7 +583,8 @@ class CacheAware final : public RoutingPolicy {
   std::vector<double> sorted_;   // scratch
   std::size_t next_prompt_ = 0;
   std::size_t since_refresh_ = 0;
-  double tail_tokens_ = 0;  // tail_quantile of prompts_
+  double tail_tokens_ = 0;                                      // tail_quantile of prompts_
+  std::unordered_map<std::uint64_t, PrefixRate> prefix_rates_;  // copy_headroom: by prefix
 };
 
 }  // namespace

@@ -1,7 +1,9 @@
 // cache_aware's choice among the replicas holding a prompt's longest match when every batch is
-// full (gateway/ROUTING.md, "A full fleet: the holder whose place comes soonest").
+// full (gateway/ROUTING.md, "A full fleet: the holder whose place comes soonest"), and the copy
+// of a hot prefix made before its holders run out of places ("A copy before the holders fill").
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <vector>
 
 #include "gateway/fleet_sim.h"
@@ -76,6 +78,64 @@ TEST(CacheAwareTest, AFullFleetSendsAHitToTheHolderWhosePlaceComesSoonest) {
   views[2].inflight_requests = 10;
   EXPECT_EQ(policy("cache_aware")->route(request_for(h), views, index, {}).replica, 1U);
   EXPECT_FALSE(make_policy("cache_aware:soonest_holder=maybe").ok());
+}
+
+// A hot prefix on replica 0, whose batch its siblings filled in a burst: 4 places left, its first
+// sequence ending 2 s away. Replica 1 is idle; replica 2 holds nothing and has 24 places (less
+// than half its batch: not idle).
+struct HotHolder {
+  HotHolder() {
+    for (int r = 0; r < 3; ++r) index.add_replica({});
+    for (std::size_t b = 0; b < 128; ++b) index.apply_stored(0, first[b]);
+    views = full_fleet();
+    views[0].running = views[0].inflight_requests = 60;
+    views[0].next_end_seconds = 2.0;
+    views[1].running = views[1].inflight_requests = 0;
+    views[2].running = views[2].inflight_requests = 40;
+    views[2].next_end_seconds = 0.5;
+  }
+  // Two siblings of the prefix (2,048 tokens shared, 128 their own), `gap` apart, routed by a
+  // new `name` policy: where the second goes.
+  RouteDecision second_sibling(std::string_view name, std::chrono::milliseconds gap) const {
+    auto p = policy(name);
+    p->route(request_for(first), views, index, {});
+    return p->route(request_for(second), views, index, Clock::time_point{} + gap);
+  }
+  const std::vector<std::uint64_t> first = prompt_hashes(7, 128, 1, 8);
+  const std::vector<std::uint64_t> second = prompt_hashes(7, 128, 2, 8);
+  PrefixIndex index;
+  std::vector<ReplicaView> views;
+};
+
+// Siblings 20 ms apart: over five prefills of the prompt (0.33 s) about 16 of them come, and the
+// holder has 4 places and no end in that time. The copy goes to the idle replica now, while the
+// siblings arriving during its prefill still find a place on the holder; without the rule the
+// request stays, and the copy waits until the batch is full.
+TEST(CacheAwareTest, AHotPrefixIsCopiedToAnIdleReplicaBeforeItsHolderFills) {
+  HotHolder fleet;
+  using std::chrono::milliseconds;
+  RouteDecision d = fleet.second_sibling("cache_aware", milliseconds(20));
+  EXPECT_EQ(d.replica, 1U);
+  EXPECT_EQ(d.reason, RouteReason::kLoadSpill);
+  EXPECT_EQ(d.predicted_cached_tokens, 0U);
+  d = fleet.second_sibling("cache_aware:copy_headroom=0", milliseconds(20));
+  EXPECT_EQ(d.replica, 0U);
+  EXPECT_EQ(d.reason, RouteReason::kCacheHit);
+
+  // A prefix whose siblings come a second apart: the holder's 4 places outlast the window.
+  EXPECT_EQ(fleet.second_sibling("cache_aware", milliseconds(1000)).replica, 0U);
+  // More places than copy_headroom (8 left), or sequences ending within the window (the first in
+  // 10 ms, then one each 60 ms: 6 more places), and the holder keeps the request.
+  fleet.views[0].running = fleet.views[0].inflight_requests = 56;
+  EXPECT_EQ(fleet.second_sibling("cache_aware", milliseconds(20)).replica, 0U);
+  fleet.views[0].running = fleet.views[0].inflight_requests = 60;
+  fleet.views[0].next_end_seconds = 0.01;
+  EXPECT_EQ(fleet.second_sibling("cache_aware", milliseconds(20)).replica, 0U);
+  // No idle replica: the request stays.
+  fleet.views[0].next_end_seconds = 2.0;
+  fleet.views[1].running = fleet.views[1].inflight_requests = 40;
+  EXPECT_EQ(fleet.second_sibling("cache_aware", milliseconds(20)).replica, 0U);
+  EXPECT_FALSE(make_policy("cache_aware:copy_headroom=-1").ok());
 }
 
 }  // namespace

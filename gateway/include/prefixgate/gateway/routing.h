@@ -173,6 +173,17 @@ struct CacheAwareConfig {
   // where another holder's next place is milliseconds away. false: the least cost alone. Not
   // applied with memory_aware false (the earlier rule).
   bool soonest_holder = true;
+  // A copy made before its holders fill: when the replicas holding the request's longest match
+  // have, all together, at most this many places over the next five prefills of its prompt (the
+  // places free in their batches, counting what the gateway sent since their reports, plus the
+  // sequences their reports say end by then), and fewer than the siblings of that prefix expected
+  // meanwhile (from the gateway's own recent ones), the request goes to an idle replica (half its
+  // batch free, no prefill queued) instead. A copy costs its prefill whenever it is made; made
+  // while the holders still have places, the siblings that arrive during its prefill still find
+  // one, where a copy made once they are full leaves them to wait behind it or for a full batch's
+  // first end. 0: off (a copy only when the cost says). Needs batch_slots (prefixgate-engine) and
+  // the cost in seconds; not applied with memory_aware false (the earlier rule).
+  double copy_headroom = 6;
   // A request stays on the cheapest replica holding its longest match while its predicted time
   // to first token there is at most the prefill of a prompt at this quantile of the recent
   // prompts' lengths (the last 1,024 routed), at that replica's rate: a wait that keeps a request
@@ -268,9 +279,9 @@ class RoutingPolicy {
 // "sglang_cache_aware", "dynamo_kv". "cache_aware:key=value[:key=value]" overrides cache_aware
 // parameters of `config` (memory_aware, cost_in_seconds, cold_rendezvous, cohort_wait,
 // eviction_weight, duplicate_weight, queue_duplicate_factor, overload_factor, decode_weight,
-// gateways, gateway_spill_slack), so variants run side by side (`prefixgate-bench compare
-// --policies cache_aware,cache_aware:memory_aware=false`). kInvalidValue for an unknown name or
-// option, or an out-of-range config field (param names it).
+// copy_headroom, gateways, gateway_spill_slack), so variants run side by side
+// (`prefixgate-bench compare --policies cache_aware,cache_aware:memory_aware=false`).
+// kInvalidValue for an unknown name or option, or an out-of-range config field (param names it).
 Result<std::unique_ptr<RoutingPolicy>> make_policy(std::string_view name,
                                                    const PolicyConfig& config = {});
 
