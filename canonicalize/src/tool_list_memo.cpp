@@ -10,26 +10,19 @@ ToolListMemo& ToolListMemo::for_this_thread() {
 }
 
 const ToolListOutcome* ToolListMemo::find(std::string_view source, std::uint64_t rules) {
-  for (Entry& e : entries_) {
-    if (e.last_used != 0 && e.rules == rules && e.source.size() == source.size() &&
-        std::memcmp(e.source.data(), source.data(), source.size()) == 0) {
-      e.last_used = ++clock_;
-      return &e.outcome;
-    }
-  }
-  return nullptr;
+  Entry* hit = entries_.find([&](const Entry& e) {
+    return e.rules == rules && e.source.size() == source.size() &&
+           std::memcmp(e.source.data(), source.data(), source.size()) == 0;
+  });
+  return hit != nullptr ? &hit->outcome : nullptr;
 }
 
 void ToolListMemo::remember(std::string_view source, std::uint64_t rules, ToolListOutcome outcome) {
   if (source.size() > kToolListMemoMaxBytes) return;
-  Entry* oldest = &entries_[0];
-  for (Entry& e : entries_) {
-    if (e.last_used < oldest->last_used) oldest = &e;
-  }
-  oldest->source.assign(source);
-  oldest->rules = rules;
-  oldest->last_used = ++clock_;
-  oldest->outcome = std::move(outcome);
+  Entry& e = entries_.replace();
+  e.source.assign(source);
+  e.rules = rules;
+  e.outcome = std::move(outcome);
 }
 
 std::shared_ptr<const ToolListText> tool_list_text_of(std::string_view key,

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "prefixgate/base/lru_slots.h"
 #include "prefixgate/canonicalize/json.h"
 #include "prefixgate/canonicalize/policy.h"
 #include "prefixgate/canonicalize/request.h"
@@ -38,7 +39,7 @@ class ToolListMemo {
   static ToolListMemo& for_this_thread();
 
   // The outcome remembered for these client bytes under these rules (`rules` fingerprints the
-  // rule modes and granularity, and names the list), or nullptr.
+  // rule modes and granularity, names the list and the API whose bytes they are), or nullptr.
   const ToolListOutcome* find(std::string_view source, std::uint64_t rules);
   // Keeps `outcome`, replacing the least recently used entry. Ignored above the size limit.
   void remember(std::string_view source, std::uint64_t rules, ToolListOutcome outcome);
@@ -47,11 +48,9 @@ class ToolListMemo {
   struct Entry {
     std::string source;
     std::uint64_t rules = 0;
-    std::uint64_t last_used = 0;  // 0: empty
     ToolListOutcome outcome;
   };
-  Entry entries_[kEntries];
-  std::uint64_t clock_ = 0;
+  LruSlots<Entry, kEntries> entries_;
 };
 
 // The text of `list` (a JSON array) with each element's place in it.
