@@ -3,6 +3,7 @@
 #include <set>
 #include <tuple>
 
+#include "body_parse.h"
 #include "conversion_builder.h"
 #include "field_checks.h"
 #include "prefixgate/canonicalize/anthropic.h"
@@ -395,12 +396,14 @@ Status convert_scalars(const Value& body, MessagesRequest& out, json::Object& ch
 }  // namespace
 
 Result<MessagesRequest> parse_messages_request(std::string_view body, const RequestLimits& limits) {
-  if (body.size() > limits.max_body_bytes) {
-    return make_error(ErrorCode::kTooLarge, "request body is " + std::to_string(body.size()) +
-                                                " bytes; the limit is " +
-                                                std::to_string(limits.max_body_bytes));
-  }
-  auto doc = json::parse(body, json::ParseLimits{limits.max_body_bytes, limits.max_depth});
+  auto doc = internal::parse_body(body, limits, nullptr);
+  if (!doc) return doc.error();
+  return parse_messages_request_value(std::move(*doc), limits);
+}
+
+Result<MessagesRequest> parse_messages_request(std::string_view body, const RequestLimits& limits,
+                                               std::vector<json::SourceMember>& source) {
+  auto doc = internal::parse_body(body, limits, &source);
   if (!doc) return doc.error();
   return parse_messages_request_value(std::move(*doc), limits);
 }

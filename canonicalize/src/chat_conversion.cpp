@@ -60,14 +60,14 @@ const std::string* name_of(const Value& tool) {
 }
 
 // Tools in the canonical order, each the client's definition with the canonical schema and
-// description.
-void write_back_tools(const ChatConversion& conversion, const Value& canonical, Value& client) {
+// description. Returns whether it rebuilt the client's list.
+bool write_back_tools(const ChatConversion& conversion, const Value& canonical, Value& client) {
   const Value* chat_tools = canonical.find("tools");
   Value* client_tools = client.find("tools");
   if (chat_tools == nullptr || !chat_tools->is_array() || client_tools == nullptr ||
       !client_tools->is_array() ||
       chat_tools->as_array().size() != client_tools->as_array().size()) {
-    return;
+    return false;
   }
   json::Array rebuilt;
   for (const Value& chat_tool : chat_tools->as_array()) {
@@ -78,13 +78,14 @@ void write_back_tools(const ChatConversion& conversion, const Value& canonical, 
       const std::string* n = t.is_object() ? name_of(t) : nullptr;
       return name != nullptr && n != nullptr && *n == *name;
     });
-    if (fn == nullptr || it == list.end()) return;  // not a converted request: leave it alone
+    if (fn == nullptr || it == list.end()) return false;  // not a converted request: leave it
     Value tool = *it;
     if (const Value* params = fn->find("parameters")) tool.set(conversion.tool_schema_key, *params);
     if (const Value* description = fn->find("description")) tool.set("description", *description);
     rebuilt.push_back(std::move(tool));
   }
   *client_tools = Value(std::move(rebuilt));
+  return true;
 }
 
 // The text a chat message holds at `part` (-1: its string content), or nullptr.
@@ -211,21 +212,41 @@ std::string source_field(const ChatConversion& conversion, std::string_view chat
   return path_text(origin.source);
 }
 
-void write_back(const ChatConversion& conversion, const ParsedRequest& canonical,
-                json::Value& client_body) {
-  write_back_tools(conversion, canonical.body, client_body);
+std::vector<std::string> write_back(const ChatConversion& conversion,
+                                    const ParsedRequest& canonical, json::Value& client_body,
+                                    bool tools) {
+  std::vector<std::string> changed;
+  const auto note = [&](const std::string& member) {
+    if (std::find(changed.begin(), changed.end(), member) == changed.end()) {
+      changed.push_back(member);
+    }
+  };
+  if (tools && write_back_tools(conversion, canonical.body, client_body)) note("tools");
   const Value* messages = canonical.body.find("messages");
-  if (messages == nullptr || !messages->is_array()) return;
-  const json::Array& list = messages->as_array();
-  for (std::size_t i = 0; i < conversion.messages.size() && i < list.size(); ++i) {
-    for (const PartOrigin& po : conversion.messages[i].parts) {
-      if (!po.is_text) continue;
-      const std::string* text = chat_text(list[i], po.part);
-      Value* target = resolve(client_body, po.source);
-      if (text == nullptr || target == nullptr || !target->is_string()) continue;
-      if (target->as_string() != *text) target->as_string() = *text;
+  if (messages != nullptr && messages->is_array()) {
+    const json::Array& list = messages->as_array();
+    for (std::size_t i = 0; i < conversion.messages.size() && i < list.size(); ++i) {
+      for (const PartOrigin& po : conversion.messages[i].parts) {
+        if (!po.is_text) continue;
+        const std::string* text = chat_text(list[i], po.part);
+        Value* target = resolve(client_body, po.source);
+        if (text == nullptr || target == nullptr || !target->is_string()) continue;
+        if (target->as_string() == *text) continue;
+        target->as_string() = *text;
+        if (!po.source.empty()) note(po.source.front().key);
+      }
     }
   }
+  // In body order, as a writer walks them.
+  std::vector<std::string> ordered;
+  if (client_body.is_object()) {
+    for (const json::Member& m : client_body.as_object()) {
+      if (std::find(changed.begin(), changed.end(), m.key) != changed.end()) {
+        ordered.push_back(m.key);
+      }
+    }
+  }
+  return ordered;
 }
 
 std::vector<std::size_t> breakpoint_bytes(const ChatConversion& conversion,

@@ -48,6 +48,7 @@ struct Derived {
   // thread's memo, and their text is kept in `tool_texts`.
   std::span<const json::SourceMember> source = {};
   std::vector<std::shared_ptr<const ToolListText>>* tool_texts = nullptr;
+  SourceShape shape = SourceShape::kChat;  // whose members `source` holds
 };
 
 // Message::parts[part] after its text was rewritten in `message` (the body's JSON).
@@ -189,13 +190,15 @@ bool canonicalize_tool_list(Value& body, std::string_view key, const Modes& mode
   return reordered;
 }
 
-// What fixes canonicalize_tool_list's result for given client bytes of list `key`.
-std::uint64_t rules_fingerprint(const Modes& modes, std::string_view key) {
+// What fixes canonicalize_tool_list's result for given client bytes of list `key` in a request
+// of `shape` (a converted request's list is its conversion of those bytes).
+std::uint64_t rules_fingerprint(const Modes& modes, std::string_view key, SourceShape shape) {
   std::uint64_t f = static_cast<std::uint64_t>(modes.timestamp_granularity.count());
   for (Mode m : {modes.tool_json, modes.tool_order, modes.timestamp}) {
     f = f * 3 + static_cast<std::uint64_t>(m);
   }
-  return f * 2 + (key == "functions" ? 1 : 0);
+  f = f * 2 + (key == "functions" ? 1 : 0);
+  return f * 3 + static_cast<std::uint64_t>(shape);
 }
 
 std::string_view source_of(std::span<const json::SourceMember> source, std::string_view key) {
@@ -217,9 +220,10 @@ bool canonicalize_tool_list_memoized(Value& body, std::string_view key, const Mo
     return canonicalize_tool_list(body, key, modes, changes);
   }
   internal::ToolListMemo& memo = internal::ToolListMemo::for_this_thread();
-  const std::uint64_t rules = rules_fingerprint(modes, key);
+  const std::uint64_t rules = rules_fingerprint(modes, key, derived.shape);
   if (const internal::ToolListOutcome* hit = memo.find(source, rules)) {
-    // Unless a rule rewrote it, the list parsed from the same bytes is the remembered one.
+    // Unless a rule rewrote it, the list parsed (or converted) from the same bytes is the
+    // remembered one.
     if (hit->rewrote) *list = hit->list;
     changes.insert(changes.end(), hit->changes.begin(), hit->changes.end());
     derived.tool_texts->push_back(hit->text);
@@ -347,9 +351,11 @@ std::vector<Change> canonicalize_in_place(ParsedRequest& request,
 std::vector<Change> canonicalize_in_place(ParsedRequest& request,
                                           const CanonicalizationPolicy& rewrite,
                                           const CanonicalizationPolicy& observe,
-                                          std::span<const json::SourceMember> source) {
-  return canonicalize_body(request.body, request.messages, modes_of(rewrite, observe),
-                           Derived{&request.messages, &request.tools, source, &request.tool_texts});
+                                          std::span<const json::SourceMember> source,
+                                          SourceShape shape) {
+  return canonicalize_body(
+      request.body, request.messages, modes_of(rewrite, observe),
+      Derived{&request.messages, &request.tools, source, &request.tool_texts, shape});
 }
 
 }  // namespace prefixgate::canon

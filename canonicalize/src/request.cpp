@@ -4,6 +4,7 @@
 
 #include <limits>
 
+#include "body_parse.h"
 #include "field_checks.h"
 
 namespace prefixgate::canon {
@@ -323,28 +324,39 @@ namespace {
 Result<ParsedRequest> parse_request_text(std::string_view body, Endpoint endpoint,
                                          const RequestLimits& limits,
                                          std::vector<json::SourceMember>* source) {
+  auto doc = internal::parse_body(body, limits, source);
+  if (!doc) return doc.error();
+  return parse_request_value(std::move(*doc), endpoint, limits);
+}
+
+}  // namespace
+
+namespace internal {
+
+Result<json::Value> parse_body(std::string_view body, const RequestLimits& limits,
+                               std::vector<json::SourceMember>* source) {
   if (body.size() > limits.max_body_bytes) {
     return make_error(ErrorCode::kTooLarge, "request body is " + std::to_string(body.size()) +
                                                 " bytes; the limit is " +
                                                 std::to_string(limits.max_body_bytes));
   }
   const json::ParseLimits parse_limits{limits.max_body_bytes, limits.max_depth};
+  if (source == nullptr) return json::parse(body, parse_limits);
   std::vector<json::MemberSpan> spans;
-  auto doc =
-      source != nullptr ? json::parse(body, parse_limits, spans) : json::parse(body, parse_limits);
+  auto doc = json::parse(body, parse_limits, spans);
   if (!doc) return doc.error();
-  if (source != nullptr && doc->is_object()) {
+  source->clear();
+  if (doc->is_object()) {
     const json::Object& members = doc->as_object();
-    source->clear();
     for (std::size_t i = 0; i < members.size() && i < spans.size(); ++i) {
       source->push_back(json::SourceMember{
           members[i].key, body.substr(spans[i].begin, spans[i].end - spans[i].begin)});
     }
   }
-  return parse_request_value(std::move(*doc), endpoint, limits);
+  return doc;
 }
 
-}  // namespace
+}  // namespace internal
 
 Result<ParsedRequest> parse_request(std::string_view body, Endpoint endpoint,
                                     const RequestLimits& limits) {

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -156,6 +157,38 @@ TEST(ToolListMemoTest, TheSecondSightOfAListIsTakenFromTheMemo) {
   std::string spaced = body;
   spaced.insert(spaced.find("\"tools\":[") + 9, " ");
   EXPECT_NE(prepare(spaced, {}, {}, true).request.tool_texts.at(0), a.request.tool_texts.at(0));
+}
+
+// A converted request's tools are its conversion of the client's bytes: the same bytes sent as a
+// chat request's tools and as a Messages request's make two lists, and neither is taken for the
+// other.
+TEST(ToolListMemoTest, TheSameBytesThroughAnotherApiAreAnotherList) {
+  const std::string client_tools = R"([{"name":"b","input_schema":{"type":"object"}}])";
+  const std::vector<json::SourceMember> source = {{"tools", client_tools}};
+  const std::string chat =
+      R"({"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function",)"
+      R"("function":{"name":"b"}},{"type":"function","function":{"name":"a"}}]})";
+  const std::string converted =
+      R"({"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function",)"
+      R"("function":{"name":"b","parameters":{"type":"object"}}}]})";
+  const auto run = [&](const std::string& body, std::optional<SourceShape> shape) {
+    auto parsed = parse_request(body, Endpoint::kChatCompletions);
+    EXPECT_TRUE(parsed);
+    const CanonicalizationPolicy rewrite, observe = CanonicalizationPolicy::none();
+    if (shape) {
+      canonicalize_in_place(*parsed, rewrite, observe, source, *shape);
+    } else {
+      canonicalize_in_place(*parsed, rewrite, observe);
+    }
+    return json::to_json(*parsed->body.find("tools"));
+  };
+  const std::string as_chat = run(chat, SourceShape::kChat);
+  const std::string as_messages = run(converted, SourceShape::kMessages);
+  EXPECT_EQ(as_chat, run(chat, std::nullopt));
+  EXPECT_EQ(as_messages, run(converted, std::nullopt));
+  EXPECT_NE(as_messages, as_chat);
+  EXPECT_EQ(run(chat, SourceShape::kChat), as_chat);
+  EXPECT_EQ(run(converted, SourceShape::kResponses), as_messages);  // computed again, equal
 }
 
 TEST(ToolListMemoTest, KeepsTheMostRecentListsUpToItsSize) {

@@ -60,6 +60,11 @@ struct MessagesRequest {
 // Parses and validates a /v1/messages body. Errors name the field ("messages[2].content[0].id").
 Result<MessagesRequest> parse_messages_request(std::string_view body,
                                                const RequestLimits& limits = {});
+// The same, also giving each top-level member's bytes as the client sent them (as
+// parse_request's `source`): a proxy forwards what canonicalization left alone as it came, and
+// the tool-list memo knows a list it has seen by them.
+Result<MessagesRequest> parse_messages_request(std::string_view body, const RequestLimits& limits,
+                                               std::vector<json::SourceMember>& source);
 Result<MessagesRequest> parse_messages_request_value(json::Value body,
                                                      const RequestLimits& limits = {});
 

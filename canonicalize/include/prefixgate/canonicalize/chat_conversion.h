@@ -99,9 +99,14 @@ std::string source_field(const ChatConversion& conversion, std::string_view chat
 // converting that body again gives the canonical chat body: tools in the canonical order, each
 // with the canonical schema and description; message texts as rewritten (timestamps rounded,
 // whitespace normalized). Fields canonicalization never touches are left alone. `canonical` is
-// the chat request parsed from conversion.body after canonicalize_in_place().
-void write_back(const ChatConversion& conversion, const ParsedRequest& canonical,
-                json::Value& client_body);
+// the chat request parsed from conversion.body after canonicalize_in_place(). Returns the
+// client's top-level members it changed ("tools", "system", "messages", ...), in body order
+// never repeated, so a proxy can forward the others as the client's bytes. With `tools` false
+// the tool list is left to the caller (one that kept the canonical list's client form from an
+// earlier request with the same tools).
+std::vector<std::string> write_back(const ChatConversion& conversion,
+                                    const ParsedRequest& canonical, json::Value& client_body,
+                                    bool tools = true);
 
 // Byte offsets in the rendered prompt where the client's breakpoints end, ascending: the end of
 // the last segment rendered from the breakpoint's field (or, for a part the template leaves out,

@@ -72,14 +72,22 @@ CanonicalizeOutcome canonicalize(const ParsedRequest& request,
 std::vector<Change> canonicalize_in_place(ParsedRequest& request,
                                           const CanonicalizationPolicy& rewrite,
                                           const CanonicalizationPolicy& observe);
+// Whose members the bytes in canonicalize_in_place's `source` are: the chat request's own, or
+// those of the Messages or Responses request it was converted from (the client's `tools` there
+// convert to the chat request's `tools`). The same bytes make different lists in each, so the
+// memo keeps them apart.
+enum class SourceShape { kChat, kMessages, kResponses };
+
 // The same, given each top-level member's bytes as the client sent them (parse_request's
-// `source`). A tool list this thread canonicalized recently under the same rules, byte for byte,
-// is taken from its memo instead of being processed again (agents send the same tools every
-// turn), and request.tool_texts gets each tool list's JSON text, which rendering and the
-// forwarded body reuse. The result is the same as without `source`.
+// `source`, or, for a converted request, the client request's with `shape` naming its API). A
+// tool list this thread canonicalized recently under the same rules from the same bytes is
+// taken from its memo instead of being processed again (agents send the same tools every turn),
+// and request.tool_texts gets each tool list's JSON text, which rendering and the forwarded body
+// reuse. The result is the same as without `source`.
 std::vector<Change> canonicalize_in_place(ParsedRequest& request,
                                           const CanonicalizationPolicy& rewrite,
                                           const CanonicalizationPolicy& observe,
-                                          std::span<const json::SourceMember> source);
+                                          std::span<const json::SourceMember> source,
+                                          SourceShape shape = SourceShape::kChat);
 
 }  // namespace prefixgate::canon

@@ -55,6 +55,10 @@ struct ResponsesRequest {
 // Parses and validates a /v1/responses body. Errors name the field ("input[3].call_id").
 Result<ResponsesRequest> parse_responses_request(std::string_view body,
                                                  const RequestLimits& limits = {});
+// The same, also giving each top-level member's bytes as the client sent them (as
+// parse_request's `source`).
+Result<ResponsesRequest> parse_responses_request(std::string_view body, const RequestLimits& limits,
+                                                 std::vector<json::SourceMember>& source);
 Result<ResponsesRequest> parse_responses_request_value(json::Value body,
                                                        const RequestLimits& limits = {});
 
