@@ -4,7 +4,8 @@
 // the rest is the body. Models: the default (byte tokenizer, built-in template) and "chatml", a
 // Hugging Face folder with a Jinja template (tests/data/models/tiny-chatml), which a body picks
 // with "model": "chatml". A prepared request's upstream body is JSON that parses to the prepared
-// body, and it hashes one block per full block of its prompt tokens.
+// body, and it hashes one block per full block of its prompt tokens; prepared a second time
+// (through the tool-list memos), it comes out the same.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -86,6 +87,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   for (const PromptFinding& f : prep->findings) {
     if (f.rule.empty()) fail("a finding without a rule");
+  }
+  // Sent again (an agent's next turn with the same tools), the request comes from the thread's
+  // memos: it must prepare exactly as the first time.
+  auto again = prepare_request(body, api, tenant, setup->options);
+  if (!again) fail("a request prepared once fails the second time", again.error().message);
+  if (again->upstream_body != prep->upstream_body ||
+      again->agent.native_body != prep->agent.native_body ||
+      again->block_hashes != prep->block_hashes) {
+    fail("a request prepared again differs", prep->agent.native_body);
   }
   return 0;
 }

@@ -46,10 +46,12 @@ RuleMode CanonicalizeStage::mode(std::string_view rule) const {
 }
 
 StageResult CanonicalizeStage::apply(canon::ParsedRequest& request,
-                                     std::span<const json::SourceMember> source) const {
+                                     std::span<const json::SourceMember> source,
+                                     canon::SourceShape shape) const {
   StageResult out;
   if (!any_rule_) return out;
-  for (canon::Change& c : canon::canonicalize_in_place(request, rewrite_, observe_, source)) {
+  for (canon::Change& c :
+       canon::canonicalize_in_place(request, rewrite_, observe_, source, shape)) {
     out.body_changed = out.body_changed || c.applied;
     out.changes.push_back({std::move(c.rule), c.applied ? RuleMode::kRewrite : RuleMode::kObserve,
                            std::move(c.path), std::move(c.detail)});

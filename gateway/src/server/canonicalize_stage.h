@@ -34,9 +34,10 @@ class CanonicalizeStage {
   explicit CanonicalizeStage(const CanonicalizationConfig& config);
   // One pass: rules in rewrite mode change `request.body` in place (its parsed fields follow),
   // rules in observe mode are reported only. `source` (the client's bytes of each top-level
-  // member, when known) lets a tool list sent before be taken from the thread's memo.
-  StageResult apply(canon::ParsedRequest& request,
-                    std::span<const json::SourceMember> source = {}) const;
+  // member, when known; `shape`: whose members they are, for a request converted from another
+  // API) lets a tool list sent before be taken from the thread's memo.
+  StageResult apply(canon::ParsedRequest& request, std::span<const json::SourceMember> source = {},
+                    canon::SourceShape shape = canon::SourceShape::kChat) const;
   RuleMode mode(std::string_view rule) const;
 
  private:

@@ -26,9 +26,9 @@ std::string session_key_for(std::string_view header, const json::Value& body,
 }
 
 bool apply_stage(PreparedRequest& out, const PrepOptions& options,
-                 std::span<const json::SourceMember> source) {
+                 std::span<const json::SourceMember> source, canon::SourceShape shape) {
   // Keeps the parsed fields in step.
-  StageResult staged = options.stage->apply(out.parsed, source);
+  StageResult staged = options.stage->apply(out.parsed, source, shape);
   out.changes = std::move(staged.changes);
   return staged.body_changed;
 }

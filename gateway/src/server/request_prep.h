@@ -94,7 +94,8 @@ Result<PreparedRequest> prepare_agent_request(std::string_view body, canon::Api 
 // tokenizing, hashing and linting (`conversion`: the client's request a chat one came from,
 // for its breakpoints and its field names; nullptr for a chat request).
 bool apply_stage(PreparedRequest& out, const PrepOptions& options,
-                 std::span<const json::SourceMember> source = {});
+                 std::span<const json::SourceMember> source = {},
+                 canon::SourceShape shape = canon::SourceShape::kChat);
 bool apply_salt(PreparedRequest& out, const Tenant& tenant);
 Status analyze_request(PreparedRequest& out, const PrepOptions& options,
                        const canon::ChatConversion* conversion);
