@@ -2,6 +2,8 @@
 #include "prefixgate/serving/metrics.h"
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <charconv>
 #include <cmath>
 
@@ -9,6 +11,53 @@
 
 namespace prefixgate::serving {
 namespace {
+
+std::uint64_t new_family_id() {
+  static std::atomic<std::uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
+// A thread's series used recently, of every family, direct-mapped by a hash of the family's id
+// and the label values. A family's id is never reused, so a slot can never name a series of a
+// family that is gone (its address could be reused); series are never removed from a family,
+// so a slot's pointer stays valid while its family lives.
+struct SeriesSlot {
+  std::uint64_t family = 0;  // 0: empty
+  std::uint64_t hash = 0;
+  LabelValues values;
+  void* series = nullptr;
+};
+constexpr std::size_t kSeriesSlots = 256;
+
+std::uint64_t hash_of(std::uint64_t family, LabelView values) {
+  std::uint64_t h = family * 0x9E3779B97F4A7C15ULL;
+  for (std::string_view v : values) {
+    h = (h ^ std::hash<std::string_view>{}(v)) * 0x100000001B3ULL;
+  }
+  return h;
+}
+
+bool same_values(const LabelValues& a, LabelView b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin());
+}
+
+// The series a family keeps for `values`: from the thread's slot when it holds them, else from
+// `lookup` (which takes the family's lock and creates the series at zero), then kept in the slot.
+template <class Lookup>
+void* cached_series(std::uint64_t family, LabelView values, Lookup&& lookup) {
+  thread_local std::array<SeriesSlot, kSeriesSlots> slots;
+  const std::uint64_t hash = hash_of(family, values);
+  SeriesSlot& slot = slots[(hash >> 32) % kSeriesSlots];
+  if (slot.family == family && slot.hash == hash && same_values(slot.values, values)) {
+    return slot.series;
+  }
+  LabelValues key(values.begin(), values.end());
+  slot.series = lookup(key);
+  slot.family = family;
+  slot.hash = hash;
+  slot.values = std::move(key);
+  return slot.series;
+}
 
 // Label values escape backslash, double quote and newline (the exposition format's rules).
 void append_escaped(const std::string& s, std::string& out) {
@@ -112,13 +161,23 @@ Histogram::Snapshot Histogram::snapshot() const {
 }
 
 CounterFamily::CounterFamily(std::string name, std::string help, std::vector<std::string> labels)
-    : name_(std::move(name)), help_(std::move(help)), labels_(std::move(labels)) {
-  if (labels_.empty()) series_.try_emplace({});
+    : name_(std::move(name)),
+      help_(std::move(help)),
+      labels_(std::move(labels)),
+      id_(new_family_id()) {
+  if (labels_.empty()) series_.try_emplace(LabelValues{});
 }
 
 Counter& CounterFamily::series(const LabelValues& values) {
   std::lock_guard lock(mu_);
   return series_[values];
+}
+
+Counter& CounterFamily::series(LabelView values) {
+  return *static_cast<Counter*>(cached_series(id_, values, [&](LabelValues key) -> void* {
+    std::lock_guard lock(mu_);
+    return &series_[std::move(key)];
+  }));
 }
 
 void CounterFamily::render(std::string& out) const {
@@ -133,7 +192,8 @@ HistogramFamily::HistogramFamily(std::string name, std::string help,
     : name_(std::move(name)),
       help_(std::move(help)),
       labels_(std::move(labels)),
-      bounds_(std::move(bounds)) {
+      bounds_(std::move(bounds)),
+      id_(new_family_id()) {
   PG_CHECK(std::is_sorted(bounds_.begin(), bounds_.end()), "histogram bounds are sorted");
   if (labels_.empty()) series_.try_emplace(LabelValues{}, &bounds_);
 }
@@ -141,6 +201,13 @@ HistogramFamily::HistogramFamily(std::string name, std::string help,
 Histogram& HistogramFamily::series(const LabelValues& values) {
   std::lock_guard lock(mu_);
   return series_.try_emplace(values, &bounds_).first->second;
+}
+
+Histogram& HistogramFamily::series(LabelView values) {
+  return *static_cast<Histogram*>(cached_series(id_, values, [&](LabelValues key) -> void* {
+    std::lock_guard lock(mu_);
+    return &series_.try_emplace(std::move(key), &bounds_).first->second;
+  }));
 }
 
 void HistogramFamily::render(std::string& out) const {

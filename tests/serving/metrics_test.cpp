@@ -123,5 +123,33 @@ TEST(MetricsTest, ConcurrentObservationsAreAllCounted) {
   EXPECT_TRUE(has_line(text, "t_h_count 40000")) << text;
 }
 
+// add() takes its series from the calling thread's cache of recent ones: each series counts
+// only its own family's values, whether slots collide (more label sets than slots), two families
+// share label values, or a family is gone and a new one takes its place in memory.
+TEST(MetricsTest, AThreadsCachedSeriesAreTheirFamiliesOwn) {
+  for (int round = 0; round < 3; ++round) {
+    Metrics m;  // a new registry each round, likely at the last one's address
+    CounterFamily& a = m.counter("t_a", "A.", {"k"});
+    CounterFamily& b = m.counter("t_b", "B.", {"k"});
+    HistogramFamily& h = m.histogram("t_h", "H.", {"k"}, {1});
+    for (int pass = 0; pass < 2; ++pass) {
+      for (int i = 0; i < 1000; ++i) {
+        const std::string value = std::to_string(i);
+        a.add({value});
+        if (i % 10 == 0) b.add({value}, 5);
+        h.observe({value}, 0.5);
+      }
+    }
+    const std::string text = m.render();
+    for (int i : {0, 1, 255, 256, 511, 999}) {
+      const std::string k = std::to_string(i);
+      EXPECT_TRUE(has_line(text, "t_a{k=\"" + k + "\"} 2")) << k;
+      EXPECT_TRUE(has_line(text, "t_h_count{k=\"" + k + "\"} 2")) << k;
+    }
+    EXPECT_TRUE(has_line(text, R"(t_b{k="10"} 10)"));
+    EXPECT_EQ(text.find(R"(t_b{k="11"})"), std::string::npos);
+  }
+}
+
 }  // namespace
 }  // namespace prefixgate::serving

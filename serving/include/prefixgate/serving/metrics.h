@@ -19,10 +19,12 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace prefixgate::serving {
@@ -65,18 +67,27 @@ class Histogram {
   std::uint64_t count_ = 0;
 };
 
+// Label values as a request path has them (literals, views of its own strings), one per label
+// name: looked up without building a LabelValues.
+using LabelView = std::initializer_list<std::string_view>;
+
 class CounterFamily {
  public:
   CounterFamily(std::string name, std::string help, std::vector<std::string> labels);
   // The series for `values` (one per label name), created at zero on first use. The reference
   // stays valid for the family's lifetime, so a hot path can look it up once.
   Counter& series(const LabelValues& values);
-  void add(const LabelValues& values, double v = 1.0) { series(values).add(v); }
+  // The same through the calling thread's cache of the series it used recently: no allocation
+  // and no lock shared with the other threads once it has used these values before (the
+  // request path's counters, whose label values are a handful).
+  Counter& series(LabelView values);
+  void add(LabelView values, double v = 1.0) { series(values).add(v); }
   void render(std::string& out) const;
 
  private:
   std::string name_, help_;
   std::vector<std::string> labels_;
+  std::uint64_t id_;  // names this family in the threads' caches; never reused
   mutable std::mutex mu_;
   std::map<LabelValues, Counter> series_;
 };
@@ -86,13 +97,15 @@ class HistogramFamily {
   HistogramFamily(std::string name, std::string help, std::vector<std::string> labels,
                   std::vector<double> bounds);
   Histogram& series(const LabelValues& values);
-  void observe(const LabelValues& values, double v) { series(values).observe(v); }
+  Histogram& series(LabelView values);  // as CounterFamily's
+  void observe(LabelView values, double v) { series(values).observe(v); }
   void render(std::string& out) const;
 
  private:
   std::string name_, help_;
   std::vector<std::string> labels_;
   std::vector<double> bounds_;
+  std::uint64_t id_;
   mutable std::mutex mu_;
   std::map<LabelValues, Histogram> series_;
 };
