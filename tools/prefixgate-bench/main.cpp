@@ -10,6 +10,7 @@
 //     --policies round_robin,sglang_cache_aware,dynamo_kv,cache_aware --workload trace --trace FILE
 //   prefixgate-bench overhead
 //   prefixgate-bench soak --duration 30m --replicas 4 --restart-every 3m
+//   prefixgate-bench cost-chart --input agent_turn.json --svg agent-turn.svg
 //
 // Exit status: 0 done, 1 a run could not be carried out (a process did not start, a file could
 // not be written), 2 bad usage, with a message on stderr; soak: 3 its verdict failed.
@@ -17,6 +18,7 @@
 #include <iostream>
 
 #include "commands.h"
+#include "cost_chart.h"
 
 namespace bench = prefixgate::bench;
 
@@ -368,6 +370,16 @@ int main(int argc, char** argv) {
   soakc->add_option("--engine-bin", soak.fleet.engine_bin, "prefixgate-engine to run");
   soakc->add_option("--gateway-bin", soak.fleet.gateway_bin, "prefixgate to run");
 
+  bench::CostChartFlags chart;
+  CLI::App* chartc = app.add_subcommand(
+      "cost-chart",
+      "a Google Benchmark JSON file drawn as CPU per request against a counter, one line per "
+      "benchmark family (cost_chart.h)");
+  chartc->add_option("--input", chart.input, "the benchmark's JSON")->required();
+  chartc->add_option("--x", chart.x_counter, "the counter on the x axis")->capture_default_str();
+  chartc->add_option("--svg", chart.svg_out, "the chart (default: --input's path, .svg)");
+  chartc->add_option("--title", chart.title, "the chart's title")->capture_default_str();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -380,6 +392,7 @@ int main(int argc, char** argv) {
     if (cmp->parsed()) return bench::run_compare(std::move(compare));
     if (simc->parsed()) return bench::run_simulate(sim);
     if (soakc->parsed()) return bench::run_soak(std::move(soak));
+    if (chartc->parsed()) return bench::run_cost_chart(chart);
     if (runc->parsed()) {
       run.targets = {"target=" + url};
       return bench::run_compare(std::move(run));
