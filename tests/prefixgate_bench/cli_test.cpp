@@ -74,7 +74,27 @@ INSTANTIATE_TEST_SUITE_P(
                       std::vector<std::string>{"soak", "--warmup", "1.5"},
                       std::vector<std::string>{"soak", "--replicas", "0"},
                       std::vector<std::string>{"run"},
-                      std::vector<std::string>{"run", "--url", "http://127.0.0.1:bad"}));
+                      std::vector<std::string>{"run", "--url", "http://127.0.0.1:bad"},
+                      std::vector<std::string>{"cost-chart"},
+                      std::vector<std::string>{
+                          // JSON, but not a benchmark's
+                          "cost-chart", "--input",
+                          PREFIXGATE_SOURCE_DIR "/tools/prefixgate-bench/overhead_request.json"}));
+
+// The agent-turn chart drawn again from the benchmark JSON kept in docs/results.
+TEST(BenchCliTest, CostChartDrawsTheKeptAgentTurnBenchmark) {
+  const std::string svg = ::testing::TempDir() + "agent-turn-" + std::to_string(getpid()) + ".svg";
+  const Outcome o =
+      run_bench({"cost-chart", "--input", PREFIXGATE_SOURCE_DIR "/docs/results/agent-turn.json",
+                 "--svg", svg});
+  ASSERT_EQ(o.status, 0) << o.output;
+  EXPECT_NE(o.output.find("BM_AgentTurn/llama3_cache: 3652="), std::string::npos) << o.output;
+  std::ifstream in(svg);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_NE(text.str().find("<polyline"), std::string::npos);
+  EXPECT_NE(text.str().find("BM_AgentTurn/llama3_nocache"), std::string::npos);
+}
 
 TEST(BenchCliTest, CompareWritesTheResultsAndCacheAwareHitsMoreThanRoundRobin) {
   const std::string json_path =

@@ -12,9 +12,9 @@ namespace {
 std::string run(const std::string& name, const std::string& type, double cpu, double bytes,
                 const std::string& unit = "us", const std::string& aggregate = "") {
   std::string r = R"({"name":")" + name + (aggregate.empty() ? "" : "_" + aggregate) +
-                  R"(","run_name":")" + name + R"(","run_type":")" + type +
-                  R"(","cpu_time":)" + std::to_string(cpu) + R"(,"time_unit":")" + unit +
-                  R"(","prompt_bytes":)" + std::to_string(bytes);
+                  R"(","run_name":")" + name + R"(","run_type":")" + type + R"(","cpu_time":)" +
+                  std::to_string(cpu) + R"(,"time_unit":")" + unit + R"(","prompt_bytes":)" +
+                  std::to_string(bytes);
   if (!aggregate.empty()) r += R"(,"aggregate_name":")" + aggregate + "\"";
   return r + "}";
 }
@@ -24,9 +24,9 @@ TEST(CostChart, OneLinePerFamilyAtTheMedianOfItsRepetitions) {
       R"({"context":{},"benchmarks":[)" + run("BM_T/a/10", "iteration", 30, 30000) + "," +
       run("BM_T/a/10", "iteration", 10, 30000) + "," + run("BM_T/a/10", "iteration", 20, 30000) +
       "," + run("BM_T/a/0", "iteration", 5000, 3000, "ns") + "," +
-      run("BM_T/b/0", "iteration", 1, 3000) + "," + run("BM_T/b/0", "aggregate", 7, 3000, "us",
-                                                        "mean") +
-      "," + run("BM_T/b/0", "aggregate", 2, 3000, "us", "median") + "]}";
+      run("BM_T/b/0", "iteration", 1, 3000) + "," +
+      run("BM_T/b/0", "aggregate", 7, 3000, "us", "mean") + "," +
+      run("BM_T/b/0", "aggregate", 2, 3000, "us", "median") + "]}";
   auto series = cost_series(doc, "prompt_bytes");
   ASSERT_TRUE(series.ok()) << series.error().message;
   ASSERT_EQ(series->size(), 2U);
@@ -47,8 +47,8 @@ TEST(CostChart, BadInputIsNamed) {
   EXPECT_FALSE(cost_series("not json", "prompt_bytes").ok());
   EXPECT_FALSE(cost_series(R"({"runs":[]})", "prompt_bytes").ok());
   EXPECT_FALSE(cost_series(R"({"benchmarks":[]})", "prompt_bytes").ok());
-  auto missing = cost_series(R"({"benchmarks":[)" + run("BM_T/a/1", "iteration", 1, 2) + "]}",
-                             "tokens");
+  auto missing =
+      cost_series(R"({"benchmarks":[)" + run("BM_T/a/1", "iteration", 1, 2) + "]}", "tokens");
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.error().message.find("\"tokens\""), std::string::npos);
 }

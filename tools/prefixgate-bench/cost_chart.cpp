@@ -15,7 +15,9 @@ namespace {
 using report_text::fmt;
 using report_text::xml_escape;
 
-Error bad(const std::string& what) { return make_error(ErrorCode::kInvalidValue, what); }
+Error bad(const std::string& what) {
+  return make_error(ErrorCode::kInvalidValue, what);
+}
 
 const std::string* string_member(const json::Value& v, std::string_view key) {
   const json::Value* m = v.find(key);
@@ -126,9 +128,9 @@ std::string cost_chart_svg(const std::vector<CostSeries>& series, const std::str
   // Axes and four ticks on each.
   svg += "<line x1=\"" + fmt("%.0f", left) + "\" y1=\"" + fmt("%.0f", top + plot_h) + "\" x2=\"" +
          fmt("%.0f", left + plot_w) + "\" y2=\"" + fmt("%.0f", top + plot_h) +
-         "\" stroke=\"black\"/>\n<line x1=\"" + fmt("%.0f", left) + "\" y1=\"" +
-         fmt("%.0f", top) + "\" x2=\"" + fmt("%.0f", left) + "\" y2=\"" +
-         fmt("%.0f", top + plot_h) + "\" stroke=\"black\"/>\n";
+         "\" stroke=\"black\"/>\n<line x1=\"" + fmt("%.0f", left) + "\" y1=\"" + fmt("%.0f", top) +
+         "\" x2=\"" + fmt("%.0f", left) + "\" y2=\"" + fmt("%.0f", top + plot_h) +
+         "\" stroke=\"black\"/>\n";
   const auto tick = [](double v) { return fmt(v >= 100 ? "%.0f" : "%.3g", v); };
   for (int i = 0; i <= 4; ++i) {
     const double xv = max_x * i / 4, yv = max_y * i / 4;
@@ -142,9 +144,8 @@ std::string cost_chart_svg(const std::vector<CostSeries>& series, const std::str
   }
   svg += "<text x=\"" + fmt("%.0f", left + plot_w / 2) + "\" y=\"" + fmt("%.0f", height - 8) +
          "\" text-anchor=\"middle\">" + xml_escape(x_label) + "</text>\n";
-  svg += "<text x=\"14\" y=\"" + fmt("%.0f", top + plot_h / 2) +
-         "\" transform=\"rotate(-90 14 " + fmt("%.0f", top + plot_h / 2) +
-         ")\" text-anchor=\"middle\">CPU per request (us)</text>\n";
+  svg += "<text x=\"14\" y=\"" + fmt("%.0f", top + plot_h / 2) + "\" transform=\"rotate(-90 14 " +
+         fmt("%.0f", top + plot_h / 2) + ")\" text-anchor=\"middle\">CPU per request (us)</text>\n";
   for (std::size_t i = 0; i < series.size(); ++i) {
     const CostSeries& s = series[i];
     const std::string color = colors[i % 8];
@@ -185,13 +186,13 @@ int run_cost_chart(const CostChartFlags& flags) {
   text << in.rdbuf();
   auto series = cost_series(text.str(), flags.x_counter);
   if (!series) {
-    std::cerr << "prefixgate-bench cost-chart: " << flags.input << ": "
-              << series.error().message << "\n";
+    std::cerr << "prefixgate-bench cost-chart: " << flags.input << ": " << series.error().message
+              << "\n";
     return 2;
   }
-  const std::string out_path =
-      flags.svg_out.empty() ? flags.input.substr(0, flags.input.rfind('.')) + ".svg"
-                            : flags.svg_out;
+  const std::string out_path = flags.svg_out.empty()
+                                   ? flags.input.substr(0, flags.input.rfind('.')) + ".svg"
+                                   : flags.svg_out;
   std::ofstream out(out_path, std::ios::binary);
   out << cost_chart_svg(*series, flags.title, flags.x_counter);
   if (!out) {

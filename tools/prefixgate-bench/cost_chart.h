@@ -21,7 +21,7 @@
 namespace prefixgate::bench {
 
 struct CostSeries {
-  std::string name;                             // the run name less its last component
+  std::string name;                               // the run name less its last component
   std::vector<std::pair<double, double>> points;  // (x, CPU microseconds), by x
 };
 
