@@ -250,8 +250,8 @@ void LiveStats::record_request(const CompletedRequest& r) {
 }
 
 template <class Row>
-Row& LiveStats::top_k_row_locked(std::vector<Row>& rows, const std::string& key_a,
-                                 const std::string& key_b, std::int64_t now_ms) {
+Row& LiveStats::top_k_row_locked(std::vector<Row>& rows, std::string_view key_a,
+                                 std::string_view key_b, std::int64_t now_ms) {
   const auto key_of = [](const Row& row) -> std::pair<const std::string&, const std::string&> {
     if constexpr (std::is_same_v<Row, FindingRow>) {
       return {row.rule, row.field};
@@ -276,15 +276,16 @@ Row& LiveStats::top_k_row_locked(std::vector<Row>& rows, const std::string& key_
   return rows.back();
 }
 
+// The rows' keys are copied only into a new row: a finding or change that recurs (most do, on
+// every request of a prompt) costs its lookup and no allocation.
 void LiveStats::record_finding(const LiveFinding& f, std::int64_t now_ms) {
-  std::string rule(f.rule), field(f.field);
   std::string excerpt = redact_excerpt(f.excerpt);
   std::lock_guard lock(mu_);
   ++current_.findings;
-  FindingRow& row = top_k_row_locked(findings_, rule, field, now_ms);
+  FindingRow& row = top_k_row_locked(findings_, f.rule, f.field, now_ms);
   if (row.count == 0) {
-    row.rule = std::move(rule);
-    row.field = std::move(field);
+    row.rule.assign(f.rule);
+    row.field.assign(f.field);
   }
   ++row.count;
   row.last_seen_ms = now_ms;
@@ -294,16 +295,15 @@ void LiveStats::record_finding(const LiveFinding& f, std::int64_t now_ms) {
 }
 
 void LiveStats::record_change(const LiveChange& c, std::int64_t now_ms) {
-  std::string rule(c.rule), path(c.path);
   std::lock_guard lock(mu_);
   ++current_.changes;
-  ChangeRow& row = top_k_row_locked(changes_, rule, path, now_ms);
+  ChangeRow& row = top_k_row_locked(changes_, c.rule, c.path, now_ms);
   if (row.count == 0) {
-    row.rule = std::move(rule);
-    row.path = std::move(path);
+    row.rule.assign(c.rule);
+    row.path.assign(c.path);
   }
   ++row.count;
-  row.mode = std::string(c.mode);
+  row.mode.assign(c.mode);
   row.last_seen_ms = now_ms;
 }
 

@@ -161,7 +161,7 @@ class LiveStats {
   Interval window_locked(std::size_t samples) const;
   std::string sample_json_locked(const Sample& s) const;
   template <class Row>
-  Row& top_k_row_locked(std::vector<Row>& rows, const std::string& key_a, const std::string& key_b,
+  Row& top_k_row_locked(std::vector<Row>& rows, std::string_view key_a, std::string_view key_b,
                         std::int64_t now_ms);
 
   const LiveStatsOptions options_;
