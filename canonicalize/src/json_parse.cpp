@@ -118,6 +118,11 @@ class TreeBuilder {
     return true;
   }
 
+  // One member's value of the root object, built where the iteration stands (parse_member).
+  bool build_member(ondemand::value& value, ondemand::json_type type, Value& out) {
+    return build(value, type, out, 1);
+  }
+
   Error take_error() { return std::move(error_); }
 
  private:
@@ -395,6 +400,13 @@ Result<Value> parse_with(ondemand::parser& parser, simdjson::padded_string_view 
   return root;
 }
 
+// `text` copied into `buffer` with the SIMDJSON_PADDING bytes On Demand reads past the end.
+simdjson::padded_string_view padded_in(std::string& buffer, std::string_view text) {
+  buffer.assign(text);
+  buffer.append(simdjson::SIMDJSON_PADDING, '\0');
+  return simdjson::padded_string_view(buffer.data(), text.size(), buffer.size());
+}
+
 Result<Value> parse_text(std::string_view text, const ParseLimits& limits,
                          std::vector<MemberSpan>* root_members) {
   if (text.size() > limits.max_bytes) return too_large(text.size(), limits.max_bytes);
@@ -405,11 +417,7 @@ Result<Value> parse_text(std::string_view text, const ParseLimits& limits,
   if (text.size() <= kReusableParserBytes) {
     thread_local ondemand::parser reused;
     thread_local std::string buffer;
-    buffer.assign(text);
-    buffer.append(simdjson::SIMDJSON_PADDING, '\0');
-    return parse_with(reused,
-                      simdjson::padded_string_view(buffer.data(), text.size(), buffer.size()),
-                      limits, root_members);
+    return parse_with(reused, padded_in(buffer, text), limits, root_members);
   }
   const simdjson::padded_string padded(text);
   if (padded.data() == nullptr) return too_large_to_parse(text.size());
@@ -426,13 +434,17 @@ Result<Value> parse(std::string_view text, const ParseLimits& limits) {
 std::optional<Value> parse_member(std::string_view text, std::string_view key,
                                   const ParseLimits& limits) {
   if (text.size() > limits.max_bytes) return std::nullopt;
-  const simdjson::padded_string padded(text);
-  if (padded.data() == nullptr) return std::nullopt;
-  // As parse(): the thread's parser for usual sizes, a parser of its own for a larger text (so
-  // that one huge answer does not keep its buffers for the thread's life).
+  // As parse(): the thread's parser and padded buffer for usual sizes, its own for a larger text
+  // (so that one huge answer does not keep its memory for the thread's life).
+  const bool usual = text.size() <= kReusableParserBytes;
   thread_local ondemand::parser reused;
+  thread_local std::string buffer;
   std::optional<ondemand::parser> once;
-  ondemand::parser& parser = text.size() <= kReusableParserBytes ? reused : once.emplace();
+  std::optional<simdjson::padded_string> own;
+  if (!usual && own.emplace(text).data() == nullptr) return std::nullopt;
+  const simdjson::padded_string_view padded =
+      usual ? padded_in(buffer, text) : simdjson::padded_string_view(*own);
+  ondemand::parser& parser = usual ? reused : once.emplace();
   ondemand::document doc;
   ondemand::object root;
   if (parser.iterate(padded).get(doc) || doc.get_object().get(root)) return std::nullopt;
@@ -441,24 +453,20 @@ std::optional<Value> parse_member(std::string_view text, std::string_view key,
     std::string_view name;
     if (std::move(result).get(field) || field.unescaped_key().get(name)) return std::nullopt;
     if (name != key) continue;  // the loop skips the value
-    // The member's text: containers report theirs; a scalar is its token (less the whitespace
-    // before whatever follows it).
+    // Built in place, as parse() builds a document's values (and with its checks).
     ondemand::value& value = field.value();
     ondemand::json_type type;
     if (value.type().get(type)) return std::nullopt;
-    std::string_view raw;
-    if (type == ondemand::json_type::object) {
-      ondemand::object object;
-      if (value.get_object().get(object) || object.raw_json().get(raw)) return std::nullopt;
-    } else if (type == ondemand::json_type::array) {
-      ondemand::array array;
-      if (value.get_array().get(array) || array.raw_json().get(raw)) return std::nullopt;
-    } else {
-      raw = trim_trailing_whitespace(raw_token(value));
-    }
-    auto parsed = parse(raw, limits);
-    if (!parsed) return std::nullopt;
-    return std::move(*parsed);
+    thread_local ParseScratch scratch;
+    struct Trim {
+      ParseScratch& s;
+      ~Trim() { s.trim(); }
+    } trim{scratch};
+    TreeBuilder builder(std::string_view(padded.data(), padded.length()), limits, doc, nullptr,
+                        scratch);
+    Value out;
+    if (!builder.build_member(value, type, out)) return std::nullopt;
+    return out;
   }
   return std::nullopt;
 }

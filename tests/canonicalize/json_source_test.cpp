@@ -127,5 +127,30 @@ TEST(JsonParseMember, BuildsOnlyTheMemberAsked) {
   EXPECT_EQ(to_json(*long_usage), R"({"prompt_tokens":7})");
 }
 
+// The member is built in place by the parser's own builder: the same value as parse() of the
+// whole answer gives it (numbers keep their text, strings are unescaped), and a member parse()
+// would refuse (a repeated key, a bad literal, past the depth limit) is not returned.
+TEST(JsonParseMember, GivesWhatParseGivesForTheMember) {
+  const char* members[] = {R"({"prompt_tokens":12,"prompt_tokens_details":{"cached_tokens":8}})",
+                           R"([1.50,-0,1e2,{"a":[true,false,null]}])",
+                           R"("caf\u00e9 \"quoted\" \ud83d\ude00")",
+                           "100000000000000000000",
+                           "null",
+                           "[]",
+                           "{}"};
+  for (const char* m : members) {
+    const std::string answer = R"({"id":"x", "usage" : )" + std::string(m) + R"( , "z":1})";
+    auto whole = parse(answer);
+    ASSERT_TRUE(whole.ok()) << answer;
+    const auto member = parse_member(answer, "usage");
+    ASSERT_TRUE(member.has_value()) << answer;
+    EXPECT_EQ(to_json(*member), to_json(*whole->find("usage"))) << answer;
+  }
+  for (const char* bad :
+       {R"({"usage":{"a":1,"a":2}})", R"({"usage":[tru]})", R"({"usage":[[[[[1]]]]]})"}) {
+    EXPECT_FALSE(parse_member(bad, "usage", ParseLimits{.max_depth = 4}).has_value()) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace prefixgate::json
