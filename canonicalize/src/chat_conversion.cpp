@@ -237,16 +237,7 @@ std::vector<std::string> write_back(const ChatConversion& conversion,
       }
     }
   }
-  // In body order, as a writer walks them.
-  std::vector<std::string> ordered;
-  if (client_body.is_object()) {
-    for (const json::Member& m : client_body.as_object()) {
-      if (std::find(changed.begin(), changed.end(), m.key) != changed.end()) {
-        ordered.push_back(m.key);
-      }
-    }
-  }
-  return ordered;
+  return changed;
 }
 
 std::vector<std::size_t> breakpoint_bytes(const ChatConversion& conversion,

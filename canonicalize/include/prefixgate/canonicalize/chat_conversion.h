@@ -100,8 +100,8 @@ std::string source_field(const ChatConversion& conversion, std::string_view chat
 // with the canonical schema and description; message texts as rewritten (timestamps rounded,
 // whitespace normalized). Fields canonicalization never touches are left alone. `canonical` is
 // the chat request parsed from conversion.body after canonicalize_in_place(). Returns the
-// client's top-level members it changed ("tools", "system", "messages", ...), in body order
-// never repeated, so a proxy can forward the others as the client's bytes. With `tools` false
+// client's top-level members it changed ("tools", "system", "messages", ...), each once, so a
+// proxy can forward the others as the client's bytes. With `tools` false
 // the tool list is left to the caller (one that kept the canonical list's client form from an
 // earlier request with the same tools).
 std::vector<std::string> write_back(const ChatConversion& conversion,
