@@ -396,16 +396,16 @@ Status convert_scalars(const Value& body, MessagesRequest& out, json::Object& ch
 }  // namespace
 
 Result<MessagesRequest> parse_messages_request(std::string_view body, const RequestLimits& limits) {
-  auto doc = internal::parse_body(body, limits, nullptr);
-  if (!doc) return doc.error();
-  return parse_messages_request_value(std::move(*doc), limits);
+  return internal::parse_body_with(body, limits, nullptr, [&](json::Value doc) {
+    return parse_messages_request_value(std::move(doc), limits);
+  });
 }
 
 Result<MessagesRequest> parse_messages_request(std::string_view body, const RequestLimits& limits,
                                                std::vector<json::SourceMember>& source) {
-  auto doc = internal::parse_body(body, limits, &source);
-  if (!doc) return doc.error();
-  return parse_messages_request_value(std::move(*doc), limits);
+  return internal::parse_body_with(body, limits, &source, [&](json::Value doc) {
+    return parse_messages_request_value(std::move(doc), limits);
+  });
 }
 
 Result<MessagesRequest> parse_messages_request_value(json::Value body,

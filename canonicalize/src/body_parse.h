@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "prefixgate/canonicalize/json.h"
@@ -16,5 +17,15 @@ namespace prefixgate::canon::internal {
 // one entry per top-level member of an object body, in order (nothing for another root).
 Result<json::Value> parse_body(std::string_view body, const RequestLimits& limits,
                                std::vector<json::SourceMember>* source);
+
+// parse_body, then `from_value(document)`: each API's parser of a body's text.
+template <class FromValue>
+auto parse_body_with(std::string_view body, const RequestLimits& limits,
+                     std::vector<json::SourceMember>* source, FromValue&& from_value)
+    -> decltype(from_value(json::Value{})) {
+  auto doc = parse_body(body, limits, source);
+  if (!doc) return doc.error();
+  return from_value(std::move(*doc));
+}
 
 }  // namespace prefixgate::canon::internal

@@ -324,9 +324,9 @@ namespace {
 Result<ParsedRequest> parse_request_text(std::string_view body, Endpoint endpoint,
                                          const RequestLimits& limits,
                                          std::vector<json::SourceMember>* source) {
-  auto doc = internal::parse_body(body, limits, source);
-  if (!doc) return doc.error();
-  return parse_request_value(std::move(*doc), endpoint, limits);
+  return internal::parse_body_with(body, limits, source, [&](json::Value doc) {
+    return parse_request_value(std::move(doc), endpoint, limits);
+  });
 }
 
 }  // namespace
