@@ -79,6 +79,18 @@ struct ParseScratch {
   }
 };
 
+// The thread's ParseScratch for one build, trimmed when the build ends, also after a failed
+// one, which leaves elements on the stacks.
+struct ThreadScratch {
+  ParseScratch& scratch = for_this_thread();
+  ~ThreadScratch() { scratch.trim(); }
+
+  static ParseScratch& for_this_thread() {
+    thread_local ParseScratch s;
+    return s;
+  }
+};
+
 class TreeBuilder {
  public:
   TreeBuilder(std::string_view input, const ParseLimits& limits, ondemand::document& doc,
@@ -389,12 +401,8 @@ Result<Value> parse_with(ondemand::parser& parser, simdjson::padded_string_view 
   const std::string_view input(padded.data(), padded.length());
   ondemand::document doc;
   if (auto err = parser.iterate(padded).get(doc)) return from_iterate_error(err, input);
-  thread_local ParseScratch scratch;
-  struct Trim {
-    ParseScratch& s;
-    ~Trim() { s.trim(); }  // also after a failed parse, which leaves elements on the stacks
-  } trim{scratch};
-  TreeBuilder builder(input, limits, doc, root_members, scratch);
+  const ThreadScratch scratch;
+  TreeBuilder builder(input, limits, doc, root_members, scratch.scratch);
   Value root;
   if (!builder.build_root(root)) return builder.take_error();
   return root;
@@ -457,13 +465,9 @@ std::optional<Value> parse_member(std::string_view text, std::string_view key,
     ondemand::value& value = field.value();
     ondemand::json_type type;
     if (value.type().get(type)) return std::nullopt;
-    thread_local ParseScratch scratch;
-    struct Trim {
-      ParseScratch& s;
-      ~Trim() { s.trim(); }
-    } trim{scratch};
+    const ThreadScratch scratch;
     TreeBuilder builder(std::string_view(padded.data(), padded.length()), limits, doc, nullptr,
-                        scratch);
+                        scratch.scratch);
     Value out;
     if (!builder.build_member(value, type, out)) return std::nullopt;
     return out;
