@@ -1,11 +1,11 @@
 #include "prefixgate/canonicalize/segment_cache.h"
 
-#include <xxhash.h>
-
 #include <algorithm>
 #include <list>
 #include <mutex>
 #include <unordered_map>
+
+#include "bulk_hash.h"
 
 namespace prefixgate::canon {
 namespace {
@@ -42,9 +42,9 @@ SegmentCache::~SegmentCache() = default;
 
 SegmentCache::Key SegmentCache::key(std::uint64_t tokenizer_identity, std::uint32_t flags,
                                     std::string_view segment) {
-  const XXH128_hash_t h = XXH3_128bits_withSeed(segment.data(), segment.size(),
-                                                tokenizer_identity ^ (std::uint64_t{flags} << 56));
-  return Key{.low = h.low64, .high = h.high64};
+  const internal::Hash128 h =
+      internal::bulk_hash128(segment, tokenizer_identity ^ (std::uint64_t{flags} << 56));
+  return Key{.low = h.low, .high = h.high};
 }
 
 SegmentCache::Shard& SegmentCache::shard_for(const Key& key) {

@@ -1,14 +1,13 @@
 // find_volatile: one pass over the text, cutting it into tokens and running at each token only
 // the detectors whose formats can start with it; then overlapping finds are resolved, the
 // longest winning. Results for long texts are memoized per thread (see ScanMemo).
-#include <xxhash.h>
-
 #include <algorithm>
 #include <array>
 #include <iterator>
 #include <map>
 #include <numeric>
 
+#include "bulk_hash.h"
 #include "volatile_internal.h"
 
 namespace prefixgate::canon {
@@ -93,12 +92,12 @@ class ScanMemo {
 
   std::vector<Candidate> scan(std::string_view text) {
     if (text.size() < kMinBytes) return scan_uncached(text);
-    const XXH128_hash_t hash = XXH3_128bits(text.data(), text.size());
-    std::array<Entry, kWays>& set = sets_[hash.low64 % kSets];
+    const internal::Hash128 hash = internal::bulk_hash128(text);
+    std::array<Entry, kWays>& set = sets_[hash.low % kSets];
     ++clock_;
     Entry* victim = &set[0];
     for (Entry& e : set) {
-      if (e.used != 0 && e.size == text.size() && XXH128_isEqual(e.hash, hash)) {
+      if (e.used != 0 && e.size == text.size() && e.hash == hash) {
         e.used = clock_;
         return e.found;
       }
@@ -114,7 +113,7 @@ class ScanMemo {
  private:
   struct Entry {
     std::uint64_t used = 0;  // clock_ at the last hit or store; 0: empty
-    XXH128_hash_t hash{};
+    internal::Hash128 hash{};
     std::size_t size = 0;
     std::vector<Candidate> found;
   };

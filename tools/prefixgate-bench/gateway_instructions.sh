@@ -9,6 +9,11 @@
 # overhead_request.lua request (beside this script) for 8 s with 4 connections, and prints
 #   requests=N instructions=I instructions_per_request=I/N
 # The callgrind profile stays in build/results/callgrind.gateway.out for callgrind_annotate.
+#
+# Environment, for other requests and models (the defaults measure the 3 KB chat request):
+#   LUA=PATH              the wrk script (e.g. overhead_agent.lua, with its TURNS)
+#   ENGINE_ARGS="..."     more prefixgate-engine arguments (e.g. --tokenizer F --chat-template T)
+#   GATEWAY_ARGS="..."    more gateway arguments (e.g. --config overhead_llama3.yaml)
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -36,11 +41,11 @@ ENGINE_PORT="$(free_port)"
 GATEWAY_PORT="$(free_port)"
 
 "$ENGINE" --device sim --sim-speedup inf --model builtin:tiny --host 127.0.0.1 \
-  --port "$ENGINE_PORT" --threads 1 --log-level warn >"$TMP/engine.log" 2>&1 &
+  --port "$ENGINE_PORT" --threads 1 --log-level warn ${ENGINE_ARGS:-} >"$TMP/engine.log" 2>&1 &
 pids+=($!)
 valgrind --tool=callgrind --callgrind-out-file="$TMP/callgrind.out" "$GATEWAY" \
   --listen "127.0.0.1:$GATEWAY_PORT" --upstream "http://127.0.0.1:$ENGINE_PORT" --threads 1 \
-  --log-level warn >"$TMP/gateway.log" 2>&1 &
+  --log-level warn ${GATEWAY_ARGS:-} >"$TMP/gateway.log" 2>&1 &
 GATEWAY_PID=$!
 pids+=("$GATEWAY_PID")
 for _ in $(seq 200); do
@@ -48,7 +53,7 @@ for _ in $(seq 200); do
   sleep 0.2
 done
 
-LUA="$HERE/overhead_request.lua"
+LUA="${LUA:-$HERE/overhead_request.lua}"
 wrk -t1 -c4 -d4s -s "$LUA" "http://127.0.0.1:$GATEWAY_PORT" >/dev/null
 callgrind_control -z "$GATEWAY_PID" >/dev/null 2>&1
 line="$(wrk -t1 -c4 -d8s -s "$LUA" "http://127.0.0.1:$GATEWAY_PORT" | grep '^PGBENCH')"
