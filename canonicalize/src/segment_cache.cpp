@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <list>
 #include <mutex>
+#include <ranges>
 #include <unordered_map>
 
 #include "bulk_hash.h"
@@ -23,8 +24,9 @@ struct SegmentCache::Shard {
   struct Entry {
     Key key;
     std::size_t token_count = 0;
-    // The tokens, then their offsets relative to the segment's start.
-    std::vector<std::uint32_t> data = {};
+    // The tokens, then their offsets relative to the segment's start (2 x token_count).
+    // Allocated without zero-filling: every element is written before the entry is stored.
+    std::unique_ptr<std::uint32_t[]> data;
     std::size_t charged = 0;
   };
   std::mutex mu;
@@ -60,14 +62,15 @@ bool SegmentCache::lookup(const Key& key, std::size_t segment_bytes, std::vector
     if (it != shard.index.end()) {
       shard.lru.splice(shard.lru.begin(), shard.lru, it->second);
       const Shard::Entry& e = *it->second;
-      const std::uint32_t* data = e.data.data();
+      const std::uint32_t* data = e.data.get();
       tokens.insert(tokens.end(), data, data + e.token_count);
       if (offsets != nullptr) {
-        const std::size_t old = offsets->size();
-        offsets->resize(old + e.token_count);
-        std::size_t* o = offsets->data() + old;
-        const std::uint32_t* rel = data + e.token_count;
-        for (std::size_t i = 0; i < e.token_count; ++i) o[i] = base + rel[i];
+        // Inserted from a sized range: one allocation, each element written once (resize()
+        // would zero them first).
+        const auto absolute =
+            std::span(data + e.token_count, e.token_count) |
+            std::views::transform([base](std::uint32_t rel) -> std::size_t { return base + rel; });
+        offsets->insert(offsets->end(), absolute.begin(), absolute.end());
       }
       hits_.fetch_add(1, std::memory_order_relaxed);
       hit_bytes_.fetch_add(segment_bytes, std::memory_order_relaxed);
@@ -83,15 +86,17 @@ void SegmentCache::insert(const Key& key, std::size_t segment_bytes,
                           std::span<const TokenId> tokens, std::span<const std::size_t> offsets,
                           std::size_t base) {
   if (tokens.size() != offsets.size() || segment_bytes > UINT32_MAX) return;
-  Shard::Entry e{.key = key, .token_count = tokens.size()};
-  e.data.resize(2 * tokens.size());
-  std::copy(tokens.begin(), tokens.end(), e.data.begin());
+  Shard::Entry e{.key = key,
+                 .token_count = tokens.size(),
+                 .data = std::make_unique_for_overwrite<std::uint32_t[]>(2 * tokens.size())};
+  std::copy(tokens.begin(), tokens.end(), e.data.get());
+  std::uint32_t* rel = e.data.get() + tokens.size();
   for (std::size_t i = 0; i < offsets.size(); ++i) {
     // An offset outside the segment would come back wrong at another position: not cached.
     if (offsets[i] < base || offsets[i] - base > segment_bytes) return;
-    e.data[tokens.size() + i] = static_cast<std::uint32_t>(offsets[i] - base);
+    rel[i] = static_cast<std::uint32_t>(offsets[i] - base);
   }
-  e.charged = e.data.capacity() * sizeof(std::uint32_t) + kEntryOverheadBytes;
+  e.charged = 2 * tokens.size() * sizeof(std::uint32_t) + kEntryOverheadBytes;
   const std::size_t shard_budget = options_.max_bytes / options_.shards;
   if (e.charged > shard_budget) return;
 
