@@ -259,7 +259,7 @@ Awaitable<void> HttpServer::Impl::session(tcp::socket socket, std::size_t listen
       c.state = handler.open(c);
     }
     while (!over_limit && !draining.load()) {
-      http::request_parser<http::string_body> parser;
+      http::request_parser<RequestBody> parser;
       parser.body_limit(options.max_body_bytes);
       parser.header_limit(static_cast<std::uint32_t>(options.max_header_bytes));
       idle = true;

@@ -15,9 +15,9 @@ namespace prefixgate::serving {
 namespace {
 
 // Everything Beast's serializer emits for `msg`: the head and the body.
-template <bool isRequest>
-std::string beast_bytes(http::message<isRequest, http::string_body>& msg) {
-  http::serializer<isRequest, http::string_body> sr{msg};
+template <bool isRequest, class Body>
+std::string beast_bytes(http::message<isRequest, Body>& msg) {
+  http::serializer<isRequest, Body> sr{msg};
   std::string out;
   boost::system::error_code ec;
   while (!sr.is_done()) {
@@ -30,8 +30,8 @@ std::string beast_bytes(http::message<isRequest, http::string_body>& msg) {
   return out;
 }
 
-template <bool isRequest>
-std::string our_bytes(const http::message<isRequest, http::string_body>& msg) {
+template <bool isRequest, class Body>
+std::string our_bytes(const http::message<isRequest, Body>& msg) {
   std::string out;
   append_head(msg, out);
   return out + msg.body();

@@ -25,6 +25,8 @@
 #include <string>
 #include <string_view>
 
+#include "prefixgate/serving/request_body.h"
+
 namespace prefixgate::serving {
 
 namespace asio = boost::asio;
@@ -34,7 +36,7 @@ using tcp = asio::ip::tcp;
 
 template <class T>
 using Awaitable = asio::awaitable<T>;
-using Request = http::request<http::string_body>;
+using Request = http::request<RequestBody>;  // read without zero-filling (request_body.h)
 using Response = http::response<http::string_body>;
 using StreamHead = http::response<http::empty_body>;
 
