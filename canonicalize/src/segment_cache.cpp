@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <list>
 #include <mutex>
-#include <ranges>
 #include <unordered_map>
 
 #include "bulk_hash.h"
@@ -63,14 +62,18 @@ bool SegmentCache::lookup(const Key& key, std::size_t segment_bytes, std::vector
       shard.lru.splice(shard.lru.begin(), shard.lru, it->second);
       const Shard::Entry& e = *it->second;
       const std::uint32_t* data = e.data.get();
-      tokens.insert(tokens.end(), data, data + e.token_count);
+      // A local count: the loop's stores (size_t) could alias e.token_count, which would keep
+      // the compiler from vectorizing it.
+      const std::size_t n = e.token_count;
+      tokens.insert(tokens.end(), data, data + n);
       if (offsets != nullptr) {
-        // Inserted from a sized range: one allocation, each element written once (resize()
-        // would zero them first).
-        const auto absolute =
-            std::span(data + e.token_count, e.token_count) |
-            std::views::transform([base](std::uint32_t rel) -> std::size_t { return base + rel; });
-        offsets->insert(offsets->end(), absolute.begin(), absolute.end());
+        // resize() zero-fills, but in one memset, and the loop below vectorizes; inserting from
+        // a transforming range wrote one element at a time, several times slower.
+        const std::size_t old = offsets->size();
+        offsets->resize(old + n);
+        std::size_t* o = offsets->data() + old;
+        const std::uint32_t* rel = data + n;
+        for (std::size_t i = 0; i < n; ++i) o[i] = base + rel[i];
       }
       hits_.fetch_add(1, std::memory_order_relaxed);
       hit_bytes_.fetch_add(segment_bytes, std::memory_order_relaxed);
