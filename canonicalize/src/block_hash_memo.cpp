@@ -82,9 +82,17 @@ std::size_t BlockHashMemo::hashes(std::span<const TokenId> tokens, std::size_t b
   slot->used = clock_;
   slot->root = root;
   slot->block_size = block_size;
-  slot->tokens.assign(tokens.begin(),
+  // Replacing the stream it shares `reused` blocks with, only what follows them is copied: the
+  // rest already holds these tokens and hashes (an agent's turn copies its new turn, not the
+  // whole conversation again).
+  const std::size_t kept = slot == best ? reused : 0;
+  slot->tokens.resize(kept * block_size);
+  slot->tokens.insert(slot->tokens.end(),
+                      tokens.begin() + static_cast<std::ptrdiff_t>(kept * block_size),
                       tokens.begin() + static_cast<std::ptrdiff_t>(blocks * block_size));
-  slot->hashes.assign(out.begin(), out.end());
+  slot->hashes.resize(kept);
+  slot->hashes.insert(slot->hashes.end(), out.begin() + static_cast<std::ptrdiff_t>(kept),
+                      out.end());
   return reused;
 }
 
