@@ -200,9 +200,9 @@ class TreeBuilder {
       ondemand::json_type type;
       if (auto err = child.type().get(type)) return fail_simdjson(err);
       Member member{std::string(key), Value()};
-      // The value's first byte. A scalar (a string too) is its own token; a container, once
-      // built, leaves the iterator on the ',' or '}' after it: the span is what lies between,
-      // less trailing whitespace.
+      // The value's first byte. A scalar is its own token; a string or container, once built,
+      // leaves the iterator on the ',' or '}' after it: the span is what lies between, less
+      // trailing whitespace.
       const bool record = depth == 0 && root_members_ != nullptr;
       const std::string_view token = record ? raw_token(child) : std::string_view();
       const std::size_t begin = record ? offset_of(token.data()) : 0;
@@ -211,8 +211,9 @@ class TreeBuilder {
         return false;
       }
       if (record) {
-        const bool scalar =
-            type != ondemand::json_type::array && type != ondemand::json_type::object;
+        const bool scalar = type == ondemand::json_type::number ||
+                            type == ondemand::json_type::boolean ||
+                            type == ondemand::json_type::null;
         std::size_t end =
             scalar ? begin + trim_trailing_whitespace(token).size() : current_offset();
         while (end > begin && is_json_whitespace(input_[end - 1])) --end;
@@ -272,20 +273,7 @@ class TreeBuilder {
 
   template <class Node>
   bool build_string(Node& node, Value& out) {
-    const std::string_view token = raw_token(node);
-    // Without a backslash a string's value is its bytes between the quotes: iterate() has
-    // already checked the whole document's UTF-8 and its control characters, so unescaping
-    // would only copy the bytes once more (a prompt is mostly such strings). The value is
-    // left unread, which On Demand allows: the next member or element skips it.
-    if (const std::string_view quoted = trim_trailing_whitespace(token);
-        quoted.size() >= 2 && quoted.back() == '"') {
-      const std::string_view inner = quoted.substr(1, quoted.size() - 2);
-      if (inner.find('\\') == std::string_view::npos) {
-        out = Value(std::string(inner));
-        return true;
-      }
-    }
-    const std::size_t quote = offset_of(token.data());
+    const std::size_t quote = offset_of(raw_token(node).data());
     std::string_view text;
     if (auto err = node.get_string().get(text)) return fail_string(err, quote);
     out = Value(std::string(text));
