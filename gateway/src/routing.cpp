@@ -77,9 +77,6 @@ Status validate(const CacheAwareConfig& c) {
   if (!(c.copy_headroom >= 0) || std::isinf(c.copy_headroom)) {
     return bad("copy_headroom", "must be finite and >= 0");
   }
-  if (!(c.burst_siblings >= 0) || std::isinf(c.burst_siblings)) {
-    return bad("burst_siblings", "must be finite and >= 0");
-  }
   if (!(c.gateway_spill_slack >= 0) || std::isinf(c.gateway_spill_slack)) {
     return bad("gateway_spill_slack", "must be finite and >= 0");
   }
@@ -131,8 +128,7 @@ Status apply_options(std::string_view options, CacheAwareConfig& c) {
               "soonest_holder=true|false, "
               "eviction_weight=N, duplicate_weight=N, "
               "queue_duplicate_factor=N, tail_quantile=N, overload_factor=N, "
-              "decode_weight=N, copy_headroom=N, burst_siblings=N, gateways=N or "
-              "gateway_spill_slack=N",
+              "decode_weight=N, copy_headroom=N, gateways=N or gateway_spill_slack=N",
           "policy");
     };
     if (key == "gateways") {
@@ -163,7 +159,6 @@ Status apply_options(std::string_view options, CacheAwareConfig& c) {
                      : key == "decode_weight"          ? &c.decode_weight
                      : key == "gateway_spill_slack"    ? &c.gateway_spill_slack
                      : key == "copy_headroom"          ? &c.copy_headroom
-                     : key == "burst_siblings"         ? &c.burst_siblings
                                                        : nullptr;
     if (target == nullptr || value.empty()) return bad();
     char* end = nullptr;

@@ -79,7 +79,6 @@ class CacheAware final : public RoutingPolicy {
     }
     if (healthy == 0) return {};
     record_prompt(request.prompt_tokens);
-    record_arrival(now);
     best_saved_ = best_saved;
     best_match_ = best_match;
     duplicate_weight_ = config_.duplicate_weight;
@@ -165,17 +164,11 @@ class CacheAware final : public RoutingPolicy {
       chosen = soonest_holder(request, replicas, chosen);
     }
 
-    // A new prefix's copies while its siblings would wait behind its first prefill
-    // (burst_siblings), and a copy before the holders fill, while the siblings that arrive during
-    // its prefill still find places on them (copy_headroom). The prefix's rate counts every
-    // sibling, kept or not.
-    if ((config_.copy_headroom > 0 || config_.burst_siblings > 0) && config_.memory_aware &&
-        seconds && best_match > 0) {
-      const PrefixRate rate = sibling_rate(hashes[best_match - 1], now);
-      if (blocks_[chosen] == best_match) chosen = burst_copy(replicas, chosen, rate);
-      if (blocks_[chosen] == best_match && config_.copy_headroom > 0) {
-        chosen = early_copy(request, replicas, chosen, rate.interval);
-      }
+    // A copy before the holders fill, while the siblings that arrive during its prefill still
+    // find places on them (copy_headroom). The prefix's rate counts every sibling, kept or not.
+    if (config_.copy_headroom > 0 && config_.memory_aware && seconds && best_match > 0) {
+      const double interval = sibling_interval(hashes[best_match - 1], now);
+      if (blocks_[chosen] == best_match) chosen = early_copy(request, replicas, chosen, interval);
     }
 
     RouteReason reason = RouteReason::kLeastCost;
@@ -186,13 +179,6 @@ class CacheAware final : public RoutingPolicy {
   }
 
  private:
-  // A prefix's siblings as this gateway routes them (copy_headroom, burst_siblings).
-  struct PrefixRate {
-    Clock::time_point last{};
-    double interval = 0;       // 0 until the second sibling
-    std::size_t siblings = 0;  // seen so far, this one included
-  };
-
   template <class Eligible>
   std::optional<std::size_t> highest_score(std::span<const ReplicaView> replicas, std::uint64_t key,
                                            Eligible eligible) const {
@@ -369,73 +355,31 @@ class CacheAware final : public RoutingPolicy {
   std::size_t early_copy(const RouteRequest& request, std::span<const ReplicaView> replicas,
                          std::size_t chosen, double interval) const {
     if (!(interval > 0)) return chosen;  // the prefix's first sibling: no rate yet
+    std::size_t best = replicas.size();
+    double best_free = 0;
     double holder_places = 0;
     for (std::size_t r = 0; r < replicas.size(); ++r) {
       const ReplicaView& v = replicas[r];
-      if (!v.healthy || blocks_[r] != best_match_) continue;
+      if (!v.healthy) continue;
       if (v.batch_slots == 0) return chosen;  // its places are unknown
-      const double window = kCopyWindowPrefills * static_cast<double>(request.prompt_tokens) *
-                            v.prefill_seconds_per_token;
-      holder_places += std::max(0.0, free_places(v)) + ends_within(v, window);
-      // Room for every sibling expected over the window (a prefix of a few requests a second
-      // never needs a copy), or more than copy_headroom places: no copy yet.
-      if (holder_places > std::min(config_.copy_headroom, window / interval)) return chosen;
-    }
-    return idle_replica(replicas).value_or(chosen);
-  }
-
-  // burst_siblings: a prefix whose siblings arrive while every holder of it is still computing
-  // it (each has at least the prefix's prefill queued: a sibling there waits about as long as a
-  // copy takes) goes to an idle replica when it draws more than its holders' share of the
-  // traffic: healthy replicas x (the gateway's interval between two requests) / (the prefix's
-  // interval between two siblings) > holders. Such a prefix needs more holders anyway, and a
-  // copy made while its siblings would wait behind its first prefill costs no more than one
-  // made later, when the holders are full; made later, the siblings that arrived meanwhile have
-  // queued behind that first prefill. `chosen` otherwise, and before the prefix's
-  // burst_siblings-th sibling (this one included): two arrivals are a rate anyone's prefix may
-  // show by chance.
-  std::size_t burst_copy(std::span<const ReplicaView> replicas, std::size_t chosen,
-                         const PrefixRate& rate) const {
-    if (!(config_.burst_siblings > 0) ||
-        static_cast<double>(rate.siblings) < config_.burst_siblings || !(rate.interval > 0) ||
-        !(request_interval_ > 0)) {
-      return chosen;
-    }
-    double holders = 0;
-    double healthy = 0;
-    for (std::size_t r = 0; r < replicas.size(); ++r) {
-      const ReplicaView& v = replicas[r];
-      if (!v.healthy) continue;
-      ++healthy;
-      if (blocks_[r] != best_match_) continue;
-      // A holder that has computed the prefix serves its siblings without that wait.
-      if (queued_prefill_tokens(v) < best_saved_) return chosen;
-      ++holders;
-    }
-    if (healthy * request_interval_ <= holders * rate.interval) return chosen;
-    return idle_replica(replicas).value_or(chosen);
-  }
-
-  // The idle replica with the most places (half its batch free, no prefill queued, no wait for
-  // a place: a copy's prefill there delays no one); none when some healthy replica does not
-  // announce its places.
-  std::optional<std::size_t> idle_replica(std::span<const ReplicaView> replicas) const {
-    std::optional<std::size_t> best;
-    double best_free = 0;
-    for (std::size_t r = 0; r < replicas.size(); ++r) {
-      const ReplicaView& v = replicas[r];
-      if (!v.healthy) continue;
-      if (v.batch_slots == 0) return std::nullopt;  // its places are unknown
-      if (blocks_[r] == best_match_) continue;
       const double free = free_places(v);
+      if (blocks_[r] == best_match_) {
+        const double window = kCopyWindowPrefills * static_cast<double>(request.prompt_tokens) *
+                              v.prefill_seconds_per_token;
+        holder_places += std::max(0.0, free) + ends_within(v, window);
+        // Room for every sibling expected over the window (a prefix of a few requests a second
+        // never needs a copy), or more than copy_headroom places: no copy yet.
+        if (holder_places > std::min(config_.copy_headroom, window / interval)) return chosen;
+        continue;
+      }
       const bool idle = free >= 0.5 * static_cast<double>(v.batch_slots) &&
                         queued_prefill_tokens(v) == 0 && v.admission_wait_seconds == 0;
-      if (idle && (!best || free > best_free)) {
+      if (idle && (best == replicas.size() || free > best_free)) {
         best = r;
         best_free = free;
       }
     }
-    return best;
+    return best == replicas.size() ? chosen : best;
   }
 
   // The smoothed time between two requests whose longest match ends at the block `key` names
@@ -443,28 +387,19 @@ class CacheAware final : public RoutingPolicy {
   // cleared when it grows past kMaxPrefixRates, as a new prefix's first siblings only lose their
   // rate for a moment.
   static constexpr std::size_t kMaxPrefixRates = 1 << 16;
-  PrefixRate sibling_rate(std::uint64_t key, Clock::time_point now) {
+  struct PrefixRate {
+    Clock::time_point last{};
+    double interval = 0;
+  };
+  double sibling_interval(std::uint64_t key, Clock::time_point now) {
     if (prefix_rates_.size() >= kMaxPrefixRates) prefix_rates_.clear();
-    auto [it, added] = prefix_rates_.try_emplace(key, PrefixRate{now, 0, 1});
-    if (added) return it->second;
+    auto [it, added] = prefix_rates_.try_emplace(key, PrefixRate{now, 0});
+    if (added) return 0;
     PrefixRate& p = it->second;
-    p.interval = smoothed_interval(p.interval, p.last, now);
+    const double dt = std::max(0.0, std::chrono::duration<double>(now - p.last).count());
+    p.interval = p.interval > 0 ? p.interval + 0.25 * (dt - p.interval) : dt;
     p.last = now;
-    ++p.siblings;
-    return p;
-  }
-
-  // The gateway's own smoothed interval between two requests (burst_siblings: a prefix's share
-  // of the traffic), 0 before the second.
-  void record_arrival(Clock::time_point now) {
-    if (!(config_.burst_siblings > 0)) return;
-    if (arrivals_ > 0) request_interval_ = smoothed_interval(request_interval_, last_arrival_, now);
-    last_arrival_ = now;
-    ++arrivals_;
-  }
-  static double smoothed_interval(double interval, Clock::time_point last, Clock::time_point now) {
-    const double dt = std::max(0.0, std::chrono::duration<double>(now - last).count());
-    return interval > 0 ? interval + 0.25 * (dt - interval) : dt;
+    return p.interval;
   }
 
   // How many of a replica's running sequences end within `seconds`, by its report: the first at
@@ -650,9 +585,6 @@ class CacheAware final : public RoutingPolicy {
   std::size_t since_refresh_ = 0;
   double tail_tokens_ = 0;                                      // tail_quantile of prompts_
   std::unordered_map<std::uint64_t, PrefixRate> prefix_rates_;  // copy_headroom: by prefix
-  Clock::time_point last_arrival_{};                            // burst_siblings
-  std::size_t arrivals_ = 0;
-  double request_interval_ = 0;
 };
 
 }  // namespace

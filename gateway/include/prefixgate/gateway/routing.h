@@ -184,15 +184,6 @@ struct CacheAwareConfig {
   // first end. 0: off (a copy only when the cost says). Needs batch_slots (prefixgate-engine) and
   // the cost in seconds; not applied with memory_aware false (the earlier rule).
   double copy_headroom = 6;
-  // A new prefix's copies made while its siblings would wait behind its first prefill: from the
-  // prefix's burst_siblings-th sibling on (requests whose longest match ends at the same block,
-  // this one included), while every replica holding it still has at least its prefill queued, a
-  // request that would stay on a holder goes to an idle replica when the prefix draws more than
-  // its holders' share of the gateway's traffic (healthy replicas x its share of the requests >
-  // holders). Such a prefix needs more holders anyway; made now, the copy serves the sibling in
-  // about the time it would have waited. 0: off. Needs batch_slots and the cost in seconds; not
-  // applied with memory_aware false (the earlier rule).
-  double burst_siblings = 0;
   // A request stays on the cheapest replica holding its longest match while its predicted time
   // to first token there is at most the prefill of a prompt at this quantile of the recent
   // prompts' lengths (the last 1,024 routed), at that replica's rate: a wait that keeps a request
@@ -288,7 +279,7 @@ class RoutingPolicy {
 // "sglang_cache_aware", "dynamo_kv". "cache_aware:key=value[:key=value]" overrides cache_aware
 // parameters of `config` (memory_aware, cost_in_seconds, cold_rendezvous, cohort_wait,
 // eviction_weight, duplicate_weight, queue_duplicate_factor, overload_factor, decode_weight,
-// copy_headroom, burst_siblings, gateways, gateway_spill_slack), so variants run side by side
+// copy_headroom, gateways, gateway_spill_slack), so variants run side by side
 // (`prefixgate-bench compare --policies cache_aware,cache_aware:memory_aware=false`).
 // kInvalidValue for an unknown name or option, or an out-of-range config field (param names it).
 Result<std::unique_ptr<RoutingPolicy>> make_policy(std::string_view name,
