@@ -1,6 +1,7 @@
 // cache_aware's choice among the replicas holding a prompt's longest match when every batch is
 // full (gateway/ROUTING.md, "A full fleet: the holder whose place comes soonest"), the copy of a
-// hot prefix made before its holders run out of places ("A copy before the holders fill"), and
+// hot prefix made before its holders run out of places ("A copy before the holders fill") and as
+// soon as its share of the traffic is known ("Holders in proportion to a prefix's traffic"), and
 // a new prefix's first siblings, which wait for its first prefill on its holder ("A new prefix's
 // first siblings (tried, not kept)").
 #include <gtest/gtest.h>
@@ -182,6 +183,59 @@ TEST(CacheAwareTest, ANewPrefixsSiblingsWaitForItsFirstPrefillOnItsHolder) {
       EXPECT_EQ(v.inflight_requests, 0U);
     }
   }
+}
+
+// A prefix held by replica 0 (10 sequences running: places to spare, so copy_headroom waits) on
+// a fleet of four whose other replicas are idle. Its siblings come between requests for other,
+// unrelated prompts (`others` of them per sibling): with one in two, the prefix draws half the
+// traffic, two replicas' worth, and its 32nd sibling (share_copy_siblings) goes to an idle
+// replica as a copy; the 31 before it stay on the holder. With three in four it draws one
+// replica's worth, which its holder gives it.
+RouteDecision sibling_after(std::string_view name, std::size_t siblings, std::size_t others) {
+  PrefixIndex index;
+  for (int r = 0; r < 4; ++r) index.add_replica({});
+  const auto prefix = prompt_hashes(7, 128);
+  for (std::uint64_t b : prefix) index.apply_stored(0, b);
+  std::vector<ReplicaView> views = full_fleet();
+  views.push_back(views.back());
+  for (std::size_t r = 0; r < views.size(); ++r) {
+    views[r].id = static_cast<ReplicaId>(r);
+    views[r].running = views[r].inflight_requests = r == 0 ? 10 : 0;
+  }
+  auto p = policy(name);
+  Clock::time_point now{};
+  RouteDecision d;
+  std::uint64_t other = 1000;
+  for (std::size_t i = 1; i <= siblings; ++i) {
+    for (std::size_t k = 0; k < others; ++k) {
+      now += std::chrono::milliseconds(10);
+      const auto cold = prompt_hashes(other++, 136);
+      p->route(request_for(cold), views, index, now);
+    }
+    now += std::chrono::milliseconds(10);
+    const auto sibling = prompt_hashes(7, 128, i, 8);
+    d = p->route(request_for(sibling), views, index, now);
+    if (i < siblings) {
+      EXPECT_EQ(d.replica, 0U) << "sibling " << i;
+    }
+  }
+  return d;
+}
+
+TEST(CacheAwareTest, AHotPrefixGetsHoldersInProportionToItsShareOfTheTraffic) {
+  RouteDecision d = sibling_after("cache_aware", 32, 1);
+  EXPECT_EQ(d.replica, 1U);  // idle, all places free: the first of the equals
+  EXPECT_EQ(d.reason, RouteReason::kLoadSpill);
+  EXPECT_EQ(d.predicted_cached_tokens, 0U);
+  // Before its 32nd sibling the share is not taken as known.
+  EXPECT_EQ(sibling_after("cache_aware", 31, 1).replica, 0U);
+  // One replica's worth of the traffic: the holder it has.
+  EXPECT_EQ(sibling_after("cache_aware", 32, 3).replica, 0U);
+  // The rule off: the holder keeps it.
+  d = sibling_after("cache_aware:share_copy_siblings=0", 32, 1);
+  EXPECT_EQ(d.replica, 0U);
+  EXPECT_EQ(d.reason, RouteReason::kCacheHit);
+  EXPECT_FALSE(make_policy("cache_aware:share_copy_siblings=-1").ok());
 }
 
 }  // namespace
