@@ -49,6 +49,7 @@ class CacheAware final : public RoutingPolicy {
     double min_load = 0;
     std::size_t healthy = 0;
     std::size_t best_match = 0;  // longest match on any healthy replica, in blocks
+    std::size_t holders = 0;     // healthy replicas holding it
     // In a local: a member written each iteration is a store the next one must wait for.
     double best_saved = 0;
     // A full batch's wait counts only while some replica would admit at once: sending there
@@ -71,9 +72,11 @@ class CacheAware final : public RoutingPolicy {
       // then skip only a prefill queue (queue_duplicate_factor), not a wait for a place.
       if (blocks_[r] > best_match) {
         best_match = blocks_[r];
+        holders = 1;
         holder_has_place = has_place(replicas[r]);
-      } else if (blocks_[r] == best_match && !holder_has_place) {
-        holder_has_place = has_place(replicas[r]);
+      } else if (blocks_[r] == best_match) {
+        ++holders;
+        if (!holder_has_place) holder_has_place = has_place(replicas[r]);
       }
       best_saved = std::max(best_saved, saved_prefill_tokens(request, blocks_[r], offloaded_[r],
                                                              config_.offload_hit_weight));
@@ -172,7 +175,8 @@ class CacheAware final : public RoutingPolicy {
     if ((config_.copy_headroom > 0 || config_.share_copy_siblings > 0) && config_.memory_aware &&
         seconds && best_match > 0) {
       const PrefixRate rate = sibling_rate(hashes[best_match - 1], now);
-      if (blocks_[chosen] == best_match) chosen = share_copy(replicas, chosen, rate);
+      if (blocks_[chosen] == best_match)
+        chosen = share_copy(replicas, chosen, rate, healthy, holders);
       if (blocks_[chosen] == best_match && config_.copy_headroom > 0) {
         chosen = early_copy(request, replicas, chosen, rate.interval);
       }
@@ -394,22 +398,16 @@ class CacheAware final : public RoutingPolicy {
   // batches fill in a burst and then end in one (the wait copy_headroom's later copies leave).
   // Before that many siblings, `chosen`: a few arrivals are not a share (gateway/ROUTING.md, "A
   // new prefix's first siblings"), and a prefix of fewer requests never needs the copy.
+  // `healthy`: the healthy replicas; `holders`: those of them holding the longest match.
   std::size_t share_copy(std::span<const ReplicaView> replicas, std::size_t chosen,
-                         const PrefixRate& rate) const {
+                         const PrefixRate& rate, std::size_t healthy, std::size_t holders) const {
     if (!(config_.share_copy_siblings > 0) ||
         static_cast<double>(rate.siblings) < config_.share_copy_siblings) {
       return chosen;
     }
-    double healthy = 0;
-    double holders = 0;
-    for (std::size_t r = 0; r < replicas.size(); ++r) {
-      if (!replicas[r].healthy) continue;
-      ++healthy;
-      if (blocks_[r] == best_match_) ++holders;
-    }
     const double share = static_cast<double>(rate.siblings) /
                          static_cast<double>(arrivals_ - rate.arrivals_at_first);
-    if (healthy * share < holders + 1) return chosen;
+    if (static_cast<double>(healthy) * share < static_cast<double>(holders + 1)) return chosen;
     return idle_replica(replicas).value_or(chosen);
   }
 
