@@ -185,22 +185,25 @@ TEST(CacheAwareTest, ANewPrefixsSiblingsWaitForItsFirstPrefillOnItsHolder) {
   }
 }
 
-// A prefix held by replica 0 (10 sequences running: places to spare, so copy_headroom waits) on
-// a fleet of four whose other replicas are idle. Its siblings come between requests for other,
-// unrelated prompts (`others` of them per sibling): with one in two, the prefix draws half the
-// traffic, two replicas' worth, and its 32nd sibling (share_copy_siblings) goes to an idle
-// replica as a copy; the 31 before it stay on the holder. With three in four it draws one
-// replica's worth, which its holder gives it.
-RouteDecision sibling_after(std::string_view name, std::size_t siblings, std::size_t others) {
+// A prefix held by the first `holders` replicas (10 sequences running each: places to spare, so
+// copy_headroom waits) on a fleet of four whose other replicas are idle. Its siblings come
+// between requests for other, unrelated prompts (`others` of them per sibling): with one in two,
+// the prefix draws half the traffic, two replicas' worth, and from one holder its 32nd sibling
+// (share_copy_siblings) goes to an idle replica as a copy; the 31 before it stay on the holder.
+// With three in four it draws one replica's worth, which its holder gives it.
+RouteDecision sibling_after(std::string_view name, std::size_t siblings, std::size_t others,
+                            std::size_t holders = 1) {
   PrefixIndex index;
   for (int r = 0; r < 4; ++r) index.add_replica({});
   const auto prefix = prompt_hashes(7, 128);
-  for (std::uint64_t b : prefix) index.apply_stored(0, b);
+  for (std::size_t r = 0; r < holders; ++r) {
+    for (std::uint64_t b : prefix) index.apply_stored(static_cast<ReplicaId>(r), b);
+  }
   std::vector<ReplicaView> views = full_fleet();
   views.push_back(views.back());
   for (std::size_t r = 0; r < views.size(); ++r) {
     views[r].id = static_cast<ReplicaId>(r);
-    views[r].running = views[r].inflight_requests = r == 0 ? 10 : 0;
+    views[r].running = views[r].inflight_requests = r < holders ? 10 : 0;
   }
   auto p = policy(name);
   Clock::time_point now{};
@@ -216,7 +219,7 @@ RouteDecision sibling_after(std::string_view name, std::size_t siblings, std::si
     const auto sibling = prompt_hashes(7, 128, i, 8);
     d = p->route(request_for(sibling), views, index, now);
     if (i < siblings) {
-      EXPECT_EQ(d.replica, 0U) << "sibling " << i;
+      EXPECT_LT(d.replica, holders) << "sibling " << i;
     }
   }
   return d;
@@ -231,6 +234,15 @@ TEST(CacheAwareTest, AHotPrefixGetsHoldersInProportionToItsShareOfTheTraffic) {
   EXPECT_EQ(sibling_after("cache_aware", 31, 1).replica, 0U);
   // One replica's worth of the traffic: the holder it has.
   EXPECT_EQ(sibling_after("cache_aware", 32, 3).replica, 0U);
+  // Two holders: half the traffic is theirs already; all of it wants a third.
+  d = sibling_after("cache_aware", 32, 1, 2);
+  EXPECT_LT(d.replica, 2U);
+  EXPECT_EQ(d.reason, RouteReason::kCacheHit);
+  d = sibling_after("cache_aware", 32, 0, 2);
+  EXPECT_EQ(d.replica, 2U);
+  EXPECT_EQ(d.reason, RouteReason::kLoadSpill);
+  // Three holders of a prefix that is all the traffic: four replicas' worth, the last one too.
+  EXPECT_EQ(sibling_after("cache_aware", 32, 0, 3).replica, 3U);
   // The rule off: the holder keeps it.
   d = sibling_after("cache_aware:share_copy_siblings=0", 32, 1);
   EXPECT_EQ(d.replica, 0U);
