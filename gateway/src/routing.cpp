@@ -77,6 +77,9 @@ Status validate(const CacheAwareConfig& c) {
   if (!(c.copy_headroom >= 0) || std::isinf(c.copy_headroom)) {
     return bad("copy_headroom", "must be finite and >= 0");
   }
+  if (!(c.share_copy_siblings >= 0) || std::isinf(c.share_copy_siblings)) {
+    return bad("share_copy_siblings", "must be finite and >= 0");
+  }
   if (!(c.gateway_spill_slack >= 0) || std::isinf(c.gateway_spill_slack)) {
     return bad("gateway_spill_slack", "must be finite and >= 0");
   }
@@ -128,7 +131,8 @@ Status apply_options(std::string_view options, CacheAwareConfig& c) {
               "soonest_holder=true|false, "
               "eviction_weight=N, duplicate_weight=N, "
               "queue_duplicate_factor=N, tail_quantile=N, overload_factor=N, "
-              "decode_weight=N, copy_headroom=N, gateways=N or gateway_spill_slack=N",
+              "decode_weight=N, copy_headroom=N, share_copy_siblings=N, gateways=N or "
+              "gateway_spill_slack=N",
           "policy");
     };
     if (key == "gateways") {
@@ -159,6 +163,7 @@ Status apply_options(std::string_view options, CacheAwareConfig& c) {
                      : key == "decode_weight"          ? &c.decode_weight
                      : key == "gateway_spill_slack"    ? &c.gateway_spill_slack
                      : key == "copy_headroom"          ? &c.copy_headroom
+                     : key == "share_copy_siblings"    ? &c.share_copy_siblings
                                                        : nullptr;
     if (target == nullptr || value.empty()) return bad();
     char* end = nullptr;

@@ -15,7 +15,8 @@
 // among several gateways, a spill only when it saves more than the others may have sent its
 // destination unseen (gateway_spill_slack). With every batch full, a request kept on a holder of
 // its longest match goes to the holder whose cost counting its wait for a place is least
-// (soonest_holder). A request kept on a holder goes to an idle replica instead when the holders
+// (soonest_holder). A request kept on a holder goes to an idle replica instead when its prefix
+// draws more than its holders' share of the traffic (share_copy_siblings), or when the holders
 // are about to run out of places for the prefix's siblings (copy_headroom).
 #include <algorithm>
 #include <chrono>
@@ -48,6 +49,7 @@ class CacheAware final : public RoutingPolicy {
     double min_load = 0;
     std::size_t healthy = 0;
     std::size_t best_match = 0;  // longest match on any healthy replica, in blocks
+    std::size_t holders = 0;     // healthy replicas holding it
     // In a local: a member written each iteration is a store the next one must wait for.
     double best_saved = 0;
     // A full batch's wait counts only while some replica would admit at once: sending there
@@ -70,15 +72,18 @@ class CacheAware final : public RoutingPolicy {
       // then skip only a prefill queue (queue_duplicate_factor), not a wait for a place.
       if (blocks_[r] > best_match) {
         best_match = blocks_[r];
+        holders = 1;
         holder_has_place = has_place(replicas[r]);
-      } else if (blocks_[r] == best_match && !holder_has_place) {
-        holder_has_place = has_place(replicas[r]);
+      } else if (blocks_[r] == best_match) {
+        ++holders;
+        if (!holder_has_place) holder_has_place = has_place(replicas[r]);
       }
       best_saved = std::max(best_saved, saved_prefill_tokens(request, blocks_[r], offloaded_[r],
                                                              config_.offload_hit_weight));
     }
     if (healthy == 0) return {};
     record_prompt(request.prompt_tokens);
+    ++arrivals_;
     best_saved_ = best_saved;
     best_match_ = best_match;
     duplicate_weight_ = config_.duplicate_weight;
@@ -164,11 +169,17 @@ class CacheAware final : public RoutingPolicy {
       chosen = soonest_holder(request, replicas, chosen);
     }
 
-    // A copy before the holders fill, while the siblings that arrive during its prefill still
+    // A hot prefix's copies as soon as its share of the traffic is known (share_copy_siblings),
+    // and a copy before the holders fill, while the siblings that arrive during its prefill still
     // find places on them (copy_headroom). The prefix's rate counts every sibling, kept or not.
-    if (config_.copy_headroom > 0 && config_.memory_aware && seconds && best_match > 0) {
-      const double interval = sibling_interval(hashes[best_match - 1], now);
-      if (blocks_[chosen] == best_match) chosen = early_copy(request, replicas, chosen, interval);
+    if ((config_.copy_headroom > 0 || config_.share_copy_siblings > 0) && config_.memory_aware &&
+        seconds && best_match > 0) {
+      const PrefixRate rate = sibling_rate(hashes[best_match - 1], now);
+      if (blocks_[chosen] == best_match)
+        chosen = share_copy(replicas, chosen, rate, healthy, holders);
+      if (blocks_[chosen] == best_match && config_.copy_headroom > 0) {
+        chosen = early_copy(request, replicas, chosen, rate.interval);
+      }
     }
 
     RouteReason reason = RouteReason::kLeastCost;
@@ -179,6 +190,15 @@ class CacheAware final : public RoutingPolicy {
   }
 
  private:
+  // A prefix's siblings as this gateway routes them: requests whose longest match ends at the
+  // same block (copy_headroom, share_copy_siblings).
+  struct PrefixRate {
+    Clock::time_point last{};
+    double interval = 0;                // smoothed time between two siblings; 0 for the first
+    std::size_t siblings = 0;           // routed so far, this one included
+    std::size_t arrivals_at_first = 0;  // the gateway's requests before the first sibling
+  };
+
   template <class Eligible>
   std::optional<std::size_t> highest_score(std::span<const ReplicaView> replicas, std::uint64_t key,
                                            Eligible eligible) const {
@@ -355,51 +375,79 @@ class CacheAware final : public RoutingPolicy {
   std::size_t early_copy(const RouteRequest& request, std::span<const ReplicaView> replicas,
                          std::size_t chosen, double interval) const {
     if (!(interval > 0)) return chosen;  // the prefix's first sibling: no rate yet
-    std::size_t best = replicas.size();
-    double best_free = 0;
     double holder_places = 0;
     for (std::size_t r = 0; r < replicas.size(); ++r) {
       const ReplicaView& v = replicas[r];
-      if (!v.healthy) continue;
+      if (!v.healthy || blocks_[r] != best_match_) continue;
       if (v.batch_slots == 0) return chosen;  // its places are unknown
+      const double window = kCopyWindowPrefills * static_cast<double>(request.prompt_tokens) *
+                            v.prefill_seconds_per_token;
+      holder_places += std::max(0.0, free_places(v)) + ends_within(v, window);
+      // Room for every sibling expected over the window (a prefix of a few requests a second
+      // never needs a copy), or more than copy_headroom places: no copy yet.
+      if (holder_places > std::min(config_.copy_headroom, window / interval)) return chosen;
+    }
+    return idle_replica(replicas).value_or(chosen);
+  }
+
+  // share_copy_siblings: from the prefix's share_copy_siblings-th sibling on, the idle replica
+  // with the most places when the prefix draws more than its holders' share of the traffic:
+  // healthy replicas x (its siblings / the gateway's requests since its first sibling) >=
+  // holders + 1. A balanced fleet gives each prefix replicas in proportion to its traffic; made
+  // as soon as the share is measured, a hot prefix's copies spread its load before its holders'
+  // batches fill in a burst and then end in one (the wait copy_headroom's later copies leave).
+  // Before that many siblings, `chosen`: a few arrivals are not a share (gateway/ROUTING.md, "A
+  // new prefix's first siblings"), and a prefix of fewer requests never needs the copy.
+  // `healthy`: the healthy replicas; `holders`: those of them holding the longest match.
+  std::size_t share_copy(std::span<const ReplicaView> replicas, std::size_t chosen,
+                         const PrefixRate& rate, std::size_t healthy, std::size_t holders) const {
+    if (!(config_.share_copy_siblings > 0) ||
+        static_cast<double>(rate.siblings) < config_.share_copy_siblings) {
+      return chosen;
+    }
+    const double share = static_cast<double>(rate.siblings) /
+                         static_cast<double>(arrivals_ - rate.arrivals_at_first);
+    if (static_cast<double>(healthy) * share < static_cast<double>(holders + 1)) return chosen;
+    return idle_replica(replicas).value_or(chosen);
+  }
+
+  // The idle replica with the most places (half its batch free, no prefill queued, no wait for
+  // a place: a copy's prefill there delays no one), not holding the longest match; none when
+  // some healthy replica does not announce its places.
+  std::optional<std::size_t> idle_replica(std::span<const ReplicaView> replicas) const {
+    std::optional<std::size_t> best;
+    double best_free = 0;
+    for (std::size_t r = 0; r < replicas.size(); ++r) {
+      const ReplicaView& v = replicas[r];
+      if (!v.healthy) continue;
+      if (v.batch_slots == 0) return std::nullopt;  // its places are unknown
+      if (blocks_[r] == best_match_) continue;
       const double free = free_places(v);
-      if (blocks_[r] == best_match_) {
-        const double window = kCopyWindowPrefills * static_cast<double>(request.prompt_tokens) *
-                              v.prefill_seconds_per_token;
-        holder_places += std::max(0.0, free) + ends_within(v, window);
-        // Room for every sibling expected over the window (a prefix of a few requests a second
-        // never needs a copy), or more than copy_headroom places: no copy yet.
-        if (holder_places > std::min(config_.copy_headroom, window / interval)) return chosen;
-        continue;
-      }
       const bool idle = free >= 0.5 * static_cast<double>(v.batch_slots) &&
                         queued_prefill_tokens(v) == 0 && v.admission_wait_seconds == 0;
-      if (idle && (best == replicas.size() || free > best_free)) {
+      if (idle && (!best || free > best_free)) {
         best = r;
         best_free = free;
       }
     }
-    return best == replicas.size() ? chosen : best;
+    return best;
   }
 
-  // The smoothed time between two requests whose longest match ends at the block `key` names
-  // (the siblings of one prefix, as this gateway routes them); 0 for the first one. The map is
-  // cleared when it grows past kMaxPrefixRates, as a new prefix's first siblings only lose their
-  // rate for a moment.
+  // This request counted among the siblings of the prefix whose longest match ends at the block
+  // `key` names: their smoothed interval (0 for the first one) and count. The map is cleared when
+  // it grows past kMaxPrefixRates, as a new prefix's first siblings only lose their rate for a
+  // moment.
   static constexpr std::size_t kMaxPrefixRates = 1 << 16;
-  struct PrefixRate {
-    Clock::time_point last{};
-    double interval = 0;
-  };
-  double sibling_interval(std::uint64_t key, Clock::time_point now) {
+  PrefixRate sibling_rate(std::uint64_t key, Clock::time_point now) {
     if (prefix_rates_.size() >= kMaxPrefixRates) prefix_rates_.clear();
-    auto [it, added] = prefix_rates_.try_emplace(key, PrefixRate{now, 0});
-    if (added) return 0;
+    auto [it, added] = prefix_rates_.try_emplace(key, PrefixRate{now, 0, 1, arrivals_ - 1});
+    if (added) return it->second;
     PrefixRate& p = it->second;
     const double dt = std::max(0.0, std::chrono::duration<double>(now - p.last).count());
     p.interval = p.interval > 0 ? p.interval + 0.25 * (dt - p.interval) : dt;
     p.last = now;
-    return p.interval;
+    ++p.siblings;
+    return p;
   }
 
   // How many of a replica's running sequences end within `seconds`, by its report: the first at
@@ -584,7 +632,8 @@ class CacheAware final : public RoutingPolicy {
   std::size_t next_prompt_ = 0;
   std::size_t since_refresh_ = 0;
   double tail_tokens_ = 0;                                      // tail_quantile of prompts_
-  std::unordered_map<std::uint64_t, PrefixRate> prefix_rates_;  // copy_headroom: by prefix
+  std::unordered_map<std::uint64_t, PrefixRate> prefix_rates_;  // by prefix
+  std::size_t arrivals_ = 0;  // requests routed (share_copy_siblings: a prefix's share)
 };
 
 }  // namespace

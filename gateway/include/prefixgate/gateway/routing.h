@@ -184,6 +184,16 @@ struct CacheAwareConfig {
   // first end. 0: off (a copy only when the cost says). Needs batch_slots (prefixgate-engine) and
   // the cost in seconds; not applied with memory_aware false (the earlier rule).
   double copy_headroom = 6;
+  // A hot prefix's copies made as soon as its share of the traffic is measured: from the
+  // share_copy_siblings-th request whose longest match ends at the same block (its siblings, as
+  // this gateway routes them), a request that would stay on a holder goes to an idle replica
+  // (half its batch free, no prefill queued) when healthy replicas x the prefix's share of the
+  // gateway's requests since its first sibling >= holders + 1. Each prefix then holds replicas in
+  // proportion to its traffic before its holders' batches fill: a batch filled in a burst ends
+  // in one, and the siblings that arrive meanwhile wait. 0: off (copies only by the cost and
+  // copy_headroom). Needs batch_slots and the cost in seconds; not applied with memory_aware
+  // false (the earlier rule).
+  double share_copy_siblings = 32;
   // A request stays on the cheapest replica holding its longest match while its predicted time
   // to first token there is at most the prefill of a prompt at this quantile of the recent
   // prompts' lengths (the last 1,024 routed), at that replica's rate: a wait that keeps a request
@@ -279,8 +289,8 @@ class RoutingPolicy {
 // "sglang_cache_aware", "dynamo_kv". "cache_aware:key=value[:key=value]" overrides cache_aware
 // parameters of `config` (memory_aware, cost_in_seconds, cold_rendezvous, cohort_wait,
 // eviction_weight, duplicate_weight, queue_duplicate_factor, overload_factor, decode_weight,
-// copy_headroom, gateways, gateway_spill_slack), so variants run side by side
-// (`prefixgate-bench compare --policies cache_aware,cache_aware:memory_aware=false`).
+// copy_headroom, share_copy_siblings, gateways, gateway_spill_slack), so variants run side by
+// side (`prefixgate-bench compare --policies cache_aware,cache_aware:memory_aware=false`).
 // kInvalidValue for an unknown name or option, or an out-of-range config field (param names it).
 Result<std::unique_ptr<RoutingPolicy>> make_policy(std::string_view name,
                                                    const PolicyConfig& config = {});
