@@ -69,13 +69,16 @@ struct SeenKey {
 struct ParseScratch {
   std::vector<Member> members;
   std::vector<Value> items;
+  std::vector<SeenKey> keys;  // the keys of the objects being built, for the duplicate check
 
   void trim() {
     constexpr std::size_t kKeep = 4096;
     members.clear();
     items.clear();
+    keys.clear();
     if (members.capacity() > kKeep) members.shrink_to_fit();
     if (items.capacity() > kKeep) items.shrink_to_fit();
+    if (keys.capacity() > kKeep) keys.shrink_to_fit();
   }
 };
 
@@ -363,9 +366,9 @@ class TreeBuilder {
   std::string_view input_;  // the padded copy simdjson is reading
   std::size_t max_depth_;
   ondemand::document& doc_;
-  std::vector<SeenKey> seen_keys_;
   std::vector<MemberSpan>* root_members_;  // recorded when not null
   ParseScratch& scratch_;
+  std::vector<SeenKey>& seen_keys_ = scratch_.keys;  // after scratch_, which it refers to
   Error error_{ErrorCode::kInvalidJson, {}, {}};
 };
 
