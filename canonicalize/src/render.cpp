@@ -17,6 +17,20 @@ std::string_view trim(std::string_view s) {
 // Appends text while recording where it came from; adjacent pieces of one source merge.
 class Builder {
  public:
+  // Sized once for what `req` will render: its texts and tool lists plus each message's markup
+  // (a 30 KB conversation would otherwise grow the text by doubling, copying it each time).
+  explicit Builder(const ParsedRequest& req) {
+    constexpr std::size_t kMarkupPerMessage = 64;
+    std::size_t bytes = kMarkupPerMessage;
+    for (const Message& m : req.messages) {
+      bytes += kMarkupPerMessage;
+      for (const ContentPart& part : m.parts) bytes += part.text.size();
+    }
+    for (const auto& tools : req.tool_texts) bytes += tools->json.size() + kMarkupPerMessage;
+    out_.text.reserve(bytes);
+    out_.segments.reserve(2 * req.messages.size() + 4);
+  }
+
   void add(std::string_view text, std::string_view source, int message_index) {
     if (text.empty()) return;
     const std::size_t begin = out_.text.size();
@@ -105,7 +119,7 @@ bool is_system_like(Role r) {
 }
 
 RenderedPrompt render_llama3(const ParsedRequest& req) {
-  Builder b;
+  Builder b(req);
   std::size_t tail = std::string::npos;
   const auto last_user = last_user_message(req);
   b.markup("<|begin_of_text|>");
@@ -143,7 +157,7 @@ RenderedPrompt render_llama3(const ParsedRequest& req) {
 }
 
 RenderedPrompt render_chatml(const ParsedRequest& req) {
-  Builder b;
+  Builder b(req);
   std::size_t tail = std::string::npos;
   const auto last_user = last_user_message(req);
   bool tools_done = req.tools.empty();
@@ -179,7 +193,7 @@ RenderedPrompt render_chatml(const ParsedRequest& req) {
 }
 
 RenderedPrompt render_plain(const ParsedRequest& req) {
-  Builder b;
+  Builder b(req);
   std::size_t tail = std::string::npos;
   const auto last_user = last_user_message(req);
   if (!req.tools.empty()) {
