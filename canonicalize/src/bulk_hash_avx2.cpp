@@ -1,6 +1,7 @@
-// Compiled with -mavx2 (canonicalize/CMakeLists.txt). It includes nothing with C++ inline
-// functions: an inline function instantiated here would carry AVX2 instructions, and the linker
-// may keep this copy for callers on any CPU. XXH_INLINE_ALL makes XXH3 static to this file.
+// Compiled with -mavx2 (canonicalize/CMakeLists.txt). It uses no C++ inline function (its own
+// header includes only <cstddef> and <cstdint>): an inline function emitted here would carry AVX2
+// instructions, and the linker may keep this copy for callers on any CPU. XXH_INLINE_ALL makes
+// XXH3 static to this file.
 #include "bulk_hash_avx2.h"
 
 #if defined(__x86_64__)
