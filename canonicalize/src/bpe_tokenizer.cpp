@@ -73,20 +73,41 @@ void BpeTokenizer::encode(std::string_view text, std::vector<TokenId>& out,
   // A section's tokens depend on its bytes, whether it starts the text (its origin, for
   // Metaspace's prepend_scheme "first") and parse_special: what the segment cache is keyed by.
   const auto section = [&](std::size_t begin, std::size_t end) {
-    internal::encode_segment(options, identity_, text.substr(begin, end - begin), begin, out,
-                             byte_offsets, scratch.segment_offsets,
-                             [&](std::vector<TokenId>& o, std::vector<std::size_t>* offs) {
-                               encode_section(text, begin, end, options, o, offs, scratch);
-                             });
+    const std::size_t first = out.size();
+    encode_cached_section(text, begin, end, options, out, byte_offsets, scratch);
+    if (options.stretches != nullptr) {
+      options.stretches->push_back({begin, end, first, out.size(), false});
+    }
   };
   AddedTokenMatcher::Cursor cursor;
   while (const auto m = raw_added_.next(text, cursor, options.parse_special)) {
     if (m->begin > cursor.emitted_end) section(cursor.emitted_end, m->begin);
+    if (options.stretches != nullptr) {
+      options.stretches->push_back({m->begin, m->end, out.size(), out.size() + 1, true});
+    }
     out.push_back(m->token->id);
     if (byte_offsets) byte_offsets->push_back(m->begin);
     cursor.emitted_end = m->end;
   }
   if (cursor.emitted_end < text.size()) section(cursor.emitted_end, text.size());
+}
+
+void BpeTokenizer::encode_stretch(std::string_view text, std::size_t begin, std::size_t end,
+                                  const EncodeOptions& options, std::vector<TokenId>& out,
+                                  std::vector<std::size_t>& byte_offsets) const {
+  Scratch scratch;
+  encode_cached_section(text, begin, end, options, out, &byte_offsets, scratch);
+}
+
+void BpeTokenizer::encode_cached_section(std::string_view text, std::size_t begin, std::size_t end,
+                                         const EncodeOptions& options, std::vector<TokenId>& out,
+                                         std::vector<std::size_t>* byte_offsets,
+                                         Scratch& scratch) const {
+  internal::encode_segment(options, identity_, text.substr(begin, end - begin), begin, out,
+                           byte_offsets, scratch.segment_offsets,
+                           [&](std::vector<TokenId>& o, std::vector<std::size_t>* offs) {
+                             encode_section(text, begin, end, options, o, offs, scratch);
+                           });
 }
 
 void BpeTokenizer::encode_section(std::string_view text, std::size_t begin, std::size_t end,

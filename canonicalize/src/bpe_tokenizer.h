@@ -45,6 +45,9 @@ class BpeTokenizer final : public Tokenizer {
   std::uint64_t identity() const override { return identity_; }
   void encode(std::string_view text, std::vector<TokenId>& out, const EncodeOptions& options,
               std::vector<std::size_t>* byte_offsets) const override;
+  void encode_stretch(std::string_view text, std::size_t begin, std::size_t end,
+                      const EncodeOptions& options, std::vector<TokenId>& out,
+                      std::vector<std::size_t>& byte_offsets) const override;
   std::string decode(std::span<const TokenId> ids) const override;
   std::optional<TokenId> special_token(std::string_view text) const override;
   bool is_special(TokenId id) const override;
@@ -58,6 +61,10 @@ class BpeTokenizer final : public Tokenizer {
     std::vector<std::uint32_t> lengths;
     std::vector<std::size_t> segment_offsets;
   };
+  // encode_section through the segment cache (when options has one).
+  void encode_cached_section(std::string_view text, std::size_t begin, std::size_t end,
+                             const EncodeOptions& options, std::vector<TokenId>& out,
+                             std::vector<std::size_t>* byte_offsets, Scratch& scratch) const;
   // Encodes text[begin, end), which holds no raw added token.
   void encode_section(std::string_view text, std::size_t begin, std::size_t end,
                       const EncodeOptions& options, std::vector<TokenId>& out,

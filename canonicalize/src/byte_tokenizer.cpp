@@ -40,11 +40,11 @@ class ByteTokenizer final : public Tokenizer {
     if (byte_offsets != nullptr) byte_offsets->reserve(byte_offsets->size() + text.size());
     std::vector<std::size_t> scratch;
     const auto bytes = [&](std::size_t begin, std::size_t end) {
-      const std::string_view segment = text.substr(begin, end - begin);
-      internal::encode_segment(options, kIdentity, segment, begin, out, byte_offsets, scratch,
-                               [&](std::vector<TokenId>& o, std::vector<std::size_t>* offs) {
-                                 append_bytes(segment, begin, o, offs);
-                               });
+      const std::size_t first = out.size();
+      encode_bytes(text, begin, end, options, out, byte_offsets, scratch);
+      if (options.stretches != nullptr && end > begin) {
+        options.stretches->push_back({begin, end, first, out.size(), false});
+      }
     };
     if (!options.parse_special) {
       bytes(0, text.size());
@@ -56,10 +56,20 @@ class ByteTokenizer final : public Tokenizer {
       const std::size_t end = m ? m->begin : text.size();
       bytes(pos, end);
       if (!m) break;
+      if (options.stretches != nullptr) {
+        options.stretches->push_back({m->begin, m->end, out.size(), out.size() + 1, true});
+      }
       out.push_back(m->token->id);
       if (byte_offsets) byte_offsets->push_back(m->begin);
       pos = m->end;
     }
+  }
+
+  void encode_stretch(std::string_view text, std::size_t begin, std::size_t end,
+                      const EncodeOptions& options, std::vector<TokenId>& out,
+                      std::vector<std::size_t>& byte_offsets) const override {
+    std::vector<std::size_t> scratch;
+    encode_bytes(text, begin, end, options, out, &byte_offsets, scratch);
   }
 
   std::string decode(std::span<const TokenId> ids) const override {
@@ -79,6 +89,9 @@ class ByteTokenizer final : public Tokenizer {
     return id >= kFirstSpecialId && id < kFirstSpecialId + kSpecials.size();
   }
 
+ protected:
+  bool one_token_per_stretch_byte() const override { return true; }
+
   std::optional<TokenId> special_token(std::string_view text) const override {
     for (std::size_t i = 0; i < kSpecials.size(); ++i) {
       if (kSpecials[i] == text) return static_cast<TokenId>(kFirstSpecialId + i);
@@ -87,6 +100,18 @@ class ByteTokenizer final : public Tokenizer {
   }
 
  private:
+  // The tokens of text[begin, end), which holds no special token, through the segment cache.
+  static void encode_bytes(std::string_view text, std::size_t begin, std::size_t end,
+                           const EncodeOptions& options, std::vector<TokenId>& out,
+                           std::vector<std::size_t>* byte_offsets,
+                           std::vector<std::size_t>& scratch) {
+    const std::string_view segment = text.substr(begin, end - begin);
+    internal::encode_segment(options, kIdentity, segment, begin, out, byte_offsets, scratch,
+                             [&](std::vector<TokenId>& o, std::vector<std::size_t>* offs) {
+                               append_bytes(segment, begin, o, offs);
+                             });
+  }
+
   // A widening copy, which the compiler vectorizes: this is what keeps the tokenizer at memory
   // speed.
   static void append_bytes(std::string_view bytes, std::size_t offset, std::vector<TokenId>& out,

@@ -266,7 +266,7 @@ std::size_t breakpoint_tokens(const ChatConversion& conversion, const ParsedRequ
                               const AnalyzedPrompt& prompt) {
   const std::vector<std::size_t> bytes = breakpoint_bytes(conversion, chat, prompt.rendered);
   if (bytes.empty() || bytes.back() == 0 || prompt.tokens.tokens.empty()) return 0;
-  return std::min(prompt.tokens.token_at_byte(bytes.back() - 1) + 1, prompt.tokens.tokens.size());
+  return std::min(prompt.token_at_byte(bytes.back() - 1) + 1, prompt.tokens.tokens.size());
 }
 
 }  // namespace prefixgate::canon

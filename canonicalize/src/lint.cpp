@@ -80,7 +80,7 @@ PromptLint lint_prompt(const AnalyzedPrompt& prompt, const LintOptions& options)
       f.prompt_end = seg.begin + span.end;
       f.in_volatile_tail = f.prompt_begin >= r.volatile_tail_begin;
       f.severity = f.in_volatile_tail ? std::min(span.severity, Severity::kInfo) : span.severity;
-      f.token_offset = prompt.tokens.token_at_byte(f.prompt_begin);
+      f.token_offset = prompt.token_at_byte(f.prompt_begin);
       f.field = seg.source;
       f.excerpt = std::string(text.substr(span.begin, span.end - span.begin));
       if (options.explain) {
@@ -93,9 +93,8 @@ PromptLint lint_prompt(const AnalyzedPrompt& prompt, const LintOptions& options)
       out.findings.push_back(std::move(f));
     }
   }
-  out.stable_prefix_tokens = first_break >= r.text.size()
-                                 ? prompt.tokens.tokens.size()
-                                 : prompt.tokens.token_at_byte(first_break);
+  out.stable_prefix_tokens = first_break >= r.text.size() ? prompt.tokens.tokens.size()
+                                                          : prompt.token_at_byte(first_break);
   return out;
 }
 
@@ -143,7 +142,7 @@ PromptLint lint_request(const ParsedRequest& request, const PromptModel& model,
   f.excerpt = r.text.substr(f.prompt_begin, f.prompt_end - f.prompt_begin);
   f.in_volatile_tail = f.prompt_begin >= r.volatile_tail_begin;
   f.severity = f.in_volatile_tail ? Severity::kInfo : Severity::kError;
-  f.token_offset = prompt.tokens.token_at_byte(f.prompt_begin);
+  f.token_offset = prompt.token_at_byte(f.prompt_begin);
   if (options.explain) {
     f.message = f.in_volatile_tail
                     ? "the model's chat template writes today's date after the cacheable prefix"

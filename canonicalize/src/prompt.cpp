@@ -7,9 +7,16 @@
 
 namespace prefixgate::canon {
 
+std::size_t AnalyzedPrompt::token_at_byte(std::size_t offset) const {
+  if (tokens.stretches.empty() || tokenizer == nullptr) return tokens.token_at_byte(offset);
+  return tokenizer->token_at_byte(
+      rendered.text, tokens.stretches, offset,
+      EncodeOptions{.parse_special = true, .segment_cache = segment_cache}, stretch_scratch);
+}
+
 std::size_t AnalyzedPrompt::stable_prefix_tokens() const {
   if (rendered.volatile_tail_begin >= rendered.text.size()) return tokens.tokens.size();
-  return tokens.token_at_byte(rendered.volatile_tail_begin);
+  return token_at_byte(rendered.volatile_tail_begin);
 }
 
 Result<AnalyzedPrompt> analyze_prompt(const ParsedRequest& request, const PromptModel& model,
@@ -27,8 +34,11 @@ Status analyze_prompt_into(const ParsedRequest& request, const PromptModel& mode
   if (!rendered) return rendered.error();
   out.block_size = model.block_size;
   out.rendered = std::move(*rendered);
+  out.tokenizer = model.tokenizer;
+  out.segment_cache = model.segment_cache;
+  out.stretch_scratch.clear();
   tokenize_request_into(request, out.rendered, *model.tokenizer, model.segment_cache, out.tokens,
-                        offsets == ByteOffsets::kKeep);
+                        offsets);
   const std::uint64_t root = block_hash_root(model.model_id, request.cache_salt);
   if (model.remember_block_hashes) {
     thread_local BlockHashMemo memo;

@@ -270,16 +270,21 @@ std::size_t TokenizedPrompt::token_at_byte(std::size_t offset) const {
 namespace {
 
 void tokenize_prompt_into(const RenderedPrompt& prompt, const Tokenizer& tokenizer,
-                          SegmentCache* cache, TokenizedPrompt& out, bool byte_offsets) {
+                          SegmentCache* cache, TokenizedPrompt& out, ByteOffsets offsets) {
   out.tokens.clear();
   out.byte_offsets.clear();
+  out.stretches.clear();
+  const bool keep = offsets == ByteOffsets::kKeep;
   // At most one token per byte: one allocation each instead of a doubling series, which for
   // large prompts means fresh pages (and page faults) on every growth.
   out.tokens.reserve(prompt.text.size());
-  if (byte_offsets) out.byte_offsets.reserve(prompt.text.size());
-  tokenizer.encode(prompt.text, out.tokens,
-                   EncodeOptions{.parse_special = true, .segment_cache = cache},
-                   byte_offsets ? &out.byte_offsets : nullptr);
+  if (keep) out.byte_offsets.reserve(prompt.text.size());
+  tokenizer.encode(
+      prompt.text, out.tokens,
+      EncodeOptions{.parse_special = true,
+                    .segment_cache = cache,
+                    .stretches = offsets == ByteOffsets::kOnDemand ? &out.stretches : nullptr},
+      keep ? &out.byte_offsets : nullptr);
 }
 
 }  // namespace
@@ -287,24 +292,26 @@ void tokenize_prompt_into(const RenderedPrompt& prompt, const Tokenizer& tokeniz
 TokenizedPrompt tokenize_prompt(const RenderedPrompt& prompt, const Tokenizer& tokenizer,
                                 SegmentCache* cache) {
   TokenizedPrompt out;
-  tokenize_prompt_into(prompt, tokenizer, cache, out, true);
+  tokenize_prompt_into(prompt, tokenizer, cache, out, ByteOffsets::kKeep);
   return out;
 }
 
 void tokenize_request_into(const ParsedRequest& request, const RenderedPrompt& prompt,
                            const Tokenizer& tokenizer, SegmentCache* cache, TokenizedPrompt& out,
-                           bool byte_offsets) {
+                           ByteOffsets offsets) {
   if (request.endpoint == Endpoint::kCompletions && !request.prompts.empty() &&
       request.prompts[0].is_tokens) {
     out.tokens = request.prompts[0].token_ids;
-    if (byte_offsets) {
+    out.stretches.clear();
+    // No text: every token maps to byte 0, whatever was asked for.
+    if (offsets != ByteOffsets::kSkip) {
       out.byte_offsets.assign(out.tokens.size(), 0);
     } else {
       out.byte_offsets.clear();
     }
     return;
   }
-  tokenize_prompt_into(prompt, tokenizer, cache, out, byte_offsets);
+  tokenize_prompt_into(prompt, tokenizer, cache, out, offsets);
 }
 
 TokenizedPrompt tokenize_request(const ParsedRequest& request, const RenderedPrompt& prompt,

@@ -60,10 +60,11 @@ Status analyze_request(PreparedRequest& out, const PrepOptions& options,
       if (prompt.tokens.tokens.capacity() > kKeepTokens) prompt = canon::AnalyzedPrompt{};
     }
   } trim;
-  // Token offsets only where something maps a byte to its token: lint's findings and an agent
-  // request's cache_control breakpoint.
-  const canon::ByteOffsets offsets =
-      options.lint || conversion != nullptr ? canon::ByteOffsets::kKeep : canon::ByteOffsets::kSkip;
+  // A byte's token only where something asks for one, lint's findings and an agent request's
+  // cache_control breakpoint: found from the stretches, not from an offset per token.
+  const canon::ByteOffsets offsets = options.lint || conversion != nullptr
+                                         ? canon::ByteOffsets::kOnDemand
+                                         : canon::ByteOffsets::kSkip;
   Status analyzed = canon::analyze_prompt_into(req, model, prompt, render, offsets);
   if (!analyzed && options.template_errors != nullptr) {
     options.template_errors->add({entry.name.empty() ? "default" : entry.name,

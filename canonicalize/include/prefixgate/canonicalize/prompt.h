@@ -41,7 +41,18 @@ struct AnalyzedPrompt {
   TokenizedPrompt tokens;
   std::vector<std::uint64_t> block_hashes;
   std::size_t block_size = kDefaultBlockSize;
+  // The tokenizer and cache it was tokenized with (borrowed from the PromptModel): what
+  // token_at_byte re-encodes a stretch with when tokens.stretches stand in for the offsets.
+  const Tokenizer* tokenizer = nullptr;
+  SegmentCache* segment_cache = nullptr;
 
+  // The stretch token_at_byte encoded last, kept for the next question about it.
+  mutable Tokenizer::StretchScratch stretch_scratch;
+
+  // Index of the token containing byte `offset` of rendered.text, from tokens.byte_offsets or,
+  // analyzed with ByteOffsets::kOnDemand, from tokens.stretches. Not for concurrent use on one
+  // prompt (stretch_scratch).
+  std::size_t token_at_byte(std::size_t offset) const;
   // Tokens before the volatile tail (the last user turn's content).
   std::size_t stable_prefix_tokens() const;
 };
@@ -50,11 +61,10 @@ struct AnalyzedPrompt {
 Result<AnalyzedPrompt> analyze_prompt(const ParsedRequest& request, const PromptModel& model,
                                       const ChatRenderOptions& options = {});
 
-// Whether analyze_prompt_into records each token's byte offset (tokens.byte_offsets), which
-// token_at_byte, stable_prefix_tokens and lint need. A caller that only routes on the hashes
-// skips them: on a 32 KB prompt they are 8 bytes written per token, more than the tokens.
-enum class ByteOffsets { kKeep, kSkip };
-
+// What analyze_prompt_into records for token_at_byte, stable_prefix_tokens and lint
+// (ByteOffsets, render.h). A caller that only routes on the hashes skips it; one that asks
+// about a few bytes (a gateway linting each request) takes kOnDemand: on a 32 KB prompt
+// the offsets are 8 bytes written per token, more than the tokens.
 // The same into `out`, reusing the capacity of its token and offset vectors: a caller that
 // analyzes one request after another on a thread keeps one AnalyzedPrompt and allocates them
 // once. On an error `out` is left unspecified.

@@ -61,10 +61,21 @@ struct RenderedPrompt {
 // Renders a chat request through `tmpl`, or a completion request's first prompt as-is.
 RenderedPrompt render_prompt(const ParsedRequest& request, ChatTemplate tmpl);
 
+// What a tokenization records besides the tokens, for finding the token of a byte later:
+//   kKeep      each token's byte offset (TokenizedPrompt::byte_offsets);
+//   kOnDemand  only where each stretch between added tokens starts (TokenizedPrompt::stretches,
+//              a few per message): a byte's token is then found by re-encoding the one stretch
+//              it lies in (Tokenizer::token_at_byte), which costs less than an offset per token
+//              whenever few bytes are asked about;
+//   kSkip      nothing: for a caller that only routes on the hashes.
+enum class ByteOffsets { kKeep, kOnDemand, kSkip };
+
 struct TokenizedPrompt {
   std::vector<TokenId> tokens;
-  // Start of each token in the rendered text; empty when the tokenization was asked for none.
+  // Start of each token in the rendered text; empty unless tokenized with ByteOffsets::kKeep.
   std::vector<std::size_t> byte_offsets;
+  // The encoding's stretches; empty unless tokenized with ByteOffsets::kOnDemand.
+  std::vector<EncodedStretch> stretches;
 
   // Index of the token containing byte `offset` (the last token for offsets past the end).
   // Needs the byte offsets: it is a programming error to ask without them.
@@ -78,10 +89,11 @@ TokenizedPrompt tokenize_prompt(const RenderedPrompt& prompt, const Tokenizer& t
                                 SegmentCache* cache = nullptr);
 TokenizedPrompt tokenize_request(const ParsedRequest& request, const RenderedPrompt& prompt,
                                  const Tokenizer& tokenizer, SegmentCache* cache = nullptr);
-// tokenize_request() into `out`, replacing its contents but keeping its vectors' capacity;
-// without `byte_offsets`, out.byte_offsets is left empty.
+// tokenize_request() into `out`, replacing its contents but keeping its vectors' capacity,
+// recording what `offsets` asks for (a completion prompt given as token ids gets byte offsets,
+// all 0, unless kSkip).
 void tokenize_request_into(const ParsedRequest& request, const RenderedPrompt& prompt,
                            const Tokenizer& tokenizer, SegmentCache* cache, TokenizedPrompt& out,
-                           bool byte_offsets = true);
+                           ByteOffsets offsets = ByteOffsets::kKeep);
 
 }  // namespace prefixgate::canon

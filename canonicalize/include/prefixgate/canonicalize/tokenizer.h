@@ -38,6 +38,19 @@
 
 namespace prefixgate::canon {
 
+// One unit of an encoding: a stretch of text between added tokens (the points where every
+// tokenizer here splits its input, so a stretch's tokens depend only on its own bytes, where it
+// starts and parse_special), or one added token. encode() lists them when asked
+// (EncodeOptions::stretches): a caller that skipped the per-token byte offsets can still find a
+// byte's token later (Tokenizer::token_at_byte), re-encoding at most the stretch it lies in.
+struct EncodedStretch {
+  std::size_t byte_begin = 0;   // in the encoded text
+  std::size_t byte_end = 0;     // the stretch's end (an added token: its match, stripped space too)
+  std::size_t token_begin = 0;  // index in encode()'s `out` of its first token
+  std::size_t token_end = 0;
+  bool added_token = false;
+};
+
 struct EncodeOptions {
   // Recognise the text of special tokens ("<|eot_id|>") and emit their ids. Off means such
   // text is tokenized as ordinary text, as for untrusted user content (Hugging Face's
@@ -47,6 +60,8 @@ struct EncodeOptions {
   // Stretches of text between special tokens are looked up in (and added to) this cache, with
   // the same ids and offsets as without it (segment_cache.h). Borrowed; null = none.
   SegmentCache* segment_cache = nullptr;
+  // When set, encode() appends an EncodedStretch for each stretch and added token, in order.
+  std::vector<EncodedStretch>* stretches = nullptr;
 };
 
 class Tokenizer {
@@ -70,6 +85,28 @@ class Tokenizer {
                       const EncodeOptions& options = {},
                       std::vector<std::size_t>* byte_offsets = nullptr) const = 0;
 
+  // The tokens and byte offsets (into `text`) that encode(text, ..., options) gives for its
+  // stretch text[begin, end), which must be one that encode() listed (not an added token).
+  // Through options.segment_cache when set; options.stretches is not used.
+  virtual void encode_stretch(std::string_view text, std::size_t begin, std::size_t end,
+                              const EncodeOptions& options, std::vector<TokenId>& out,
+                              std::vector<std::size_t>& byte_offsets) const = 0;
+
+  // What TokenizedPrompt::token_at_byte gives from the byte offsets of encode(text, out,
+  // options), found from the stretches encode() listed instead: the index of the last token
+  // whose offset is at most `offset` (0 when none is). At most the stretch that `offset` lies in
+  // is encoded again, into `scratch` (reused, so that asking about several bytes of one stretch
+  // encodes it once; clear it when `text` changes).
+  struct StretchScratch {
+    std::size_t stretch = static_cast<std::size_t>(-1);  // which stretch the vectors hold
+    std::vector<TokenId> tokens;
+    std::vector<std::size_t> offsets;
+    void clear() { stretch = static_cast<std::size_t>(-1); }
+  };
+  std::size_t token_at_byte(std::string_view text, std::span<const EncodedStretch> stretches,
+                            std::size_t offset, const EncodeOptions& options,
+                            StretchScratch& scratch) const;
+
   // The text of the tokens (special tokens as their text), through the tokenizer.json decoder
   // as Hugging Face decodes, so decode(encode(text)) == text wherever Hugging Face gives the
   // text back. Bytes that are not UTF-8 (a character split across ids) are returned as bytes,
@@ -84,6 +121,11 @@ class Tokenizer {
   // Whether `id` is a special token (marked special in tokenizer.json, or one of the byte
   // tokenizer's). Servers leave these out of generated text, as skip_special_tokens does.
   virtual bool is_special(TokenId id) const = 0;
+
+ protected:
+  // Whether the token of a stretch's byte i is its token i (the byte tokenizer's): then
+  // token_at_byte needs no encoding at all.
+  virtual bool one_token_per_stretch_byte() const { return false; }
 };
 
 // The byte tokenizer's special tokens, in id order from 256.
