@@ -154,9 +154,13 @@ void check_analyzed(const Tokenizer& tok) {
     for (std::size_t i = 0; i <= on_demand.rendered.text.size(); ++i) {
       ASSERT_EQ(on_demand.token_at_byte(i), with_offsets.token_at_byte(i)) << "byte " << i;
     }
-    // And the first again, into the same prompts.
+    // And the first again, into the same prompts: the stretch kept from the other request
+    // must not answer for this one's stretch of the same index.
     ASSERT_TRUE(analyze_prompt_into(*req, model, with_offsets, {}, ByteOffsets::kKeep));
     ASSERT_TRUE(analyze_prompt_into(*req, model, on_demand, {}, ByteOffsets::kOnDemand));
+    for (std::size_t i = 0; i <= on_demand.rendered.text.size(); ++i) {
+      ASSERT_EQ(on_demand.token_at_byte(i), with_offsets.token_at_byte(i)) << "byte " << i;
+    }
   }
 }
 
