@@ -155,9 +155,16 @@ void check_analyzed(const Tokenizer& tok) {
       ASSERT_EQ(on_demand.token_at_byte(i), with_offsets.token_at_byte(i)) << "byte " << i;
     }
     // And the first again, into the same prompts: the stretch kept from the other request
-    // must not answer for this one's stretch of the same index.
+    // must not answer for this one's stretch of the same index, asked about first.
+    const std::size_t kept = on_demand.stretch_scratch.stretch;
     ASSERT_TRUE(analyze_prompt_into(*req, model, with_offsets, {}, ByteOffsets::kKeep));
     ASSERT_TRUE(analyze_prompt_into(*req, model, on_demand, {}, ByteOffsets::kOnDemand));
+    if (kept < on_demand.tokens.stretches.size()) {
+      const EncodedStretch& s = on_demand.tokens.stretches[kept];
+      for (std::size_t i = s.byte_begin; i < s.byte_end; ++i) {
+        ASSERT_EQ(on_demand.token_at_byte(i), with_offsets.token_at_byte(i)) << "byte " << i;
+      }
+    }
     for (std::size_t i = 0; i <= on_demand.rendered.text.size(); ++i) {
       ASSERT_EQ(on_demand.token_at_byte(i), with_offsets.token_at_byte(i)) << "byte " << i;
     }
