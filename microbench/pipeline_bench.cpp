@@ -6,6 +6,7 @@
 #include <random>
 #include <string>
 
+#include "prefixgate/canonicalize/lint.h"
 #include "prefixgate/canonicalize/policy.h"
 #include "prefixgate/canonicalize/prompt.h"
 
@@ -48,9 +49,11 @@ std::string make_request(std::size_t bytes) {
   return body;
 }
 
-// As the gateway routes: no token byte offsets (ByteOffsets::kSkip), unless `offsets` (as lint
-// and the agent APIs' breakpoints need them).
-void parse_canonicalize_render_hash(benchmark::State& state, ByteOffsets offsets) {
+// As the gateway routes without lint: no token byte offsets (ByteOffsets::kSkip). With `lint`,
+// as it routes by default: the prompt linted too, its findings' tokens found from the offsets
+// (kKeep) or from the stretches (kOnDemand, what the gateway does).
+void parse_canonicalize_render_hash(benchmark::State& state, ByteOffsets offsets,
+                                    bool lint = false) {
   const std::string body = make_request(static_cast<std::size_t>(state.range(0)));
   auto tokenizer = make_byte_tokenizer();
   const PromptModel model{ChatTemplate::kLlama3, tokenizer.get(), 16, "builtin:tiny"};
@@ -68,6 +71,7 @@ void parse_canonicalize_render_hash(benchmark::State& state, ByteOffsets offsets
       state.SkipWithError("analyze_prompt_into failed");
       return;
     }
+    if (lint) benchmark::DoNotOptimize(lint_prompt(p, {.explain = false}).stable_prefix_tokens);
     benchmark::DoNotOptimize(p.block_hashes.data());
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * body.size()));
@@ -78,8 +82,16 @@ void BM_ParseCanonicalizeRenderHash(benchmark::State& state) {
 void BM_ParseCanonicalizeRenderHashWithOffsets(benchmark::State& state) {
   parse_canonicalize_render_hash(state, ByteOffsets::kKeep);
 }
+void BM_ParseCanonicalizeRenderHashLint(benchmark::State& state) {
+  parse_canonicalize_render_hash(state, ByteOffsets::kOnDemand, /*lint=*/true);
+}
+void BM_ParseCanonicalizeRenderHashLintWithOffsets(benchmark::State& state) {
+  parse_canonicalize_render_hash(state, ByteOffsets::kKeep, /*lint=*/true);
+}
 BENCHMARK(BM_ParseCanonicalizeRenderHash)->Arg(1 << 10)->Arg(32 << 10)->Arg(1 << 20);
 BENCHMARK(BM_ParseCanonicalizeRenderHashWithOffsets)->Arg(32 << 10);
+BENCHMARK(BM_ParseCanonicalizeRenderHashLint)->Arg(32 << 10);
+BENCHMARK(BM_ParseCanonicalizeRenderHashLintWithOffsets)->Arg(32 << 10);
 
 void BM_BlockHashes(benchmark::State& state) {
   std::vector<TokenId> tokens(static_cast<std::size_t>(state.range(0)));
