@@ -340,7 +340,9 @@ Result<json::Value> parse_body(std::string_view body, const RequestLimits& limit
                                                 " bytes; the limit is " +
                                                 std::to_string(limits.max_body_bytes));
   }
-  const json::ParseLimits parse_limits{limits.max_body_bytes, limits.max_depth};
+  const json::ParseLimits parse_limits{.max_bytes = limits.max_body_bytes,
+                                       .max_depth = limits.max_depth,
+                                       .readable_past_end = limits.readable_past_end};
   if (source == nullptr) return json::parse(body, parse_limits);
   std::vector<json::MemberSpan> spans;
   auto doc = json::parse(body, parse_limits, spans);

@@ -351,5 +351,47 @@ TEST(JsonParseTest, MutatedDocumentsNeverCrashAndRoundTrip) {
   EXPECT_GT(accepted, 100);  // the mutations must leave some documents valid
 }
 
+// A text whose buffer has the parser's padding past its end is parsed where it lies, whatever
+// that padding holds: the same value or the same error as from a copy, for mutated documents
+// (valid and not) followed by bytes that would continue them ("1", "]", "\"", ...).
+TEST(JsonParseTest, ParsesInPlaceAsFromACopy) {
+  const std::string seed_doc =
+      R"({"model":"m","messages":[{"role":"user","content":"h\u00e9 \"x\""}],"n":[1,-2.5e-3,true,null]})";
+  std::mt19937_64 rng(0xface);
+  const std::string alphabet = "{}[]\":,\\ 0123456789-.eEtrufalsn\x01\x80\xC3";
+  const std::vector<std::string> pads = {
+      std::string(kParsePadding, '1'), std::string(kParsePadding, ']'),
+      std::string(kParsePadding, '"'), std::string(kParsePadding, '\\'),
+      std::string(kParsePadding, '\0')};
+  for (int round = 0; round < 3000; ++round) {
+    std::string text =
+        seed_doc.substr(0, round % 7 == 0 ? rng() % seed_doc.size() : std::string::npos);
+    for (int k = 0; k < static_cast<int>(rng() % 3); ++k) {
+      const std::size_t pos = rng() % (text.size() + 1);
+      text.insert(pos, 1, alphabet[rng() % alphabet.size()]);
+    }
+    const std::string& pad = pads[rng() % pads.size()];
+    const std::string buffer = text + pad;
+    ParseLimits in_place;
+    in_place.readable_past_end = pad.size();
+    std::vector<MemberSpan> copied_spans, in_place_spans;
+    Result<Value> copied = parse(text, ParseLimits{}, copied_spans);
+    Result<Value> direct =
+        parse(std::string_view(buffer.data(), text.size()), in_place, in_place_spans);
+    ASSERT_EQ(direct.ok(), copied.ok()) << testing::PrintToString(text);
+    if (copied.ok()) {
+      EXPECT_EQ(*direct, *copied) << testing::PrintToString(text);
+      ASSERT_EQ(in_place_spans.size(), copied_spans.size());
+      for (std::size_t i = 0; i < copied_spans.size(); ++i) {
+        EXPECT_EQ(in_place_spans[i].begin, copied_spans[i].begin);
+        EXPECT_EQ(in_place_spans[i].end, copied_spans[i].end);
+      }
+    } else {
+      EXPECT_EQ(direct.error().code, copied.error().code) << testing::PrintToString(text);
+      EXPECT_EQ(direct.error().message, copied.error().message) << testing::PrintToString(text);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace prefixgate::json

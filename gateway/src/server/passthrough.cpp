@@ -103,7 +103,8 @@ Awaitable<bool> handle_passthrough(Connection& c, const Request& req, RequestInf
 Awaitable<bool> handle_explain(Connection& c, const Request& req, RequestInfo& info,
                                canon::Api api) {
   GatewayContext& ctx = c.ctx;
-  auto prep = prepare_request(req.body(), api, info.tenant, ctx.prep);
+  auto prep = prepare_request(req.body(), api, info.tenant, ctx.prep,
+                              serving::readable_past_end(req.body()));
   if (!prep) {
     const Error& e = prep.error();
     co_return co_await write_response(c, info, error_response(req, e, info.keep_alive));

@@ -3,6 +3,7 @@
 #include "prefixgate/canonicalize/lint.h"
 #include "prefixgate/canonicalize/prompt.h"
 #include "prefixgate/model_folder/prompt_model.h"
+#include "prefixgate/serving/request_body.h"
 
 namespace prefixgate::gateway::server {
 
@@ -97,8 +98,11 @@ Status analyze_request(PreparedRequest& out, const PrepOptions& options,
   return {};
 }
 
+// The request bodies the servers read leave the parser's padding past their end.
+static_assert(serving::kReadablePastEnd >= json::kParsePadding);
+
 Result<PreparedRequest> prepare_request(std::string_view body, canon::Api api, const Tenant& tenant,
-                                        const PrepOptions& options) {
+                                        const PrepOptions& options, std::size_t readable_past_end) {
   if (api == canon::Api::kMessages || api == canon::Api::kResponses) {
     return prepare_agent_request(body, api, tenant, options);
   }
@@ -109,7 +113,9 @@ Result<PreparedRequest> prepare_request(std::string_view body, canon::Api api, c
   // only the members a rule rewrote (a 30 KB conversation whose tools were put in canonical
   // form is mostly copied, not written again).
   thread_local std::vector<json::SourceMember> source;
-  auto parsed = canon::parse_request(body, endpoint, options.limits, source);
+  canon::RequestLimits limits = options.limits;
+  limits.readable_past_end = readable_past_end;
+  auto parsed = canon::parse_request(body, endpoint, limits, source);
   if (!parsed) return parsed.error();
   PreparedRequest out;
   out.api = api;

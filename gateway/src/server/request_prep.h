@@ -83,8 +83,11 @@ std::string session_key_for(std::string_view header, const json::Value& body,
 
 // Errors: the request's (parse, limits), and the model's chat template refusing it when the
 // model's template_errors is reject (400, as the engine would answer).
+// `readable_past_end`: bytes of the body's buffer past its end (serving::readable_past_end);
+// with the JSON parser's padding there the body is parsed where it lies.
 Result<PreparedRequest> prepare_request(std::string_view body, canon::Api api, const Tenant& tenant,
-                                        const PrepOptions& options);
+                                        const PrepOptions& options,
+                                        std::size_t readable_past_end = 0);
 // prepare_request() for kMessages and kResponses (agent_prep.cpp).
 Result<PreparedRequest> prepare_agent_request(std::string_view body, canon::Api api,
                                               const Tenant& tenant, const PrepOptions& options);

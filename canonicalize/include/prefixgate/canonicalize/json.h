@@ -124,7 +124,13 @@ struct ParseLimits {
   std::size_t max_depth = 64;         // deeper nesting is kTooDeep
   // parse() and the writers recurse once per level of nesting, so max_depth also bounds their
   // stack use; parse() checks it before each descent.
+  // Bytes after the text that lie in the same allocation and may be read (never written), with
+  // any content: from kParsePadding on, the text is parsed where it lies; with fewer it is
+  // first copied into a padded buffer (the parser reads up to that many bytes past the end).
+  std::size_t readable_past_end = 0;
 };
+// What the parser may read past the end of its input (simdjson's SIMDJSON_PADDING).
+inline constexpr std::size_t kParsePadding = 64;
 
 // Parses one JSON document. Errors: kTooLarge, kInvalidJson (syntax, trailing content),
 // kInvalidUtf8 (bad bytes or a lone surrogate escape), kTooDeep, kDuplicateKey. Never throws.

@@ -107,6 +107,8 @@ struct RequestLimits {
   std::size_t max_body_bytes = 16u << 20;
   std::size_t max_depth = 64;
   std::size_t max_messages = 100000;
+  // json::ParseLimits::readable_past_end of the body: what its buffer holds past its end.
+  std::size_t readable_past_end = 0;
 };
 
 // Parses and validates a request body for `endpoint`.

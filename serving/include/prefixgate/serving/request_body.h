@@ -3,7 +3,9 @@
 //
 // string_body's reader grows the string with resize(), which zero-fills every byte before the
 // received bytes are copied over them: a second pass over each request body (a 30 KB agent turn
-// is 30 KB of memset). This reader reserves the announced length once and appends. Writing is
+// is 30 KB of memset). This reader reserves the announced length once and appends. It reserves
+// kReadablePastEnd bytes more, which the JSON parser may read past a body's end: with them it
+// parses the body where it lies instead of copying it (readable_past_end()). Writing is
 // string_body's.
 #pragma once
 
@@ -13,10 +15,19 @@
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/optional/optional.hpp>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
 namespace prefixgate::serving {
+
+// The JSON parser's padding (json::kParsePadding; serving does not depend on canonicalize).
+inline constexpr std::size_t kReadablePastEnd = 64;
+
+// Bytes of `body`'s buffer past its end: json::ParseLimits::readable_past_end for it.
+inline std::size_t readable_past_end(const std::string& body) {
+  return body.capacity() - body.size();
+}
 
 struct RequestBody {
   using value_type = std::string;
@@ -30,11 +41,11 @@ struct RequestBody {
 
     void init(const boost::optional<std::uint64_t>& length, boost::beast::error_code& ec) {
       if (length) {
-        if (*length > body_.max_size()) {
+        if (*length > body_.max_size() - kReadablePastEnd) {
           ec = boost::beast::http::error::buffer_overflow;
           return;
         }
-        body_.reserve(static_cast<std::size_t>(*length));
+        body_.reserve(static_cast<std::size_t>(*length) + kReadablePastEnd);
       }
       ec = {};
     }
