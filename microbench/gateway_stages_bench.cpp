@@ -23,6 +23,7 @@
 #include "prefixgate/canonicalize/block_hash_memo.h"
 #include "prefixgate/canonicalize/prompt.h"
 #include "prefixgate/canonicalize/request.h"
+#include "prefixgate/serving/request_body.h"
 #include "server/canonicalize_stage.h"
 #include "server/model_registry.h"
 #include "server/request_prep.h"
@@ -251,6 +252,7 @@ BENCHMARK_CAPTURE(BM_StageBlockHashesMemo, llama3, true);
 void BM_AgentTurn(benchmark::State& state, bool bpe, bool cache) {
   std::size_t at = 0;
   std::string body = agent_body(static_cast<std::size_t>(state.range(0)), at);
+  body.reserve(body.size() + serving::kReadablePastEnd);  // as the server reads a body
   const Prep prep(bpe, cache);
   if (!prep.error.empty()) {
     state.SkipWithError(prep.error.c_str());
@@ -259,7 +261,8 @@ void BM_AgentTurn(benchmark::State& state, bool bpe, bool cache) {
   std::uint64_t n = 0;
   for (auto _ : state) {
     stamp(body, at, ++n);
-    auto prep_req = prepare_request(body, canon::Api::kChatCompletions, Tenant{}, prep.options);
+    auto prep_req = prepare_request(body, canon::Api::kChatCompletions, Tenant{}, prep.options,
+                                    serving::readable_past_end(body));
     if (!prep_req) {
       state.SkipWithError(prep_req.error().message.c_str());
       return;
