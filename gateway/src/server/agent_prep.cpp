@@ -24,16 +24,16 @@ struct Converted {
 };
 
 // `source` gets the client's bytes of each top-level member.
-Result<Converted> convert(std::string_view body, canon::Api api, const PrepOptions& options,
+Result<Converted> convert(std::string_view body, canon::Api api, const canon::RequestLimits& limits,
                           AgentRequestInfo& info, std::vector<json::SourceMember>& source) {
   if (api == canon::Api::kMessages) {
-    auto m = canon::parse_messages_request(body, options.limits, source);
+    auto m = canon::parse_messages_request(body, limits, source);
     if (!m) return m.error();
     info.model = std::move(m->model);
     info.stop_sequences = std::move(m->stop_sequences);
     return Converted{std::move(m->body), std::move(m->chat)};
   }
-  auto r = canon::parse_responses_request(body, options.limits, source);
+  auto r = canon::parse_responses_request(body, limits, source);
   if (!r) return r.error();
   info.model = std::move(r->model);
   info.responses_echo = canon::responses_echo(r->body);
@@ -82,11 +82,14 @@ canon::SourceShape shape_of(canon::Api api) {
 }  // namespace
 
 Result<PreparedRequest> prepare_agent_request(std::string_view body, canon::Api api,
-                                              const Tenant& tenant, const PrepOptions& options) {
+                                              const Tenant& tenant, const PrepOptions& options,
+                                              std::size_t readable_past_end) {
   PreparedRequest out;
   out.api = api;
   std::vector<json::SourceMember> source;  // the client's top-level members, as it sent them
-  auto converted = convert(body, api, options, out.agent, source);
+  canon::RequestLimits limits = options.limits;
+  limits.readable_past_end = readable_past_end;
+  auto converted = convert(body, api, limits, out.agent, source);
   if (!converted) return converted.error();
   auto parsed = canon::parse_request_value(converted->chat.body, canon::Endpoint::kChatCompletions,
                                            options.limits);

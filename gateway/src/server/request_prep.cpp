@@ -104,7 +104,7 @@ static_assert(serving::kReadablePastEnd >= json::kParsePadding);
 Result<PreparedRequest> prepare_request(std::string_view body, canon::Api api, const Tenant& tenant,
                                         const PrepOptions& options, std::size_t readable_past_end) {
   if (api == canon::Api::kMessages || api == canon::Api::kResponses) {
-    return prepare_agent_request(body, api, tenant, options);
+    return prepare_agent_request(body, api, tenant, options, readable_past_end);
   }
   const canon::Endpoint endpoint = api == canon::Api::kCompletions
                                        ? canon::Endpoint::kCompletions

@@ -90,7 +90,8 @@ Result<PreparedRequest> prepare_request(std::string_view body, canon::Api api, c
                                         std::size_t readable_past_end = 0);
 // prepare_request() for kMessages and kResponses (agent_prep.cpp).
 Result<PreparedRequest> prepare_agent_request(std::string_view body, canon::Api api,
-                                              const Tenant& tenant, const PrepOptions& options);
+                                              const Tenant& tenant, const PrepOptions& options,
+                                              std::size_t readable_past_end = 0);
 
 // The steps after parsing, shared by both: the canonicalization stage over out.parsed (returns
 // whether it rewrote the body), the tenant's salt (whether it changed it), and rendering,
