@@ -90,6 +90,9 @@ PromptLint lint_prompt(const AnalyzedPrompt& prompt, const LintOptions& options)
       }
       apply_breakpoint(f, declared, options.explain);
       if (f.severity >= Severity::kWarning) first_break = std::min(first_break, f.prompt_begin);
+      // A prompt with one finding usually has several (a date and a time, each message's):
+      // room for them at once instead of moving each Finding's strings at every doubling.
+      if (out.findings.empty()) out.findings.reserve(8);
       out.findings.push_back(std::move(f));
     }
   }
