@@ -1,4 +1,5 @@
-// JSON: any bytes into json::parse; what parses must survive the RFC 8785 writer:
+// JSON: any bytes into json::parse, from its own padded copy and where they lie (the same
+// result); what parses must survive the RFC 8785 writer:
 // parse -> to_canonical_json -> parse -> to_canonical_json gives the same bytes, the canonical
 // form is_canonical(), and both writers' output parses in simdjson's DOM parser (a second,
 // independent one).
@@ -50,9 +51,24 @@ void check_simdjson(const std::string& text, bool numbers_as_sent) {
 
 }  // namespace
 
+// Parsed where it lies (the padding past its end filled with bytes that would continue it),
+// the same result as from the parser's own padded copy.
+void check_in_place(std::string_view text, const Result<json::Value>& copied) {
+  std::string buffer(text);
+  buffer.append(json::kParsePadding, text.empty() ? '"' : text.back());
+  json::ParseLimits in_place;
+  in_place.readable_past_end = json::kParsePadding;
+  const auto direct = json::parse(std::string_view(buffer.data(), text.size()), in_place);
+  if (direct.ok() != copied.ok()) fail("in place: a different outcome", text);
+  if (copied.ok() ? !(*direct == *copied) : direct.error().message != copied.error().message) {
+    fail("in place: a different result", text);
+  }
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   auto doc = json::parse(text);
+  check_in_place(text, doc);
   if (!doc) return 0;
 
   const std::string compact = json::to_json(*doc);
