@@ -44,15 +44,21 @@ std::string redacted_excerpt(std::string_view text) {
 // findings to the log (at most canonicalization.log_samples_per_s lines per second).
 void record_prep(GatewayContext& ctx, const RequestInfo& info, const PreparedRequest& prep) {
   record_live_prep(ctx, prep);
+  // The clock is read once for the request's samples, and only when one is asked for.
+  SteadyClock::time_point now{};
+  const auto log_allowed = [&] {
+    if (now == SteadyClock::time_point{}) now = SteadyClock::now();
+    return ctx.finding_log.allow(now);
+  };
   if (!prep.template_error.empty()) {
-    if (ctx.finding_log.allow(SteadyClock::now())) {
+    if (log_allowed()) {
       spdlog::info("chat template refused request {}: {} (routed on its text)", info.request_id,
                    prep.template_error);
     }
   }
   for (const StageChange& ch : prep.changes) {
     ctx.m.canonicalization->add({ch.rule, rule_mode_name(ch.mode)});
-    if (ch.mode == RuleMode::kObserve && ctx.finding_log.allow(SteadyClock::now())) {
+    if (ch.mode == RuleMode::kObserve && log_allowed()) {
       // The detail is the stage's own wording ("2 timestamps rounded to 1h"), no prompt text.
       spdlog::info("canonicalization finding (observe): request {} rule {} path {} detail \"{}\"",
                    info.request_id, ch.rule, ch.path, ch.detail);
@@ -60,7 +66,7 @@ void record_prep(GatewayContext& ctx, const RequestInfo& info, const PreparedReq
   }
   for (const PromptFinding& f : prep.findings) {
     ctx.m.findings->add({f.rule});
-    if (ctx.finding_log.allow(SteadyClock::now())) {
+    if (log_allowed()) {
       spdlog::info("prompt finding: request {} rule {} path {} excerpt \"{}\"", info.request_id,
                    f.rule, f.field, redacted_excerpt(f.excerpt));
     }
@@ -71,8 +77,8 @@ Request upstream_request(const Request& req, const RequestInfo& info, std::strin
                          std::string_view target) {
   Request up{http::verb::post, target, 11};
   up.set(http::field::content_type, "application/json");
-  const auto accept = req[http::field::accept];
-  up.set(http::field::accept, accept.empty() ? std::string("*/*") : std::string(accept));
+  const std::string_view accept = req[http::field::accept];
+  up.set(http::field::accept, accept.empty() ? std::string_view("*/*") : accept);
   up.set("x-request-id", info.request_id);
   up.set(http::field::user_agent, "prefixgate");
   up.body() = std::move(body);

@@ -32,8 +32,7 @@ Exchange::~Exchange() {
 }
 
 Awaitable<UpstreamFailure> Exchange::open(Request& req) {
-  const UpstreamConfig& up = ctx_.replicas->upstream(replica_);
-  req.set(http::field::host, up.host + ":" + std::to_string(up.port));
+  req.set(http::field::host, ctx_.host_headers[replica_]);
   req.keep_alive(true);
   req.prepare_payload();
   bool was_pooled = false;
