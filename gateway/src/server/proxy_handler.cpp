@@ -73,16 +73,11 @@ void record_prep(GatewayContext& ctx, const RequestInfo& info, const PreparedReq
   }
 }
 
-Request upstream_request(const Request& req, const RequestInfo& info, std::string body,
-                         std::string_view target) {
-  Request up{http::verb::post, target, 11};
-  up.set(http::field::content_type, "application/json");
+UpstreamPost upstream_post(const Request& req, const RequestInfo& info, std::string body,
+                           std::string_view target) {
   const std::string_view accept = req[http::field::accept];
-  up.set(http::field::accept, accept.empty() ? std::string_view("*/*") : accept);
-  up.set("x-request-id", info.request_id);
-  up.set(http::field::user_agent, "prefixgate");
-  up.body() = std::move(body);
-  return up;
+  return UpstreamPost{target, accept.empty() ? std::string_view("*/*") : accept, info.request_id,
+                      std::move(body)};
 }
 
 }  // namespace
@@ -142,15 +137,15 @@ Awaitable<bool> handle_completion(Connection& c, const Request& req, RequestInfo
   const bool agent_api = api == canon::Api::kMessages || api == canon::Api::kResponses;
   // The request in the upstream's API, made once (the bodies are moved into them): as sent to
   // the path it came on, and for an agent API also its chat equivalent.
-  std::optional<Request> as_sent, as_chat;
-  const auto request_for = [&](bool native) -> Request& {
-    std::optional<Request>& slot = native ? as_sent : as_chat;
+  std::optional<UpstreamPost> as_sent, as_chat;
+  const auto request_for = [&](bool native) -> const UpstreamPost& {
+    std::optional<UpstreamPost>& slot = native ? as_sent : as_chat;
     if (!slot) {
       std::string& body = agent_api && native ? prep->agent.native_body : prep->upstream_body;
       const std::string_view target =
           native ? std::string_view(req.target().data(), req.target().size())
                  : std::string_view(canon::api_path(canon::Api::kChatCompletions));
-      slot = upstream_request(req, info, std::move(body), target);
+      slot = upstream_post(req, info, std::move(body), target);
     }
     return *slot;
   };
