@@ -121,7 +121,9 @@ struct Connection : serving::ConnectionState {
 // What the router learned about a request before handing it to a handler.
 struct RequestInfo {
   std::string request_id;
-  std::string route;  // "/v1/chat/completions", ...
+  // "/v1/chat/completions", ...: a view of the request's target (the request outlives its
+  // RequestInfo) or a literal, not a copy per request.
+  std::string_view route;
   Tenant tenant;
   std::string session_key;  // x-prefixgate-session; see session_key_for()
   std::string api_key;      // the bearer token, "" when none was sent

@@ -92,8 +92,9 @@ Awaitable<bool> route(Connection& c, const Request& req) {
   info.request_id =
       given_id.empty() || given_id.size() > 200 ? new_request_id(ctx) : std::string(given_id);
   const std::string_view path = serving::path_of(req.target());
-  info.route =
-      path.starts_with("/v1/") || path.starts_with("/prefixgate/") ? std::string(path) : "other";
+  info.route = path.starts_with("/v1/") || path.starts_with("/prefixgate/")
+                   ? path
+                   : std::string_view("other");
   const auto method_not_allowed = [&](const char* allowed) {
     Response res =
         error_response(req, http::status::method_not_allowed,

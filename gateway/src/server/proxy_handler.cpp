@@ -176,7 +176,7 @@ Awaitable<bool> handle_completion(Connection& c, const Request& req, RequestInfo
     const RouteDecision d = ctx.replicas->route(route_req, tried, now);
     if (d.reason == RouteReason::kNoHealthyReplica) break;
     tried.push_back(d.replica);
-    ctx.m.decisions->add({std::string(ctx.replicas->policy_name()), route_reason_name(d.reason)});
+    ctx.m.decisions->add({ctx.replicas->policy_name(), route_reason_name(d.reason)});
     ctx.stats->record_decision(d.reason);
     ProxiedRequest p{*prep, info, d, ctx.replicas->upstream(d.replica).url,
                      std::chrono::duration_cast<std::chrono::microseconds>(now - info.received)};
@@ -218,7 +218,6 @@ Awaitable<bool> handle_completion(Connection& c, const Request& req, RequestInfo
     co_return co_await relay_body(c, req, p, ex);
   }
 
-  ProxiedRequest failed{*prep, info, RouteDecision{}, "", std::chrono::microseconds(0)};
   if (ticket) ticket->settle(0);  // no replica answered: nothing was used
   Response res;
   if (tried.empty()) {
