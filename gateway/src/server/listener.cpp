@@ -164,7 +164,7 @@ Awaitable<bool> write_response(Connection& c, const RequestInfo& info, Response 
       res, info, replica,
       std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - info.received));
   c.ctx.m.requests->add({info.route, std::to_string(res.result_int()),
-                         replica.empty() ? "none" : std::string(replica), info.tenant.name});
+                         replica.empty() ? std::string_view("none") : replica, info.tenant.name});
   const bool keep = res.keep_alive();
   co_return co_await serving::write_response(c.io, std::move(res)) && keep;
 }
