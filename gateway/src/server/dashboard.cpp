@@ -47,8 +47,9 @@ void record_live_request(GatewayContext& ctx, const ProxiedRequest& p) {
 void record_live_prep(GatewayContext& ctx, const PreparedRequest& prep) {
   if (prep.changes.empty() && prep.findings.empty()) return;
   LiveStats::PrepRecorder rec = ctx.stats->prep_recorder(unix_now_ms());
-  for (const StageChange& ch : prep.changes)
+  for (const StageChange& ch : prep.changes) {
     rec.change({ch.rule, rule_mode_name(ch.mode), ch.path});
+  }
   for (const PromptFinding& f : prep.findings) {
     rec.finding({f.rule, f.field, f.excerpt, f.token_offset, f.byte_offset});
   }
