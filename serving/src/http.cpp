@@ -7,6 +7,8 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/http/chunk_encode.hpp>
 #include <boost/beast/http/write.hpp>
+#include <charconv>
+#include <stdexcept>
 
 namespace prefixgate::serving {
 namespace {
@@ -35,14 +37,115 @@ Awaitable<beast::error_code> write_head_and_body(beast::tcp_stream& stream, cons
                                                  std::string_view body, std::string& scratch) {
   scratch.clear();
   append_head(head, scratch);
-  const std::array<asio::const_buffer, 2> buffers{asio::buffer(scratch),
+  return write_text(stream, scratch, body);
+}
+
+void append_status_line(unsigned version, unsigned status, std::string_view reason,
+                        std::string& out) {
+  append_version(version, out);
+  out += ' ';
+  out += static_cast<char>('0' + status / 100 % 10);
+  out += static_cast<char>('0' + status / 10 % 10);
+  out += static_cast<char>('0' + status % 10);
+  out += ' ';
+  out += reason;
+  out += "\r\n";
+}
+
+// Beast's trim of a field value: optional whitespace (spaces, tabs) off both ends.
+std::string_view trim_ows(std::string_view v) {
+  while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+  while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+  return v;
+}
+
+}  // namespace
+
+Awaitable<beast::error_code> write_text(beast::tcp_stream& stream, std::string_view head,
+                                        std::string_view body) {
+  const std::array<asio::const_buffer, 2> buffers{asio::buffer(head.data(), head.size()),
                                                   asio::buffer(body.data(), body.size())};
   auto [ec, n] = co_await asio::async_write(stream, buffers, kTuple);
   (void)n;
   co_return ec;
 }
 
-}  // namespace
+HeadText::HeadText(std::string& out, http::verb method, std::string_view target, unsigned version)
+    : out_(out), is_request_(true), method_(method), version_(version) {
+  out_.clear();
+  out_ += http::to_string(method);
+  out_ += ' ';
+  out_ += target;
+  out_ += ' ';
+  append_version(version, out_);
+  out_ += "\r\n";
+}
+
+HeadText::HeadText(std::string& out, http::status status, unsigned version)
+    : out_(out), is_request_(false), status_(status), version_(version) {
+  out_.clear();
+  append_status_line(version, static_cast<unsigned>(status), http::obsolete_reason(status), out_);
+}
+
+void HeadText::set(std::string_view name, std::string_view value) {
+  value = trim_ows(value);
+  out_ += name;
+  out_ += ": ";
+  out_ += value;
+  out_ += "\r\n";
+}
+
+void HeadText::set(http::field name, std::string_view value) {
+  set(std::string_view(http::to_string(name)), value);
+}
+
+void HeadText::keep_alive(bool keep_alive) {
+  // From no Connection field, "close" or "keep-alive" (the only values written here), Beast
+  // arrives at the same value whatever the one before: the version's exception, or none.
+  const std::string_view value =
+      version_ < 11 ? (keep_alive ? "keep-alive" : "") : (keep_alive ? "" : "close");
+  if (!connection_.empty()) {
+    const std::size_t end = out_.find("\r\n", connection_at_) + 2;
+    out_.erase(connection_at_, end - connection_at_);
+  }
+  connection_ = value;
+  if (value.empty()) return;
+  connection_at_ = out_.size();
+  set(http::field::connection, value);
+}
+
+bool HeadText::keep_alive() const {
+  return version_ < 11 ? connection_ == "keep-alive" : connection_ != "close";
+}
+
+void HeadText::prepare_payload(std::size_t size) {
+  if (is_request_) {
+    if (method_ == http::verb::trace && size > 0) {
+      throw std::invalid_argument("invalid request body");
+    }
+    if (size == 0 && method_ != http::verb::options && method_ != http::verb::put &&
+        method_ != http::verb::post) {
+      return;  // no Transfer-Encoding to take chunked off
+    }
+  } else if (size > 0 &&
+             (status_ == http::status::no_content || status_ == http::status::not_modified)) {
+    // Beast refuses these two; its test for 1xx compares the status itself with the class
+    // (status_class(result())), which no status equals, so a 1xx with a body passes.
+    throw std::invalid_argument("invalid response body");
+  }
+  char digits[24];
+  set(http::field::content_length,
+      std::string_view(digits, std::to_chars(digits, digits + sizeof digits, size).ptr));
+}
+
+Awaitable<bool> write_response(Connection& c, HeadText& head, std::string_view body) {
+  head.set(http::field::server, c.server_name);
+  if (c.draining && c.draining->load()) head.keep_alive(false);
+  head.end();
+  c.stream.expires_after(c.write_timeout);
+  const beast::error_code ec = co_await write_text(c.stream, head.text(), body);
+  co_return !ec;
+}
 
 void append_head(const http::request_header<>& head, std::string& out) {
   out += head.method_string();
@@ -55,15 +158,7 @@ void append_head(const http::request_header<>& head, std::string& out) {
 }
 
 void append_head(const http::response_header<>& head, std::string& out) {
-  append_version(head.version(), out);
-  const unsigned status = head.result_int();
-  out += ' ';
-  out += static_cast<char>('0' + status / 100 % 10);
-  out += static_cast<char>('0' + status / 10 % 10);
-  out += static_cast<char>('0' + status % 10);
-  out += ' ';
-  out += head.reason();
-  out += "\r\n";
+  append_status_line(head.version(), head.result_int(), head.reason(), out);
   append_fields(head, out);
 }
 

@@ -287,6 +287,59 @@ TEST(LiveStatsTest, RedactionMasksDigitsAndIdsButKeepsWords) {
   EXPECT_EQ(redact_excerpt(std::string(100, '1'), 60), std::string(60, '9') + "...");
 }
 
+TEST(LiveStatsTest, RedactionAppendsToWhatTheStringHolds) {
+  std::string out = "kept:";
+  append_redacted_excerpt("id 8f3a\n", kExcerptBytes, out);
+  EXPECT_EQ(out, "kept:id 9x9x?");
+  append_redacted_excerpt(std::string(70, 'a'), kExcerptBytes, out);
+  EXPECT_EQ(out, "kept:id 9x9x?" + std::string(60, 'x') + "...");
+}
+
+// A row keeps the latest excerpt of its finding, redacted into the row's own string: a shorter
+// one after a longer one (and the other way) leaves nothing of the one before.
+TEST(LiveStatsTest, ARecurringFindingShowsItsLatestExcerpt) {
+  LiveStats stats({}, {"http://r0"}, "cache_aware", kT0);
+  const auto excerpt_after = [&](std::string_view text, std::int64_t t) {
+    stats.record_finding({"volatile-id", "messages[0].content", text, 1, 2}, t);
+    stats.tick(t + 1000, replicas(1));
+    const json::Value doc = parse(stats.to_json());
+    const json::Array& findings = array(doc, "findings");
+    EXPECT_EQ(findings.size(), 1u);
+    return findings.empty() ? std::string() : findings[0].find("excerpt")->as_string();
+  };
+  EXPECT_EQ(excerpt_after("request 12345678901234567890 of user Bob", kT0),
+            "request 99999999999999999999 of user Bob");
+  EXPECT_EQ(excerpt_after("id 7", kT0 + 2000), "id 9");
+  EXPECT_EQ(excerpt_after(std::string(61, 'z'), kT0 + 4000), std::string(60, 'x') + "...");
+}
+
+// One request's findings and changes under one lock are recorded as the calls one by one are.
+TEST(LiveStatsTest, PrepRecorderRecordsAsTheSingleCallsDo) {
+  LiveStatsOptions o;
+  o.max_findings = 2;
+  LiveStats one_by_one(o, {"http://r0"}, "cache_aware", kT0);
+  LiveStats batched(o, {"http://r0"}, "cache_aware", kT0);
+  const LiveFinding findings[] = {{"volatile-timestamp", "messages[0].content", "2026-08-20", 4, 9},
+                                  {"volatile-id", "messages[1].content", "req_8f3a", 7, 30},
+                                  {"volatile-id", "messages[2].content", "abc", 8, 40},
+                                  {"volatile-timestamp", "messages[0].content", "14:33", 5, 11}};
+  const LiveChange changes[] = {{"tool-json", "rewrite", "tools[0].function.parameters"},
+                                {"timestamp", "observe", "messages[0].content"}};
+  for (int request = 0; request < 3; ++request) {
+    const std::int64_t t = kT0 + request;
+    for (const LiveChange& c : changes) one_by_one.record_change(c, t);
+    for (const LiveFinding& f : findings) one_by_one.record_finding(f, t);
+    LiveStats::PrepRecorder rec = batched.prep_recorder(t);
+    for (const LiveChange& c : changes) rec.change(c);
+    for (const LiveFinding& f : findings) rec.finding(f);
+  }
+  one_by_one.tick(kT0 + 1000, replicas(1));
+  batched.tick(kT0 + 1000, replicas(1));  // the recorders' locks are released
+  EXPECT_EQ(batched.to_json(), one_by_one.to_json());
+  const json::Value doc = parse(batched.to_json());
+  EXPECT_EQ(number(*doc.find("totals"), "findings"), 12);
+}
+
 TEST(LiveStatsTest, MemoryStaysBoundedUnderLongRuns) {
   LiveStatsOptions o;
   o.capacity = 30;

@@ -258,6 +258,28 @@ TEST_F(HostileClientTest, AnIdleKeepAliveConnectionIsNotCutByTheRequestTimeout) 
   EXPECT_EQ(status_of(client.read_response()), 200);
 }
 
+// The connection's deadline is armed again for each request: a later request on a kept-alive
+// connection that dribbles in gets its 408 too, within its own timeout.
+TEST_F(HostileClientTest, ALaterRequestOnAKeptAliveConnectionGets408WhenItDribbles) {
+  RawClient client(port_);
+  for (int i = 0; i < 3; ++i) {
+    client.send("GET /echo HTTP/1.1\r\nHost: x\r\n\r\n");
+    EXPECT_EQ(status_of(client.read_response()), 200);
+  }
+  std::this_thread::sleep_for(kRequestTimeout * 2);  // idle: no deadline of its own
+  const auto start = Clock::now();
+  client.send("GET /echo HTTP/1.1\r\nHost: x\r\n");
+  for (int i = 0; i < 200 && client.send("a"); ++i) {
+    std::this_thread::sleep_for(50ms);
+    if (Clock::now() - start > kRequestTimeout + 2s) break;
+  }
+  const std::string answer = client.read_until_close_or();
+  EXPECT_EQ(status_of(answer), 408) << answer;
+  EXPECT_TRUE(client.closed_by_peer());
+  EXPECT_LT(Clock::now() - start, kRequestTimeout + 3s);
+  EXPECT_EQ(handler_.handled.load(), 3);
+}
+
 TEST_F(HostileClientTest, AStreamReaderThatNeverReadsIsCutOffByTheWriteTimeout) {
   RawClient client(port_);
   client.send("GET /stream HTTP/1.1\r\nHost: x\r\n\r\n");

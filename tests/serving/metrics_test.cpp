@@ -151,5 +151,38 @@ TEST(MetricsTest, AThreadsCachedSeriesAreTheirFamiliesOwn) {
   }
 }
 
+// Values that differ in one byte anywhere (in a whole eight-byte word or in the tail), or only
+// in where one value ends and the next begins, are different series.
+TEST(MetricsTest, CachedSeriesTellApartValuesDifferingInOneByte) {
+  Metrics m;
+  CounterFamily& c = m.counter("t_c", "C.", {"a", "b"});
+  for (int pass = 0; pass < 3; ++pass) {
+    for (std::size_t len = 1; len <= 20; ++len) {
+      for (std::size_t at = 0; at < len; ++at) {
+        std::string value(len, 'a');
+        value[at] = 'b';
+        c.add({value, ""});
+      }
+    }
+    c.add({"ab", "c"});
+    c.add({"a", "bc"});
+    c.add({"", "abc"});
+  }
+  const std::string text = m.render();
+  EXPECT_TRUE(has_line(text, R"(t_c{a="aaaaaaaaab",b=""} 3)"));
+  EXPECT_TRUE(has_line(text, R"(t_c{a="aaaaaaaaaaaaaaaaaaab",b=""} 3)"));
+  EXPECT_TRUE(has_line(text, R"(t_c{a="baaaaaaaaaaaaaaaaaaa",b=""} 3)"));
+  EXPECT_TRUE(has_line(text, R"(t_c{a="ab",b="c"} 3)"));
+  EXPECT_TRUE(has_line(text, R"(t_c{a="a",b="bc"} 3)"));
+  EXPECT_TRUE(has_line(text, R"(t_c{a="",b="abc"} 3)"));
+  // One series per value: 210 of one byte changed, three split differently.
+  std::size_t series = 0;
+  for (std::size_t at = text.find("\nt_c{"); at != std::string::npos;
+       at = text.find("\nt_c{", at + 1)) {
+    ++series;
+  }
+  EXPECT_EQ(series, 213u);
+}
+
 }  // namespace
 }  // namespace prefixgate::serving

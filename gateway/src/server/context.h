@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -42,15 +43,25 @@ class UpstreamPool;
 // sampling, where a burst at a window's edge is harmless.
 class RateLimiter {
  public:
+  using Clock = std::chrono::steady_clock;
   explicit RateLimiter(std::size_t per_second = 0) : per_second_(per_second) {}
   void set_rate(std::size_t per_second) { per_second_ = per_second; }
-  bool allow(std::chrono::steady_clock::time_point now) {
+  bool allow(Clock::time_point now) {
+    // Once a window's budget is spent the answer is no until the window ends: given without
+    // the lock, which every request with a finding would otherwise take once per finding.
+    if (now.time_since_epoch().count() < spent_until_.load(std::memory_order_relaxed)) {
+      return false;
+    }
     std::lock_guard lock(mu_);
     if (now - window_start_ >= std::chrono::seconds(1)) {
       window_start_ = now;
       used_ = 0;
     }
-    if (used_ >= per_second_) return false;
+    if (used_ >= per_second_) {
+      spent_until_.store((window_start_ + std::chrono::seconds(1)).time_since_epoch().count(),
+                         std::memory_order_relaxed);
+      return false;
+    }
     ++used_;
     return true;
   }
@@ -58,8 +69,10 @@ class RateLimiter {
  private:
   std::mutex mu_;
   std::size_t per_second_;
-  std::chrono::steady_clock::time_point window_start_{};
+  Clock::time_point window_start_{};
   std::size_t used_ = 0;
+  // The end of the current window when its budget is spent (a Clock count); before that, none.
+  std::atomic<Clock::rep> spent_until_{std::numeric_limits<Clock::rep>::min()};
 };
 
 // Shared by every connection; outlives them all.
@@ -69,7 +82,8 @@ struct GatewayContext {
   std::unique_ptr<ModelRegistry> models;
   std::unique_ptr<CanonicalizeStage> stage;
   std::unique_ptr<UpstreamPool> pool;
-  std::vector<tcp::endpoint> endpoints;  // per replica, resolved at start
+  std::vector<tcp::endpoint> endpoints;   // per replica, resolved at start
+  std::vector<std::string> host_headers;  // per replica, "HOST:PORT" (the Host it is sent)
   serving::Metrics metrics;
   ProxyMetrics m;
   std::unique_ptr<LiveStats> stats;  // GET /stats and /dashboard
@@ -107,7 +121,9 @@ struct Connection : serving::ConnectionState {
 // What the router learned about a request before handing it to a handler.
 struct RequestInfo {
   std::string request_id;
-  std::string route;  // "/v1/chat/completions", ...
+  // "/v1/chat/completions", ...: a view of the request's target (the request outlives its
+  // RequestInfo) or a literal, not a copy per request.
+  std::string_view route;
   Tenant tenant;
   std::string session_key;  // x-prefixgate-session; see session_key_for()
   std::string api_key;      // the bearer token, "" when none was sent

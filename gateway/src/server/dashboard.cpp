@@ -46,12 +46,12 @@ void record_live_request(GatewayContext& ctx, const ProxiedRequest& p) {
 
 void record_live_prep(GatewayContext& ctx, const PreparedRequest& prep) {
   if (prep.changes.empty() && prep.findings.empty()) return;
-  const std::int64_t now = unix_now_ms();
+  LiveStats::PrepRecorder rec = ctx.stats->prep_recorder(unix_now_ms());
   for (const StageChange& ch : prep.changes) {
-    ctx.stats->record_change({ch.rule, rule_mode_name(ch.mode), ch.path}, now);
+    rec.change({ch.rule, rule_mode_name(ch.mode), ch.path});
   }
   for (const PromptFinding& f : prep.findings) {
-    ctx.stats->record_finding({f.rule, f.field, f.excerpt, f.token_offset, f.byte_offset}, now);
+    rec.finding({f.rule, f.field, f.excerpt, f.token_offset, f.byte_offset});
   }
 }
 

@@ -7,6 +7,7 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/strand.hpp>
+#include <charconv>
 
 #include "prefixgate/canonicalize/chat_conversion.h"
 #include "prefixgate/canonicalize/json.h"
@@ -19,11 +20,18 @@
 namespace prefixgate::gateway::server {
 namespace {
 
+// "pg-" TIME "-" SEQUENCE, appended in place rather than concatenated from temporaries.
 std::string new_request_id(GatewayContext& ctx) {
-  return "pg-" +
-         std::to_string(std::chrono::system_clock::now().time_since_epoch().count() %
-                        1000000000000) +
-         "-" + std::to_string(ctx.next_request_id.fetch_add(1));
+  char digits[24];  // any 64-bit integer
+  std::string id;
+  id.reserve(48);
+  id += "pg-";
+  const auto time = std::chrono::system_clock::now().time_since_epoch().count() % 1000000000000;
+  id.append(digits, std::to_chars(digits, digits + sizeof digits, time).ptr);
+  id += '-';
+  id.append(digits,
+            std::to_chars(digits, digits + sizeof digits, ctx.next_request_id.fetch_add(1)).ptr);
+  return id;
 }
 
 // Authentication and tenant. Returns false (and an error in `error`) for a missing/unknown key.
@@ -84,8 +92,9 @@ Awaitable<bool> route(Connection& c, const Request& req) {
   info.request_id =
       given_id.empty() || given_id.size() > 200 ? new_request_id(ctx) : std::string(given_id);
   const std::string_view path = serving::path_of(req.target());
-  info.route =
-      path.starts_with("/v1/") || path.starts_with("/prefixgate/") ? std::string(path) : "other";
+  info.route = path.starts_with("/v1/") || path.starts_with("/prefixgate/")
+                   ? path
+                   : std::string_view("other");
   const auto method_not_allowed = [&](const char* allowed) {
     Response res =
         error_response(req, http::status::method_not_allowed,
@@ -155,7 +164,7 @@ Awaitable<bool> write_response(Connection& c, const RequestInfo& info, Response 
       res, info, replica,
       std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - info.received));
   c.ctx.m.requests->add({info.route, std::to_string(res.result_int()),
-                         replica.empty() ? "none" : std::string(replica), info.tenant.name});
+                         replica.empty() ? std::string_view("none") : replica, info.tenant.name});
   const bool keep = res.keep_alive();
   co_return co_await serving::write_response(c.io, std::move(res)) && keep;
 }
@@ -271,6 +280,7 @@ Result<std::uint16_t> Gateway::start() {
           "upstreams[" + std::to_string(i) + "]");
     }
     ctx.endpoints.push_back(results.begin()->endpoint());
+    ctx.host_headers.push_back(up.host + ":" + std::to_string(up.port));
   }
   ctx.m = register_proxy_metrics(ctx.metrics, *ctx.replicas);
   if (const canon::SegmentCache* cache = ctx.models->segment_cache()) {

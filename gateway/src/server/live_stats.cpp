@@ -1,7 +1,6 @@
 #include "server/live_stats.h"
 
 #include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <cmath>
 
@@ -96,8 +95,13 @@ class Writer {
   bool fresh_ = true;
 };
 
+// ASCII classes, as <cctype>'s in the C locale, without a call per byte.
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
 bool is_alnum(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) != 0;
+  const int lower = c | 0x20;
+  return is_digit(c) || (lower >= 'a' && lower <= 'z');
 }
 
 }  // namespace
@@ -109,34 +113,42 @@ std::int64_t unix_now_ms() {
 }
 
 std::string redact_excerpt(std::string_view text, std::size_t max_bytes) {
-  const std::string_view cut = text.substr(0, max_bytes);
   std::string out;
-  out.reserve(cut.size() + 3);
+  out.reserve(std::min(text.size(), max_bytes) + 3);
+  append_redacted_excerpt(text, max_bytes, out);
+  return out;
+}
+
+void append_redacted_excerpt(std::string_view text, std::size_t max_bytes, std::string& out) {
+  const std::string_view cut = text.substr(0, max_bytes);
+  // Every byte in is one byte out: written in place, without a capacity check per byte.
+  const std::size_t start = out.size();
+  out.resize(start + cut.size());
+  char* o = out.data() + start;
   for (std::size_t i = 0; i < cut.size();) {
     if (!is_alnum(cut[i])) {
       const auto u = static_cast<unsigned char>(cut[i]);
-      out += u < 0x20 || u >= 0x7f ? '?' : cut[i];
+      *o++ = u < 0x20 || u >= 0x7f ? '?' : cut[i];
       ++i;
       continue;
     }
     std::size_t j = i;
     bool digit = false;
     while (j < cut.size() && is_alnum(cut[j])) {
-      digit = digit || std::isdigit(static_cast<unsigned char>(cut[j])) != 0;
+      digit = digit || is_digit(cut[j]);
       ++j;
     }
     const bool mask_letters = digit || j - i > 12;
     for (std::size_t k = i; k < j; ++k) {
-      if (std::isdigit(static_cast<unsigned char>(cut[k]))) {
-        out += '9';
+      if (is_digit(cut[k])) {
+        *o++ = '9';
       } else {
-        out += mask_letters ? 'x' : cut[k];
+        *o++ = mask_letters ? 'x' : cut[k];
       }
     }
     i = j;
   }
   if (text.size() > max_bytes) out += "...";
-  return out;
 }
 
 void LiveStats::Counts::add(const Counts& o) {
@@ -276,35 +288,42 @@ Row& LiveStats::top_k_row_locked(std::vector<Row>& rows, std::string_view key_a,
   return rows.back();
 }
 
-// The rows' keys are copied only into a new row: a finding or change that recurs (most do, on
-// every request of a prompt) costs its lookup and no allocation.
 void LiveStats::record_finding(const LiveFinding& f, std::int64_t now_ms) {
-  std::string excerpt = redact_excerpt(f.excerpt);
-  std::lock_guard lock(mu_);
-  ++current_.findings;
-  FindingRow& row = top_k_row_locked(findings_, f.rule, f.field, now_ms);
+  prep_recorder(now_ms).finding(f);
+}
+
+void LiveStats::record_change(const LiveChange& c, std::int64_t now_ms) {
+  prep_recorder(now_ms).change(c);
+}
+
+// The rows' keys are copied only into a new row, and the excerpt is redacted into the row's
+// own string: a finding or change that recurs (most do, on every request of a prompt) costs
+// its lookup and no allocation.
+void LiveStats::PrepRecorder::finding(const LiveFinding& f) {
+  ++stats_.current_.findings;
+  FindingRow& row = stats_.top_k_row_locked(stats_.findings_, f.rule, f.field, now_ms_);
   if (row.count == 0) {
     row.rule.assign(f.rule);
     row.field.assign(f.field);
   }
   ++row.count;
-  row.last_seen_ms = now_ms;
-  row.excerpt = std::move(excerpt);
+  row.last_seen_ms = now_ms_;
+  row.excerpt.clear();
+  append_redacted_excerpt(f.excerpt, kExcerptBytes, row.excerpt);
   row.token_offset = f.token_offset;
   row.byte_offset = f.byte_offset;
 }
 
-void LiveStats::record_change(const LiveChange& c, std::int64_t now_ms) {
-  std::lock_guard lock(mu_);
-  ++current_.changes;
-  ChangeRow& row = top_k_row_locked(changes_, c.rule, c.path, now_ms);
+void LiveStats::PrepRecorder::change(const LiveChange& c) {
+  ++stats_.current_.changes;
+  ChangeRow& row = stats_.top_k_row_locked(stats_.changes_, c.rule, c.path, now_ms_);
   if (row.count == 0) {
     row.rule.assign(c.rule);
     row.path.assign(c.path);
   }
   ++row.count;
   row.mode.assign(c.mode);
-  row.last_seen_ms = now_ms;
+  row.last_seen_ms = now_ms_;
 }
 
 const LiveStats::Sample& LiveStats::sample_at(std::size_t age) const {

@@ -76,7 +76,10 @@ struct LiveChange {
 // letters and digits that holds a digit or is longer than 12 (ids, hashes, nonces); plain words
 // and punctuation stay, so "Mon, 20 Aug 2026 req_8f3a" reads "Mon, 99 Aug 9999 req_9x9x". At most
 // `max_bytes` bytes of the input, "..." when cut; control and non-ASCII bytes become '?'.
-std::string redact_excerpt(std::string_view text, std::size_t max_bytes = 60);
+inline constexpr std::size_t kExcerptBytes = 60;
+std::string redact_excerpt(std::string_view text, std::size_t max_bytes = kExcerptBytes);
+// The same, appended to `out` (whose capacity a caller may reuse).
+void append_redacted_excerpt(std::string_view text, std::size_t max_bytes, std::string& out);
 
 // Wall-clock milliseconds since the Unix epoch, the time base of /stats.
 std::int64_t unix_now_ms();
@@ -90,6 +93,27 @@ class LiveStats {
   void record_request(const CompletedRequest& r);
   void record_finding(const LiveFinding& f, std::int64_t now_ms);
   void record_change(const LiveChange& c, std::int64_t now_ms);
+
+  // Records one request's findings and changes under a single lock: as record_finding() and
+  // record_change() would, one call each.
+  //
+  //   LiveStats::PrepRecorder rec = stats.prep_recorder(now_ms);
+  //   for (...) rec.finding({...});
+  //   for (...) rec.change({...});
+  class PrepRecorder {
+   public:
+    void finding(const LiveFinding& f);
+    void change(const LiveChange& c);
+
+   private:
+    friend class LiveStats;
+    PrepRecorder(LiveStats& stats, std::int64_t now_ms)
+        : stats_(stats), lock_(stats.mu_), now_ms_(now_ms) {}
+    LiveStats& stats_;
+    std::lock_guard<std::mutex> lock_;
+    std::int64_t now_ms_;
+  };
+  PrepRecorder prep_recorder(std::int64_t now_ms) { return PrepRecorder(*this, now_ms); }
 
   // Closes the current interval into a sample stamped `now_ms` (unix milliseconds), with the
   // replicas' load as of now.

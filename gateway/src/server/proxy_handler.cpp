@@ -44,15 +44,21 @@ std::string redacted_excerpt(std::string_view text) {
 // findings to the log (at most canonicalization.log_samples_per_s lines per second).
 void record_prep(GatewayContext& ctx, const RequestInfo& info, const PreparedRequest& prep) {
   record_live_prep(ctx, prep);
+  // The clock is read once for the request's samples, and only when one is asked for.
+  SteadyClock::time_point now{};
+  const auto log_allowed = [&] {
+    if (now == SteadyClock::time_point{}) now = SteadyClock::now();
+    return ctx.finding_log.allow(now);
+  };
   if (!prep.template_error.empty()) {
-    if (ctx.finding_log.allow(SteadyClock::now())) {
+    if (log_allowed()) {
       spdlog::info("chat template refused request {}: {} (routed on its text)", info.request_id,
                    prep.template_error);
     }
   }
   for (const StageChange& ch : prep.changes) {
     ctx.m.canonicalization->add({ch.rule, rule_mode_name(ch.mode)});
-    if (ch.mode == RuleMode::kObserve && ctx.finding_log.allow(SteadyClock::now())) {
+    if (ch.mode == RuleMode::kObserve && log_allowed()) {
       // The detail is the stage's own wording ("2 timestamps rounded to 1h"), no prompt text.
       spdlog::info("canonicalization finding (observe): request {} rule {} path {} detail \"{}\"",
                    info.request_id, ch.rule, ch.path, ch.detail);
@@ -60,23 +66,18 @@ void record_prep(GatewayContext& ctx, const RequestInfo& info, const PreparedReq
   }
   for (const PromptFinding& f : prep.findings) {
     ctx.m.findings->add({f.rule});
-    if (ctx.finding_log.allow(SteadyClock::now())) {
+    if (log_allowed()) {
       spdlog::info("prompt finding: request {} rule {} path {} excerpt \"{}\"", info.request_id,
                    f.rule, f.field, redacted_excerpt(f.excerpt));
     }
   }
 }
 
-Request upstream_request(const Request& req, const RequestInfo& info, std::string body,
-                         std::string_view target) {
-  Request up{http::verb::post, target, 11};
-  up.set(http::field::content_type, "application/json");
-  const auto accept = req[http::field::accept];
-  up.set(http::field::accept, accept.empty() ? std::string("*/*") : std::string(accept));
-  up.set("x-request-id", info.request_id);
-  up.set(http::field::user_agent, "prefixgate");
-  up.body() = std::move(body);
-  return up;
+UpstreamPost upstream_post(const Request& req, const RequestInfo& info, std::string body,
+                           std::string_view target) {
+  const std::string_view accept = req[http::field::accept];
+  return UpstreamPost{target, accept.empty() ? std::string_view("*/*") : accept, info.request_id,
+                      std::move(body)};
 }
 
 }  // namespace
@@ -137,15 +138,15 @@ Awaitable<bool> handle_completion(Connection& c, const Request& req, RequestInfo
   const bool agent_api = api == canon::Api::kMessages || api == canon::Api::kResponses;
   // The request in the upstream's API, made once (the bodies are moved into them): as sent to
   // the path it came on, and for an agent API also its chat equivalent.
-  std::optional<Request> as_sent, as_chat;
-  const auto request_for = [&](bool native) -> Request& {
-    std::optional<Request>& slot = native ? as_sent : as_chat;
+  std::optional<UpstreamPost> as_sent, as_chat;
+  const auto request_for = [&](bool native) -> const UpstreamPost& {
+    std::optional<UpstreamPost>& slot = native ? as_sent : as_chat;
     if (!slot) {
       std::string& body = agent_api && native ? prep->agent.native_body : prep->upstream_body;
       const std::string_view target =
           native ? std::string_view(req.target().data(), req.target().size())
                  : std::string_view(canon::api_path(canon::Api::kChatCompletions));
-      slot = upstream_request(req, info, std::move(body), target);
+      slot = upstream_post(req, info, std::move(body), target);
     }
     return *slot;
   };
@@ -176,7 +177,7 @@ Awaitable<bool> handle_completion(Connection& c, const Request& req, RequestInfo
     const RouteDecision d = ctx.replicas->route(route_req, tried, now);
     if (d.reason == RouteReason::kNoHealthyReplica) break;
     tried.push_back(d.replica);
-    ctx.m.decisions->add({std::string(ctx.replicas->policy_name()), route_reason_name(d.reason)});
+    ctx.m.decisions->add({ctx.replicas->policy_name(), route_reason_name(d.reason)});
     ctx.stats->record_decision(d.reason);
     ProxiedRequest p{*prep, info, d, ctx.replicas->upstream(d.replica).url,
                      std::chrono::duration_cast<std::chrono::microseconds>(now - info.received)};
@@ -218,7 +219,6 @@ Awaitable<bool> handle_completion(Connection& c, const Request& req, RequestInfo
     co_return co_await relay_body(c, req, p, ex);
   }
 
-  ProxiedRequest failed{*prep, info, RouteDecision{}, "", std::chrono::microseconds(0)};
   if (ticket) ticket->settle(0);  // no replica answered: nothing was used
   Response res;
   if (tried.empty()) {

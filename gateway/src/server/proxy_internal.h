@@ -18,7 +18,9 @@ struct ProxiedRequest {
   const PreparedRequest& prep;
   RequestInfo& info;
   RouteDecision decision;
-  std::string replica_name;  // the upstream URL, for headers and metric labels
+  // The upstream URL, for headers and metric labels: a view of the replica set's (which
+  // outlives every request), not a copy per request.
+  std::string_view replica_name;
   std::chrono::microseconds overhead{0};
   int status = 0;
   // A Messages or Responses request sent to a chat upstream as its chat equivalent: the reply

@@ -22,7 +22,9 @@ Awaitable<bool> relay_body(Connection& c, const Request& req, ProxiedRequest& p,
   }
   ctx.replicas->finish(p.decision, p.prep.block_hashes, false, uncached_prompt_tokens(p));
   const auto& up = ex.parser().get();
-  Response res{up.result(), req.version()};
+  // The answer's head as text, in the connection's head buffer (nothing else writes to the
+  // client before it is sent): the bytes a Response built by the same calls would give.
+  serving::HeadText res(c.io.head_scratch, up.result(), req.version());
   res.set(http::field::content_type, up[http::field::content_type]);
   res.keep_alive(p.info.keep_alive);
   res.set("x-prefixgate-route-reason", route_reason_name(p.decision.reason));
@@ -35,9 +37,8 @@ Awaitable<bool> relay_body(Connection& c, const Request& req, ProxiedRequest& p,
     if (auto usage = json::parse_member(body, "usage")) record_usage(ctx, p, *usage);
   }
   release_admission(p);
-  res.body() = std::move(body);
-  res.prepare_payload();
-  const bool written = co_await serving::write_response(c.io, std::move(res));
+  res.prepare_payload(body.size());
+  const bool written = co_await serving::write_response(c.io, res, body);
   record_done(ctx, p);
   co_return written&& p.info.keep_alive;
 }

@@ -32,21 +32,40 @@ Exchange::~Exchange() {
 }
 
 Awaitable<UpstreamFailure> Exchange::open(Request& req) {
-  const UpstreamConfig& up = ctx_.replicas->upstream(replica_);
-  req.set(http::field::host, up.host + ":" + std::to_string(up.port));
+  req.set(http::field::host, ctx_.host_headers[replica_]);
   req.keep_alive(true);
   req.prepare_payload();
+  buffers_.head.clear();
+  serving::append_head(req, buffers_.head);
+  return send(req.body());
+}
+
+Awaitable<UpstreamFailure> Exchange::open(const UpstreamPost& post) {
+  serving::HeadText head(buffers_.head, http::verb::post, post.target, 11);
+  head.set(http::field::content_type, "application/json");
+  head.set(http::field::accept, post.accept);
+  head.set("x-request-id", post.request_id);
+  head.set(http::field::user_agent, "prefixgate");
+  head.set(http::field::host, ctx_.host_headers[replica_]);
+  head.keep_alive(true);
+  head.prepare_payload(post.body.size());
+  head.end();
+  return send(post.body);
+}
+
+Awaitable<UpstreamFailure> Exchange::send(std::string_view body) {
   bool was_pooled = false;
   UpstreamFailure f = UpstreamFailure::kNone;
-  f = co_await attempt(req, true, was_pooled);
+  f = co_await attempt(body, true, was_pooled);
   // A pooled connection the replica closed while we were writing is not the replica's fault.
   if ((f == UpstreamFailure::kSend || f == UpstreamFailure::kReceive) && was_pooled) {
-    f = co_await attempt(req, false, was_pooled);
+    f = co_await attempt(body, false, was_pooled);
   }
   co_return f;
 }
 
-Awaitable<UpstreamFailure> Exchange::attempt(Request& req, bool allow_pooled, bool& was_pooled) {
+Awaitable<UpstreamFailure> Exchange::attempt(std::string_view body, bool allow_pooled,
+                                             bool& was_pooled) {
   // (Plain statements around each co_await: GCC 12 miscompiles co_await inside conditions.)
   const auto executor = co_await asio::this_coro::executor;
   stream_.reset();
@@ -73,8 +92,7 @@ Awaitable<UpstreamFailure> Exchange::attempt(Request& req, bool allow_pooled, bo
     stream_->socket().set_option(tcp::no_delay(true), ec);
   }
   stream_->expires_after(first_byte_);
-  const beast::error_code wec =
-      co_await serving::write_message(*stream_, req, req.body(), buffers_.head);
+  const beast::error_code wec = co_await serving::write_text(*stream_, buffers_.head, body);
   if (wec == beast::error::timeout) co_return UpstreamFailure::kTimeout;
   if (wec) co_return UpstreamFailure::kSend;
   auto [rec, rn] = co_await http::async_read_header(*stream_, buffers_.buffer, *parser_, kTuple);

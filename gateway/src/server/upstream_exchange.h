@@ -21,6 +21,17 @@
 namespace prefixgate::gateway::server {
 
 enum class UpstreamFailure { kNone, kConnect, kSend, kTimeout, kReceive };
+
+// A completion's request to a replica: POST `target` with a JSON body. Exchange::open() writes
+// its head as text, the bytes of the Beast request it stands for (Content-Type, Accept,
+// x-request-id, User-Agent, then Host and Content-Length), without a Beast field per field.
+// The views are of the client's request and its RequestInfo, which outlive it.
+struct UpstreamPost {
+  std::string_view target;
+  std::string_view accept;  // the client's Accept, "*/*" when it sent none
+  std::string_view request_id;
+  std::string body;
+};
 const char* upstream_failure_name(UpstreamFailure f);
 
 class Exchange {
@@ -35,6 +46,7 @@ class Exchange {
 
   // Sends `req` (Host and keep-alive are set here) and reads the response header.
   Awaitable<UpstreamFailure> open(Request& req);
+  Awaitable<UpstreamFailure> open(const UpstreamPost& post);
   const http::response_parser<http::buffer_body>& parser() const { return *parser_; }
   http::response_parser<http::buffer_body>& parser() { return *parser_; }
 
@@ -51,7 +63,9 @@ class Exchange {
   void set_first_byte_timeout(std::chrono::milliseconds t) { first_byte_ = t; }
 
  private:
-  Awaitable<UpstreamFailure> attempt(Request& req, bool allow_pooled, bool& was_pooled);
+  // Sends buffers_.head (the request's head as text) and `body`.
+  Awaitable<UpstreamFailure> send(std::string_view body);
+  Awaitable<UpstreamFailure> attempt(std::string_view body, bool allow_pooled, bool& was_pooled);
 
   GatewayContext& ctx_;
   ReplicaId replica_;

@@ -91,6 +91,56 @@ Awaitable<beast::error_code> write_message(beast::tcp_stream& stream,
                                            const http::response_header<>& head,
                                            std::string_view body, std::string& scratch);
 
+// A message head written as text by a request path that knows its fields: the bytes
+// append_head() gives for a Beast header built by the same calls, without a Beast field (an
+// allocation and a tree insertion each) per field. set() takes a field the head does not hold
+// yet, and none of Connection, Content-Length and Transfer-Encoding (keep_alive() and
+// prepare_payload() write those); its value is trimmed of spaces and tabs, as Beast trims.
+//
+//   HeadText head(scratch, http::status::ok, 11);      // Response res{http::status::ok, 11};
+//   head.set(http::field::content_type, "text/plain");  // res.set(...);
+//   head.keep_alive(false);                              // res.keep_alive(false);
+//   head.prepare_payload(body.size());                   // res.prepare_payload();
+//   head.end();                                          // append_head(res, scratch);
+class HeadText {
+ public:
+  // Clears `out` and writes the request or status line into it; `out` must outlive this.
+  HeadText(std::string& out, http::verb method, std::string_view target, unsigned version);
+  HeadText(std::string& out, http::status status, unsigned version);
+
+  void set(std::string_view name, std::string_view value);
+  void set(http::field name, std::string_view value);
+  // Beast's keep_alive(): Connection says what differs from the version's default, as the
+  // head's last field so far, or goes.
+  void keep_alive(bool keep_alive);
+  bool keep_alive() const;
+  // Beast's prepare_payload() for a body of `size` bytes: Content-Length (std::invalid_argument
+  // where a body is not allowed).
+  void prepare_payload(std::size_t size);
+  // The blank line after the fields.
+  void end() { out_ += "\r\n"; }
+  std::string_view text() const { return out_; }
+
+ private:
+  std::string& out_;
+  bool is_request_;
+  http::verb method_ = http::verb::unknown;
+  http::status status_ = http::status::unknown;
+  unsigned version_;
+  std::string_view connection_;    // the Connection field's value, "" when none
+  std::size_t connection_at_ = 0;  // where its line starts in `out_`
+};
+
+// write_response() for a head written as text: adds the Server field and, in a drain,
+// keep_alive(false), ends the head and writes it and `body`. The head's prepare_payload() is
+// the caller's. False when the client is gone.
+Awaitable<bool> write_response(Connection& c, HeadText& head, std::string_view body);
+
+// Writes a message's head, already text, and its body with one gathered write (writev).
+// `stream` must have its deadline set.
+Awaitable<beast::error_code> write_text(beast::tcp_stream& stream, std::string_view head,
+                                        std::string_view body);
+
 // A chunked stream: the head (status, content type, no-cache, Server), then chunks, then the
 // last chunk. Each returns false when the client is gone.
 StreamHead make_stream_head(const Request& req, http::status status, std::string_view content_type,
