@@ -431,10 +431,16 @@ Result<Value> parse_text(std::string_view text, const ParseLimits& limits,
   if (text.size() <= kReusableParserBytes) {
     thread_local ondemand::parser reused;
     if (limits.readable_past_end >= kParsePadding) {
-      return parse_with(reused,
-                        simdjson::padded_string_view(text.data(), text.size(),
-                                                     text.size() + limits.readable_past_end),
-                        limits, root_members);
+      Result<Value> in_place =
+          parse_with(reused,
+                     simdjson::padded_string_view(text.data(), text.size(),
+                                                  text.size() + limits.readable_past_end),
+                     limits, root_members);
+      // What the padding holds can change which fault in a text that is not JSON simdjson
+      // reports first (never whether it is JSON): an error is found again from the zeroed
+      // padding of a copy, so that its message does not depend on how the body arrived.
+      if (in_place.ok()) return in_place;
+      if (root_members != nullptr) root_members->clear();
     }
     thread_local std::string buffer;
     return parse_with(reused, padded_in(buffer, text), limits, root_members);
