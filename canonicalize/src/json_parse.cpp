@@ -19,6 +19,8 @@
 #include <charconv>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -62,28 +64,21 @@ struct SeenKey {
   std::size_t offset;
 };
 
-// The stacks a parse builds containers on: each array's elements and each object's members
-// collect here and then move into a vector allocated once at its final size, instead of
-// growing one (and moving it) per doubling. Kept per thread between parses; a parse that left
-// them far larger than usual gives the memory back.
+// The keys of the objects being built, for the duplicate check: each object pushes its keys and
+// pops them when it is done, so nested objects stack theirs above. Kept per thread between
+// parses; a parse that left it far larger than usual gives the memory back.
 struct ParseScratch {
-  std::vector<Member> members;
-  std::vector<Value> items;
-  std::vector<SeenKey> keys;  // the keys of the objects being built, for the duplicate check
+  std::vector<SeenKey> keys;
 
   void trim() {
     constexpr std::size_t kKeep = 4096;
-    members.clear();
-    items.clear();
     keys.clear();
-    if (members.capacity() > kKeep) members.shrink_to_fit();
-    if (items.capacity() > kKeep) items.shrink_to_fit();
     if (keys.capacity() > kKeep) keys.shrink_to_fit();
   }
 };
 
 // The thread's ParseScratch for one build, trimmed when the build ends, also after a failed
-// one, which leaves elements on the stacks.
+// one, which leaves keys on the stack.
 struct ThreadScratch {
   ParseScratch& scratch = for_this_thread();
   ~ThreadScratch() { scratch.trim(); }
@@ -93,6 +88,29 @@ struct ThreadScratch {
     return s;
   }
 };
+
+// Room made for a container's first elements. Each value is built where it will stay, in its
+// container's vector (no move per element); most objects in requests have one to three
+// members, and a vector that grows at most doubles, so memory stays within twice the tree's.
+constexpr std::size_t kFirstElements = 2;
+
+enum class NumberRead { kOk, kInvalid, kTooLarge };
+
+// A number token's value, checked against RFC 8259's grammar (section 6) first. from_chars is
+// locale-independent and correctly rounded, and unlike simdjson's get_double() keeps no limit
+// on digits; it takes a leading '-' but the grammar allows no '+'. Too small a number rounds to
+// zero, as in ECMAScript; too large a one is kTooLarge.
+NumberRead read_number(std::string_view token, double& value) {
+  if (!is_json_number(token)) return NumberRead::kInvalid;
+  const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), value);
+  if (ec == std::errc::result_out_of_range) {
+    if (number_overflows(token)) return NumberRead::kTooLarge;
+    value = token[0] == '-' ? -0.0 : 0.0;
+    return NumberRead::kOk;
+  }
+  if (ec != std::errc() || end != token.data() + token.size()) return NumberRead::kInvalid;
+  return NumberRead::kOk;
+}
 
 class TreeBuilder {
  public:
@@ -133,11 +151,6 @@ class TreeBuilder {
     return true;
   }
 
-  // One member's value of the root object, built where the iteration stands (parse_member).
-  bool build_member(ondemand::value& value, ondemand::json_type type, Value& out) {
-    return build(value, type, out, 1);
-  }
-
   Error take_error() { return std::move(error_); }
 
  private:
@@ -162,22 +175,19 @@ class TreeBuilder {
     if (depth + 1 > max_depth_) return fail_too_deep();
     ondemand::array array;
     if (auto err = node.get_array().get(array)) return fail_simdjson(err);
-    // The elements go on the shared stack (nested containers push theirs above and take them
-    // off before the next element), then into an array allocated once at its final size.
-    const std::size_t base = scratch_.items.size();
+    Array items;
     for (auto element : array) {
       ondemand::value child;
       if (auto err = std::move(element).get(child)) return fail_simdjson(err);
       ondemand::json_type type;
       if (auto err = child.type().get(type)) return fail_simdjson(err);
-      Value item;
-      if (!build(child, type, item, depth + 1)) {
-        prepend_path_index(scratch_.items.size() - base, error_.param);
+      if (items.empty()) items.reserve(kFirstElements);
+      if (!build(child, type, items.emplace_back(), depth + 1)) {
+        prepend_path_index(items.size() - 1, error_.param);
         return false;
       }
-      scratch_.items.push_back(std::move(item));
     }
-    out = Value(take(scratch_.items, base));
+    out = Value(std::move(items));
     return true;
   }
 
@@ -186,10 +196,10 @@ class TreeBuilder {
     if (depth + 1 > max_depth_) return fail_too_deep();
     ondemand::object object;
     if (auto err = node.get_object().get(object)) return fail_simdjson(err);
-    // This object's keys occupy seen_keys_[base, ...) and its members scratch_.members[
-    // members_base, ...); nested objects push theirs above and pop them before our next key.
+    // This object's keys occupy seen_keys_[base, ...); a nested object pushes its keys above
+    // ours and pops them before our next key.
     const std::size_t base = seen_keys_.size();
-    const std::size_t members_base = scratch_.members.size();
+    Object members;
     for (auto result : object) {
       ondemand::field field;
       if (auto err = std::move(result).get(field)) return fail_simdjson(err);
@@ -202,7 +212,8 @@ class TreeBuilder {
       ondemand::value& child = field.value();
       ondemand::json_type type;
       if (auto err = child.type().get(type)) return fail_simdjson(err);
-      Member member{std::string(key), Value()};
+      if (members.empty()) members.reserve(kFirstElements);
+      Member& member = members.emplace_back(key);
       // The value's first byte. A scalar is its own token; a string or container, once built,
       // leaves the iterator on the ',' or '}' after it: the span is what lies between, less
       // trailing whitespace.
@@ -222,8 +233,7 @@ class TreeBuilder {
         while (end > begin && is_json_whitespace(input_[end - 1])) --end;
         root_members_->push_back(MemberSpan{begin, end});
       }
-      scratch_.members.push_back(std::move(member));
-      seen_keys_.resize(base + (scratch_.members.size() - members_base));
+      PG_DCHECK(seen_keys_.size() == base + members.size());
     }
     if (const SeenKey* duplicate = find_duplicate(base)) {
       fail(ErrorCode::kDuplicateKey, duplicate->offset,
@@ -231,18 +241,9 @@ class TreeBuilder {
       prepend_path_key(duplicate->key, error_.param);
       return false;
     }
-    seen_keys_.resize(base);
-    out = Value(take(scratch_.members, members_base));
+    seen_keys_.erase(seen_keys_.begin() + static_cast<std::ptrdiff_t>(base), seen_keys_.end());
+    out = Value(std::move(members));
     return true;
-  }
-
-  // The elements of `stack` from `base` on, moved into a vector of exactly their number.
-  template <class T>
-  static std::vector<T> take(std::vector<T>& stack, std::size_t base) {
-    const auto first = stack.begin() + static_cast<std::ptrdiff_t>(base);
-    std::vector<T> out(std::make_move_iterator(first), std::make_move_iterator(stack.end()));
-    stack.erase(first, stack.end());
-    return out;
   }
 
   // The first key of seen_keys_[base, end) that repeats an earlier one, in document order.
@@ -279,29 +280,22 @@ class TreeBuilder {
     const std::size_t quote = offset_of(raw_token(node).data());
     std::string_view text;
     if (auto err = node.get_string().get(text)) return fail_string(err, quote);
-    out = Value(std::string(text));
+    out = Value(text);
     return true;
   }
 
   bool build_number(std::string_view token, Value& out) {
     const std::size_t at = offset_of(token.data());
     token = trim_trailing_whitespace(token);
-    if (!is_json_number(token)) {
-      return fail(ErrorCode::kInvalidJson, at, describe_simdjson_error(simdjson::NUMBER_ERROR));
-    }
     double value = 0;
-    // from_chars is locale-independent and correctly rounded, and unlike simdjson's
-    // get_double() keeps no limit on digits; it takes a leading '-' but the grammar allows no '+'.
-    const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), value);
-    if (ec == std::errc::result_out_of_range) {
-      if (number_overflows(token)) {
+    switch (read_number(token, value)) {
+      case NumberRead::kOk: break;
+      case NumberRead::kTooLarge:
         // ECMAScript's JSON.parse would make this Infinity, which neither JSON nor RFC 8785
         // (section 3.2.2.3) can write back.
         return fail(ErrorCode::kInvalidValue, at, "number is too large for a double");
-      }
-      value = token[0] == '-' ? -0.0 : 0.0;  // underflow rounds to zero, as in ECMAScript
-    } else if (ec != std::errc() || end != token.data() + token.size()) {
-      return fail(ErrorCode::kInvalidJson, at, describe_simdjson_error(simdjson::NUMBER_ERROR));
+      case NumberRead::kInvalid:
+        return fail(ErrorCode::kInvalidJson, at, describe_simdjson_error(simdjson::NUMBER_ERROR));
     }
     out = Value(Number{value, std::string(token)});
     return true;
@@ -457,9 +451,63 @@ Result<Value> parse(std::string_view text, const ParseLimits& limits) {
   return parse_text(text, limits, nullptr);
 }
 
-std::optional<Value> parse_member(std::string_view text, std::string_view key,
-                                  const ParseLimits& limits) {
-  if (text.size() > limits.max_bytes) return std::nullopt;
+namespace {
+
+// What a field's value is for visit_member_fields, its number read when it is one; false for a
+// value the walk cannot go on from.
+bool describe_field(ondemand::value& value, FieldSeen& seen) {
+  ondemand::json_type type;
+  if (value.type().get(type)) return false;
+  seen.number = 0;
+  switch (type) {
+    case ondemand::json_type::array: seen.type = Type::kArray; return true;
+    case ondemand::json_type::object: seen.type = Type::kObject; return true;
+    case ondemand::json_type::string: {
+      seen.type = Type::kString;
+      std::string_view text;
+      return !value.get_string().get(text);  // unescaped, so that a bad escape is an error
+    }
+    case ondemand::json_type::boolean:
+    case ondemand::json_type::null: {
+      const std::string_view token = trim_trailing_whitespace(value.raw_json_token());
+      seen.type = token == "null" ? Type::kNull : Type::kBool;
+      return token == "true" || token == "false" || token == "null";
+    }
+    case ondemand::json_type::number: {
+      seen.type = Type::kNumber;
+      return read_number(trim_trailing_whitespace(value.raw_json_token()), seen.number) ==
+             NumberRead::kOk;
+    }
+  }
+  return false;
+}
+
+// The fields of `object`, and of the objects directly inside it; `outer` names the field whose
+// value `object` is below the member (empty for the member itself).
+bool visit_fields(ondemand::object& object, std::string_view outer, bool descend,
+                  const std::function<void(const FieldSeen&)>& visit) {
+  for (auto result : object) {
+    ondemand::field field;
+    std::string_view name;
+    if (std::move(result).get(field) || field.unescaped_key().get(name)) return false;
+    ondemand::value& value = field.value();
+    FieldSeen seen{outer, name, Type::kNull, 0};
+    if (!describe_field(value, seen)) return false;
+    visit(seen);
+    if (descend && seen.type == Type::kObject) {
+      ondemand::object inner;
+      if (value.get_object().get(inner) || !visit_fields(inner, name, false, visit)) return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+bool visit_member_fields(std::string_view text, std::string_view key,
+                         const std::function<void(const FieldSeen&)>& visit,
+                         const ParseLimits& limits) {
+  if (text.size() > limits.max_bytes) return false;
   // As parse(): the thread's parser and padded buffer for usual sizes, its own for a larger text
   // (so that one huge answer does not keep its memory for the thread's life).
   const bool usual = text.size() <= kReusableParserBytes;
@@ -467,30 +515,23 @@ std::optional<Value> parse_member(std::string_view text, std::string_view key,
   thread_local std::string buffer;
   std::optional<ondemand::parser> once;
   std::optional<simdjson::padded_string> own;
-  if (!usual && own.emplace(text).data() == nullptr) return std::nullopt;
+  if (!usual && own.emplace(text).data() == nullptr) return false;
   const simdjson::padded_string_view padded =
       usual ? padded_in(buffer, text) : simdjson::padded_string_view(*own);
   ondemand::parser& parser = usual ? reused : once.emplace();
   ondemand::document doc;
   ondemand::object root;
-  if (parser.iterate(padded).get(doc) || doc.get_object().get(root)) return std::nullopt;
+  if (parser.iterate(padded).get(doc) || doc.get_object().get(root)) return false;
   for (auto result : root) {
     ondemand::field field;
     std::string_view name;
-    if (std::move(result).get(field) || field.unescaped_key().get(name)) return std::nullopt;
+    if (std::move(result).get(field) || field.unescaped_key().get(name)) return false;
     if (name != key) continue;  // the loop skips the value
-    // Built in place, as parse() builds a document's values (and with its checks).
-    ondemand::value& value = field.value();
-    ondemand::json_type type;
-    if (value.type().get(type)) return std::nullopt;
-    const ThreadScratch scratch;
-    TreeBuilder builder(std::string_view(padded.data(), padded.length()), limits, doc, nullptr,
-                        scratch.scratch);
-    Value out;
-    if (!builder.build_member(value, type, out)) return std::nullopt;
-    return out;
+    ondemand::object member;
+    if (field.value().get_object().get(member)) return false;
+    return visit_fields(member, {}, true, visit);
   }
-  return std::nullopt;
+  return false;
 }
 
 Result<Value> parse(std::string_view text, const ParseLimits& limits,

@@ -106,51 +106,5 @@ TEST(JsonSource, RandomDocumentsRoundTrip) {
   }
 }
 
-TEST(JsonParseMember, BuildsOnlyTheMemberAsked) {
-  const std::string answer = R"({"id":"x","choices":[{"message":{"content":"a } \"usage\": {"}}],)"
-                             R"( "usage" : {"prompt_tokens":12,"completion_tokens":3}, "z":[1,2]})";
-  const auto usage = parse_member(answer, "usage");
-  ASSERT_TRUE(usage.has_value());
-  EXPECT_EQ(to_json(*usage), R"({"prompt_tokens":12,"completion_tokens":3})");
-  EXPECT_EQ(to_json(*parse_member(answer, "z")), "[1,2]");
-  EXPECT_EQ(to_json(*parse_member(answer, "id")), R"("x")");
-  EXPECT_FALSE(parse_member(answer, "missing").has_value());
-  EXPECT_FALSE(parse_member("[1]", "usage").has_value());
-  EXPECT_FALSE(parse_member(R"({"usage": {"a":)", "usage").has_value());
-  EXPECT_FALSE(parse_member("not json", "usage").has_value());
-  EXPECT_FALSE(parse_member(R"({"usage":{"a":1}})", "usage", ParseLimits{.max_bytes = 4}));
-  // An answer past the size the thread's parser is kept for (1 MiB) is read all the same.
-  const std::string long_answer =
-      R"({"text":")" + std::string(3 << 20, 'x') + R"(","usage":{"prompt_tokens":7}})";
-  const auto long_usage = parse_member(long_answer, "usage");
-  ASSERT_TRUE(long_usage.has_value());
-  EXPECT_EQ(to_json(*long_usage), R"({"prompt_tokens":7})");
-}
-
-// The member is built in place by the parser's own builder: the same value as parse() of the
-// whole answer gives it (numbers keep their text, strings are unescaped), and a member parse()
-// would refuse (a repeated key, a bad literal, past the depth limit) is not returned.
-TEST(JsonParseMember, GivesWhatParseGivesForTheMember) {
-  const char* members[] = {R"({"prompt_tokens":12,"prompt_tokens_details":{"cached_tokens":8}})",
-                           R"([1.50,-0,1e2,{"a":[true,false,null]}])",
-                           R"("caf\u00e9 \"quoted\" \ud83d\ude00")",
-                           "100000000000000000000",
-                           "null",
-                           "[]",
-                           "{}"};
-  for (const char* m : members) {
-    const std::string answer = R"({"id":"x", "usage" : )" + std::string(m) + R"( , "z":1})";
-    auto whole = parse(answer);
-    ASSERT_TRUE(whole.ok()) << answer;
-    const auto member = parse_member(answer, "usage");
-    ASSERT_TRUE(member.has_value()) << answer;
-    EXPECT_EQ(to_json(*member), to_json(*whole->find("usage"))) << answer;
-  }
-  for (const char* bad :
-       {R"({"usage":{"a":1,"a":2}})", R"({"usage":[tru]})", R"({"usage":[[[[[1]]]]]})"}) {
-    EXPECT_FALSE(parse_member(bad, "usage", ParseLimits{.max_depth = 4}).has_value()) << bad;
-  }
-}
-
 }  // namespace
 }  // namespace prefixgate::json

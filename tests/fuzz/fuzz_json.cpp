@@ -1,5 +1,6 @@
 // JSON: any bytes into json::parse, from its own padded copy and where they lie (the same
-// result); what parses must survive the RFC 8785 writer:
+// result); into visit_member_fields for the root's first member, which must see what a walk of
+// parse()'s tree sees wherever parse() succeeds; what parses must survive the RFC 8785 writer:
 // parse -> to_canonical_json -> parse -> to_canonical_json gives the same bytes, the canonical
 // form is_canonical(), and both writers' output parses in simdjson's DOM parser (a second,
 // independent one).
@@ -65,11 +66,43 @@ void check_in_place(std::string_view text, const Result<json::Value>& copied) {
   }
 }
 
+// The fields visit_member_fields reports for the root object's first member, as text, against
+// those of a walk of the parsed tree. It may accept what parse() refuses (it does not look for
+// repeated keys, nor into values it skips), so only a parsed document is compared.
+std::string fields_line(std::string_view object, std::string_view key, json::Type type,
+                        double number) {
+  return std::string(object) + "." + std::string(key) + ":" + json::type_name(type) + "=" +
+         std::to_string(number) + "\n";
+}
+
+void check_visit_member(std::string_view text, const json::Value& doc) {
+  if (!doc.is_object() || doc.as_object().empty()) return;
+  const json::Member& first = doc.as_object().front();
+  std::string visited;
+  const bool ok = json::visit_member_fields(text, first.key, [&](const json::FieldSeen& f) {
+    visited += fields_line(f.object, f.key, f.type, f.number);
+  });
+  if (ok != first.value.is_object()) fail("visit_member_fields: a different outcome", text);
+  if (!ok) return;
+  std::string walked;
+  const auto line = [&](std::string_view object, const json::Member& m) {
+    walked += fields_line(object, m.key, m.value.type(),
+                          m.value.is_number() ? m.value.as_number().value : 0);
+  };
+  for (const json::Member& m : first.value.as_object()) {
+    line({}, m);
+    if (!m.value.is_object()) continue;
+    for (const json::Member& inner : m.value.as_object()) line(m.key, inner);
+  }
+  if (visited != walked) fail("visit_member_fields: different fields", text);
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   auto doc = json::parse(text);
   check_in_place(text, doc);
   if (!doc) return 0;
+  check_visit_member(text, *doc);
 
   const std::string compact = json::to_json(*doc);
   check_simdjson(compact, /*numbers_as_sent=*/true);

@@ -14,13 +14,6 @@
 namespace prefixgate::gateway::server {
 namespace {
 
-std::size_t number_at(const json::Value& v, std::string_view key) {
-  const json::Value* n = v.find(key);
-  return n && n->is_number() && n->as_number().value > 0
-             ? static_cast<std::size_t>(n->as_number().value)
-             : 0;
-}
-
 // Letters become 'x' and digits '9' (the shape of a timestamp or an id, not its value), at most
 // 32 bytes: enough to recognize what a rule found without copying prompts into the log.
 std::string redacted_excerpt(std::string_view text) {
@@ -83,27 +76,19 @@ UpstreamPost upstream_post(const Request& req, const RequestInfo& info, std::str
 }  // namespace
 
 void record_usage(GatewayContext& ctx, ProxiedRequest& p, const json::Value& usage) {
-  if (!usage.is_object()) return;
-  std::size_t prompt = number_at(usage, "prompt_tokens");
-  std::size_t cached = 0;
-  if (const json::Value* d = usage.find("prompt_tokens_details"); d && d->is_object()) {
-    cached = number_at(*d, "cached_tokens");
-  } else if (usage.find("cache_read_input_tokens") != nullptr) {  // Messages
-    cached = number_at(usage, "cache_read_input_tokens");
-    prompt =
-        number_at(usage, "input_tokens") + cached + number_at(usage, "cache_creation_input_tokens");
-  } else if (const json::Value* rd = usage.find("input_tokens_details"); rd && rd->is_object()) {
-    cached = number_at(*rd, "cached_tokens");  // Responses
-    prompt = number_at(usage, "input_tokens");
-  }
+  if (const std::optional<UsageCounts> counts = usage_counts(usage)) record_usage(ctx, p, *counts);
+}
+
+void record_usage(GatewayContext& ctx, ProxiedRequest& p, const UsageCounts& counts) {
+  const std::size_t prompt = counts.prompt;
+  const std::size_t cached = counts.cached;
   const std::string& tenant = p.info.tenant.name;
   ctx.m.prompt_tokens->add({p.replica_name, tenant}, static_cast<double>(prompt));
   ctx.m.cached_tokens->add({p.replica_name, tenant}, static_cast<double>(cached));
   p.usage_seen = true;
   p.usage_prompt_tokens = prompt;
   p.usage_cached_tokens = cached;
-  p.usage_completion_tokens = std::max(number_at(usage, "completion_tokens"),  // chat
-                                       number_at(usage, "output_tokens"));     // the others
+  p.usage_completion_tokens = counts.completion;
   // The tokens per minute charge becomes what was used (streams too: the gateway asks for their
   // usage chunk); applied when the slot is released, before the client sees the end.
   if (p.admission != nullptr && *p.admission) {

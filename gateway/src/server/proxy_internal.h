@@ -10,6 +10,7 @@
 #include "prefixgate/canonicalize/json.h"
 #include "server/context.h"
 #include "server/upstream_exchange.h"
+#include "server/usage_counts.h"
 
 namespace prefixgate::gateway::server {
 
@@ -73,10 +74,10 @@ Awaitable<bool> relay_translated_stream(Connection& c, const Request& req, Proxi
 // the client's API.
 std::string stream_error_event(canon::Api api, std::string_view message);
 
-// Records the engine-reported usage: a chat one ({"prompt_tokens", "prompt_tokens_details":
-// {"cached_tokens"}}), a Messages one (input, cache_read and cache_creation input tokens) or a
-// Responses one ({"input_tokens", "input_tokens_details": {"cached_tokens"}}).
+// Records the engine-reported usage (usage_counts.h has the shapes read); nothing when the
+// usage is not an object.
 void record_usage(GatewayContext& ctx, ProxiedRequest& p, const json::Value& usage);
+void record_usage(GatewayContext& ctx, ProxiedRequest& p, const UsageCounts& counts);
 // Records the request's end: status counter, latency, audit log line.
 void record_done(GatewayContext& ctx, const ProxiedRequest& p);
 

@@ -33,8 +33,8 @@ Awaitable<bool> relay_body(Connection& c, const Request& req, ProxiedRequest& p,
   add_gateway_headers(res, p.info, p.replica_name, p.overhead);
   ex.finish();
   if (p.status == 200 && body.find("\"usage\"") != std::string::npos) {
-    // Only the usage object is built: the answer's text can be long.
-    if (auto usage = json::parse_member(body, "usage")) record_usage(ctx, p, *usage);
+    // Only the usage object's fields are read: the answer's text can be long.
+    if (auto counts = answer_usage_counts(body)) record_usage(ctx, p, *counts);
   }
   release_admission(p);
   res.prepare_payload(body.size());

@@ -16,9 +16,10 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <optional>
+#include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -94,6 +95,12 @@ class Value {
 };
 
 struct Member {
+  Member() = default;
+  // A member with a null value, its key constructed in place (the parser builds each member
+  // where it stays, then its value).
+  explicit Member(std::string_view k) : key(k) {}
+  Member(std::string k, Value v) : key(std::move(k)), value(std::move(v)) {}
+
   std::string key;
   Value value;
   friend bool operator==(const Member& a, const Member& b) {
@@ -108,8 +115,8 @@ inline Value::Value(double d) : v_(Number{d, {}}) {}
 inline Value::Value(int i) : v_(Number{static_cast<double>(i), {}}) {}
 inline Value::Value(Number n) : v_(std::move(n)) {}
 inline Value::Value(std::string s) : v_(std::move(s)) {}
-inline Value::Value(std::string_view s) : v_(std::string(s)) {}
-inline Value::Value(const char* s) : v_(std::string(s)) {}
+inline Value::Value(std::string_view s) : v_(std::in_place_type<std::string>, s) {}
+inline Value::Value(const char* s) : v_(std::in_place_type<std::string>, s) {}
 inline Value::Value(Array a) : v_(std::move(a)) {}
 inline Value::Value(Object o) : v_(std::move(o)) {}
 inline bool operator==(const Value& a, const Value& b) {
@@ -140,11 +147,24 @@ inline constexpr std::size_t kParsePadding = 64;
 // ("messages[2].content"), empty at the root.
 Result<Value> parse(std::string_view text, const ParseLimits& limits = {});
 
-// The value of root member `key` of the object `text`, parsed alone: the other members are
-// skipped over (checked for structure, not built), which is what reading one field of a large
-// answer needs. nullopt when the root is not an object, has no such member, or is not JSON.
-std::optional<Value> parse_member(std::string_view text, std::string_view key,
-                                  const ParseLimits& limits = {});
+// One field met by visit_member_fields: its key, the key of the object it lies in below the
+// member (empty for the member's own fields), its type and, for a number, its value. The views
+// live until the visitor returns.
+struct FieldSeen {
+  std::string_view object;
+  std::string_view key;
+  Type type = Type::kNull;
+  double number = 0;  // 0 unless type is kNumber
+};
+// Calls `visit` for each field of the root object's member `key`, and then for the fields of
+// each object directly inside it, in document order, without building a tree: what reading an
+// answer's usage counts takes, on every response. Other members and deeper values are skipped
+// over (checked for structure, not read). False when the text is not a JSON object, has no such
+// member or it is not an object, or a value met is malformed (`visit` may have seen the fields
+// before it). Unlike parse() it does not look for repeated keys.
+bool visit_member_fields(std::string_view text, std::string_view key,
+                         const std::function<void(const FieldSeen&)>& visit,
+                         const ParseLimits& limits = {});
 
 // Where a root object's member values lie in the parsed text: [begin, end) byte offsets of each
 // value (not its key), in document order, the same order as the parsed object's members.
