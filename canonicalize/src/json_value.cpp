@@ -14,7 +14,24 @@ const Value* Value::find(std::string_view key) const {
 }
 
 Value* Value::find(std::string_view key) {
-  return const_cast<Value*>(std::as_const(*this).find(key));  // NOLINT: same object
+  // The caller may modify what it finds: a shared value gets its own copy first.
+  return const_cast<Value*>(std::as_const(write()).find(key));  // NOLINT: same object
+}
+
+Value Value::shared(std::shared_ptr<const Value> target) {
+  Value out;
+  if (target->is_shared()) {
+    out.v_ = std::get<kShared>(target->v_);  // refer to the value itself, not to a reference
+  } else {
+    out.v_ = std::move(target);
+  }
+  return out;
+}
+
+void Value::unshare() {
+  // Copy the alternative out before the reference (perhaps the last) is dropped.
+  auto copy = std::get<kShared>(v_)->v_;
+  v_ = std::move(copy);
 }
 
 void Value::set(std::string_view key, Value value) {

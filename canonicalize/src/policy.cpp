@@ -1,6 +1,7 @@
 #include "prefixgate/canonicalize/policy.h"
 
 #include <algorithm>
+#include <memory>
 
 #include "prefixgate/canonicalize/volatile.h"
 #include "tool_list_memo.h"
@@ -224,7 +225,7 @@ bool canonicalize_tool_list_memoized(Value& body, std::string_view key, const Mo
   if (const internal::ToolListOutcome* hit = memo.find(source, rules)) {
     // Unless a rule rewrote it, the list parsed (or converted) from the same bytes is the
     // remembered one.
-    if (hit->rewrote) *list = hit->list;
+    if (hit->rewrote) *list = json::Value::shared(hit->list);
     changes.insert(changes.end(), hit->changes.begin(), hit->changes.end());
     derived.tool_texts->push_back(hit->text);
     return hit->reordered;
@@ -235,7 +236,11 @@ bool canonicalize_tool_list_memoized(Value& body, std::string_view key, const Mo
   outcome.changes.assign(changes.begin() + static_cast<std::ptrdiff_t>(first), changes.end());
   outcome.rewrote = std::any_of(outcome.changes.begin(), outcome.changes.end(),
                                 [](const Change& c) { return c.applied; });
-  if (outcome.rewrote) outcome.list = *list;
+  if (outcome.rewrote) {
+    // The body refers to the kept list too: no copy now, none on the next hit.
+    outcome.list = std::make_shared<const Value>(std::move(*list));
+    *list = json::Value::shared(outcome.list);
+  }
   outcome.text = internal::tool_list_text_of(key, *list);
   derived.tool_texts->push_back(outcome.text);
   const bool reordered = outcome.reordered;

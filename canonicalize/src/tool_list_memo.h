@@ -21,7 +21,9 @@ namespace prefixgate::canon::internal {
 
 // What canonicalizing one tool list did.
 struct ToolListOutcome {
-  json::Value list;             // the list as the rules left it; null unless `rewrote`
+  // The list as the rules left it, shared with the requests that send it (json::Value::shared);
+  // null unless `rewrote`.
+  std::shared_ptr<const json::Value> list;
   std::vector<Change> changes;  // what they reported, in order
   bool rewrote = false;         // whether a rule changed the list
   bool reordered = false;       // whether tool-order re-ordered it

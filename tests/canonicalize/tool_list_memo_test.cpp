@@ -159,6 +159,30 @@ TEST(ToolListMemoTest, TheSecondSightOfAListIsTakenFromTheMemo) {
   EXPECT_NE(prepare(spaced, {}, {}, true).request.tool_texts.at(0), a.request.tool_texts.at(0));
 }
 
+// A list the rules rewrote is kept once and shared by every request that sends its bytes: no
+// copy per request, and a request that modifies its body's list modifies its own copy.
+TEST(ToolListMemoTest, ARewrittenListIsSharedAndARequestsChangesStayItsOwn) {
+  // Members out of RFC 8785 order, so tool-json rewrites the list.
+  const std::string body =
+      R"({"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function",)"
+      R"("function":{"parameters":{"type":"object"},"name":"zeta"}}]})";
+  Prepared a = prepare(body, {}, {}, true);
+  Prepared b = prepare(body, {}, {}, true);
+  const json::Value* list_a = a.request.body.find("tools");
+  const json::Value* list_b = b.request.body.find("tools");
+  ASSERT_TRUE(list_a != nullptr && list_b != nullptr);
+  EXPECT_TRUE(list_a->is_shared());
+  EXPECT_TRUE(list_b->is_shared());
+  EXPECT_EQ(&list_a->as_array(), &list_b->as_array());
+  const std::string canonical = json::to_json(*list_a);
+  EXPECT_EQ(canonical,
+            R"([{"function":{"name":"zeta","parameters":{"type":"object"}},"type":"function"}])");
+  b.request.body.find("tools")->as_array().clear();
+  EXPECT_EQ(json::to_json(*a.request.body.find("tools")), canonical);
+  const Prepared c = prepare(body, {}, {}, true);
+  EXPECT_EQ(json::to_json(*c.request.body.find("tools")), canonical);
+}
+
 // A converted request's tools are its conversion of the client's bytes: the same bytes sent as a
 // chat request's tools and as a Messages request's make two lists, and neither is taken for the
 // other.

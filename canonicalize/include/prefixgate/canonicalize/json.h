@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -62,7 +63,15 @@ class Value {
   Value(Array a);             // NOLINT
   Value(Object o);            // NOLINT
 
-  Type type() const { return static_cast<Type>(v_.index()); }
+  // A value that refers to `target`, which must not change while any refers to it: copying it
+  // copies the reference, not the tree (a tool list kept by the canonicalizer's memo is shared
+  // by every request that sends it). Reading it reads `target`; the first access that may
+  // modify it (a non-const accessor, find, set or erase) gives it a copy of its own first.
+  static Value shared(std::shared_ptr<const Value> target);
+  // Whether this value refers to a shared one (for tests and the memo).
+  bool is_shared() const { return v_.index() == kShared; }
+
+  Type type() const { return static_cast<Type>(read().v_.index()); }
   bool is_null() const { return type() == Type::kNull; }
   bool is_bool() const { return type() == Type::kBool; }
   bool is_number() const { return type() == Type::kNumber; }
@@ -71,14 +80,14 @@ class Value {
   bool is_object() const { return type() == Type::kObject; }
 
   // Accessors assert the type; check it first.
-  bool as_bool() const { return std::get<bool>(v_); }
-  const Number& as_number() const { return std::get<Number>(v_); }
-  const std::string& as_string() const { return std::get<std::string>(v_); }
-  std::string& as_string() { return std::get<std::string>(v_); }
-  const Array& as_array() const { return std::get<Array>(v_); }
-  Array& as_array() { return std::get<Array>(v_); }
-  const Object& as_object() const { return std::get<Object>(v_); }
-  Object& as_object() { return std::get<Object>(v_); }
+  bool as_bool() const { return std::get<bool>(read().v_); }
+  const Number& as_number() const { return std::get<Number>(read().v_); }
+  const std::string& as_string() const { return std::get<std::string>(read().v_); }
+  std::string& as_string() { return std::get<std::string>(write().v_); }
+  const Array& as_array() const { return std::get<Array>(read().v_); }
+  Array& as_array() { return std::get<Array>(write().v_); }
+  const Object& as_object() const { return std::get<Object>(read().v_); }
+  Object& as_object() { return std::get<Object>(write().v_); }
 
   // Object lookup by key; nullptr when this is not an object or has no such member.
   const Value* find(std::string_view key) const;
@@ -91,7 +100,17 @@ class Value {
   friend bool operator==(const Value& a, const Value& b);
 
  private:
-  std::variant<Null, bool, Number, std::string, Array, Object> v_;
+  static constexpr std::size_t kShared = 6;  // v_'s index of a reference to a shared value
+  // The value this one reads: itself, or the shared one it refers to (never itself shared).
+  const Value& read() const { return v_.index() == kShared ? *std::get<kShared>(v_) : *this; }
+  // This value, with a copy of its own first if it referred to a shared one.
+  Value& write() {
+    if (v_.index() == kShared) unshare();
+    return *this;
+  }
+  void unshare();
+
+  std::variant<Null, bool, Number, std::string, Array, Object, std::shared_ptr<const Value>> v_;
 };
 
 struct Member {
@@ -120,7 +139,7 @@ inline Value::Value(const char* s) : v_(std::in_place_type<std::string>, s) {}
 inline Value::Value(Array a) : v_(std::move(a)) {}
 inline Value::Value(Object o) : v_(std::move(o)) {}
 inline bool operator==(const Value& a, const Value& b) {
-  return a.v_ == b.v_;
+  return a.read().v_ == b.read().v_;
 }
 
 // Name of a type for error messages: "null", "boolean", "number", "string", "array", "object".
