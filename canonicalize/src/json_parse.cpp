@@ -112,6 +112,15 @@ NumberRead read_number(std::string_view token, double& value) {
   return NumberRead::kOk;
 }
 
+// A literal token's value (true, false or null, checked on the raw token: simdjson's type()
+// looks at its first byte only); nullopt for anything else.
+std::optional<Value> read_literal(std::string_view token) {
+  if (token == "true") return Value(true);
+  if (token == "false") return Value(false);
+  if (token == "null") return Value();
+  return std::nullopt;
+}
+
 class TreeBuilder {
  public:
   TreeBuilder(std::string_view input, const ParseLimits& limits, ondemand::document& doc,
@@ -303,16 +312,11 @@ class TreeBuilder {
 
   bool build_literal(std::string_view token, Value& out) {
     const std::size_t at = offset_of(token.data());
-    token = trim_trailing_whitespace(token);
-    if (token == "true") {
-      out = Value(true);
-    } else if (token == "false") {
-      out = Value(false);
-    } else if (token == "null") {
-      out = Value();
-    } else {
+    std::optional<Value> literal = read_literal(trim_trailing_whitespace(token));
+    if (!literal) {
       return fail(ErrorCode::kInvalidJson, at, describe_simdjson_error(simdjson::N_ATOM_ERROR));
     }
+    out = std::move(*literal);
     return true;
   }
 
@@ -469,9 +473,11 @@ bool describe_field(ondemand::value& value, FieldSeen& seen) {
     }
     case ondemand::json_type::boolean:
     case ondemand::json_type::null: {
-      const std::string_view token = trim_trailing_whitespace(value.raw_json_token());
-      seen.type = token == "null" ? Type::kNull : Type::kBool;
-      return token == "true" || token == "false" || token == "null";
+      const std::optional<Value> literal =
+          read_literal(trim_trailing_whitespace(value.raw_json_token()));
+      if (!literal) return false;
+      seen.type = literal->type();
+      return true;
     }
     case ondemand::json_type::number: {
       seen.type = Type::kNumber;

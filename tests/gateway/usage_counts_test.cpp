@@ -37,6 +37,9 @@ const Case kCases[] = {
      {0, 2, 0}},
     {R"({"prompt_tokens":12.7,"prompt_tokens_details":[{"cached_tokens":8}]})", {12, 0, 0}},
     {"{}", {0, 0, 0}},
+    // A number past any real count is held at 1e15 (converting 1e300 would be undefined).
+    {R"({"prompt_tokens":1e300,"completion_tokens":2e15})",
+     {1'000'000'000'000'000, 0, 1'000'000'000'000'000}},
 };
 
 void expect_counts(const UsageCounts& got, const UsageCounts& want, const std::string& what) {

@@ -5,6 +5,9 @@
 namespace prefixgate::gateway::server {
 namespace {
 
+// More tokens than any prompt or answer has, and exactly representable as a double.
+constexpr double kMaxCount = 1e15;
+
 // A usage object's fields that the counts come from, noted as they are met; the first of a
 // repeated key counts, as Value::find gives it.
 class UsageFields {
@@ -52,10 +55,12 @@ class UsageFields {
     json::Type type = json::Type::kNull;
     double number = 0;
     bool is_object() const { return seen && type == json::Type::kObject; }
-    // A count: a positive number, whole tokens; anything else counts none.
+    // A count: a positive number, whole tokens; anything else counts none. A number past any
+    // real count (an upstream's garbage, 1e300) is held at kMaxCount, so converting it stays
+    // defined.
     std::size_t count() const {
-      return seen && type == json::Type::kNumber && number > 0 ? static_cast<std::size_t>(number)
-                                                               : 0;
+      if (!seen || type != json::Type::kNumber || !(number > 0)) return 0;
+      return static_cast<std::size_t>(std::min(number, kMaxCount));
     }
   };
   static void set(Field& field, const json::FieldSeen& f) {
