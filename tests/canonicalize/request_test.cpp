@@ -7,7 +7,7 @@
 namespace prefixgate::canon {
 namespace {
 
-Result<ParsedRequest> chat(std::string_view body) {
+Result<ParsedRequest> parse_chat(std::string_view body) {
   return parse_request(body, Endpoint::kChatCompletions);
 }
 
@@ -22,7 +22,7 @@ void expect_error(std::string_view body, ErrorCode code, std::string_view param,
 }
 
 TEST(RequestTest, ParsesChatMessagesToolsAndKeepsUnknownFields) {
-  auto r = chat(R"({"model":"m","messages":[
+  auto r = parse_chat(R"({"model":"m","messages":[
       {"role":"system","content":"You are terse."},
       {"role":"user","content":[{"type":"text","text":"Hi "},{"type":"image_url","image_url":{"url":"x"}},{"type":"text","text":"there"}]},
       {"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{}"}}]},
@@ -48,7 +48,7 @@ TEST(RequestTest, ParsesChatMessagesToolsAndKeepsUnknownFields) {
 }
 
 TEST(RequestTest, LegacyFunctionsAreTools) {
-  auto r = chat(R"({"messages":[{"role":"user","content":"x"}],"functions":[{"name":"g"}]})");
+  auto r = parse_chat(R"({"messages":[{"role":"user","content":"x"}],"functions":[{"name":"g"}]})");
   ASSERT_TRUE(r) << r.error().message;
   ASSERT_EQ(r->tools.size(), 1u);
   EXPECT_EQ(r->tools[0].path, "functions[0]");
@@ -112,11 +112,11 @@ TEST(RequestTest, LimitsAreEnforced) {
 
   std::string deep = R"({"messages":[{"role":"user","content":"x"}],"x":)";
   deep += std::string(200, '[') + std::string(200, ']') + "}";
-  auto nested = chat(deep);
+  auto nested = parse_chat(deep);
   ASSERT_FALSE(nested);
   EXPECT_EQ(nested.error().code, ErrorCode::kTooDeep);
 
-  auto bad_utf8 = chat("{\"messages\":[{\"role\":\"user\",\"content\":\"\xff\"}]}");
+  auto bad_utf8 = parse_chat("{\"messages\":[{\"role\":\"user\",\"content\":\"\xff\"}]}");
   ASSERT_FALSE(bad_utf8);
   EXPECT_EQ(bad_utf8.error().code, ErrorCode::kInvalidUtf8);
 }

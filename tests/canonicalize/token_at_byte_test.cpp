@@ -48,8 +48,9 @@ void expect_same_tokens_at_bytes(const Tokenizer& tok, const std::string& text,
   }
 }
 
-void check_random_texts(const Tokenizer& tok, const std::vector<std::string>& specials,
-                        std::uint32_t seed) {
+void check_token_at_byte_on_random_texts(const Tokenizer& tok,
+                                         const std::vector<std::string>& specials,
+                                         std::uint32_t seed) {
   std::mt19937 rng(seed);
   SegmentCache cache({.max_bytes = 1 << 20, .min_segment_bytes = 1, .shards = 4});
   std::uniform_int_distribution<std::size_t> pick_special(0, specials.size() - 1);
@@ -73,7 +74,7 @@ TEST(TokenAtByteTest, ByteTokenizerStretchesGiveTheOffsetsAnswer) {
   auto tok = make_byte_tokenizer();
   std::vector<std::string> specials(byte_tokenizer_specials().begin(),
                                     byte_tokenizer_specials().end());
-  check_random_texts(*tok, specials, 1);
+  check_token_at_byte_on_random_texts(*tok, specials, 1);
   expect_same_tokens_at_bytes(*tok, "", {}, "empty");
   expect_same_tokens_at_bytes(*tok, "<|eot_id|><|eot_id|>", {}, "specials only");
 }
@@ -90,7 +91,7 @@ TEST_P(TokenAtByteBpeTest, StretchesGiveTheOffsetsAnswer) {
   }
   auto tok = load_tokenizer_json(*json_text);
   ASSERT_TRUE(tok) << tok.error().message;
-  check_random_texts(**tok, specials, 7);
+  check_token_at_byte_on_random_texts(**tok, specials, 7);
 }
 
 INSTANTIATE_TEST_SUITE_P(

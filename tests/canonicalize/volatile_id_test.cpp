@@ -12,15 +12,16 @@
 namespace prefixgate::canon {
 namespace {
 
-struct Case {
+struct IdCase {
   std::string_view text;
   std::string_view span;  // the substring of `text` that must be the only finding
   std::string_view kind;
 };
 
 using test_support::describe;
+using test_support::expect_no_volatile;
 
-void expect_only_id(const Case& c) {
+void expect_only_id(const IdCase& c) {
   SCOPED_TRACE(testing::Message() << "text: " << c.text);
   const std::vector<VolatileSpan> spans = find_volatile(c.text);
   ASSERT_EQ(spans.size(), 1u) << describe(c.text, spans);
@@ -33,32 +34,27 @@ void expect_only_id(const Case& c) {
   EXPECT_EQ(spans[0].kind, c.kind);
 }
 
-void expect_nothing(std::string_view text) {
-  const std::vector<VolatileSpan> spans = find_volatile(text);
-  EXPECT_TRUE(spans.empty()) << "text: " << text << "\n" << describe(text, spans);
-}
-
 TEST(VolatileIdTest, FindsUuidsOfAnyVersionAndCase) {
-  const Case cases[] = {
+  const IdCase cases[] = {
       {"id 550e8400-e29b-41d4-a716-446655440000 x", "550e8400-e29b-41d4-a716-446655440000", "uuid"},
       {"{0190F3A2-7B1C-7D4E-9F00-1A2B3C4D5E6F}", "0190F3A2-7B1C-7D4E-9F00-1A2B3C4D5E6F", "uuid"},
       {"urn:uuid:abcdefab-cdef-4abc-8def-abcdefabcdef.", "abcdefab-cdef-4abc-8def-abcdefabcdef",
        "uuid"},
   };
-  for (const Case& c : cases) expect_only_id(c);
-  expect_nothing("550e8400-e29b-41d4-a716-44665544000");    // 11 digits in the last group
-  expect_nothing("550e8400-e29b-41d4-a716-446655440000g");  // glued to a word
+  for (const IdCase& c : cases) expect_only_id(c);
+  expect_no_volatile("550e8400-e29b-41d4-a716-44665544000");    // 11 digits in the last group
+  expect_no_volatile("550e8400-e29b-41d4-a716-446655440000g");  // glued to a word
 }
 
 TEST(VolatileIdTest, FindsUlids) {
-  const Case cases[] = {
+  const IdCase cases[] = {
       {"ulid=01ARZ3NDEKTSV4RRFFQ69G5FAV;", "01ARZ3NDEKTSV4RRFFQ69G5FAV", "ulid"},
       {"01j5xk3m7qz8v9w2n4p6r8t0ab", "01j5xk3m7qz8v9w2n4p6r8t0ab", "ulid"},
   };
-  for (const Case& c : cases) expect_only_id(c);
-  expect_nothing("81ARZ3NDEKTSV4RRFFQ69G5FAV");  // first character above 7: past 2^48 ms
-  expect_nothing("01ARZ3NDEKTSV4RRFFQ69G5FAL");  // L is not Crockford base32
-  expect_nothing("01ARZ3NDEKTSV4RRffq69g5fav");  // mixed case
+  for (const IdCase& c : cases) expect_only_id(c);
+  expect_no_volatile("81ARZ3NDEKTSV4RRFFQ69G5FAV");  // first character above 7: past 2^48 ms
+  expect_no_volatile("01ARZ3NDEKTSV4RRFFQ69G5FAL");  // L is not Crockford base32
+  expect_no_volatile("01ARZ3NDEKTSV4RRffq69g5fav");  // mixed case
 }
 
 TEST(VolatileIdTest, FindsTraceparentHeaders) {
@@ -67,7 +63,7 @@ TEST(VolatileIdTest, FindsTraceparentHeaders) {
 }
 
 TEST(VolatileIdTest, FindsJwts) {
-  const Case cases[] = {
+  const IdCase cases[] = {
       {"Authorization: Bearer "
        "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_"
        "XgL0n3I9PlFUP0THsR8U",
@@ -77,11 +73,11 @@ TEST(VolatileIdTest, FindsJwts) {
       // alg "none": an empty signature, the trailing dot included.
       {"t=eyJhbGciOiJub25lIn0.eyJzdWIiOiIxIn0. ok", "eyJhbGciOiJub25lIn0.eyJzdWIiOiIxIn0.", "jwt"},
   };
-  for (const Case& c : cases) expect_only_id(c);
+  for (const IdCase& c : cases) expect_only_id(c);
 }
 
 TEST(VolatileIdTest, FindsProviderIds) {
-  const Case cases[] = {
+  const IdCase cases[] = {
       {"id chatcmpl-9pWJmX0uL1YrW3kqDq8NcXr2Ab1C", "chatcmpl-9pWJmX0uL1YrW3kqDq8NcXr2Ab1C",
        "provider-id"},
       {"msg_01XFDUDYJgAACzvnptvVoYEL", "msg_01XFDUDYJgAACzvnptvVoYEL", "provider-id"},
@@ -93,18 +89,18 @@ TEST(VolatileIdTest, FindsProviderIds) {
       {"resp_67cb71b351908190a308f3859487620d", "resp_67cb71b351908190a308f3859487620d",
        "provider-id"},
   };
-  for (const Case& c : cases) expect_only_id(c);
+  for (const IdCase& c : cases) expect_only_id(c);
 }
 
 TEST(VolatileIdTest, LeavesNamesWithProviderPrefixesAlone) {
   for (std::string_view text : {"call_getWeather2", "run_tests", "req_validation", "msg_hello",
                                 "file-loader", "my_run_abc123def456", "step_1", "trace_id"}) {
-    expect_nothing(text);
+    expect_no_volatile(text);
   }
 }
 
 TEST(VolatileIdTest, FindsLongHexNonces) {
-  const Case cases[] = {
+  const IdCase cases[] = {
       {"nonce 3f2a9b7c1d4e5f60718293a4b5c6d7e8", "3f2a9b7c1d4e5f60718293a4b5c6d7e8", "hex-nonce"},
       {"commit 9FCEB02D0AE598E95DC970B74767F19372D61AF8 merged",
        "9FCEB02D0AE598E95DC970B74767F19372D61AF8", "hex-nonce"},
@@ -112,7 +108,7 @@ TEST(VolatileIdTest, FindsLongHexNonces) {
        "hex-nonce"},
       {"x-request-id: 4bf92f3577b34da6.", "4bf92f3577b34da6", "hex-nonce"},
   };
-  for (const Case& c : cases) expect_only_id(c);
+  for (const IdCase& c : cases) expect_only_id(c);
 }
 
 TEST(VolatileIdTest, LeavesShortHashesNumbersAndWordsAlone) {
@@ -122,12 +118,12 @@ TEST(VolatileIdTest, LeavesShortHashesNumbersAndWordsAlone) {
            "deadbeefcafebabe",         // letters only
            "1234567890123456789",      // a plain decimal number
        }) {
-    expect_nothing(text);
+    expect_no_volatile(text);
   }
 }
 
 TEST(VolatileIdTest, FindsBase64Nonces) {
-  const Case cases[] = {
+  const IdCase cases[] = {
       {"secret dGhpcyBpcyBhIHNlY3JldCBub25jZQ== done",
        "dGhpcyBpcyBhIHNlY3JldCBub25jZQ==", "base64-nonce"},
       {"key Zx8pQ2mN7vK4rT9wLs3B end", "Zx8pQ2mN7vK4rT9wLs3B", "base64-nonce"},
@@ -137,7 +133,7 @@ TEST(VolatileIdTest, FindsBase64Nonces) {
       {"see docs.google.com/document/d/1yrYZJ2twrbpUuScbo3rmN_v-Jfv6d2tO74nCT6PcpxI now",
        "1yrYZJ2twrbpUuScbo3rmN_v-Jfv6d2tO74nCT6PcpxI", "base64-nonce"},
   };
-  for (const Case& c : cases) expect_only_id(c);
+  for (const IdCase& c : cases) expect_only_id(c);
 }
 
 TEST(VolatileIdTest, LeavesIdentifiersPathsAndUrlsAlone) {
@@ -157,7 +153,7 @@ TEST(VolatileIdTest, LeavesIdentifiersPathsAndUrlsAlone) {
            "NID_pbe_WithSHA1And128BitRC4 and LN_pbeWithMD5AndCast5_CBC",
            "static const uint64_t k = 0xb5026f5aa96619e9ULL;",
        }) {
-    expect_nothing(text);
+    expect_no_volatile(text);
   }
 }
 

@@ -12,7 +12,7 @@
 namespace prefixgate::canon {
 namespace {
 
-struct Case {
+struct TimestampCase {
   std::string_view text;
   std::string_view span;  // the substring of `text` that must be the only finding
   Severity severity;
@@ -20,8 +20,9 @@ struct Case {
 };
 
 using test_support::describe;
+using test_support::expect_no_volatile;
 
-void expect_only(const Case& c, Rule rule) {
+void expect_only(const TimestampCase& c, Rule rule) {
   SCOPED_TRACE(testing::Message() << "text: " << c.text);
   const std::vector<VolatileSpan> spans = find_volatile(c.text);
   ASSERT_EQ(spans.size(), 1u) << describe(c.text, spans);
@@ -34,17 +35,12 @@ void expect_only(const Case& c, Rule rule) {
   EXPECT_EQ(spans[0].kind, c.kind);
 }
 
-void expect_nothing(std::string_view text) {
-  const std::vector<VolatileSpan> spans = find_volatile(text);
-  EXPECT_TRUE(spans.empty()) << "text: " << text << "\n" << describe(text, spans);
-}
-
 constexpr Severity kError = Severity::kError;
 constexpr Severity kWarning = Severity::kWarning;
 constexpr Severity kInfo = Severity::kInfo;
 
 TEST(VolatileTimestampTest, FindsIso8601AndRfc3339ExtendedForms) {
-  const Case cases[] = {
+  const TimestampCase cases[] = {
       {"Now: 2026-08-20T14:33:07Z.", "2026-08-20T14:33:07Z", kError, "rfc3339"},
       {"at 2026-08-20 14:33:07.123+02:00 sharp", "2026-08-20 14:33:07.123+02:00", kError,
        "rfc3339"},
@@ -56,11 +52,11 @@ TEST(VolatileTimestampTest, FindsIso8601AndRfc3339ExtendedForms) {
       {"logged 2026-08-20 14:33:07 UTC.", "2026-08-20 14:33:07 UTC", kError, "iso8601"},
       {"\\n2026-08-20T14:33:07Z\\n", "2026-08-20T14:33:07Z", kError, "rfc3339"},
   };
-  for (const Case& c : cases) expect_only(c, Rule::kTimestamp);
+  for (const TimestampCase& c : cases) expect_only(c, Rule::kTimestamp);
 }
 
 TEST(VolatileTimestampTest, SeverityFollowsThePrecisionTheDigitsShow) {
-  const Case cases[] = {
+  const TimestampCase cases[] = {
       {"Hour: 2026-08-20T14.", "2026-08-20T14", kWarning, "iso8601"},
       {"2026-08-20T14:00:00Z", "2026-08-20T14:00:00Z", kWarning, "rfc3339"},
       {"2026-08-20T14:00:00.000Z", "2026-08-20T14:00:00.000Z", kWarning, "rfc3339"},
@@ -69,21 +65,21 @@ TEST(VolatileTimestampTest, SeverityFollowsThePrecisionTheDigitsShow) {
       {"opens at 9 AM", "9 AM", kWarning, "time-of-day"},
       {"at 14:00 today", "14:00", kWarning, "time-of-day"},
   };
-  for (const Case& c : cases) expect_only(c, Rule::kTimestamp);
+  for (const TimestampCase& c : cases) expect_only(c, Rule::kTimestamp);
 }
 
 TEST(VolatileTimestampTest, FindsIso8601Basic) {
-  const Case cases[] = {
+  const TimestampCase cases[] = {
       {"build 20260820T143307Z done", "20260820T143307Z", kError, "iso8601-basic"},
       {"20260820T1433+0200", "20260820T1433+0200", kError, "iso8601-basic"},
       {"20260820T143307.25Z", "20260820T143307.25Z", kError, "iso8601-basic"},
       {"20260820T143307", "20260820T143307", kError, "iso8601-basic"},
   };
-  for (const Case& c : cases) expect_only(c, Rule::kTimestamp);
+  for (const TimestampCase& c : cases) expect_only(c, Rule::kTimestamp);
 }
 
 TEST(VolatileTimestampTest, FindsRfc2822AndHttpDates) {
-  const Case cases[] = {
+  const TimestampCase cases[] = {
       {"Date: Thu, 20 Aug 2026 14:33:07 +0000", "Thu, 20 Aug 2026 14:33:07 +0000", kError,
        "rfc2822"},
       {"20 Aug 2026 14:33 -0700", "20 Aug 2026 14:33 -0700", kError, "rfc2822"},
@@ -96,11 +92,11 @@ TEST(VolatileTimestampTest, FindsRfc2822AndHttpDates) {
       {"Thu Aug 20 14:33:07 2026", "Thu Aug 20 14:33:07 2026", kError, "http-date"},
       {"Thu Aug  6 14:33:07 2026", "Thu Aug  6 14:33:07 2026", kError, "http-date"},
   };
-  for (const Case& c : cases) expect_only(c, Rule::kTimestamp);
+  for (const TimestampCase& c : cases) expect_only(c, Rule::kTimestamp);
 }
 
 TEST(VolatileTimestampTest, FindsLongFormDatesWithATime) {
-  const Case cases[] = {
+  const TimestampCase cases[] = {
       {"Today is Thursday, August 20, 2026 at 2:33 PM.", "Thursday, August 20, 2026 at 2:33 PM",
        kError, "long-date"},
       {"August 20, 2026, 14:33", "August 20, 2026, 14:33", kError, "long-date"},
@@ -114,11 +110,11 @@ TEST(VolatileTimestampTest, FindsLongFormDatesWithATime) {
       {"Thursday, August 20, 2026 at 2:33\xE2\x80\xAFPM",
        "Thursday, August 20, 2026 at 2:33\xE2\x80\xAFPM", kError, "long-date"},
   };
-  for (const Case& c : cases) expect_only(c, Rule::kTimestamp);
+  for (const TimestampCase& c : cases) expect_only(c, Rule::kTimestamp);
 }
 
 TEST(VolatileTimestampTest, FindsNumericDateTimes) {
-  const Case cases[] = {
+  const TimestampCase cases[] = {
       {"on 20/08/2026 14:33 UTC", "20/08/2026 14:33 UTC", kError, "numeric-datetime"},
       {"08/20/2026 2:33 PM", "08/20/2026 2:33 PM", kError, "numeric-datetime"},
       {"20.08.2026 14:33:07", "20.08.2026 14:33:07", kError, "numeric-datetime"},
@@ -127,11 +123,11 @@ TEST(VolatileTimestampTest, FindsNumericDateTimes) {
       // The strict ISO parse stops before "PM"; the longer reading wins.
       {"2026-08-20 11:30 PM", "2026-08-20 11:30 PM", kError, "numeric-datetime"},
   };
-  for (const Case& c : cases) expect_only(c, Rule::kTimestamp);
+  for (const TimestampCase& c : cases) expect_only(c, Rule::kTimestamp);
 }
 
 TEST(VolatileTimestampTest, FindsTimesOfDayWithEvidence) {
-  const Case cases[] = {
+  const TimestampCase cases[] = {
       {"It is 2:33 PM.", "2:33 PM", kError, "time-of-day"},
       {"meet 2:33pm", "2:33pm", kError, "time-of-day"},
       {"ends 11:59:59 P.M. sharp", "11:59:59 P.M.", kError, "time-of-day"},
@@ -151,7 +147,7 @@ TEST(VolatileTimestampTest, FindsTimesOfDayWithEvidence) {
        "am",
        kError, "time-of-day"},
   };
-  for (const Case& c : cases) expect_only(c, Rule::kTimestamp);
+  for (const TimestampCase& c : cases) expect_only(c, Rule::kTimestamp);
 }
 
 TEST(VolatileTimestampTest, FindsBothEndsOfAClockRange) {
@@ -165,7 +161,7 @@ TEST(VolatileTimestampTest, FindsBothEndsOfAClockRange) {
 }
 
 TEST(VolatileTimestampTest, FindsEpochSecondsAndMillis) {
-  const Case cases[] = {
+  const TimestampCase cases[] = {
       {"ts=1787236387", "1787236387", kError, "epoch-seconds"},
       {"\"created\": 1787236387,", "1787236387", kError, "epoch-seconds"},
       {"time.time() = 1787236387.123456", "1787236387.123456", kError, "epoch-seconds"},
@@ -174,11 +170,11 @@ TEST(VolatileTimestampTest, FindsEpochSecondsAndMillis) {
       {"ts 1787184000 at midnight", "1787184000", kInfo, "epoch-seconds"},
       {"ts 1787234400000", "1787234400000", kWarning, "epoch-millis"},
   };
-  for (const Case& c : cases) expect_only(c, Rule::kTimestamp);
+  for (const TimestampCase& c : cases) expect_only(c, Rule::kTimestamp);
 }
 
 TEST(VolatileTimestampTest, FindsCalendarDatesAlone) {
-  const Case cases[] = {
+  const TimestampCase cases[] = {
       {"Today is 2026-08-20.", "2026-08-20", kInfo, "date"},
       {"Today is Thursday, August 20, 2026.", "Thursday, August 20, 2026", kInfo, "date"},
       {"as of August 20, 2026", "August 20, 2026", kInfo, "date"},
@@ -194,7 +190,7 @@ TEST(VolatileTimestampTest, FindsCalendarDatesAlone) {
       {"leap day 29 February 2028", "29 February 2028", kInfo, "date"},
       {"dir /logs/2026-08-20/app.log", "2026-08-20", kInfo, "date"},
   };
-  for (const Case& c : cases) expect_only(c, Rule::kDate);
+  for (const TimestampCase& c : cases) expect_only(c, Rule::kDate);
 }
 
 TEST(VolatileTimestampTest, RejectsImpossibleDatesAndTimes) {
@@ -213,7 +209,7 @@ TEST(VolatileTimestampTest, RejectsImpossibleDatesAndTimes) {
            "2026-08-20T25:00:00Z",
            "99/99/2026",
        }) {
-    expect_nothing(text);
+    expect_no_volatile(text);
   }
 }
 
@@ -230,7 +226,7 @@ TEST(VolatileTimestampTest, IgnoresClockShapedNumbersWithoutEvidence) {
            "Chapter 12:30 of the book",
            "at 4:3 to 16:10",
        }) {
-    expect_nothing(text);
+    expect_no_volatile(text);
   }
 }
 
@@ -243,7 +239,7 @@ TEST(VolatileTimestampTest, IgnoresDatesInsideNames) {
            "May 2026",
            "on May 5",
        }) {
-    expect_nothing(text);
+    expect_no_volatile(text);
   }
 }
 

@@ -22,22 +22,22 @@ namespace {
 using ::testing::HasSubstr;
 using Kind = CacheEvent::Kind;
 
-constexpr std::size_t kB = 4;  // page tokens in the unit tests: short prompts, many blocks
-constexpr char kModel[] = "test-model";
+constexpr std::size_t kPageTokens = 4;  // page tokens in the unit tests: short prompts, many blocks
+constexpr char kTestModel[] = "test-model";
 
 // A prompt made of whole blocks, block b being the tokens {10b, 10b+1, 10b+2, 10b+3}: equal
 // block ids mean equal blocks, which makes tree shapes easy to spell.
 std::vector<TokenId> prompt(std::initializer_list<TokenId> blocks) {
   std::vector<TokenId> out;
   for (TokenId b : blocks) {
-    for (TokenId j = 0; j < kB; ++j) out.push_back(10 * b + j);
+    for (TokenId j = 0; j < kPageTokens; ++j) out.push_back(10 * b + j);
   }
   return out;
 }
 
 // The chained hash of the last full block of `tokens` under `salt`.
 std::uint64_t block_hash(std::string_view salt, const std::vector<TokenId>& tokens) {
-  return canon::block_hashes(tokens, kB, canon::block_hash_root(kModel, salt)).back();
+  return canon::block_hashes(tokens, kPageTokens, canon::block_hash_root(kTestModel, salt)).back();
 }
 
 class RadixCacheTest : public ::testing::Test {
@@ -53,7 +53,7 @@ class RadixCacheTest : public ::testing::Test {
   // Caches `tokens` on fresh pages and drops the caller's references, as a finished sequence
   // does: the cache then holds the pages alone.
   std::vector<PageId> cache_alone(std::string_view salt, const std::vector<TokenId>& tokens) {
-    std::vector<PageId> pages = allocate(tokens.size() / kB);
+    std::vector<PageId> pages = allocate(tokens.size() / kPageTokens);
     cache_.insert(salt, tokens, pages);
     for (PageId p : pages) pool_.release(p);
     return pages;
@@ -64,7 +64,7 @@ class RadixCacheTest : public ::testing::Test {
   }
 
   PagePool pool_{32};
-  RadixCache cache_{pool_, kB, kModel};
+  RadixCache cache_{pool_, kPageTokens, kTestModel};
 };
 
 TEST_F(RadixCacheTest, EmptyCacheMatchesNothing) {
@@ -140,14 +140,14 @@ TEST_F(RadixCacheTest, InsertOfCachedBlockKeepsExistingPage) {
 
 TEST_F(RadixCacheTest, NodeHashesAreChainedBlockHashes) {
   PagePool pool(8);
-  RadixCache cache(pool, canon::kDefaultBlockSize, kModel);
+  RadixCache cache(pool, canon::kDefaultBlockSize, kTestModel);
   std::vector<TokenId> tokens(40);
   for (std::size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<TokenId>(1000 + 7 * i);
   std::vector<PageId> pages;
   ASSERT_TRUE(pool.allocate(3, pages));
   cache.insert("tenant", tokens, pages);
 
-  const std::uint64_t root = canon::block_hash_root(kModel, "tenant");
+  const std::uint64_t root = canon::block_hash_root(kTestModel, "tenant");
   const auto hashes = canon::block_hashes(tokens, canon::kDefaultBlockSize, root);
   ASSERT_EQ(hashes.size(), 2u);
   const auto events = cache.drain_events();
@@ -166,8 +166,8 @@ TEST_F(RadixCacheTest, NodeHashesAreChainedBlockHashes) {
 
 TEST_F(RadixCacheTest, EventsReportStoredAndRemovedWithParentHashes) {
   cache_alone("s", prompt({1, 2}));
-  const std::uint64_t root = canon::block_hash_root(kModel, "s");
-  const auto hashes = canon::block_hashes(prompt({1, 2}), kB, root);
+  const std::uint64_t root = canon::block_hash_root(kTestModel, "s");
+  const auto hashes = canon::block_hashes(prompt({1, 2}), kPageTokens, root);
   auto events = cache_.drain_events();
   ASSERT_EQ(events.size(), 2u);
   EXPECT_EQ(events[0].kind, Kind::kStored);
@@ -387,7 +387,7 @@ TEST_F(RadixCacheTest, SnapshotListsParentsFirst) {
   for (const auto& block : snapshot) {
     EXPECT_GE(block.salt, previous_salt);  // salts in order, each listed in one run
     previous_salt = block.salt;
-    const bool under_root = block.parent_hash == canon::block_hash_root(kModel, block.salt);
+    const bool under_root = block.parent_hash == canon::block_hash_root(kTestModel, block.salt);
     EXPECT_TRUE(under_root || listed.count(block.parent_hash) == 1)
         << "block " << canon::hash_hex(block.block_hash) << " listed before its parent";
     listed.insert(block.block_hash);
@@ -420,7 +420,7 @@ TEST_F(RadixCacheTest, HashCollisionIsAMiss) {
   EXPECT_THAT(cache_.check_invariants(), HasSubstr("chain_block_hash"));
 
   const auto original = prompt({1, 2});
-  std::copy(original.begin() + kB, original.end(), second->tokens);
+  std::copy(original.begin() + kPageTokens, original.end(), second->tokens);
   EXPECT_EQ(matched("", prompt({1, 2})), 8u);
   for (PageId p : mine) pool_.release(p);
 }
@@ -437,7 +437,7 @@ TEST_F(RadixCacheTest, CheckInvariantsCatchesABrokenLockCount) {
 TEST_F(RadixCacheTest, DestroyingTheCacheReturnsItsReferences) {
   PagePool pool(4);
   {
-    RadixCache cache(pool, kB, kModel);
+    RadixCache cache(pool, kPageTokens, kTestModel);
     std::vector<PageId> pages;
     ASSERT_TRUE(pool.allocate(2, pages));
     cache.insert("", prompt({1, 2}), pages);
@@ -451,7 +451,7 @@ TEST_F(RadixCacheTest, MatchesA32kTokenPromptToTheEnd) {
   constexpr std::size_t kTokens = 32 * 1024;
   constexpr std::size_t kBlocks = kTokens / canon::kDefaultBlockSize;
   PagePool pool(kBlocks);
-  RadixCache cache(pool, canon::kDefaultBlockSize, kModel);
+  RadixCache cache(pool, canon::kDefaultBlockSize, kTestModel);
   std::mt19937 rng(7);
   std::vector<TokenId> tokens(kTokens);
   for (auto& t : tokens) t = rng() % 128000;

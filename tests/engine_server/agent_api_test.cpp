@@ -24,12 +24,6 @@ std::string messages_body(const std::string& extra = "", const std::string& ques
          question + R"("}])" + extra + "}";
 }
 
-json::Value parse_body(const HttpReply& r) {
-  auto v = json::parse(r.body);
-  EXPECT_TRUE(v.ok()) << r.body;
-  return v ? *v : json::Value();
-}
-
 struct Event {
   std::string name;
   json::Value data;

@@ -14,12 +14,6 @@ std::string long_prompt() {
   return p;
 }
 
-json::Value parse_body(const HttpReply& r) {
-  auto v = json::parse(r.body);
-  EXPECT_TRUE(v.ok()) << r.body;
-  return v ? *v : json::Value();
-}
-
 const json::Value& choice0(const json::Value& body) {
   static const json::Value null;
   const json::Value& choices = at(body, "choices");

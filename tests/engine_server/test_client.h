@@ -3,6 +3,8 @@
 // test_client.cpp: instantiated in every test file, Beast was most of their compile time.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -126,6 +128,13 @@ inline std::vector<json::Value> parse_ndjson(const std::string& body) {
     if (v) out.push_back(std::move(*v));
   }
   return out;
+}
+
+// The reply's body as JSON; a body that does not parse fails the test (and gives null).
+inline json::Value parse_body(const HttpReply& r) {
+  auto v = json::parse(r.body);
+  EXPECT_TRUE(v.ok()) << r.body;
+  return v ? *v : json::Value();
 }
 
 inline const json::Value& at(const json::Value& v, std::string_view key) {

@@ -10,18 +10,16 @@
 #include <vector>
 
 #include "gateway/fleet_sim.h"
+#include "gateway/routing_fixtures.h"
 #include "prefixgate/gateway/replica_load.h"
 #include "prefixgate/gateway/routing.h"
 
 namespace prefixgate::gateway {
 namespace {
 
+using testing::policy;
 using testing::prompt_hashes;
 using testing::request_for;
-
-std::unique_ptr<RoutingPolicy> policy(std::string_view name) {
-  return std::move(*make_policy(name));
-}
 
 // Three replicas that announce their speed and their batch, each batch full (64 running, none
 // sent since the report): no replica would admit at once, so the wait for a place is left out of

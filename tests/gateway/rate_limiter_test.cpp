@@ -9,35 +9,35 @@ namespace prefixgate::gateway::server {
 namespace {
 
 using namespace std::chrono_literals;
-const RateLimiter::Clock::time_point kT0 = RateLimiter::Clock::time_point(1000s);
+const RateLimiter::Clock::time_point kStart = RateLimiter::Clock::time_point(1000s);
 
 TEST(RateLimiterTest, LetsThroughTheBudgetOfEachWindow) {
   RateLimiter limiter(2);
-  EXPECT_TRUE(limiter.allow(kT0));
-  EXPECT_TRUE(limiter.allow(kT0 + 1ms));
-  EXPECT_FALSE(limiter.allow(kT0 + 2ms));  // spent: the window ends at kT0 + 1 s
-  EXPECT_FALSE(limiter.allow(kT0 + 999ms));
-  EXPECT_FALSE(limiter.allow(kT0 + 1s - 1ns));
-  EXPECT_TRUE(limiter.allow(kT0 + 1s));  // a new window, from here
-  EXPECT_TRUE(limiter.allow(kT0 + 1500ms));
-  EXPECT_FALSE(limiter.allow(kT0 + 1600ms));
-  EXPECT_FALSE(limiter.allow(kT0 + 2s - 1ns));
-  EXPECT_TRUE(limiter.allow(kT0 + 2s));
+  EXPECT_TRUE(limiter.allow(kStart));
+  EXPECT_TRUE(limiter.allow(kStart + 1ms));
+  EXPECT_FALSE(limiter.allow(kStart + 2ms));  // spent: the window ends at kStart + 1 s
+  EXPECT_FALSE(limiter.allow(kStart + 999ms));
+  EXPECT_FALSE(limiter.allow(kStart + 1s - 1ns));
+  EXPECT_TRUE(limiter.allow(kStart + 1s));  // a new window, from here
+  EXPECT_TRUE(limiter.allow(kStart + 1500ms));
+  EXPECT_FALSE(limiter.allow(kStart + 1600ms));
+  EXPECT_FALSE(limiter.allow(kStart + 2s - 1ns));
+  EXPECT_TRUE(limiter.allow(kStart + 2s));
   // A window that starts late ends one second after its first event, not on the second.
-  EXPECT_TRUE(limiter.allow(kT0 + 5500ms));
-  EXPECT_TRUE(limiter.allow(kT0 + 5600ms));
-  EXPECT_FALSE(limiter.allow(kT0 + 6s));
-  EXPECT_FALSE(limiter.allow(kT0 + 6500ms - 1ns));
-  EXPECT_TRUE(limiter.allow(kT0 + 6500ms));
+  EXPECT_TRUE(limiter.allow(kStart + 5500ms));
+  EXPECT_TRUE(limiter.allow(kStart + 5600ms));
+  EXPECT_FALSE(limiter.allow(kStart + 6s));
+  EXPECT_FALSE(limiter.allow(kStart + 6500ms - 1ns));
+  EXPECT_TRUE(limiter.allow(kStart + 6500ms));
 }
 
 TEST(RateLimiterTest, ZeroLetsNothingThroughAndRaisingTheRateTakesEffect) {
   RateLimiter limiter;
-  EXPECT_FALSE(limiter.allow(kT0));
-  EXPECT_FALSE(limiter.allow(kT0 + 10s));
+  EXPECT_FALSE(limiter.allow(kStart));
+  EXPECT_FALSE(limiter.allow(kStart + 10s));
   limiter.set_rate(1);
-  EXPECT_TRUE(limiter.allow(kT0 + 12s));
-  EXPECT_FALSE(limiter.allow(kT0 + 12500ms));
+  EXPECT_TRUE(limiter.allow(kStart + 12s));
+  EXPECT_FALSE(limiter.allow(kStart + 12500ms));
 }
 
 }  // namespace

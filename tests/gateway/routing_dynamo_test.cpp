@@ -14,8 +14,8 @@ namespace {
 using testing::prompt_hashes;
 using testing::request_for;
 
-struct Fleet {
-  explicit Fleet(std::size_t n, PolicyConfig config = {}) {
+struct DynamoFleet {
+  explicit DynamoFleet(std::size_t n, PolicyConfig config = {}) {
     auto p = make_policy("dynamo_kv", config);
     EXPECT_TRUE(p.ok());
     policy = std::move(*p);
@@ -72,7 +72,7 @@ TEST(DynamoKvTest, RefusesOutOfRangeParameters) {
 // / 2 blocks to prefill, and 10 / 5 / 9 blocks already decoding. With the prompt's own 10 new
 // blocks: 8 + 20 = 28, 5 + 15 = 20, 2 + 19 = 21. The middle worker wins, not the best match.
 TEST(DynamoKvTest, TheLowestPrefillPlusDecodeBlocksWins) {
-  Fleet f(3);
+  DynamoFleet f(3);
   const auto h = prompt_hashes(1, 10);
   f.store(0, h, 2);
   f.store(1, h, 5);
@@ -85,7 +85,7 @@ TEST(DynamoKvTest, TheLowestPrefillPlusDecodeBlocksWins) {
   EXPECT_EQ(d.reason, RouteReason::kCacheHit);
   EXPECT_EQ(d.predicted_cached_tokens, 5U * 16);
   // Without the decode load the best match wins.
-  Fleet g(3);
+  DynamoFleet g(3);
   g.store(0, h, 2);
   g.store(1, h, 5);
   g.store(2, h, 8);
@@ -93,7 +93,7 @@ TEST(DynamoKvTest, TheLowestPrefillPlusDecodeBlocksWins) {
 }
 
 TEST(DynamoKvTest, QueuedPrefillCountsAsPrefillBlocks) {
-  Fleet f(2);
+  DynamoFleet f(2);
   const auto h = prompt_hashes(1, 10);
   f.store(0, h, 10);
   EXPECT_EQ(f.route(h).replica, 0U);
@@ -106,7 +106,7 @@ TEST(DynamoKvTest, QueuedPrefillCountsAsPrefillBlocks) {
 }
 
 TEST(DynamoKvTest, OverlapComesFromEventsNotFromPredictions) {
-  Fleet f(2);
+  DynamoFleet f(2);
   const auto h = prompt_hashes(1, 10);
   f.occupy(0, 1, 3);  // replica 0 a little busier
   f.index.predict(0, h, {});
@@ -116,7 +116,7 @@ TEST(DynamoKvTest, OverlapComesFromEventsNotFromPredictions) {
 }
 
 TEST(DynamoKvTest, ActiveBlocksAreAddedWhenRoutedAndFreedWhenFinished) {
-  Fleet f(2);
+  DynamoFleet f(2);
   const auto a = prompt_hashes(1, 10);
   const RouteDecision first = f.send(a);
   EXPECT_NE(first.ticket, 0U);
@@ -132,7 +132,7 @@ TEST(DynamoKvTest, ActiveBlocksAreAddedWhenRoutedAndFreedWhenFinished) {
 }
 
 TEST(DynamoKvTest, APrefixAlreadyRunningOnAReplicaAddsNoDecodeBlocks) {
-  Fleet f(2);
+  DynamoFleet f(2);
   const auto a = prompt_hashes(7, 8, /*tail_id=*/1, 2);
   const auto b = prompt_hashes(7, 8, /*tail_id=*/2, 2);
   f.occupy(1, 1, 5);  // 5 blocks running on replica 1
@@ -147,7 +147,7 @@ TEST(DynamoKvTest, APrefixAlreadyRunningOnAReplicaAddsNoDecodeBlocks) {
 TEST(DynamoKvTest, WeightZeroIgnoresTheCache) {
   PolicyConfig config;
   config.dynamo.overlap_score_weight = 0;
-  Fleet f(2, config);
+  DynamoFleet f(2, config);
   const auto h = prompt_hashes(1, 10);
   f.store(0, h, 10);
   f.occupy(0, 1, 1);
@@ -158,8 +158,8 @@ TEST(DynamoKvTest, TemperatureSamplesAndFavoursTheCheaper) {
   PolicyConfig config;
   config.dynamo.temperature = 0.5;
   config.seed = 7;
-  Fleet f(3, config);
-  Fleet g(3, config);
+  DynamoFleet f(3, config);
+  DynamoFleet g(3, config);
   const auto h = prompt_hashes(1, 10);
   f.store(0, h, 10);
   g.store(0, h, 10);
@@ -176,7 +176,7 @@ TEST(DynamoKvTest, TemperatureSamplesAndFavoursTheCheaper) {
 }
 
 TEST(DynamoKvTest, NeverChoosesAnUnhealthyReplica) {
-  Fleet f(3);
+  DynamoFleet f(3);
   const auto h = prompt_hashes(1, 10);
   f.store(0, h, 10);
   f.views[0].healthy = false;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "gateway/fleet_sim.h"
+#include "gateway/routing_fixtures.h"
 #include "prefixgate/gateway/routing.h"
 
 namespace prefixgate::gateway {
@@ -14,13 +15,12 @@ namespace {
 
 using std::chrono::milliseconds;
 using testing::Fleet;
+using testing::fleet;
 using testing::FleetOptions;
+using testing::index_with;
+using testing::policy;
 using testing::prompt_hashes;
 using testing::request_for;
-
-std::unique_ptr<RoutingPolicy> policy(std::string_view name) {
-  return std::move(*make_policy(name));
-}
 
 // cache_aware with the earlier spill rule (overload_factor x the fleet mean), which the
 // properties below that name it are about.
@@ -35,18 +35,6 @@ std::unique_ptr<RoutingPolicy> mean_overload_policy() {
 // wait is under the recent prompts' tail): the formula the properties below check.
 std::unique_ptr<RoutingPolicy> memory_aware_policy() {
   return std::move(*make_policy("cache_aware:duplicate_weight=0:tail_quantile=0"));
-}
-
-std::vector<ReplicaView> fleet(std::size_t n) {
-  std::vector<ReplicaView> views(n);
-  for (std::size_t r = 0; r < n; ++r) views[r].id = static_cast<ReplicaId>(r);
-  return views;
-}
-
-PrefixIndex index_with(std::size_t replicas) {
-  PrefixIndex index;
-  for (std::size_t r = 0; r < replicas; ++r) index.add_replica({});
-  return index;
 }
 
 // Siblings of a new prefix arrive back to back, before any kv_event: the gateway's predictions

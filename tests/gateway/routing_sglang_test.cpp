@@ -13,8 +13,8 @@ namespace {
 using testing::prompt_hashes;
 using testing::request_for;
 
-struct Fleet {
-  explicit Fleet(std::size_t n, SglangCacheAwareConfig config = {}) {
+struct SglangFleet {
+  explicit SglangFleet(std::size_t n, SglangCacheAwareConfig config = {}) {
     PolicyConfig pc;
     pc.sglang = config;
     auto p = make_policy("sglang_cache_aware", pc);
@@ -54,7 +54,7 @@ TEST(SglangCacheAwareTest, RefusesOutOfRangeParameters) {
 }
 
 TEST(SglangCacheAwareTest, NewPrefixesGoToTheSmallestTree) {
-  Fleet f(4);
+  SglangFleet f(4);
   // Each new prefix (no match above the threshold) lands on the replica whose tree is smallest:
   // one prefix per replica, then the one holding the shortest prompt.
   EXPECT_EQ(f.send(prompt_hashes(1, 10)).replica, 0U);
@@ -67,7 +67,7 @@ TEST(SglangCacheAwareTest, NewPrefixesGoToTheSmallestTree) {
 }
 
 TEST(SglangCacheAwareTest, AMatchAboveTheThresholdGoesToTheReplicaThatWasSentIt) {
-  Fleet f(4);
+  SglangFleet f(4);
   f.send(prompt_hashes(9, 20));  // replica 0
   f.send(prompt_hashes(8, 1));   // replica 1: now the smallest trees are 2 and 3
   // 8 of 20 blocks shared: 40 % > 30 %.
@@ -77,7 +77,7 @@ TEST(SglangCacheAwareTest, AMatchAboveTheThresholdGoesToTheReplicaThatWasSentIt)
 }
 
 TEST(SglangCacheAwareTest, AMatchAtOrBelowTheThresholdIsAMiss) {
-  Fleet f(3);
+  SglangFleet f(3);
   f.send(prompt_hashes(9, 20));  // replica 0
   // 6 of 20 blocks shared: exactly 30 %, not above it: the smallest tree (1) wins.
   const RouteDecision d = f.send(prompt_hashes(9, 6, /*tail_id=*/1, 14));
@@ -86,7 +86,7 @@ TEST(SglangCacheAwareTest, AMatchAtOrBelowTheThresholdIsAMiss) {
 }
 
 TEST(SglangCacheAwareTest, ImbalanceSendsToTheShortestQueueWhateverTheCache) {
-  Fleet f(3);
+  SglangFleet f(3);
   const auto h = prompt_hashes(1, 10);
   EXPECT_EQ(f.send(h).replica, 0U);
   const RouteRequest req = request_for(h);
@@ -109,7 +109,7 @@ TEST(SglangCacheAwareTest, ImbalanceSendsToTheShortestQueueWhateverTheCache) {
 }
 
 TEST(SglangCacheAwareTest, ThePromptIsInsertedIntoTheTreeOfWhicheverReplicaTookIt) {
-  Fleet f(3);
+  SglangFleet f(3);
   const auto h = prompt_hashes(1, 10);
   f.send(h);  // replica 0
   f.views[0].inflight_requests = 100;
@@ -122,7 +122,7 @@ TEST(SglangCacheAwareTest, ThePromptIsInsertedIntoTheTreeOfWhicheverReplicaTookI
 }
 
 TEST(SglangCacheAwareTest, EnginesEventsDoNotChangeItsChoice) {
-  Fleet f(3);
+  SglangFleet f(3);
   const auto h = prompt_hashes(1, 10);
   // Replica 2 holds the whole prompt by its events; SGLang's router does not read them.
   for (std::uint64_t hash : h) f.index.apply_stored(2, hash);
@@ -135,7 +135,7 @@ TEST(SglangCacheAwareTest, EnginesEventsDoNotChangeItsChoice) {
 }
 
 TEST(SglangCacheAwareTest, ADryRunInsertsNothing) {
-  Fleet f(2);
+  SglangFleet f(2);
   const auto h = prompt_hashes(1, 10);
   const RouteRequest req = request_for(h);
   for (int i = 0; i < 3; ++i) {
@@ -144,7 +144,7 @@ TEST(SglangCacheAwareTest, ADryRunInsertsNothing) {
 }
 
 TEST(SglangCacheAwareTest, TheTreeForgetsItsLeastRecentlyRoutedBlocksPastItsBound) {
-  Fleet f(2, {.max_tree_blocks = 12});
+  SglangFleet f(2, {.max_tree_blocks = 12});
   const auto a = prompt_hashes(1, 10);
   EXPECT_EQ(f.send(a).replica, 0U);
   EXPECT_EQ(f.send(prompt_hashes(2, 11)).replica, 1U);
@@ -156,7 +156,7 @@ TEST(SglangCacheAwareTest, TheTreeForgetsItsLeastRecentlyRoutedBlocksPastItsBoun
 }
 
 TEST(SglangCacheAwareTest, NeverChoosesAnUnhealthyReplica) {
-  Fleet f(3);
+  SglangFleet f(3);
   const auto h = prompt_hashes(1, 10);
   EXPECT_EQ(f.send(h).replica, 0U);
   f.views[0].healthy = false;

@@ -9,33 +9,19 @@
 #include <vector>
 
 #include "gateway/fleet_sim.h"
+#include "gateway/routing_fixtures.h"
 
 namespace prefixgate::gateway {
 namespace {
 
+using testing::fleet;
+using testing::index_with;
+using testing::policy;
 using testing::prompt_hashes;
 using testing::request_for;
 
 const std::vector<std::string> kPolicies = {"round_robin",  "random",          "least_load",
                                             "power_of_two", "consistent_hash", "cache_aware"};
-
-std::unique_ptr<RoutingPolicy> policy(std::string_view name, PolicyConfig config = {}) {
-  auto p = make_policy(name, config);
-  EXPECT_TRUE(p.ok()) << name;
-  return std::move(*p);
-}
-
-PrefixIndex index_with(std::size_t replicas) {
-  PrefixIndex index;
-  for (std::size_t r = 0; r < replicas; ++r) index.add_replica({});
-  return index;
-}
-
-std::vector<ReplicaView> fleet(std::size_t n) {
-  std::vector<ReplicaView> views(n);
-  for (std::size_t r = 0; r < n; ++r) views[r].id = static_cast<ReplicaId>(r);
-  return views;
-}
 
 // Two replicas with room in their caches and places in their batches (announced, so a copy that
 // skips only a prefill queue is charged the queue factor, 4), replica 0 holding the first `held`

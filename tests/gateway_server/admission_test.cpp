@@ -37,10 +37,8 @@ Reply send(std::uint16_t port, const std::string& tenant, const std::string& bod
 // One sample of the gateway's /metrics, e.g. `prefixgate_admission_queued{tenant="a"}`; 0 when
 // the series is not there yet.
 double metric(std::uint16_t port, const std::string& series) {
-  const std::string text = get(port, "/metrics").body;
-  const std::size_t at = text.find("\n" + series + " ");
-  if (at == std::string::npos) return 0;
-  return std::stod(text.substr(at + series.size() + 2));
+  const double value = metric_value(get(port, "/metrics").body, series);
+  return value < 0 ? 0 : value;
 }
 
 // Polls until `series` reaches `want` (or, `at_least`, passes it): a deadline, not a fixed sleep.

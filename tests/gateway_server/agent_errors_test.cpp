@@ -14,8 +14,8 @@ namespace {
 
 namespace et = prefixgate::engine::server::testing;
 
-const std::map<std::string, std::string> kKey = {{"x-api-key", "sk-a"},
-                                                 {"anthropic-version", "2023-06-01"}};
+const std::map<std::string, std::string> kAnthropicHeaders = {{"x-api-key", "sk-a"},
+                                                              {"anthropic-version", "2023-06-01"}};
 
 // The Anthropic error type of a reply, or a note saying what the body was instead.
 std::string anthropic_error_type(const Reply& r) {
@@ -47,7 +47,7 @@ TEST(AgentErrorsTest, EveryErrorOnMessagesIsAnthropicShaped) {
   ASSERT_NE(port, 0) << gw->output();
   ASSERT_TRUE(wait_healthy(port, 1));
 
-  Reply r = call(port, http::verb::get, "/v1/messages", {}, kKey);
+  Reply r = call(port, http::verb::get, "/v1/messages", {}, kAnthropicHeaders);
   EXPECT_EQ(r.status, 405);
   EXPECT_EQ(anthropic_error_type(r), "invalid_request_error");
   r = post(port, "/v1/messages", messages_body());
@@ -56,15 +56,15 @@ TEST(AgentErrorsTest, EveryErrorOnMessagesIsAnthropicShaped) {
   r = post(port, "/v1/messages", messages_body(), {{"x-api-key", "sk-wrong"}});
   EXPECT_EQ(r.status, 401);
   EXPECT_EQ(anthropic_error_type(r), "authentication_error");
-  r = post(port, "/v1/messages", R"({"model":"builtin:tiny","messages":[]})", kKey);
+  r = post(port, "/v1/messages", R"({"model":"builtin:tiny","messages":[]})", kAnthropicHeaders);
   EXPECT_EQ(r.status, 400);
   EXPECT_EQ(anthropic_error_type(r), "invalid_request_error");
   EXPECT_NE(r.body.find("'messages'"), std::string::npos) << r.body;
-  r = post(port, "/v1/messages", std::string(5000, ' ') + messages_body(), kKey);
+  r = post(port, "/v1/messages", std::string(5000, ' ') + messages_body(), kAnthropicHeaders);
   EXPECT_EQ(r.status, 413);
   EXPECT_EQ(anthropic_error_type(r), "request_too_large");
   // The upstream's OpenAI-shaped 404 ("no such model"), re-shaped.
-  r = post(port, "/v1/messages", messages_body("claude-elsewhere"), kKey);
+  r = post(port, "/v1/messages", messages_body("claude-elsewhere"), kAnthropicHeaders);
   EXPECT_EQ(r.status, 404);
   EXPECT_EQ(anthropic_error_type(r), "not_found_error");
   EXPECT_NE(r.body.find("claude-elsewhere"), std::string::npos) << r.body;
@@ -84,7 +84,7 @@ TEST(AgentErrorsTest, EveryErrorOnMessagesIsAnthropicShaped) {
          std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));  // polling
   }
-  r = post(port, "/v1/messages", messages_body(), kKey);
+  r = post(port, "/v1/messages", messages_body(), kAnthropicHeaders);
   EXPECT_TRUE(r.status == 503 || r.status == 502) << r.status << " " << r.body;
   EXPECT_EQ(anthropic_error_type(r), r.status == 503 ? "overloaded_error" : "api_error");
 }

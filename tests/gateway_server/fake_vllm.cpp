@@ -6,6 +6,7 @@
 #include <zmq.h>
 
 #include <deque>
+#include <random>
 #include <stdexcept>
 #include <thread>
 
@@ -17,11 +18,17 @@
 namespace prefixgate::gateway::testing {
 namespace {
 
-void* bound_socket(void* ctx, int type, const std::string& endpoint) {
+// A socket bound to `endpoint`, or null with `error` saying why not.
+void* bound_socket(void* ctx, int type, const std::string& endpoint, std::string& error) {
   void* s = zmq_socket(ctx, type);
+  if (s == nullptr) {
+    error = std::string("zmq_socket: ") + zmq_strerror(zmq_errno());
+    return nullptr;
+  }
   const int linger = 0;
   zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
   if (zmq_bind(s, endpoint.c_str()) != 0) {
+    error = endpoint + ": " + zmq_strerror(zmq_errno());
     zmq_close(s);
     return nullptr;
   }
@@ -132,24 +139,28 @@ struct FakeVllm::Http : serving::Handler {
 
 FakeVllm::FakeVllm(FakeVllmOptions options) : options_(std::move(options)) {
   zctx_ = zmq_ctx_new();
-  // Rank k publishes on rank 0's ports plus k: find a base where every rank's ports are free.
-  for (int attempt = 0; attempt < 50 && ranks_.empty(); ++attempt) {
+  // Rank k publishes on rank 0's ports plus k: find bases where every rank's ports are free.
+  // The bases are drawn below the kernel's ephemeral range (32768 and up), where no outgoing
+  // connection of a test running beside this one takes the port next to a free one.
+  std::mt19937 rng(std::random_device{}());
+  std::uniform_int_distribution<int> base(20000, 32000);
+  std::string error;
+  for (int attempt = 0; attempt < 100 && ranks_.empty(); ++attempt) {
     std::vector<std::unique_ptr<Rank>> ranks;
     bool ok = true;
+    const int pub_base = base(rng);
+    const int router_base = base(rng);
     for (std::size_t k = 0; k < options_.ranks && ok; ++k) {
       auto r = std::make_unique<Rank>();
       const std::string pub_ep =
-          k == 0 ? "tcp://127.0.0.1:*"
-                 : "tcp://127.0.0.1:" + std::to_string(ranks[0]->pub_port + static_cast<int>(k));
-      r->pub = bound_socket(zctx_, ZMQ_PUB, pub_ep);
+          "tcp://127.0.0.1:" + std::to_string(pub_base + static_cast<int>(k));
+      r->pub = bound_socket(zctx_, ZMQ_PUB, pub_ep, error);
       ok = r->pub != nullptr;
       if (ok) r->pub_port = port_of(r->pub);
       if (ok && options_.replay) {
         const std::string router_ep =
-            k == 0
-                ? "tcp://127.0.0.1:*"
-                : "tcp://127.0.0.1:" + std::to_string(ranks[0]->router_port + static_cast<int>(k));
-        r->router = bound_socket(zctx_, ZMQ_ROUTER, router_ep);
+            "tcp://127.0.0.1:" + std::to_string(router_base + static_cast<int>(k));
+        r->router = bound_socket(zctx_, ZMQ_ROUTER, router_ep, error);
         ok = r->router != nullptr;
         if (ok) r->router_port = port_of(r->router);
       }
@@ -164,7 +175,9 @@ FakeVllm::FakeVllm(FakeVllmOptions options) : options_(std::move(options)) {
       }
     }
   }
-  if (ranks_.empty()) throw std::runtime_error("FakeVllm: no free ports for its ranks");
+  if (ranks_.empty()) {
+    throw std::runtime_error("FakeVllm: no free ports for its ranks (last: " + error + ")");
+  }
   if (options_.replay) replay_thread_ = std::make_unique<std::thread>([this] { serve_replays(); });
 
   http_ = std::make_unique<Http>(*this);

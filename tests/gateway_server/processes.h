@@ -107,6 +107,15 @@ inline Reply get(std::uint16_t port, const std::string& target) {
   return call(port, http::verb::get, target);
 }
 
+// A chat body for builtin:tiny: a system and a user message, 2 tokens at temperature 0, and
+// `extra` (`"key":value` members) appended to the object.
+std::string system_user_chat(const std::string& system, const std::string& user,
+                             const std::string& extra = {});
+
+// The value of `series` (a name, with its labels when it has some: `x{tenant="a"}`) in
+// Prometheus text, -1 when no line has it.
+double metric_value(const std::string& text, const std::string& series);
+
 // Runs a shell command (stderr folded into stdout); returns its exit status (128 + signal when
 // killed) and appends its output. For the tests that drive node clients.
 int run_command(const std::string& command, std::string& output);

@@ -11,18 +11,6 @@
 namespace prefixgate::gateway::testing {
 namespace {
 
-std::string chat(const std::string& system, const std::string& user,
-                 const std::string& extra = {}) {
-  std::string out = json::to_json(
-      json::Object{{"model", "builtin:tiny"},
-                   {"messages", json::Array{json::Object{{"role", "system"}, {"content", system}},
-                                            json::Object{{"role", "user"}, {"content", user}}}},
-                   {"max_tokens", 2},
-                   {"temperature", 0}});
-  if (!extra.empty()) out.insert(out.size() - 1, "," + extra);
-  return out;
-}
-
 std::string system_prompt(const std::string& who) {
   std::string s = "You are the assistant of " + who + ". ";
   for (int i = 0; i < 10; ++i) {
@@ -50,13 +38,6 @@ std::string upstreams_yaml(std::initializer_list<std::uint16_t> ports, const std
   return out;
 }
 
-// The value of a metric line `name{labels} value`, -1 when absent.
-double metric(const std::string& metrics, const std::string& series) {
-  const std::size_t at = metrics.find(series + " ");
-  if (at == std::string::npos) return -1;
-  return std::stod(metrics.substr(at + series.size() + 1));
-}
-
 TEST(GatewayRoutingModesTest, OpenAiKindUpstreamsConvergeOnPredictionsAlone) {
   std::uint16_t pa = 0, pb = 0, pc = 0, port = 0;
   auto a = start_engine(pa);
@@ -74,9 +55,9 @@ TEST(GatewayRoutingModesTest, OpenAiKindUpstreamsConvergeOnPredictionsAlone) {
   for (int group = 0; group < 3; ++group) {
     std::set<std::string> replicas;
     for (int i = 0; i < 5; ++i) {
-      const Reply r = post(
-          port, "/v1/chat/completions",
-          chat(system_prompt("team " + std::to_string(group)), "Question " + std::to_string(i)));
+      const Reply r = post(port, "/v1/chat/completions",
+                           system_user_chat(system_prompt("team " + std::to_string(group)),
+                                            "Question " + std::to_string(i)));
       ASSERT_EQ(r.status, 200) << r.body;
       replicas.insert(r.header("x-prefixgate-replica"));
       if (i > 0) {
@@ -94,8 +75,8 @@ TEST(GatewayRoutingModesTest, OpenAiKindUpstreamsConvergeOnPredictionsAlone) {
   // openai upstreams: no kv_events subscription, predictions that outlive the 2 s TTL of
   // prefixgate upstreams (they are the only source), and /metrics shows the replicas.
   std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // past the prediction TTL
-  const Reply again =
-      post(port, "/v1/chat/completions", chat(system_prompt("team 0"), "One more question"));
+  const Reply again = post(port, "/v1/chat/completions",
+                           system_user_chat(system_prompt("team 0"), "One more question"));
   ASSERT_EQ(again.status, 200);
   EXPECT_GT(std::stoul(again.header("x-prefixgate-predicted-cached-tokens")), 0u);
   EXPECT_EQ(again.header("x-prefixgate-route-reason"), "cache_hit");
@@ -105,8 +86,8 @@ TEST(GatewayRoutingModesTest, OpenAiKindUpstreamsConvergeOnPredictionsAlone) {
   double blocks = 0;
   for (std::uint16_t p : {pa, pb, pc}) {
     const std::string r = "{replica=\"" + upstream(p) + "\"}";
-    EXPECT_EQ(metric(metrics.body, "prefixgate_upstream_healthy" + r), 1.0) << r;
-    blocks += std::max(0.0, metric(metrics.body, "prefixgate_index_blocks" + r));
+    EXPECT_EQ(metric_value(metrics.body, "prefixgate_upstream_healthy" + r), 1.0) << r;
+    blocks += std::max(0.0, metric_value(metrics.body, "prefixgate_index_blocks" + r));
   }
   EXPECT_GT(blocks, 0);
   EXPECT_NE(metrics.body.find("prefixgate_routing_decisions_total{policy=\"cache_aware\","
@@ -125,7 +106,7 @@ TEST(GatewayRoutingModesTest, IsolatedTenantsNeverSeeEachOthersCachedTokens) {
   ASSERT_NE(port, 0) << gw->output();
   ASSERT_TRUE(wait_healthy(port, 1));
 
-  const std::string body = chat(system_prompt("a shared product"), "Same question");
+  const std::string body = system_user_chat(system_prompt("a shared product"), "Same question");
   const auto send = [&](const std::string& tenant) {
     const Reply r = post(port, "/v1/chat/completions", body, {{"x-tenant", tenant}});
     EXPECT_EQ(r.status, 200) << r.body;
@@ -141,7 +122,8 @@ TEST(GatewayRoutingModesTest, IsolatedTenantsNeverSeeEachOthersCachedTokens) {
 
   const Reply metrics = get(port, "/metrics");
   const std::string series = "{replica=\"" + upstream(pe) + "\",tenant=\"alpha\"}";
-  EXPECT_GT(metric(metrics.body, "prefixgate_cached_tokens_total" + series), 0) << metrics.body;
+  EXPECT_GT(metric_value(metrics.body, "prefixgate_cached_tokens_total" + series), 0)
+      << metrics.body;
 }
 
 TEST(GatewayRoutingModesTest, ConsistentHashKeysOnTheSessionHeaderThenUserThenApiKey) {
@@ -165,8 +147,9 @@ TEST(GatewayRoutingModesTest, ConsistentHashKeysOnTheSessionHeaderThenUserThenAp
         {"authorization", "Bearer sk-" + std::to_string(key)}};
     if (!session.empty()) headers["x-prefixgate-session"] = session;
     const std::string extra = user.empty() ? "" : "\"user\":\"" + user + "\"";
-    const Reply r = post(port, "/v1/chat/completions",
-                         chat("Prompt " + std::to_string(prompt), "Hi", extra), headers);
+    const Reply r =
+        post(port, "/v1/chat/completions",
+             system_user_chat("Prompt " + std::to_string(prompt), "Hi", extra), headers);
     EXPECT_EQ(r.status, 200) << r.body;
     return r.header("x-prefixgate-replica");
   };
@@ -206,7 +189,8 @@ TEST(GatewayRoutingModesTest, ObservedFindingsAreCountedAndSampledToTheLog) {
   ASSERT_TRUE(wait_healthy(port, 1));
 
   const std::string secret = "2031-07-19T14:53:27Z";
-  const std::string body = chat("Current time: " + secret + ". You are a helpful assistant.", "Hi");
+  const std::string body =
+      system_user_chat("Current time: " + secret + ". You are a helpful assistant.", "Hi");
   const auto start = std::chrono::steady_clock::now();
   constexpr int kRequests = 30;
   for (int i = 0; i < kRequests; ++i) {
@@ -217,10 +201,10 @@ TEST(GatewayRoutingModesTest, ObservedFindingsAreCountedAndSampledToTheLog) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   const Reply metrics = get(port, "/metrics");
-  EXPECT_EQ(
-      metric(metrics.body,
-             "prefixgate_canonicalization_changes_total{rule=\"timestamp\",mode=\"observe\"}"),
-      kRequests)
+  EXPECT_EQ(metric_value(
+                metrics.body,
+                "prefixgate_canonicalization_changes_total{rule=\"timestamp\",mode=\"observe\"}"),
+            kRequests)
       << metrics.body;
   EXPECT_NE(metrics.body.find("prefixgate_prompt_findings_total{rule="), std::string::npos);
 

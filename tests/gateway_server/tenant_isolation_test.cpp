@@ -37,7 +37,7 @@ std::string prefix(unsigned seed) {
   return s;
 }
 
-std::string chat(const std::string& system) {
+std::string summarize_chat(const std::string& system) {
   return json::to_json(json::Object{
       {"model", "builtin:tiny"},
       {"messages", json::Array{json::Object{{"role", "system"}, {"content", system}},
@@ -55,8 +55,8 @@ struct Sample {
 
 Sample send(std::uint16_t port, const std::string& key, const std::string& system) {
   const auto start = std::chrono::steady_clock::now();
-  const Reply r =
-      post(port, "/v1/chat/completions", chat(system), {{"authorization", "Bearer " + key}});
+  const Reply r = post(port, "/v1/chat/completions", summarize_chat(system),
+                       {{"authorization", "Bearer " + key}});
   const auto end = std::chrono::steady_clock::now();
   EXPECT_EQ(r.status, 200) << r.body;
   Sample s;

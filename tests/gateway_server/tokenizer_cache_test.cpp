@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <regex>
 #include <string>
 
 #include "gateway_server/processes.h"
@@ -13,15 +12,7 @@
 namespace prefixgate::gateway::testing {
 namespace {
 
-// The value of an unlabelled series in a /metrics text, or -1 when absent.
-double metric(const std::string& text, const std::string& name) {
-  const std::regex line("(^|\n)" + name + " ([0-9.e+]+)");
-  std::smatch m;
-  if (!std::regex_search(text, m, line)) return -1;
-  return std::stod(m[2].str());
-}
-
-std::string chat(int turns) {
+std::string conversation(int turns) {
   std::string messages = R"({"role":"system","content":")" + std::string(600, 's') + R"("})";
   for (int i = 0; i < turns; ++i) {
     messages += R"(,{"role":")" + std::string(i % 2 == 0 ? "user" : "assistant") +
@@ -60,24 +51,24 @@ TEST(TokenizerCacheTest, RepeatedTurnsComeFromTheCacheWithTheSameBlocks) {
   ASSERT_TRUE(wait_healthy(on));
 
   for (int turns = 1; turns <= 4; ++turns) {
-    const Reply r = post(on, "/v1/chat/completions", chat(turns));
+    const Reply r = post(on, "/v1/chat/completions", conversation(turns));
     ASSERT_EQ(r.status, 200) << r.body;
   }
   const std::string text = get(on, "/metrics").body;
   // Request n re-sends the system prompt and n - 1 turns: 0 + 1 + 2 + 3 hits at least.
-  EXPECT_GE(metric(text, "prefixgate_tokenizer_cache_hits_total"), 6) << text;
-  EXPECT_GE(metric(text, "prefixgate_tokenizer_cache_misses_total"), 5);
-  EXPECT_GT(metric(text, "prefixgate_tokenizer_cache_hit_bytes_total"), 6 * 200);
-  EXPECT_GT(metric(text, "prefixgate_tokenizer_cache_bytes"), 0);
-  EXPECT_GE(metric(text, "prefixgate_tokenizer_cache_entries"), 5);
+  EXPECT_GE(metric_value(text, "prefixgate_tokenizer_cache_hits_total"), 6) << text;
+  EXPECT_GE(metric_value(text, "prefixgate_tokenizer_cache_misses_total"), 5);
+  EXPECT_GT(metric_value(text, "prefixgate_tokenizer_cache_hit_bytes_total"), 6 * 200);
+  EXPECT_GT(metric_value(text, "prefixgate_tokenizer_cache_bytes"), 0);
+  EXPECT_GE(metric_value(text, "prefixgate_tokenizer_cache_entries"), 5);
 
   // The same blocks with and without the cache, for a request whose segments are all cached.
-  const std::string body = chat(4);
+  const std::string body = conversation(4);
   const std::string with_cache = explain(on, body);
   EXPECT_GT(with_cache.size(), 40u);
   EXPECT_EQ(with_cache, explain(off, body));
 
-  EXPECT_EQ(metric(get(off, "/metrics").body, "prefixgate_tokenizer_cache_hits_total"), -1)
+  EXPECT_EQ(metric_value(get(off, "/metrics").body, "prefixgate_tokenizer_cache_hits_total"), -1)
       << "the cache is off: no metrics for it";
 }
 

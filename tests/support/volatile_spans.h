@@ -1,5 +1,8 @@
-// Test helper: a readable list of detector findings, for assertion messages.
+// Test helpers: a readable list of detector findings, for assertion messages, and the check that
+// a text has none.
 #pragma once
+
+#include <gtest/gtest.h>
 
 #include <string>
 #include <string_view>
@@ -16,6 +19,12 @@ inline std::string describe(std::string_view text, const std::vector<VolatileSpa
            " '" + std::string(text.substr(s.begin, s.end - s.begin)) + "'";
   }
   return out;
+}
+
+// No detector finds anything in `text`.
+inline void expect_no_volatile(std::string_view text) {
+  const std::vector<VolatileSpan> spans = find_volatile(text);
+  EXPECT_TRUE(spans.empty()) << "text: " << text << "\n" << describe(text, spans);
 }
 
 }  // namespace prefixgate::canon::test_support
