@@ -13,6 +13,9 @@
 #     DEPENDS prefixgate-engine                   # programs the tests start
 #     TEST_PREFIX gpu.                            # before each test's name, when another suite
 #                                                 # builds the same sources
+#     OPTIMIZE                                    # the suite's own code does the heavy work
+#                                                 # (reference models, emulated kernels): -O1
+#                                                 # in every preset, not -O0 (tests/CMakeLists.txt)
 #     LABELS unit)
 #
 # LABELS: exactly one kind (what the test is) and any of the extras (how CI runs it):
@@ -65,7 +68,7 @@ function(prefixgate_require_targets name)
 endfunction()
 
 function(prefixgate_test_suite)
-  cmake_parse_arguments(PARSE_ARGV 0 arg ""
+  cmake_parse_arguments(PARSE_ARGV 0 arg "OPTIMIZE"
     "NAME;TEST_PREFIX" "SOURCES;EXCLUDE;LINK;INCLUDES;DEFINITIONS;DEPENDS;LABELS")
   if(arg_UNPARSED_ARGUMENTS OR NOT arg_NAME OR NOT arg_SOURCES)
     message(FATAL_ERROR "prefixgate_test_suite(NAME ... SOURCES ... LABELS ...): "
@@ -109,6 +112,9 @@ function(prefixgate_test_suite)
   target_include_directories(${arg_NAME} PRIVATE "${CMAKE_CURRENT_SOURCE_DIR}" ${arg_INCLUDES})
   if(arg_DEFINITIONS)
     target_compile_definitions(${arg_NAME} PRIVATE ${arg_DEFINITIONS})
+  endif()
+  if(arg_OPTIMIZE)
+    target_compile_options(${arg_NAME} PRIVATE -O1)  # after the directory's -O0: it wins
   endif()
   if(arg_DEPENDS)
     add_dependencies(${arg_NAME} ${arg_DEPENDS})
