@@ -35,14 +35,6 @@ void* bound_socket(void* ctx, int type, const std::string& endpoint, std::string
   return s;
 }
 
-int port_of(void* s) {
-  char buf[256];
-  std::size_t size = sizeof buf;
-  zmq_getsockopt(s, ZMQ_LAST_ENDPOINT, buf, &size);
-  const std::string ep(buf);
-  return std::stoi(ep.substr(ep.rfind(':') + 1));
-}
-
 void send_all(void* s, const std::vector<std::string>& frames) {
   for (std::size_t i = 0; i < frames.size(); ++i) {
     zmq_send(s, frames[i].data(), frames[i].size(), i + 1 < frames.size() ? ZMQ_SNDMORE : 0);
@@ -140,8 +132,9 @@ struct FakeVllm::Http : serving::Handler {
 FakeVllm::FakeVllm(FakeVllmOptions options) : options_(std::move(options)) {
   zctx_ = zmq_ctx_new();
   // Rank k publishes on rank 0's ports plus k: find bases where every rank's ports are free.
-  // The bases are drawn below the kernel's ephemeral range (32768 and up), where no outgoing
-  // connection of a test running beside this one takes the port next to a free one.
+  // The bases are drawn below the kernel's ephemeral range (32768 and up, where the tests running
+  // beside this one get their servers' and their connections' ports), so a neighbour's socket
+  // rarely holds rank 0's port plus k.
   std::mt19937 rng(std::random_device{}());
   std::uniform_int_distribution<int> base(20000, 32000);
   std::string error;
@@ -156,13 +149,13 @@ FakeVllm::FakeVllm(FakeVllmOptions options) : options_(std::move(options)) {
           "tcp://127.0.0.1:" + std::to_string(pub_base + static_cast<int>(k));
       r->pub = bound_socket(zctx_, ZMQ_PUB, pub_ep, error);
       ok = r->pub != nullptr;
-      if (ok) r->pub_port = port_of(r->pub);
+      if (ok) r->pub_port = pub_base + static_cast<int>(k);
       if (ok && options_.replay) {
         const std::string router_ep =
             "tcp://127.0.0.1:" + std::to_string(router_base + static_cast<int>(k));
         r->router = bound_socket(zctx_, ZMQ_ROUTER, router_ep, error);
         ok = r->router != nullptr;
-        if (ok) r->router_port = port_of(r->router);
+        if (ok) r->router_port = router_base + static_cast<int>(k);
       }
       ranks.push_back(std::move(r));
     }

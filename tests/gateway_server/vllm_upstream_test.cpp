@@ -70,11 +70,9 @@ bool eventually_held(std::uint16_t gw, const std::string& url,
 
 // The value of the series `series` (name and labels as /metrics writes them), or nullopt.
 std::optional<double> metric(std::uint16_t gw, const std::string& series) {
-  const Reply r = get(gw, "/metrics");
-  const std::size_t at = r.body.find("\n" + series + " ");
-  if (at == std::string::npos) return std::nullopt;
-  const std::size_t begin = at + series.size() + 2;
-  return std::stod(r.body.substr(begin, r.body.find('\n', begin) - begin));
+  const double value = metric_value(get(gw, "/metrics").body, series);
+  if (value < 0) return std::nullopt;  // the gateway's series are counters and gauges >= 0
+  return value;
 }
 
 bool eventually_metric_at_least(std::uint16_t gw, const std::string& series, double v) {
