@@ -2,7 +2,7 @@
 //   even: a vLLM/SGLang msgpack payload (kv_events::decode_event_batch); a batch that decodes
 //         re-encodes (map and array form) to bytes that decode and re-encode to the same bytes;
 //   odd:  prefixgate-engine's /v1/kv_events JSON lines, split at '\n', each through the parser
-//         the gateway applies them with.
+//         the gateway applies them with, which must decode it as the DOM parser alone does.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -43,7 +43,12 @@ void check_lines(std::string_view text) {
   while (pos <= text.size()) {
     std::size_t nl = text.find('\n', pos);
     if (nl == std::string_view::npos) nl = text.size();
-    const auto e = gateway::server::parse_engine_event_line(text.substr(pos, nl - pos));
+    const std::string_view line = text.substr(pos, nl - pos);
+    const auto e = gateway::server::parse_engine_event_line(line);
+    const auto dom = gateway::server::parse_engine_event_line_dom(line);
+    if (e.kind != dom.kind || e.type != dom.type || e.seq != dom.seq || e.hashes != dom.hashes) {
+      fail("the scan and the DOM parser decode a line differently");
+    }
     if ((e.kind == Kind::kStored || e.kind == Kind::kRemoved) && e.hashes.size() > 1) {
       fail("a stored/removed line with several hashes");
     }

@@ -4,6 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+#include <string>
+#include <vector>
+
+#include "server/engine_event_scan.h"
+
 namespace prefixgate::gateway::server {
 namespace {
 
@@ -63,6 +69,98 @@ TEST(EngineEventLineTest, StoredAndSnapshotLinesCarryTheirHashesAndSequence) {
 TEST(EngineEventLineTest, LinesThatAreNotOursAreSkipped) {
   for (const char* line : {"", "not json", "[1,2]", R"({"seq":1})", R"({"type":7})"}) {
     EXPECT_EQ(parse_engine_event_line(line).kind, Kind::kSkip) << line;
+  }
+}
+
+void expect_same_as_dom(std::string_view line) {
+  const EngineEventLine e = parse_engine_event_line(line);
+  const EngineEventLine dom = parse_engine_event_line_dom(line);
+  EXPECT_EQ(e.kind, dom.kind) << line;
+  EXPECT_EQ(e.type, dom.type) << line;
+  EXPECT_EQ(e.seq, dom.seq) << line;
+  EXPECT_EQ(e.hashes, dom.hashes) << line;
+}
+
+TEST(EngineEventLineTest, TheEnginesDeltaLinesAreScannedWithoutTheDomParser) {
+  // As prefixgate-engine writes them (its event_line), and with the whitespace JSON allows.
+  const char* lines[] = {
+      R"({"type":"stored","seq":12,"hash":"00ab12cd34ef5678","parent":"1","salt":""})",
+      R"({"type":"removed","seq":13,"hash":"FFFFFFFFFFFFFFFF","salt":"prefixgate-tenant:a/b"})",
+      R"({"type":"cleared","seq":14})",
+      " { \"type\" : \"stored\" ,\t\"seq\":9999999999999999999, \"hash\":\"7\" } \r",
+  };
+  for (const char* line : lines) {
+    EXPECT_TRUE(scan_flat_event_line(line).has_value()) << line;
+    expect_same_as_dom(line);
+  }
+  const EngineEventLine e = *scan_flat_event_line(lines[1]);
+  EXPECT_EQ(e.kind, Kind::kRemoved);
+  EXPECT_EQ(e.seq, 13u);
+  EXPECT_EQ(e.hashes, std::vector<std::uint64_t>{0xffffffffffffffffULL});
+}
+
+TEST(EngineEventLineTest, WhatTheScanCannotDecodeExactlyGoesToTheDomParser) {
+  const char* lines[] = {
+      R"({"type":"load","running":3})",                              // load lines: the DOM's
+      R"({"type":"snapshot","seq":1,"blocks":[{"hash":"1"}]})",      // nested values
+      R"({"type":"stored","seq":1.0,"hash":"1"})",                   // not an integer
+      R"({"type":"stored","seq":-1,"hash":"1"})",                    // signed
+      R"({"type":"stored","seq":01,"hash":"1"})",                    // not JSON
+      R"({"type":"stored","seq":18446744073709551615,"hash":"1"})",  // 20 digits
+      R"({"type":"st\u006fred","seq":1,"hash":"1"})",                // an escape
+      "{\"type\":\"stored\",\"seq\":1,\"salt\":\"\xc3\xa9\"}",       // non-ASCII
+      R"({"type":"stored","type":"removed","seq":1})",               // a duplicate
+      R"({"type":"stored","seq":1,"ok":true})",                      // a literal
+      R"({"type":"stored","seq":1} x)",                              // trailing bytes
+      R"({"type":"stored","seq":1,})",                               // not JSON
+  };
+  for (const char* line : lines) {
+    EXPECT_FALSE(scan_flat_event_line(line).has_value()) << line;
+    expect_same_as_dom(line);
+  }
+}
+
+TEST(EngineEventLineTest, RandomLinesDecodeAsTheDomParserDecodesThem) {
+  // Lines put together from pieces that the scan accepts and pieces that it must leave to the
+  // DOM parser, so that both paths, and the boundary between them, are crossed many times.
+  const std::vector<std::string> keys = {R"("type")", R"("seq")",   R"("hash")",    R"("salt")",
+                                         R"("")",     R"("ty\pe")", R"("s\u0065q")"};
+  const std::vector<std::string> values = {R"("stored")",
+                                           R"("removed")",
+                                           R"("cleared")",
+                                           R"("load")",
+                                           R"("other")",
+                                           R"("9f3a")",
+                                           R"("zz")",
+                                           R"("")",
+                                           "0",
+                                           "7",
+                                           "0012",
+                                           "1.5",
+                                           "-3",
+                                           "1e2",
+                                           "18446744073709551615",
+                                           "9999999999999999999",
+                                           "true",
+                                           "null",
+                                           "[]",
+                                           R"({"a":1})",
+                                           R"("\n")",
+                                           "\"\xe2\x82\xac\""};
+  const std::vector<std::string> gaps = {"", " ", "\t", "\r\n", "x"};
+  std::mt19937 rng(20261203);
+  const auto pick = [&](const std::vector<std::string>& v) { return v[rng() % v.size()]; };
+  for (int i = 0; i < 20000; ++i) {
+    std::string line = rng() % 16 == 0 ? pick(gaps) : "";
+    line += '{';
+    const int members = static_cast<int>(rng() % 5);
+    for (int m = 0; m < members; ++m) {
+      if (m > 0) line += rng() % 32 == 0 ? "" : ",";
+      line += pick(keys) + (rng() % 8 == 0 ? pick(gaps) : "") + ":" + pick(values);
+    }
+    line += rng() % 32 == 0 ? "" : "}";
+    if (rng() % 8 == 0) line += pick(gaps);
+    expect_same_as_dom(line);
   }
 }
 

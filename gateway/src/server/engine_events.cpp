@@ -1,7 +1,5 @@
-// parse_engine_event_line with simdjson's DOM parser: one line is a small flat object, read
-// field by field from the parser's tape, with no tree of values and no allocation per line (the
-// stream delivers one line per block the engine stores or evicts, so this is on the gateway's
-// busiest path after the requests themselves).
+// parse_engine_event_line: the common lines by a plain scan (engine_event_scan.h), the others
+// with simdjson's DOM parser, read field by field from the parser's tape with no tree of values.
 #include "server/engine_events.h"
 
 #include <simdjson.h>
@@ -9,6 +7,9 @@
 #include <charconv>
 #include <cmath>
 #include <optional>
+#include <utility>
+
+#include "server/engine_event_scan.h"
 
 namespace prefixgate::gateway::server {
 namespace {
@@ -100,6 +101,11 @@ EngineEventLine decode(dom::object doc) {
 }  // namespace
 
 EngineEventLine parse_engine_event_line(std::string_view line) {
+  if (std::optional<EngineEventLine> e = scan_flat_event_line(line)) return std::move(*e);
+  return parse_engine_event_line_dom(line);
+}
+
+EngineEventLine parse_engine_event_line_dom(std::string_view line) {
   thread_local dom::parser reused;
   std::optional<dom::parser> once;
   dom::parser& parser = line.size() <= kReusableParserBytes ? reused : once.emplace();

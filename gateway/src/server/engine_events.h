@@ -29,5 +29,8 @@ struct EngineEventLine {
 };
 
 EngineEventLine parse_engine_event_line(std::string_view line);
+// The same decoding with simdjson's DOM parser for every line: what parse_engine_event_line
+// answers, at its cost (the tests and fuzz_kv_events compare the two).
+EngineEventLine parse_engine_event_line_dom(std::string_view line);
 
 }  // namespace prefixgate::gateway::server

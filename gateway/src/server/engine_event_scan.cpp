@@ -1,0 +1,133 @@
+#include "server/engine_event_scan.h"
+
+#include <charconv>
+#include <cstdint>
+
+namespace prefixgate::gateway::server {
+namespace {
+
+// A member's value as the scan saw it: a string without escapes, or an unsigned integer.
+struct Scalar {
+  bool present = false;
+  bool is_string = false;
+  std::string_view text;     // is_string
+  std::uint64_t number = 0;  // !is_string
+};
+
+class Scanner {
+ public:
+  explicit Scanner(std::string_view s) : s_(s) {}
+
+  void skip_ws() {
+    while (i_ < s_.size() &&
+           (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\n' || s_[i_] == '\r')) {
+      ++i_;
+    }
+  }
+  bool eat(char c) {
+    skip_ws();
+    if (i_ >= s_.size() || s_[i_] != c) return false;
+    ++i_;
+    return true;
+  }
+  bool at_end() {
+    skip_ws();
+    return i_ == s_.size();
+  }
+  // A string of printable ASCII without escapes; false for anything else.
+  bool string(std::string_view& out) {
+    if (!eat('"')) return false;
+    const std::size_t begin = i_;
+    for (; i_ < s_.size(); ++i_) {
+      const auto c = static_cast<unsigned char>(s_[i_]);
+      if (c == '"') {
+        out = s_.substr(begin, i_ - begin);
+        ++i_;
+        return true;
+      }
+      if (c < 0x20 || c >= 0x80 || c == '\\') return false;
+    }
+    return false;
+  }
+  // A string, or an unsigned integer of 1-19 digits without a fraction or exponent.
+  bool value(Scalar& v) {
+    skip_ws();
+    if (i_ >= s_.size()) return false;
+    v.present = true;
+    if (s_[i_] == '"') {
+      v.is_string = true;
+      return string(v.text);
+    }
+    const std::size_t begin = i_;
+    while (i_ < s_.size() && s_[i_] >= '0' && s_[i_] <= '9') ++i_;
+    const std::size_t digits = i_ - begin;
+    if (digits == 0 || digits > 19 || (digits > 1 && s_[begin] == '0')) return false;
+    // A number ends at whitespace, ',' or '}': "1.5", "1e3" or "12ab" are the DOM parser's.
+    if (i_ < s_.size() && s_[i_] != ',' && s_[i_] != '}' && s_[i_] != ' ' && s_[i_] != '\t' &&
+        s_[i_] != '\n' && s_[i_] != '\r') {
+      return false;
+    }
+    std::uint64_t n = 0;
+    for (std::size_t k = begin; k < i_; ++k) n = n * 10 + static_cast<std::uint64_t>(s_[k] - '0');
+    v.number = n;
+    return true;
+  }
+
+ private:
+  std::string_view s_;
+  std::size_t i_ = 0;
+};
+
+// The fields the line's decoding reads, each seen at most once.
+struct Fields {
+  Scalar type, seq, hash;
+
+  // False for a duplicate (which one the DOM parser reads is its business).
+  bool take(std::string_view key, const Scalar& v) {
+    Scalar* slot = key == "type" ? &type : key == "seq" ? &seq : key == "hash" ? &hash : nullptr;
+    if (slot == nullptr) return true;
+    if (slot->present) return false;
+    *slot = v;
+    return true;
+  }
+};
+
+}  // namespace
+
+std::optional<EngineEventLine> scan_flat_event_line(std::string_view line) {
+  Scanner in(line);
+  Fields f;
+  if (!in.eat('{')) return std::nullopt;
+  if (!in.eat('}')) {
+    do {
+      std::string_view key;
+      Scalar v;
+      if (!in.string(key) || !in.eat(':') || !in.value(v) || !f.take(key, v)) return std::nullopt;
+    } while (in.eat(','));
+    if (!in.eat('}')) return std::nullopt;
+  }
+  if (!in.at_end()) return std::nullopt;
+
+  EngineEventLine e;
+  if (!f.type.present || !f.type.is_string) return e;  // no string "type": skipped
+  const std::string_view type = f.type.text;
+  if (type == "load" || type == "snapshot") return std::nullopt;
+  e.type = type;
+  // A "seq" that is not a number counts as absent, as in the DOM decoding.
+  e.seq = f.seq.present && !f.seq.is_string ? f.seq.number : 0;
+  using Kind = EngineEventLine::Kind;
+  if (type == "stored" || type == "removed") {
+    e.kind = type == "stored" ? Kind::kStored : Kind::kRemoved;
+    if (f.hash.present && f.hash.is_string) {
+      const std::string_view s = f.hash.text;
+      std::uint64_t h = 0;
+      const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), h, 16);
+      if (ec == std::errc() && end == s.data() + s.size()) e.hashes.push_back(h);
+    }
+  } else {
+    e.kind = type == "cleared" ? Kind::kCleared : Kind::kUnknown;
+  }
+  return e;
+}
+
+}  // namespace prefixgate::gateway::server
