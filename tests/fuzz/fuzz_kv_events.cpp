@@ -46,11 +46,12 @@ void check_lines(std::string_view text) {
     const std::string_view line = text.substr(pos, nl - pos);
     const auto e = gateway::server::parse_engine_event_line(line);
     const auto dom = gateway::server::parse_engine_event_line_dom(line);
-    if (e.kind != dom.kind || e.type != dom.type || e.seq != dom.seq || e.hashes != dom.hashes) {
+    if (e.kind != dom.kind || e.type != dom.type || e.seq != dom.seq || e.hash != dom.hash ||
+        e.hashes != dom.hashes) {
       fail("the scan and the DOM parser decode a line differently");
     }
-    if ((e.kind == Kind::kStored || e.kind == Kind::kRemoved) && e.hashes.size() > 1) {
-      fail("a stored/removed line with several hashes");
+    if ((e.kind == Kind::kStored || e.kind == Kind::kRemoved) && !e.hashes.empty()) {
+      fail("a stored/removed line with a snapshot's hashes");
     }
     if (e.kind == Kind::kSkip && !e.type.empty()) fail("a skipped line with a type");
     pos = nl + 1;

@@ -4,8 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "server/engine_event_scan.h"
@@ -59,7 +61,12 @@ TEST(EngineEventLineTest, StoredAndSnapshotLinesCarryTheirHashesAndSequence) {
       parse_engine_event_line(R"({"type":"stored","seq":7,"hash":"9f3a"})");
   ASSERT_EQ(stored.kind, Kind::kStored);
   EXPECT_EQ(stored.seq, 7u);
-  EXPECT_EQ(stored.hashes, std::vector<std::uint64_t>{0x9f3a});
+  EXPECT_EQ(stored.hash, 0x9f3au);
+  // A malformed hash: the line keeps its place in the sequence, with no block.
+  const EngineEventLine bad = parse_engine_event_line(R"({"type":"removed","seq":8,"hash":"xyz"})");
+  EXPECT_EQ(bad.kind, Kind::kRemoved);
+  EXPECT_EQ(bad.seq, 8u);
+  EXPECT_FALSE(bad.hash.has_value());
   const EngineEventLine snap = parse_engine_event_line(
       R"({"type":"snapshot","seq":9,"blocks":[{"hash":"1"},{"hash":"zz"},{"hash":"ff"}]})");
   ASSERT_EQ(snap.kind, Kind::kSnapshot);
@@ -78,6 +85,7 @@ void expect_same_as_dom(std::string_view line) {
   EXPECT_EQ(e.kind, dom.kind) << line;
   EXPECT_EQ(e.type, dom.type) << line;
   EXPECT_EQ(e.seq, dom.seq) << line;
+  EXPECT_EQ(e.hash, dom.hash) << line;
   EXPECT_EQ(e.hashes, dom.hashes) << line;
 }
 
@@ -96,7 +104,7 @@ TEST(EngineEventLineTest, TheEnginesDeltaLinesAreScannedWithoutTheDomParser) {
   const EngineEventLine e = *scan_flat_event_line(lines[1]);
   EXPECT_EQ(e.kind, Kind::kRemoved);
   EXPECT_EQ(e.seq, 13u);
-  EXPECT_EQ(e.hashes, std::vector<std::uint64_t>{0xffffffffffffffffULL});
+  EXPECT_EQ(e.hash, 0xffffffffffffffffULL);
 }
 
 TEST(EngineEventLineTest, WhatTheScanCannotDecodeExactlyGoesToTheDomParser) {
@@ -121,47 +129,65 @@ TEST(EngineEventLineTest, WhatTheScanCannotDecodeExactlyGoesToTheDomParser) {
 }
 
 TEST(EngineEventLineTest, RandomLinesDecodeAsTheDomParserDecodesThem) {
-  // Lines put together from pieces that the scan accepts and pieces that it must leave to the
-  // DOM parser, so that both paths, and the boundary between them, are crossed many times.
-  const std::vector<std::string> keys = {R"("type")", R"("seq")",   R"("hash")",    R"("salt")",
-                                         R"("")",     R"("ty\pe")", R"("s\u0065q")"};
-  const std::vector<std::string> values = {R"("stored")",
-                                           R"("removed")",
-                                           R"("cleared")",
-                                           R"("load")",
-                                           R"("other")",
-                                           R"("9f3a")",
+  // Lines in the engine's shape (type, seq, hash, salt, in any order, some missing), each member's
+  // key or value now and then replaced by one the scan must leave to the DOM parser, so that
+  // both paths, and the boundary between them, are crossed many times.
+  const std::vector<std::string> types = {R"("stored")", R"("removed")", R"("cleared")",
+                                          R"("load")",   R"("other")",   "7"};
+  const std::vector<std::string> seqs = {"0", "7", "9999999999999999999", R"("7")"};
+  const std::vector<std::string> hashes = {R"("9f3a")",
+                                           R"("9F3a")",
+                                           R"("00ab12cd34ef5678")",
+                                           R"("00000000000000001f")",
+                                           R"("1g")",
                                            R"("zz")",
+                                           R"("0x1f")",
+                                           R"("-1")",
+                                           R"("1 ")",
                                            R"("")",
-                                           "0",
-                                           "7",
-                                           "0012",
-                                           "1.5",
-                                           "-3",
-                                           "1e2",
-                                           "18446744073709551615",
-                                           "9999999999999999999",
-                                           "true",
-                                           "null",
-                                           "[]",
-                                           R"({"a":1})",
-                                           R"("\n")",
-                                           "\"\xe2\x82\xac\""};
+                                           "12"};
+  const std::vector<std::string> odd_keys = {R"("")", R"("ty\pe")", R"("s\u0065q")", R"("hash")",
+                                             R"("type")"};
+  const std::vector<std::string> odd_values = {
+      "0012", "1.5", "-3", "1e2", "18446744073709551615", "true", "null", "[]", R"({"a":1})",
+      R"("\n")", "\"\xe2\x82\xac\"", "\"a\x01\"",
+      // Long enough for the scan's eight-byte steps to meet the byte it must refuse.
+      "\"0123456789\x1f"
+      "0123456789\"",
+      "\"0123456789\\n0123456789\"",
+      "\"0123456789\xc3\xa9"
+      "0123456789\"",
+      "\"01234567\x7f"
+      "0123456789\""};
   const std::vector<std::string> gaps = {"", " ", "\t", "\r\n", "x"};
   std::mt19937 rng(20261203);
   const auto pick = [&](const std::vector<std::string>& v) { return v[rng() % v.size()]; };
+  std::size_t scanned = 0;
   for (int i = 0; i < 20000; ++i) {
+    std::vector<std::pair<std::string, std::string>> members = {{R"("type")", pick(types)},
+                                                                {R"("seq")", pick(seqs)},
+                                                                {R"("hash")", pick(hashes)},
+                                                                {R"("salt")", R"("")"}};
+    std::shuffle(members.begin(), members.end(), rng);
+    members.resize(rng() % 5);
+    for (auto& [key, value] : members) {
+      if (rng() % 16 == 0) key = pick(odd_keys);
+      if (rng() % 16 == 0) value = pick(odd_values);
+    }
     std::string line = rng() % 16 == 0 ? pick(gaps) : "";
     line += '{';
-    const int members = static_cast<int>(rng() % 5);
-    for (int m = 0; m < members; ++m) {
-      if (m > 0) line += rng() % 32 == 0 ? "" : ",";
-      line += pick(keys) + (rng() % 8 == 0 ? pick(gaps) : "") + ":" + pick(values);
+    for (std::size_t m = 0; m < members.size(); ++m) {
+      if (m > 0) line += rng() % 64 == 0 ? "" : ",";
+      line += members[m].first + (rng() % 8 == 0 ? pick(gaps) : "") + ":" + members[m].second;
     }
-    line += rng() % 32 == 0 ? "" : "}";
-    if (rng() % 8 == 0) line += pick(gaps);
+    line += rng() % 64 == 0 ? "" : "}";
+    if (rng() % 16 == 0) line += pick(gaps);
+    scanned += scan_flat_event_line(line).has_value();
     expect_same_as_dom(line);
   }
+  // Both paths taken, each many times.
+  EXPECT_GT(scanned, 5000u);
+  EXPECT_LT(scanned, 15000u);
 }
 
 }  // namespace

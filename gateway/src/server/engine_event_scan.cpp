@@ -109,6 +109,29 @@ struct Fields {
   }
 };
 
+// std::from_chars(base 16) over all of `s`, without its overflow check for the hashes the engine
+// writes: 16 digits or fewer cannot overflow.
+bool parse_hex(std::string_view s, std::uint64_t& out) {
+  if (s.empty() || s.size() > 16) {
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out, 16);
+    return ec == std::errc() && end == s.data() + s.size();
+  }
+  std::uint64_t v = 0;
+  for (const char c : s) {
+    unsigned digit = 0;
+    if (c >= '0' && c <= '9') {
+      digit = static_cast<unsigned>(c - '0');
+    } else {
+      const char lower = static_cast<char>(c | 0x20);
+      if (lower < 'a' || lower > 'f') return false;
+      digit = static_cast<unsigned>(lower - 'a' + 10);
+    }
+    v = v << 4 | digit;
+  }
+  out = v;
+  return true;
+}
+
 }  // namespace
 
 std::optional<EngineEventLine> scan_flat_event_line(std::string_view line) {
@@ -135,12 +158,8 @@ std::optional<EngineEventLine> scan_flat_event_line(std::string_view line) {
   using Kind = EngineEventLine::Kind;
   if (type == "stored" || type == "removed") {
     e.kind = type == "stored" ? Kind::kStored : Kind::kRemoved;
-    if (f.hash.present && f.hash.is_string) {
-      const std::string_view s = f.hash.text;
-      std::uint64_t h = 0;
-      const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), h, 16);
-      if (ec == std::errc() && end == s.data() + s.size()) e.hashes.push_back(h);
-    }
+    std::uint64_t h = 0;
+    if (f.hash.present && f.hash.is_string && parse_hex(f.hash.text, h)) e.hash = h;
   } else {
     e.kind = type == "cleared" ? Kind::kCleared : Kind::kUnknown;
   }

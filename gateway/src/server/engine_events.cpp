@@ -89,7 +89,7 @@ EngineEventLine decode(dom::object doc) {
     }
   } else if (type == "stored" || type == "removed") {
     e.kind = type == "stored" ? EngineEventLine::Kind::kStored : EngineEventLine::Kind::kRemoved;
-    if (parse_hash(doc["hash"], h)) e.hashes.push_back(h);
+    if (parse_hash(doc["hash"], h)) e.hash = h;
   } else if (type == "cleared") {
     e.kind = EngineEventLine::Kind::kCleared;
   } else {

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,9 +24,10 @@ struct EngineEventLine {
   std::string type;       // the line's "type", for the events metric (kind != kSkip)
   std::uint64_t seq = 0;  // 0 when absent or not a positive number
   LoadReport load;        // kLoad
-  // kSnapshot: every block whose hash is well-formed; kStored, kRemoved: the block's hash, or
-  // none when it is malformed (the line still takes its place in the sequence).
-  std::vector<std::uint64_t> hashes;
+  // kStored, kRemoved: the block's hash, none when it is malformed (the line still takes its
+  // place in the sequence). Not a vector: a line per block, and an allocation per line.
+  std::optional<std::uint64_t> hash;
+  std::vector<std::uint64_t> hashes;  // kSnapshot: every block whose hash is well-formed
 };
 
 EngineEventLine parse_engine_event_line(std::string_view line);

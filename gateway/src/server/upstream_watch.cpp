@@ -58,9 +58,9 @@ class EventFollower {
     if (e.kind == Kind::kStored || e.kind == Kind::kRemoved) {
       if (!in_sequence(e.seq)) return false;
       ++(e.kind == Kind::kStored ? stored_lines_ : removed_lines_);
-      if (!e.hashes.empty()) {
+      if (e.hash) {
         batch_.push_back(
-            {e.hashes.front(), e.kind == Kind::kStored ? KeyState::kPrimary : KeyState::kAbsent});
+            {*e.hash, e.kind == Kind::kStored ? KeyState::kPrimary : KeyState::kAbsent});
       }
       return true;
     }
