@@ -134,8 +134,17 @@ TEST(EngineEventLineTest, RandomLinesDecodeAsTheDomParserDecodesThem) {
   // both paths, and the boundary between them, are crossed many times.
   const std::vector<std::string> types = {R"("stored")", R"("removed")", R"("cleared")",
                                           R"("load")",   R"("other")",   "7"};
-  const std::vector<std::string> seqs = {"0", "7", "9999999999999999999", R"("7")"};
-  const std::vector<std::string> hashes = {R"("9f3a")",
+  const std::vector<std::string> seqs = {
+      "0", "7", "123457", "9999999999999999999", "01", "18446744073709551615", R"("7")"};
+  const std::vector<std::string> salts = {R"("")", R"("prefixgate-tenant:a/b")", R"("a"b")",
+                                          "\"prefixgate\x01tenant\"", "\"tenant-\xc3\xa9\""};
+  const std::vector<std::string> hashes = {R"("00ab12cd34ef5678")",
+                                           R"("ffffffffffffffff")",
+                                           R"("00ab12cd34ef567g")",
+                                           R"("00AB12CD34EF5678")",
+                                           R"("00ab12cd34ef567")",
+                                           R"("00ab12cd34ef56789")",
+                                           R"("9f3a")",
                                            R"("9F3a")",
                                            R"("00ab12cd34ef5678")",
                                            R"("00000000000000001f")",
@@ -167,9 +176,15 @@ TEST(EngineEventLineTest, RandomLinesDecodeAsTheDomParserDecodesThem) {
     std::vector<std::pair<std::string, std::string>> members = {{R"("type")", pick(types)},
                                                                 {R"("seq")", pick(seqs)},
                                                                 {R"("hash")", pick(hashes)},
-                                                                {R"("salt")", R"("")"}};
-    std::shuffle(members.begin(), members.end(), rng);
-    members.resize(rng() % 5);
+                                                                {R"("salt")", pick(salts)}};
+    if (rng() % 2 == 0) {
+      // As the engine writes them, a parent between the hash and the salt in stored lines.
+      if (members[0].second == R"("stored")")
+        members.insert(members.begin() + 3, {R"("parent")", pick(hashes)});
+    } else {
+      std::shuffle(members.begin(), members.end(), rng);
+      members.resize(rng() % 5);
+    }
     for (auto& [key, value] : members) {
       if (rng() % 16 == 0) key = pick(odd_keys);
       if (rng() % 16 == 0) value = pick(odd_values);

@@ -132,9 +132,96 @@ bool parse_hex(std::string_view s, std::uint64_t& out) {
   return true;
 }
 
+// The lines prefixgate-engine writes (its kv_events handler), matched literally:
+//   {"type":"stored","seq":N,"hash":"<16 hex>","parent":"<16 hex>","salt":"S"}
+//   {"type":"removed","seq":N,"hash":"<16 hex>","salt":"S"}
+// with N of 1-19 digits, lower-case hex and a salt of printable ASCII without escapes: a few
+// compares and two hex numbers instead of a scan per member. Anything else (other whitespace,
+// order or members) is the general scan's.
+class EngineLayout {
+ public:
+  explicit EngineLayout(std::string_view s) : s_(s) {}
+
+  std::optional<EngineEventLine> match() {
+    using Kind = EngineEventLine::Kind;
+    EngineEventLine e;
+    if (!literal(R"({"type":")")) return std::nullopt;
+    if (literal(R"(stored","seq":)")) {
+      e.kind = Kind::kStored;
+    } else if (literal(R"(removed","seq":)")) {
+      e.kind = Kind::kRemoved;
+    } else {
+      return std::nullopt;
+    }
+    std::uint64_t hash = 0;
+    std::uint64_t parent = 0;
+    if (!digits(e.seq) || !literal(R"(,"hash":")") || !hex16(hash)) return std::nullopt;
+    if (e.kind == Kind::kStored && (!literal(R"(","parent":")") || !hex16(parent))) {
+      return std::nullopt;
+    }
+    if (!literal(R"(","salt":")") || !plain_string() || !literal("}") || i_ != s_.size()) {
+      return std::nullopt;
+    }
+    e.type = e.kind == Kind::kStored ? "stored" : "removed";
+    e.hash = hash;
+    return e;
+  }
+
+ private:
+  bool literal(std::string_view t) {
+    if (s_.substr(i_, t.size()) != t) return false;
+    i_ += t.size();
+    return true;
+  }
+  // 1-19 digits, no leading zero: a JSON integer that fits in 64 bits.
+  bool digits(std::uint64_t& v) {
+    const std::size_t begin = i_;
+    v = 0;
+    while (i_ < s_.size() && i_ - begin < 20 && s_[i_] >= '0' && s_[i_] <= '9') {
+      v = v * 10 + static_cast<std::uint64_t>(s_[i_++] - '0');
+    }
+    const std::size_t n = i_ - begin;
+    return n >= 1 && n <= 19 && (n == 1 || s_[begin] != '0');
+  }
+  bool hex16(std::uint64_t& v) {
+    if (s_.size() - i_ < 16) return false;
+    v = 0;
+    for (std::size_t end = i_ + 16; i_ < end; ++i_) {
+      const char c = s_[i_];
+      unsigned digit = 0;
+      if (c >= '0' && c <= '9') {
+        digit = static_cast<unsigned>(c - '0');
+      } else if (c >= 'a' && c <= 'f') {
+        digit = static_cast<unsigned>(c - 'a' + 10);
+      } else {
+        return false;
+      }
+      v = v << 4 | digit;
+    }
+    return true;
+  }
+  // The rest of a string up to and past its closing quote.
+  bool plain_string() {
+    while (i_ + 8 <= s_.size() && plain_word(s_.data() + i_)) i_ += 8;
+    for (; i_ < s_.size(); ++i_) {
+      const auto c = static_cast<unsigned char>(s_[i_]);
+      if (c == '"') {
+        ++i_;
+        return true;
+      }
+      if (c < 0x20 || c >= 0x80 || c == '\\') return false;
+    }
+    return false;
+  }
+
+  std::string_view s_;
+  std::size_t i_ = 0;
+};
+
 }  // namespace
 
 std::optional<EngineEventLine> scan_flat_event_line(std::string_view line) {
+  if (std::optional<EngineEventLine> e = EngineLayout(line).match()) return e;
   Scanner in(line);
   Fields f;
   if (!in.eat('{')) return std::nullopt;
