@@ -51,9 +51,45 @@ struct StripSet {
     const auto d = decode_utf8(s, pos);
     n = d.bytes;
     if (whitespace) return py_isspace(d.cp);
-    return chars.find(s.substr(pos, n)) != std::string_view::npos;
+    // One of chars' code points, compared whole: a malformed byte is not part of "\u3000".
+    const std::string_view cp = s.substr(pos, n);
+    for (std::size_t i = 0; i < chars.size();) {
+      const std::size_t len = decode_utf8(chars, i).bytes;
+      if (chars.substr(i, len) == cp) return true;
+      i += len;
+    }
+    return false;
   }
 };
+
+// Where the trailing run of stripped code points in text[from, to) begins, walking back from
+// the end: a message's content is trimmed on every render, and a walk over all of it was a fifth
+// of a long prompt's render. Each ASCII byte decodes as a code point of its own (a multi-byte
+// sequence takes only continuation bytes), so the walk goes back byte by byte over ASCII and,
+// over a run of non-ASCII bytes, decodes forward from the ASCII byte before it as a forward walk
+// from `from` would.
+std::size_t strip_end(std::string_view text, std::size_t from, std::size_t to,
+                      const StripSet& set) {
+  std::size_t n = 0;
+  while (to > from) {
+    if (static_cast<unsigned char>(text[to - 1]) < 0x80) {
+      if (!set.has(text, to - 1, n)) return to;
+      --to;
+      continue;
+    }
+    std::size_t start = to - 1;
+    while (start > from && static_cast<unsigned char>(text[start - 1]) >= 0x80) --start;
+    std::size_t kept_end = start;  // past the last code point of the run that stays
+    for (std::size_t i = start; i < to;) {
+      const bool strip = set.has(text, i, n);
+      i += n;
+      if (!strip) kept_end = i;
+    }
+    if (kept_end > start) return kept_end;
+    to = start;
+  }
+  return to;
+}
 
 Value do_strip(Interpreter& in, const Value& self, const CallArgs& args, bool left, bool right) {
   StripSet set;
@@ -70,16 +106,7 @@ Value do_strip(Interpreter& in, const Value& self, const CallArgs& args, bool le
   if (left) {
     while (from < to && set.has(s.text, from, n)) from += n;
   }
-  if (right) {
-    // Walk forward remembering where the trailing run of stripped code points begins.
-    std::size_t end = from;
-    for (std::size_t i = from; i < to;) {
-      const bool strip = set.has(s.text, i, n);
-      i += n;
-      if (!strip) end = i;
-    }
-    to = end;
-  }
+  if (right) to = strip_end(s.text, from, to, set);
   if (from == 0 && to == s.text.size()) return self;
   return slice_of(s, from, to);
 }
