@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <climits>
 #include <cstdio>
+#include <utility>
 
+#include "bpe_word_cache.h"
 #include "prefixgate/base/check.h"
 #include "utf8_decode.h"
 
@@ -117,6 +119,18 @@ void BpeModel::encode_word(std::string_view word, std::vector<TokenId>& out, Bpe
       if (lengths) lengths->push_back(static_cast<std::uint32_t>(word.size()));
       return;
     }
+  }
+  if (scratch.words != nullptr && lengths == nullptr && WordCache::cacheable(word)) {
+    if (const auto ids = scratch.words->find(word)) {
+      out.insert(out.end(), ids->begin(), ids->end());
+      return;
+    }
+    const std::size_t first = out.size();
+    WordCache* const words = std::exchange(scratch.words, nullptr);
+    encode_word(word, out, scratch, nullptr);
+    scratch.words = words;
+    words->add(word, std::span<const TokenId>(out).subspan(first));
+    return;
   }
   if (alphabet_ == BpeAlphabet::kChars) {
     // A long word (SentencePiece-style tokenizers often have no pre-tokenizer: the whole text is

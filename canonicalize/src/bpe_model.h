@@ -51,6 +51,8 @@ struct BpeModelSpec {
 };
 
 // Reused between pre-tokens of one encode() call, so BPE allocates nothing per word.
+class WordCache;
+
 struct BpeScratch {
   struct Symbol {
     TokenId id;
@@ -67,6 +69,9 @@ struct BpeScratch {
   };
   std::vector<Symbol> symbols;
   std::vector<Candidate> heap;
+  // Where encode_word looks a word up before merging it, and keeps what it merged (without
+  // `lengths` only); null: every word merged.
+  WordCache* words = nullptr;
 };
 
 class BpeModel {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "bpe_word_cache.h"
 #include "byte_level.h"
 #include "segment_cache_encode.h"
 #include "utf8_decode.h"
@@ -154,6 +155,7 @@ void BpeTokenizer::encode_pieces(std::string_view text, const std::vector<std::u
                                  std::size_t begin, std::size_t end, std::size_t input_offset,
                                  std::vector<TokenId>& out, std::vector<std::size_t>* byte_offsets,
                                  Scratch& scratch) const {
+  scratch.bpe.words = &WordCache::for_tokenizer(identity_);
   const PatternScanner* scanner = pre_tokenizer_.single_scanner();
   if (scanner && model_.alphabet() == BpeAlphabet::kBytes) {
     // The common byte-level case: pre-tokens straight from the scanner into the model.

@@ -78,14 +78,14 @@ std::optional<std::string> read_file(const std::string& path) {
   return s.str();
 }
 
-struct Case {
+struct TemplateCase {
   std::string name;
   std::string body;  // the request, serialized
 };
 
 // Every request of the data file, with add_generation_prompt true and false.
-std::vector<Case> load_cases() {
-  std::vector<Case> cases;
+std::vector<TemplateCase> load_cases() {
+  std::vector<TemplateCase> cases;
   const auto text = read_file(kRequests);
   if (!text) return cases;
   auto doc = json::parse(*text);
@@ -96,7 +96,7 @@ std::vector<Case> load_cases() {
       body.set("model", "m");
       body.set("add_generation_prompt", agp);
       cases.push_back(
-          Case{entry.find("name")->as_string() + (agp ? "+gen" : ""), json::to_json(body)});
+          TemplateCase{entry.find("name")->as_string() + (agp ? "+gen" : ""), json::to_json(body)});
     }
   }
   return cases;
@@ -111,14 +111,14 @@ struct Outcome {
 std::optional<std::vector<Outcome>> run_reference(const std::string& config_path,
                                                   const std::optional<std::string>& jinja_file,
                                                   bool openai_content,
-                                                  const std::vector<Case>& cases,
+                                                  const std::vector<TemplateCase>& cases,
                                                   std::string& error) {
   json::Value spec = json::Object{};
   spec.set("config", config_path);
   if (jinja_file) spec.set("chat_template", *jinja_file);
   spec.set("content_format", openai_content ? "openai" : "string");
   json::Array requests;
-  for (const Case& c : cases) requests.push_back(*json::parse(c.body));
+  for (const TemplateCase& c : cases) requests.push_back(*json::parse(c.body));
   spec.set("requests", std::move(requests));
   // One file per process and call: ctest runs the models' tests in parallel processes.
   static int calls = 0;
@@ -189,7 +189,7 @@ int compare_model(const std::string& label, const std::string& config_path,
   auto templates = load_chat_templates(*config, jinja_file);
   EXPECT_TRUE(templates.ok()) << label << ": " << templates.error().message;
   if (!templates) return 0;
-  const std::vector<Case> cases = load_cases();
+  const std::vector<TemplateCase> cases = load_cases();
   EXPECT_GE(cases.size(), 20u) << "cannot read " << kRequests;
   // Both sides get the content format vLLM would pick for this template.
   const bool openai_content = templates->default_template->iterates_content();
@@ -199,7 +199,7 @@ int compare_model(const std::string& label, const std::string& config_path,
   if (!reference) return 0;
   int rendered = 0;
   for (std::size_t i = 0; i < cases.size(); ++i) {
-    const Case& c = cases[i];
+    const TemplateCase& c = cases[i];
     const Outcome& ref = (*reference)[i];
     auto request = parse_request(c.body, Endpoint::kChatCompletions);
     EXPECT_TRUE(request.ok()) << c.name << ": " << request.error().message;

@@ -23,13 +23,13 @@ using namespace testing_reference;
 const std::string kRequests =
     std::string(PREFIXGATE_SOURCE_DIR) + "/tests/canonicalize/data/chat_requests.json";
 
-struct Case {
+struct ChatCase {
   std::string name;
   std::string body;
 };
 
-std::vector<Case> load_cases() {
-  std::vector<Case> cases;
+std::vector<ChatCase> load_cases() {
+  std::vector<ChatCase> cases;
   const auto text = read_file(kRequests);
   if (!text) return cases;
   auto doc = json::parse(*text);
@@ -47,13 +47,13 @@ std::vector<Case> load_cases() {
 
 // The reference renderings: the prompt, or nothing where the template raised.
 std::optional<std::vector<std::optional<std::string>>> render_reference(
-    const std::string& config_path, bool openai_content, const std::vector<Case>& cases,
+    const std::string& config_path, bool openai_content, const std::vector<ChatCase>& cases,
     std::string& error) {
   json::Value spec = json::Object{};
   spec.set("config", config_path);
   spec.set("content_format", openai_content ? "openai" : "string");
   json::Array requests;
-  for (const Case& c : cases) requests.push_back(*json::parse(c.body));
+  for (const ChatCase& c : cases) requests.push_back(*json::parse(c.body));
   spec.set("requests", std::move(requests));
   const std::string spec_path = unique_temp_path("tokenizer_chat_cases");
   std::ofstream(spec_path, std::ios::binary) << json::to_json(spec);
@@ -99,7 +99,7 @@ TEST_P(TokenizerChatParityTest, RenderedPromptsTokenizeAsTheReference) {
   auto tokenizer = load_tokenizer_json(*tokenizer_json);
   ASSERT_TRUE(tokenizer.ok()) << tokenizer.error().message;
 
-  const std::vector<Case> cases = load_cases();
+  const std::vector<ChatCase> cases = load_cases();
   ASSERT_GE(cases.size(), 20u) << "cannot read " << kRequests;
   std::string error;
   const bool openai_content = templates->default_template->iterates_content();
