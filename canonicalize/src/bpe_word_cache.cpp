@@ -28,24 +28,38 @@ WordCache& WordCache::for_tokenizer(std::uint64_t identity) {
   return *victim;
 }
 
-std::optional<std::span<const TokenId>> WordCache::find(std::string_view word) const {
-  const auto it = words_.find(word);
-  if (it == words_.end()) return std::nullopt;
-  return std::span<const TokenId>(ids_.data() + it->second.first, it->second.count);
+std::optional<std::span<const TokenId>> WordCache::find(std::string_view word) {
+  if (const auto it = young_.words.find(word); it != young_.words.end()) {
+    return std::span<const TokenId>(young_.ids.data() + it->second.first, it->second.count);
+  }
+  const auto it = old_.words.find(word);
+  if (it == old_.words.end()) return std::nullopt;
+  const std::span<const TokenId> found(old_.ids.data() + it->second.first, it->second.count);
+  // In use again: into the young generation. add() may drop the old one, so the ids go through a
+  // copy (a token covers at least a byte: at most kMaxWordBytes of them).
+  std::array<TokenId, kMaxWordBytes> copy;
+  if (found.size() > copy.size()) return found;
+  std::copy(found.begin(), found.end(), copy.begin());
+  add(word, std::span<const TokenId>(copy.data(), found.size()));
+  const Range r = young_.words.find(word)->second;
+  return std::span<const TokenId>(young_.ids.data() + r.first, r.count);
 }
 
 void WordCache::add(std::string_view word, std::span<const TokenId> ids) {
   if (!cacheable(word)) return;
-  if (words_.size() >= kMaxWords) clear();
-  const auto [it, inserted] = words_.try_emplace(
+  if (young_.words.size() >= kGenerationWords) {
+    std::swap(old_, young_);
+    young_.clear();
+  }
+  const auto [it, inserted] = young_.words.try_emplace(
       std::string(word),
-      Range{static_cast<std::uint32_t>(ids_.size()), static_cast<std::uint32_t>(ids.size())});
-  if (inserted) ids_.insert(ids_.end(), ids.begin(), ids.end());
+      Range{static_cast<std::uint32_t>(young_.ids.size()), static_cast<std::uint32_t>(ids.size())});
+  if (inserted) young_.ids.insert(young_.ids.end(), ids.begin(), ids.end());
 }
 
 void WordCache::clear() {
-  words_.clear();
-  ids_.clear();
+  young_.clear();
+  old_.clear();
 }
 
 }  // namespace prefixgate::canon::internal

@@ -6,9 +6,13 @@
 // the tokenizer's identity (a hash of its tokenizer.json, as the segment cache is keyed), not by
 // an address another tokenizer could take later.
 //
-// Bounded: kSlots tokenizers, each at most kMaxWords words of at most kMaxWordBytes bytes (about
-// 0.5 MB per slot at the most); a full slot starts over empty. Not thread-safe: one per thread
-// (for_tokenizer()).
+// Bounded: kSlots tokenizers, each at most 2 x kGenerationWords words of at most kMaxWordBytes
+// bytes (about 1 MB per slot at the most). Words live in two generations, an approximation of
+// LRU without a list: new words go to the young one; when it is full the old one is dropped and
+// the young one takes its place; a word found in the old one is copied to the young one, so the
+// words in use stay. (Dropping everything when full made a text with more distinct words than the
+// bound, the project's own documentation, merge a quarter of its words again and again.) Not
+// thread-safe: one per thread (for_tokenizer()).
 //
 //   WordCache& cache = WordCache::for_tokenizer(identity);
 //   if (auto ids = cache.find(word)) out.insert(out.end(), ids->begin(), ids->end());
@@ -32,15 +36,16 @@ namespace prefixgate::canon::internal {
 class WordCache {
  public:
   static constexpr std::size_t kSlots = 4;
-  static constexpr std::size_t kMaxWords = 8192;
-  static constexpr std::size_t kMaxWordBytes = 24;
+  static constexpr std::size_t kGenerationWords = 8192;
+  static constexpr std::size_t kMaxWordBytes = 64;
 
   // This thread's cache for the tokenizer of this identity (the least recently used slot is
   // taken over by a tokenizer not among them).
   static WordCache& for_tokenizer(std::uint64_t identity);
 
   static bool cacheable(std::string_view word) { return word.size() <= kMaxWordBytes; }
-  std::optional<std::span<const TokenId>> find(std::string_view word) const;
+  // The ids of `word`, valid until the next add() or find().
+  std::optional<std::span<const TokenId>> find(std::string_view word);
   void add(std::string_view word, std::span<const TokenId> ids);
 
  private:
@@ -56,12 +61,19 @@ class WordCache {
     std::uint32_t first;
     std::uint32_t count;
   };
+  struct Generation {
+    boost::unordered_flat_map<std::string, Range, Hash, Equal> words;
+    std::vector<TokenId> ids;
+    void clear() {
+      words.clear();
+      ids.clear();
+    }
+  };
   void clear();
 
   std::uint64_t identity_ = 0;
   std::uint64_t used_ = 0;  // for the slots' LRU; 0: never used
-  boost::unordered_flat_map<std::string, Range, Hash, Equal> words_;
-  std::vector<TokenId> ids_;
+  Generation young_, old_;
 };
 
 }  // namespace prefixgate::canon::internal

@@ -42,14 +42,25 @@ TEST(WordCacheTest, EachTokenizerHasItsOwnSlot) {
 TEST(WordCacheTest, BoundedInWordsAndWordLength) {
   on_fresh_thread([] {
     WordCache& cache = WordCache::for_tokenizer(9);
-    const std::vector<TokenId> ids = {1};
+    const std::vector<TokenId> ids = {1, 2};
     cache.add(std::string(WordCache::kMaxWordBytes + 1, 'x'), ids);
     EXPECT_FALSE(cache.find(std::string(WordCache::kMaxWordBytes + 1, 'x')).has_value());
-    for (std::size_t i = 0; i < WordCache::kMaxWords; ++i) cache.add(std::to_string(i), ids);
-    EXPECT_TRUE(cache.find("0").has_value());
-    cache.add("one more", ids);  // past the bound: the cache starts over with it
+    // Three generations' worth of new words: a word looked up now and then stays, one left
+    // alone is dropped with its generation.
+    cache.add("kept", ids);
+    cache.add("left", ids);
+    for (std::size_t i = 0; i < 3 * WordCache::kGenerationWords; ++i) {
+      cache.add(std::to_string(i), ids);
+      if (i % (WordCache::kGenerationWords / 2) == 0) {
+        const auto found = cache.find("kept");
+        ASSERT_TRUE(found.has_value()) << i;
+        EXPECT_EQ(std::vector<TokenId>(found->begin(), found->end()), ids);
+      }
+    }
+    EXPECT_TRUE(cache.find("kept").has_value());
+    EXPECT_FALSE(cache.find("left").has_value());
     EXPECT_FALSE(cache.find("0").has_value());
-    EXPECT_TRUE(cache.find("one more").has_value());
+    EXPECT_TRUE(cache.find(std::to_string(3 * WordCache::kGenerationWords - 1)).has_value());
   });
 }
 
