@@ -12,7 +12,7 @@
 // the young one takes its place; a word found in the old one is copied to the young one, so the
 // words in use stay. (Dropping everything when full made Llama 2's tokenizer merge 24 % of the
 // words of the project's documentation, which has more distinct words than the bound, again;
-// two generations, 17 %.)
+// two generations, 17 %.) Not
 // thread-safe: one per thread (for_tokenizer()).
 //
 //   WordCache& cache = WordCache::for_tokenizer(identity);
