@@ -10,10 +10,10 @@
 // bytes (about 1 MB per slot at the most). Words live in two generations, an approximation of
 // LRU without a list: new words go to the young one; when it is full the old one is dropped and
 // the young one takes its place; a word found in the old one is copied to the young one, so the
-// words in use stay. (Dropping everything when full made Llama 2's tokenizer merge 24 % of the
-// words of the project's documentation, which has more distinct words than the bound, again;
-// two generations, 17 %.) Not
-// thread-safe: one per thread (for_tokenizer()).
+// words in use stay. (One generation of words up to 24 bytes, dropped whole when full, made
+// Llama 2's tokenizer merge 24 % of the words of the project's documentation again, a text with
+// more distinct words than the bound; this, 17 %.) Not thread-safe: one per thread
+// (for_tokenizer()).
 //
 //   WordCache& cache = WordCache::for_tokenizer(identity);
 //   if (auto ids = cache.find(word)) out.insert(out.end(), ids->begin(), ids->end());
