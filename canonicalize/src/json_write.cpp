@@ -14,6 +14,7 @@
 
 #include "prefixgate/base/check.h"
 #include "prefixgate/canonicalize/json.h"
+#include "prefixgate/canonicalize/json_string_scan.h"
 
 namespace prefixgate::json {
 namespace {
@@ -201,19 +202,6 @@ bool write_canonical(const Value& value, std::string& out, Error& error) {
     }
   }
   return true;
-}
-
-// Whether any of the 8 bytes at `p` is a control character, '"' or '\\' (SWAR: a byte below
-// 0x20 or equal to a given value sets its high bit in the masks below; borrows can only flag
-// bytes after a true hit, so a false result is exact).
-bool word_needs_escape(const char* p) {
-  std::uint64_t v;
-  std::memcpy(&v, p, sizeof v);
-  constexpr std::uint64_t kOnes = 0x0101010101010101ull;
-  constexpr std::uint64_t kHigh = 0x8080808080808080ull;
-  const auto has_zero = [](std::uint64_t x) { return (x - kOnes) & ~x & kHigh; };
-  const std::uint64_t below_space = (v - kOnes * 0x20) & ~v & kHigh;
-  return (below_space | has_zero(v ^ (kOnes * '"')) | has_zero(v ^ (kOnes * '\\'))) != 0;
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "prefixgate/canonicalize/json_string_scan.h"
+
 namespace prefixgate::gateway::server {
 namespace {
 
@@ -15,17 +17,20 @@ struct Scalar {
   std::uint64_t number = 0;  // !is_string
 };
 
-// Whether none of the eight bytes at `p` is '"', '\\', below 0x20 or above 0x7f (the classic
-// "has a zero byte" test, on the word and on its XORs with the two characters).
-bool plain_word(const char* p) {
-  std::uint64_t w;
-  std::memcpy(&w, p, sizeof w);
-  constexpr std::uint64_t kOnes = 0x0101010101010101ULL;
-  constexpr std::uint64_t kHighs = 0x8080808080808080ULL;
-  const auto has_zero = [](std::uint64_t x) { return (x - kOnes) & ~x & kHighs; };
-  const std::uint64_t below_space = (w - kOnes * 0x20) & ~w & kHighs;
-  return ((w & kHighs) | below_space | has_zero(w ^ (kOnes * '"')) |
-          has_zero(w ^ (kOnes * '\\'))) == 0;
+// Advances `i` from inside a string past its closing quote, over printable ASCII without
+// escapes; false at anything else. Eight bytes at a time while a word is plain (most of a line is
+// its hashes' hex digits), then byte by byte.
+bool skip_plain_string(std::string_view s, std::size_t& i) {
+  while (i + 8 <= s.size() && json::word_is_plain_ascii(s.data() + i)) i += 8;
+  for (; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c == '"') {
+      ++i;
+      return true;
+    }
+    if (c < 0x20 || c >= 0x80 || c == '\\') return false;
+  }
+  return false;
 }
 
 class Scanner {
@@ -48,24 +53,15 @@ class Scanner {
     skip_ws();
     return i_ == s_.size();
   }
-  // A string of printable ASCII without escapes; false for anything else. Eight bytes at a time
-  // while none of them is a quote, a backslash, a control or a non-ASCII byte (most of a line is
-  // its hashes' hex digits), then byte by byte.
+  // A string of printable ASCII without escapes; false for anything else.
   bool string(std::string_view& out) {
     if (!eat('"')) return false;
     const std::size_t begin = i_;
-    while (i_ + 8 <= s_.size() && plain_word(s_.data() + i_)) i_ += 8;
-    for (; i_ < s_.size(); ++i_) {
-      const auto c = static_cast<unsigned char>(s_[i_]);
-      if (c == '"') {
-        out = s_.substr(begin, i_ - begin);
-        ++i_;
-        return true;
-      }
-      if (c < 0x20 || c >= 0x80 || c == '\\') return false;
-    }
-    return false;
+    if (!skip_plain_string(s_, i_)) return false;
+    out = s_.substr(begin, i_ - 1 - begin);
+    return true;
   }
+
   // A string, or an unsigned integer of 1-19 digits without a fraction or exponent.
   bool value(Scalar& v) {
     skip_ws();
@@ -201,18 +197,7 @@ class EngineLayout {
     return true;
   }
   // The rest of a string up to and past its closing quote.
-  bool plain_string() {
-    while (i_ + 8 <= s_.size() && plain_word(s_.data() + i_)) i_ += 8;
-    for (; i_ < s_.size(); ++i_) {
-      const auto c = static_cast<unsigned char>(s_[i_]);
-      if (c == '"') {
-        ++i_;
-        return true;
-      }
-      if (c < 0x20 || c >= 0x80 || c == '\\') return false;
-    }
-    return false;
-  }
+  bool plain_string() { return skip_plain_string(s_, i_); }
 
   std::string_view s_;
   std::size_t i_ = 0;
