@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <climits>
 #include <cstdio>
-#include <utility>
 
 #include "bpe_word_cache.h"
 #include "prefixgate/base/check.h"
@@ -16,6 +15,26 @@ namespace {
 // transformers.js break ties. std::*_heap keep the "largest" on top, hence the inversion.
 bool later_merge(const BpeScratch::Candidate& a, const BpeScratch::Candidate& b) {
   return a.rank != b.rank ? a.rank > b.rank : a.pos > b.pos;
+}
+
+// Appends the ids of `piece`: from the thread's word cache, or by `encode` (which appends them)
+// and then kept there. Without a cache, with `lengths` asked for (the cache keeps ids only) or for
+// a piece too long to keep, `encode` alone. The cache holds whole words for byte-level models and
+// the parts of a cut word for kChars ones, never both, so a key always means the same thing.
+template <class Encode>
+void through_cache(WordCache* cache, std::string_view piece, std::vector<TokenId>& out,
+                   const std::vector<std::uint32_t>* lengths, Encode encode) {
+  if (cache == nullptr || lengths != nullptr || !WordCache::cacheable(piece)) {
+    encode();
+    return;
+  }
+  if (const auto ids = cache->find(piece)) {
+    out.insert(out.end(), ids->begin(), ids->end());
+    return;
+  }
+  const std::size_t first = out.size();
+  encode();
+  cache->add(piece, std::span<const TokenId>(out).subspan(first));
 }
 
 constexpr TokenId kMerged = ~TokenId{0};   // a symbol absorbed by its left neighbour
@@ -129,26 +148,23 @@ void BpeModel::encode_word(std::string_view word, std::vector<TokenId>& out, Bpe
       for (std::size_t pos = word.find(space_marker_, 1); pos != std::string_view::npos;
            pos = word.find(space_marker_, pos + 1)) {
         if (!can_cut_before_marker(word, pos)) continue;
-        encode_part(word.substr(begin, pos - begin), out, scratch, lengths);
+        const std::string_view part = word.substr(begin, pos - begin);
+        through_cache(scratch.words, part, out, lengths,
+                      [&] { encode_chars(part, out, scratch, lengths); });
         begin = pos;
       }
     }
-    encode_part(word.substr(begin), out, scratch, lengths);
+    const std::string_view last = word.substr(begin);
+    through_cache(scratch.words, last, out, lengths,
+                  [&] { encode_chars(last, out, scratch, lengths); });
     return;
   }
-  // A byte-level word: its merged ids from the cache, or merged and kept there.
-  if (scratch.words != nullptr && lengths == nullptr && WordCache::cacheable(word)) {
-    if (const auto ids = scratch.words->find(word)) {
-      out.insert(out.end(), ids->begin(), ids->end());
-      return;
-    }
-    const std::size_t first = out.size();
-    WordCache* const words = std::exchange(scratch.words, nullptr);
-    encode_word(word, out, scratch, nullptr);
-    scratch.words = words;
-    words->add(word, std::span<const TokenId>(out).subspan(first));
-    return;
-  }
+  through_cache(scratch.words, word, out, lengths,
+                [&] { encode_bytes_word(word, out, scratch, lengths); });
+}
+
+void BpeModel::encode_bytes_word(std::string_view word, std::vector<TokenId>& out,
+                                 BpeScratch& scratch, std::vector<std::uint32_t>* lengths) const {
   if (word.size() <= kShortWord) {
     if (lengths) {
       merge_short<true>(word, out, lengths);
@@ -165,21 +181,6 @@ void BpeModel::encode_word(std::string_view word, std::vector<TokenId>& out, Bpe
     symbols[i] = {byte_ids_[static_cast<unsigned char>(word[i])], 1, i - 1, i + 1 < n ? i + 1 : -1};
   }
   merge(out, scratch, lengths);
-}
-
-void BpeModel::encode_part(std::string_view part, std::vector<TokenId>& out, BpeScratch& scratch,
-                           std::vector<std::uint32_t>* lengths) const {
-  if (scratch.words == nullptr || lengths != nullptr || !WordCache::cacheable(part)) {
-    encode_chars(part, out, scratch, lengths);
-    return;
-  }
-  if (const auto ids = scratch.words->find(part)) {
-    out.insert(out.end(), ids->begin(), ids->end());
-    return;
-  }
-  const std::size_t first = out.size();
-  encode_chars(part, out, scratch, nullptr);
-  scratch.words->add(part, std::span<const TokenId>(out).subspan(first));
 }
 
 void BpeModel::encode_chars(std::string_view word, std::vector<TokenId>& out, BpeScratch& scratch,

@@ -50,9 +50,9 @@ struct BpeModelSpec {
   bool fuse_unknown = false;
 };
 
-// Reused between pre-tokens of one encode() call, so BPE allocates nothing per word.
 class WordCache;
 
+// Reused between pre-tokens of one encode() call, so BPE allocates nothing per word.
 struct BpeScratch {
   struct Symbol {
     TokenId id;
@@ -107,10 +107,9 @@ class BpeModel {
   void char_symbols(std::string_view word, BpeScratch& scratch) const;
   void encode_chars(std::string_view word, std::vector<TokenId>& out, BpeScratch& scratch,
                     std::vector<std::uint32_t>* lengths) const;
-  // encode_chars of one part of a kChars word (cut where no token spans), through the word cache:
-  // the cache holds parts for kChars models and whole words for kBytes ones, never both.
-  void encode_part(std::string_view part, std::vector<TokenId>& out, BpeScratch& scratch,
-                   std::vector<std::uint32_t>* lengths) const;
+  // Merges a kBytes word of more than one byte.
+  void encode_bytes_word(std::string_view word, std::vector<TokenId>& out, BpeScratch& scratch,
+                         std::vector<std::uint32_t>* lengths) const;
   // Whether no token can span word[pos] (a space marker) and what precedes it.
   bool can_cut_before_marker(std::string_view word, std::size_t pos) const;
   template <bool kLengths>
