@@ -33,6 +33,18 @@ bool skip_plain_string(std::string_view s, std::size_t& i) {
   return false;
 }
 
+// Reads the digits at `i` into `v`: false unless there are 1-19 of them without a leading zero
+// (a JSON integer that fits in 64 bits; the 20-digit ones are left to the DOM parser).
+bool read_uint(std::string_view s, std::size_t& i, std::uint64_t& v) {
+  const std::size_t begin = i;
+  v = 0;
+  while (i < s.size() && i - begin < 20 && s[i] >= '0' && s[i] <= '9') {
+    v = v * 10 + static_cast<std::uint64_t>(s[i++] - '0');
+  }
+  const std::size_t n = i - begin;
+  return n >= 1 && n <= 19 && (n == 1 || s[begin] != '0');
+}
+
 class Scanner {
  public:
   explicit Scanner(std::string_view s) : s_(s) {}
@@ -71,19 +83,10 @@ class Scanner {
       v.is_string = true;
       return string(v.text);
     }
-    const std::size_t begin = i_;
-    while (i_ < s_.size() && s_[i_] >= '0' && s_[i_] <= '9') ++i_;
-    const std::size_t digits = i_ - begin;
-    if (digits == 0 || digits > 19 || (digits > 1 && s_[begin] == '0')) return false;
+    if (!read_uint(s_, i_, v.number)) return false;
     // A number ends at whitespace, ',' or '}': "1.5", "1e3" or "12ab" are the DOM parser's.
-    if (i_ < s_.size() && s_[i_] != ',' && s_[i_] != '}' && s_[i_] != ' ' && s_[i_] != '\t' &&
-        s_[i_] != '\n' && s_[i_] != '\r') {
-      return false;
-    }
-    std::uint64_t n = 0;
-    for (std::size_t k = begin; k < i_; ++k) n = n * 10 + static_cast<std::uint64_t>(s_[k] - '0');
-    v.number = n;
-    return true;
+    return i_ == s_.size() || s_[i_] == ',' || s_[i_] == '}' || s_[i_] == ' ' || s_[i_] == '\t' ||
+           s_[i_] == '\n' || s_[i_] == '\r';
   }
 
  private:
@@ -131,7 +134,7 @@ bool parse_hex(std::string_view s, std::uint64_t& out) {
 // The lines prefixgate-engine writes (its kv_events handler), matched literally:
 //   {"type":"stored","seq":N,"hash":"<16 hex>","parent":"<16 hex>","salt":"S"}
 //   {"type":"removed","seq":N,"hash":"<16 hex>","salt":"S"}
-// with N of 1-19 digits, lower-case hex and a salt of printable ASCII without escapes: a few
+// with N of 1-19 digits and a salt of printable ASCII without escapes: a few
 // compares and two hex numbers instead of a scan per member. Anything else (other whitespace,
 // order or members) is the general scan's.
 class EngineLayout {
@@ -151,7 +154,7 @@ class EngineLayout {
     }
     std::uint64_t hash = 0;
     std::uint64_t parent = 0;
-    if (!digits(e.seq) || !literal(R"(,"hash":")") || !hex16(hash)) return std::nullopt;
+    if (!read_uint(s_, i_, e.seq) || !literal(R"(,"hash":")") || !hex16(hash)) return std::nullopt;
     if (e.kind == Kind::kStored && (!literal(R"(","parent":")") || !hex16(parent))) {
       return std::nullopt;
     }
@@ -169,31 +172,10 @@ class EngineLayout {
     i_ += t.size();
     return true;
   }
-  // 1-19 digits, no leading zero: a JSON integer that fits in 64 bits.
-  bool digits(std::uint64_t& v) {
-    const std::size_t begin = i_;
-    v = 0;
-    while (i_ < s_.size() && i_ - begin < 20 && s_[i_] >= '0' && s_[i_] <= '9') {
-      v = v * 10 + static_cast<std::uint64_t>(s_[i_++] - '0');
-    }
-    const std::size_t n = i_ - begin;
-    return n >= 1 && n <= 19 && (n == 1 || s_[begin] != '0');
-  }
+  // The engine writes a block's hash as 16 hex digits.
   bool hex16(std::uint64_t& v) {
-    if (s_.size() - i_ < 16) return false;
-    v = 0;
-    for (std::size_t end = i_ + 16; i_ < end; ++i_) {
-      const char c = s_[i_];
-      unsigned digit = 0;
-      if (c >= '0' && c <= '9') {
-        digit = static_cast<unsigned>(c - '0');
-      } else if (c >= 'a' && c <= 'f') {
-        digit = static_cast<unsigned>(c - 'a' + 10);
-      } else {
-        return false;
-      }
-      v = v << 4 | digit;
-    }
+    if (s_.size() - i_ < 16 || !parse_hex(s_.substr(i_, 16), v)) return false;
+    i_ += 16;
     return true;
   }
   // The rest of a string up to and past its closing quote.
