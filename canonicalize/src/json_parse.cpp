@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -28,6 +29,7 @@
 #include <vector>
 
 #include "json_parse_text.h"
+#include "json_subtree_memo.h"
 #include "prefixgate/base/check.h"
 #include "prefixgate/canonicalize/json.h"
 
@@ -124,11 +126,13 @@ std::optional<Value> read_literal(std::string_view token) {
 class TreeBuilder {
  public:
   TreeBuilder(std::string_view input, const ParseLimits& limits, ondemand::document& doc,
-              std::vector<MemberSpan>* root_members, ParseScratch& scratch)
+              std::vector<MemberSpan>* root_members, std::span<const std::string_view> shared_keys,
+              ParseScratch& scratch)
       : input_(input),
         max_depth_(limits.max_depth),
         doc_(doc),
         root_members_(root_members),
+        shared_keys_(shared_keys),
         scratch_(scratch) {}
 
   bool build_root(Value& out) {
@@ -227,20 +231,32 @@ class TreeBuilder {
       // leaves the iterator on the ',' or '}' after it: the span is what lies between, less
       // trailing whitespace.
       const bool record = depth == 0 && root_members_ != nullptr;
-      const std::string_view token = record ? raw_token(child) : std::string_view();
-      const std::size_t begin = record ? offset_of(token.data()) : 0;
+      const bool shareable = depth == 0 && is_shared_key(key, type);
+      const std::string_view token = record || shareable ? raw_token(child) : std::string_view();
+      const std::size_t begin = record || shareable ? offset_of(token.data()) : 0;
+      internal::SubtreeMemo::Entry* seen =
+          shareable
+              ? internal::SubtreeMemo::for_this_thread().find(key, max_depth_, input_.substr(begin))
+              : nullptr;
+      if (seen != nullptr && seen->tree != nullptr) {
+        if (!skip_container(child, type, seen->bytes.size())) return false;
+        member.value = Value::shared(seen->tree);
+        if (record) root_members_->push_back(MemberSpan{begin, begin + seen->bytes.size()});
+        continue;
+      }
       if (!build(child, type, member.value, depth + 1)) {
         prepend_path_key(key, error_.param);
         return false;
       }
-      if (record) {
+      if (record || shareable) {
         const bool scalar = type == ondemand::json_type::number ||
                             type == ondemand::json_type::boolean ||
                             type == ondemand::json_type::null;
         std::size_t end =
             scalar ? begin + trim_trailing_whitespace(token).size() : current_offset();
         while (end > begin && is_json_whitespace(input_[end - 1])) --end;
-        root_members_->push_back(MemberSpan{begin, end});
+        if (record) root_members_->push_back(MemberSpan{begin, end});
+        if (shareable) share(key, input_.substr(begin, end - begin), seen, member.value);
       }
       PG_DCHECK(seen_keys_.size() == base + members.size());
     }
@@ -253,6 +269,41 @@ class TreeBuilder {
     seen_keys_.erase(seen_keys_.begin() + static_cast<std::ptrdiff_t>(base), seen_keys_.end());
     out = Value(std::move(members));
     return true;
+  }
+
+  bool is_shared_key(std::string_view key, ondemand::json_type type) const {
+    if (type != ondemand::json_type::array && type != ondemand::json_type::object) return false;
+    return std::find(shared_keys_.begin(), shared_keys_.end(), key) != shared_keys_.end();
+  }
+
+  // Consumes a container the memo matched, `bytes` long (what lies past it up to the next token
+  // is whitespace).
+  bool skip_container(ondemand::value& child, ondemand::json_type type, std::size_t bytes) {
+    std::string_view raw;
+    if (type == ondemand::json_type::array) {
+      ondemand::array array;
+      if (auto err = child.get_array().get(array)) return fail_simdjson(err);
+      if (auto err = array.raw_json().get(raw)) return fail_simdjson(err);
+    } else {
+      ondemand::object object;
+      if (auto err = child.get_object().get(object)) return fail_simdjson(err);
+      if (auto err = object.raw_json().get(raw)) return fail_simdjson(err);
+    }
+    PG_DCHECK(raw.size() >= bytes && trim_trailing_whitespace(raw).size() == bytes);
+    return true;
+  }
+
+  // A shareable value just built from `bytes`: the memo keeps it on its second sighting (`seen`,
+  // its entry from the first), and from then on the document refers to the kept tree too.
+  void share(std::string_view key, std::string_view bytes, internal::SubtreeMemo::Entry* seen,
+             Value& value) const {
+    if (seen == nullptr) {
+      internal::SubtreeMemo::for_this_thread().note(key, max_depth_, bytes);
+      return;
+    }
+    PG_DCHECK(seen->bytes.size() == bytes.size());
+    seen->tree = std::make_shared<const Value>(std::move(value));
+    value = Value::shared(seen->tree);
   }
 
   // The first key of seen_keys_[base, end) that repeats an earlier one, in document order.
@@ -364,7 +415,8 @@ class TreeBuilder {
   std::string_view input_;  // the padded copy simdjson is reading
   std::size_t max_depth_;
   ondemand::document& doc_;
-  std::vector<MemberSpan>* root_members_;  // recorded when not null
+  std::vector<MemberSpan>* root_members_;          // recorded when not null
+  std::span<const std::string_view> shared_keys_;  // root members taken from SubtreeMemo
   ParseScratch& scratch_;
   std::vector<SeenKey>& seen_keys_ = scratch_.keys;  // after scratch_, which it refers to
   Error error_{ErrorCode::kInvalidJson, {}, {}};
@@ -398,12 +450,13 @@ Error from_iterate_error(simdjson::error_code err, std::string_view input) {
 }
 
 Result<Value> parse_with(ondemand::parser& parser, simdjson::padded_string_view padded,
-                         const ParseLimits& limits, std::vector<MemberSpan>* root_members) {
+                         const ParseLimits& limits, std::vector<MemberSpan>* root_members,
+                         std::span<const std::string_view> shared_keys) {
   const std::string_view input(padded.data(), padded.length());
   ondemand::document doc;
   if (auto err = parser.iterate(padded).get(doc)) return from_iterate_error(err, input);
   const ThreadScratch scratch;
-  TreeBuilder builder(input, limits, doc, root_members, scratch.scratch);
+  TreeBuilder builder(input, limits, doc, root_members, shared_keys, scratch.scratch);
   Value root;
   if (!builder.build_root(root)) return builder.take_error();
   return root;
@@ -419,7 +472,8 @@ simdjson::padded_string_view padded_in(std::string& buffer, std::string_view tex
 static_assert(kParsePadding >= simdjson::SIMDJSON_PADDING);
 
 Result<Value> parse_text(std::string_view text, const ParseLimits& limits,
-                         std::vector<MemberSpan>* root_members) {
+                         std::vector<MemberSpan>* root_members,
+                         std::span<const std::string_view> shared_keys = {}) {
   if (text.size() > limits.max_bytes) return too_large(text.size(), limits.max_bytes);
   // On Demand reads up to SIMDJSON_PADDING bytes past the end. A text whose buffer has them is
   // parsed where it lies (a 30 KB agent turn is 30 KB less to write and read again); otherwise
@@ -433,7 +487,7 @@ Result<Value> parse_text(std::string_view text, const ParseLimits& limits,
           parse_with(reused,
                      simdjson::padded_string_view(text.data(), text.size(),
                                                   text.size() + limits.readable_past_end),
-                     limits, root_members);
+                     limits, root_members, shared_keys);
       // What the padding holds can change which fault in a text that is not JSON simdjson
       // reports first (never whether it is JSON): an error is found again from the zeroed
       // padding of a copy, so that its message does not depend on how the body arrived.
@@ -441,12 +495,12 @@ Result<Value> parse_text(std::string_view text, const ParseLimits& limits,
       if (root_members != nullptr) root_members->clear();
     }
     thread_local std::string buffer;
-    return parse_with(reused, padded_in(buffer, text), limits, root_members);
+    return parse_with(reused, padded_in(buffer, text), limits, root_members, shared_keys);
   }
   const simdjson::padded_string padded(text);
   if (padded.data() == nullptr) return too_large_to_parse(text.size());
   ondemand::parser once;
-  return parse_with(once, padded, limits, root_members);
+  return parse_with(once, padded, limits, root_members, shared_keys);
 }
 
 }  // namespace
@@ -541,9 +595,10 @@ bool visit_member_fields(std::string_view text, std::string_view key,
 }
 
 Result<Value> parse(std::string_view text, const ParseLimits& limits,
-                    std::vector<MemberSpan>& root_members) {
+                    std::vector<MemberSpan>& root_members,
+                    std::span<const std::string_view> shared_keys) {
   root_members.clear();
-  auto parsed = parse_text(text, limits, &root_members);
+  auto parsed = parse_text(text, limits, &root_members, shared_keys);
   if (!parsed) root_members.clear();
   return parsed;
 }

@@ -2,6 +2,7 @@
 // reference for chat completions and (legacy) completions; unknown fields pass through.
 #include "prefixgate/canonicalize/request.h"
 
+#include <array>
 #include <limits>
 
 #include "body_parse.h"
@@ -344,8 +345,10 @@ Result<json::Value> parse_body(std::string_view body, const RequestLimits& limit
                                        .max_depth = limits.max_depth,
                                        .readable_past_end = limits.readable_past_end};
   if (source == nullptr) return json::parse(body, parse_limits);
+  // Tool lists come unchanged turn after turn: their trees are built once per thread.
+  static constexpr std::array<std::string_view, 2> kSharedKeys = {"tools", "functions"};
   std::vector<json::MemberSpan> spans;
-  auto doc = json::parse(body, parse_limits, spans);
+  auto doc = json::parse(body, parse_limits, spans, kSharedKeys);
   if (!doc) return doc.error();
   source->clear();
   if (doc->is_object()) {

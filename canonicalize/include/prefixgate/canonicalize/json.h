@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -192,9 +193,14 @@ struct MemberSpan {
   std::size_t end = 0;
 };
 // parse(), also recording each root member's span when the root is an object (nothing
-// otherwise).
+// otherwise). The root members named in `shared_keys` whose values are arrays or objects are
+// taken from a per-thread memo of such values parsed before, by their bytes, from the second
+// time the same bytes come (a request's tool list, sent unchanged turn after turn, is built
+// once): the tree is the one parse() builds, but those values refer to the kept one
+// (Value::shared), so a change to one copies it first.
 Result<Value> parse(std::string_view text, const ParseLimits& limits,
-                    std::vector<MemberSpan>& root_members);
+                    std::vector<MemberSpan>& root_members,
+                    std::span<const std::string_view> shared_keys = {});
 
 // Compact JSON, members in stored order, numbers as their source text when they have one.
 // A NaN or infinite number without source text is written `null`, as JSON.stringify does.
