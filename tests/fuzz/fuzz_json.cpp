@@ -3,7 +3,7 @@
 // parse()'s tree sees wherever parse() succeeds; what parses must survive the RFC 8785 writer:
 // parse -> to_canonical_json -> parse -> to_canonical_json gives the same bytes, the canonical
 // form is_canonical(), and both writers' output parses in simdjson's DOM parser (a second,
-// independent one).
+// independent one); parse() sharing root members through its memo gives what it gives without.
 #include <simdjson.h>
 
 #include <cstddef>
@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "prefixgate/canonicalize/json.h"
 
@@ -97,10 +98,45 @@ void check_visit_member(std::string_view text, const json::Value& doc) {
   if (visited != walked) fail("visit_member_fields: different fields", text);
 }
 
+// Parsed with its root members shared (the request parser's tool-list memo), three times so
+// that the memo notes, keeps and then hands out what it can: the same outcome, tree, member
+// spans and error as without it.
+void check_shared_members(std::string_view text, const Result<json::Value>& plain_doc) {
+  std::vector<json::MemberSpan> plain_spans;
+  const auto plain = json::parse(text, {}, plain_spans);
+  if (plain.ok() != plain_doc.ok()) fail("spans: a different outcome", text);
+  std::string first_key = "tools";
+  if (plain.ok() && plain->is_object() && !plain->as_object().empty()) {
+    first_key = plain->as_object().front().key;
+  }
+  const std::string_view keys[] = {first_key, "functions"};
+  for (int round = 0; round < 3; ++round) {
+    std::vector<json::MemberSpan> spans;
+    const auto shared = json::parse(text, {}, spans, keys);
+    if (shared.ok() != plain.ok()) fail("shared members: a different outcome", text);
+    if (!plain.ok()) {
+      if (shared.error().message != plain.error().message) {
+        fail("shared members: a different error", text);
+      }
+      continue;
+    }
+    if (!(*shared == *plain) || json::to_json(*shared) != json::to_json(*plain)) {
+      fail("shared members: a different tree", text);
+    }
+    if (spans.size() != plain_spans.size()) fail("shared members: other spans", text);
+    for (std::size_t i = 0; i < spans.size(); ++i) {
+      if (spans[i].begin != plain_spans[i].begin || spans[i].end != plain_spans[i].end) {
+        fail("shared members: other spans", text);
+      }
+    }
+  }
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   auto doc = json::parse(text);
   check_in_place(text, doc);
+  check_shared_members(text, doc);
   if (!doc) return 0;
   check_visit_member(text, *doc);
 
