@@ -312,7 +312,7 @@ Status convert_tools(const Value& body, ConversionBuilder& b) {
     }
     bool marked = false;
     if (Status s = check_cache_control(tool, path, marked); !s) return s;
-    b.add_tool(**name, description, schema, nullptr, path, marked);
+    b.add_tool(*tools, **name, description, schema, nullptr, path, marked);
   }
   return {};
 }

@@ -109,13 +109,15 @@ void ConversionBuilder::add_tool_result(std::string_view call_id,
   open_assistant_ = false;
 }
 
-void ConversionBuilder::add_tool(const std::string& name, const Value* description,
-                                 const Value* parameters, const Value* strict,
-                                 const std::string& source_text, bool breakpoint) {
+void ConversionBuilder::add_tool(const Value& list, const std::string& name,
+                                 const Value* description, const Value* parameters,
+                                 const Value* strict, const std::string& source_text,
+                                 bool breakpoint) {
   json::Object function;
-  if (description != nullptr) function.push_back({"description", *description});
+  function.reserve(4);
+  if (description != nullptr) function.push_back({"description", list.share_part(*description)});
   function.push_back({"name", name});
-  if (parameters != nullptr) function.push_back({"parameters", *parameters});
+  if (parameters != nullptr) function.push_back({"parameters", list.share_part(*parameters)});
   if (strict != nullptr) function.push_back({"strict", *strict});
   tools_.push_back(json::Object{{"function", Value(std::move(function))}, {"type", "function"}});
   if (breakpoint) conv_.breakpoints.push_back({source_text, {}, name});

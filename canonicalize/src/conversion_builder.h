@@ -64,8 +64,9 @@ class ConversionBuilder {
   void add_tool_result(std::string_view call_id, const std::vector<ContentBlock>& blocks,
                        JsonPath source, std::string_view source_text, bool breakpoint);
   // {"function": {"description", "name", "parameters", "strict"}, "type": "function"}; absent
-  // members (nullptr) are left out.
-  void add_tool(const std::string& name, const json::Value* description,
+  // members (nullptr) are left out. The members lie in `list`, the client's tool list: where it
+  // is shared (json::parse's memo) they are shared with it, not copied.
+  void add_tool(const json::Value& list, const std::string& name, const json::Value* description,
                 const json::Value* parameters, const json::Value* strict,
                 const std::string& source_text, bool breakpoint);
   // A breakpoint at the end of the last message so far (Anthropic's top-level cache_control).

@@ -28,6 +28,11 @@ Value Value::shared(std::shared_ptr<const Value> target) {
   return out;
 }
 
+Value Value::share_part(const Value& part) const {
+  if (!is_shared()) return part;
+  return shared(std::shared_ptr<const Value>(std::get<kShared>(v_), &part));
+}
+
 void Value::unshare() {
   // Copy the alternative out before the reference (perhaps the last) is dropped.
   auto copy = std::get<kShared>(v_)->v_;

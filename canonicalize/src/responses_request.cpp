@@ -211,7 +211,7 @@ Status convert_tools(const Value& body, ConversionBuilder& b) {
     if (strict != nullptr && !strict->is_bool()) {
       return wrong_type(field_path(path, "strict"), "a boolean", *strict);
     }
-    b.add_tool(**name, description, parameters, strict, path, false);
+    b.add_tool(*tools, **name, description, parameters, strict, path, false);
   }
   return {};
 }

@@ -105,6 +105,38 @@ TEST(AnthropicRequestTest, ConvertsTheAgentStepIntoTheEquivalentChatRequest) {
   EXPECT_EQ(chat_of(m.chat.body).messages.size(), 5u);
 }
 
+// Parsed with its source members (as the gateway parses), a Messages request's tool list is
+// shared from its second sighting on (json::parse's memo), and the converted request's
+// descriptions and schemas refer to it instead of copying it; a change to one stays its own.
+TEST(AnthropicRequestTest, ARepeatedToolListIsConvertedWithoutCopyingItsSchemas) {
+  std::vector<json::SourceMember> source;
+  const auto convert = [&] {
+    auto m = parse_messages_request(kMessages, RequestLimits{}, source);
+    EXPECT_TRUE(m);
+    return m ? std::move(*m) : MessagesRequest{};
+  };
+  const MessagesRequest first = convert();
+  MessagesRequest second = convert();
+  const MessagesRequest third = convert();
+  const auto function_of = [](const MessagesRequest& m, std::size_t i) -> const json::Value& {
+    return *m.chat.body.find("tools")->as_array().at(i).find("function");
+  };
+  ASSERT_TRUE(third.body.find("tools")->is_shared());
+  const json::Value& client_tool = third.body.find("tools")->as_array()[0];
+  EXPECT_TRUE(function_of(third, 0).find("parameters")->is_shared());
+  EXPECT_TRUE(function_of(third, 0).find("description")->is_shared());
+  EXPECT_EQ(&function_of(third, 0).find("parameters")->as_object(),
+            &client_tool.find("input_schema")->as_object());
+  EXPECT_EQ(json::to_json(third.chat.body), json::to_json(first.chat.body));
+  // A rule that rewrites the second request's schema leaves the shared one as it was.
+  json::Value& schema = *second.chat.body.find("tools")->as_array()[0].find("function")->find(
+      "parameters");
+  schema.set("type", "string");
+  EXPECT_EQ(json::to_json(*client_tool.find("input_schema")),
+            R"({"type":"object","properties":{"path":{"type":"string"}},"required":["path"]})");
+  EXPECT_EQ(json::to_json(third.chat.body), json::to_json(first.chat.body));
+}
+
 TEST(AnthropicRequestTest, BothShapesOfOneConversationHashToTheSameBlocks) {
   const MessagesRequest m = messages(kMessages);
   const ParsedRequest via_messages = canonical(chat_of(m.chat.body));

@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "prefixgate/canonicalize/json.h"
 
@@ -98,6 +99,30 @@ TEST(JsonSharedTest, OutlivesTheOwnersOtherReferences) {
   v.set("s", "own");  // its own copy, made from the last reference before it is dropped
   EXPECT_EQ(v.find("a")->as_array().size(), 3u);
   EXPECT_FALSE(v.is_shared());
+}
+
+// A part of a shared tree is shared through the tree (which it keeps alive), not copied; a part
+// of a value that is not shared is a copy.
+TEST(JsonSharedTest, APartOfASharedTreeIsSharedWithIt) {
+  auto tree = kept();
+  const Value* a = tree->find("a");
+  const Value list = Value::shared(tree);
+  Value part = list.share_part(*list.find("a"));
+  EXPECT_TRUE(part.is_shared());
+  EXPECT_EQ(&std::as_const(part).as_array(), &a->as_array());  // the tree's own array
+  const Value whole = list.share_part(list);    // a part that is the tree itself
+  EXPECT_EQ(&whole.as_object(), &tree->as_object());
+  tree.reset();
+  EXPECT_EQ(to_json(part), R"([1,"x",{"b":null}])");  // kept alive by the part alone
+  part.as_array().push_back(2);                       // its own copy first
+  EXPECT_EQ(to_json(*list.find("a")), R"([1,"x",{"b":null}])");
+  EXPECT_EQ(to_json(part), R"([1,"x",{"b":null},2])");
+
+  const Value plain = *kept();
+  const Value copied = plain.share_part(*plain.find("a"));
+  EXPECT_FALSE(copied.is_shared());
+  EXPECT_NE(&copied.as_array(), &plain.find("a")->as_array());
+  EXPECT_EQ(copied, *plain.find("a"));
 }
 
 }  // namespace

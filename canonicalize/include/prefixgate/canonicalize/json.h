@@ -71,6 +71,11 @@ class Value {
   static Value shared(std::shared_ptr<const Value> target);
   // Whether this value refers to a shared one (for tests and the memo).
   bool is_shared() const { return v_.index() == kShared; }
+  // `part`, a value inside this one, as a value that refers to it where this one refers to a
+  // shared tree (std::shared_ptr's aliasing constructor keeps the whole tree alive), and as a
+  // copy of it otherwise: a converted request takes its tool schemas from the client's tool list,
+  // shared by every request that sends it, without copying them.
+  Value share_part(const Value& part) const;
 
   Type type() const { return static_cast<Type>(read().v_.index()); }
   bool is_null() const { return type() == Type::kNull; }
