@@ -129,8 +129,8 @@ TEST(AnthropicRequestTest, ARepeatedToolListIsConvertedWithoutCopyingItsSchemas)
             &client_tool.find("input_schema")->as_object());
   EXPECT_EQ(json::to_json(third.chat.body), json::to_json(first.chat.body));
   // A rule that rewrites the second request's schema leaves the shared one as it was.
-  json::Value& schema = *second.chat.body.find("tools")->as_array()[0].find("function")->find(
-      "parameters");
+  json::Value& schema =
+      *second.chat.body.find("tools")->as_array()[0].find("function")->find("parameters");
   schema.set("type", "string");
   EXPECT_EQ(json::to_json(*client_tool.find("input_schema")),
             R"({"type":"object","properties":{"path":{"type":"string"}},"required":["path"]})");

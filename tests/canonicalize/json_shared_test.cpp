@@ -110,7 +110,7 @@ TEST(JsonSharedTest, APartOfASharedTreeIsSharedWithIt) {
   Value part = list.share_part(*list.find("a"));
   EXPECT_TRUE(part.is_shared());
   EXPECT_EQ(&std::as_const(part).as_array(), &a->as_array());  // the tree's own array
-  const Value whole = list.share_part(list);    // a part that is the tree itself
+  const Value whole = list.share_part(list);                   // a part that is the tree itself
   EXPECT_EQ(&whole.as_object(), &tree->as_object());
   tree.reset();
   EXPECT_EQ(to_json(part), R"([1,"x",{"b":null}])");  // kept alive by the part alone

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# cpu_split.sh: user and kernel CPU per proxied request of one or more gateway builds and of
+# nginx, measured in turns against one engine, so that a busy moment disturbs all of them alike.
+# `prefixgate-bench overhead` runs each target once for long; on a shared host its runs move by
+# tens of percent. Here each target gets a short run per round, in the same order every round.
+#
+# Usage: tools/prefixgate-bench/cpu_split.sh [GATEWAY_BINARY...]   (default build/release/gateway/prefixgate)
+# Prints one line per target and round:
+#   NAME user U sys S total T us/req requests=N rps=R p50_us=P
+# CPU comes from /proc/PID/stat (utime and stime, in clock ticks) before and after the run. The
+# gateways and nginx (one worker, an upstream keep-alive pool) share CPU 0; the engine and wrk
+# share CPU 1. Needs a second CPU, nginx and wrk.
+#
+# Environment:
+#   LUA=PATH          the wrk script (default overhead_request.lua beside this script: the 3 KB chat)
+#   ROUNDS=N          rounds (default 3)
+#   CONNS=N           wrk connections (default 4)
+#   SECONDS_EACH=N    wrk run per target and round (default 4)
+#   ENGINE_ARGS="..." more prefixgate-engine arguments (e.g. --max-model-len 65536 for TURNS=10)
+#   GATEWAY_ARGS="..." more arguments for every gateway
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+ENGINE="$ROOT/build/release/engine/prefixgate-engine"
+GATEWAYS=("$@")
+[[ ${#GATEWAYS[@]} -gt 0 ]] || GATEWAYS=("$ROOT/build/release/gateway/prefixgate")
+for tool in nginx wrk curl python3 taskset; do
+  command -v "$tool" >/dev/null || { echo "cpu_split.sh: needs $tool" >&2; exit 2; }
+done
+[[ $(nproc) -ge 2 ]] || { echo "cpu_split.sh: needs two CPUs" >&2; exit 2; }
+[[ -x $ENGINE ]] || { echo "cpu_split.sh: build the release preset first" >&2; exit 2; }
+for g in "${GATEWAYS[@]}"; do
+  [[ -x $g ]] || { echo "cpu_split.sh: no gateway binary at $g" >&2; exit 2; }
+done
+
+LUA="${LUA:-$HERE/overhead_request.lua}"
+TICK_US=$((1000000 / $(getconf CLK_TCK)))
+TMP="$(mktemp -d /tmp/prefixgate-cpu.XXXXXX)"
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_ready() {
+  for _ in $(seq 100); do
+    curl -sf -o /dev/null "http://127.0.0.1:$1/health" && return 0
+    sleep 0.1
+  done
+  echo "cpu_split.sh: nothing answers on port $1" >&2
+  exit 1
+}
+
+ENGINE_PORT="$(free_port)"
+taskset -c 1 "$ENGINE" --device sim --sim-speedup inf --model builtin:tiny --host 127.0.0.1 \
+  --port "$ENGINE_PORT" --threads 1 --log-level warn ${ENGINE_ARGS:-} >"$TMP/engine.log" 2>&1 &
+pids+=($!)
+wait_ready "$ENGINE_PORT"
+
+names=()
+server_pids=()
+ports=()
+for i in "${!GATEWAYS[@]}"; do
+  port="$(free_port)"
+  taskset -c 0 "${GATEWAYS[$i]}" --listen "127.0.0.1:$port" --upstream "http://127.0.0.1:$ENGINE_PORT" \
+    --threads 1 --log-level warn ${GATEWAY_ARGS:-} >"$TMP/gateway$i.log" 2>&1 &
+  pid=$!
+  pids+=("$pid")
+  wait_ready "$port"
+  names+=("gateway$i")
+  server_pids+=("$pid")
+  ports+=("$port")
+  echo "gateway$i: ${GATEWAYS[$i]}"
+done
+
+NGINX_PORT="$(free_port)"
+mkdir -p "$TMP/nginx"
+cat >"$TMP/nginx/nginx.conf" <<EOF
+worker_processes 1;
+daemon off;
+pid $TMP/nginx/nginx.pid;
+error_log $TMP/nginx/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path $TMP/nginx/body;
+  proxy_temp_path $TMP/nginx/proxy;
+  fastcgi_temp_path $TMP/nginx/fastcgi;
+  uwsgi_temp_path $TMP/nginx/uwsgi;
+  scgi_temp_path $TMP/nginx/scgi;
+  client_max_body_size 16m;
+  client_body_buffer_size 1m;
+  keepalive_requests 1000000;
+  upstream engine { server 127.0.0.1:$ENGINE_PORT; keepalive 64; keepalive_requests 1000000; }
+  server {
+    listen 127.0.0.1:$NGINX_PORT;
+    location / { proxy_pass http://engine; proxy_http_version 1.1; proxy_set_header Connection ""; }
+  }
+}
+EOF
+taskset -c 0 nginx -p "$TMP/nginx" -e "$TMP/nginx/error.log" -c "$TMP/nginx/nginx.conf" &
+pids+=($!)
+for _ in $(seq 100); do [[ -s $TMP/nginx/nginx.pid ]] && break; sleep 0.1; done
+sleep 0.3
+NGINX_WORKER="$(pgrep -P "$(cat "$TMP/nginx/nginx.pid")" | head -1)"
+[[ -n $NGINX_WORKER ]] || { echo "cpu_split.sh: nginx did not start" >&2; exit 1; }
+names+=("nginx")
+server_pids+=("$NGINX_WORKER")
+ports+=("$NGINX_PORT")
+
+cpu_ticks() { awk '{ print $14, $15 }' "/proc/$1/stat"; }
+for _ in $(seq "${ROUNDS:-3}"); do
+  for i in "${!names[@]}"; do
+    url="http://127.0.0.1:${ports[$i]}"
+    taskset -c 1 wrk -t1 -c"${CONNS:-4}" -d1s -s "$LUA" "$url" >/dev/null  # warm-up
+    read -r user0 sys0 < <(cpu_ticks "${server_pids[$i]}")
+    line="$(taskset -c 1 wrk -t1 -c"${CONNS:-4}" -d"${SECONDS_EACH:-4}s" -s "$LUA" "$url" | grep '^PGBENCH')"
+    read -r user1 sys1 < <(cpu_ticks "${server_pids[$i]}")
+    [[ $line == *" errors=0 non2xx=0 "* ]] || { echo "cpu_split.sh: failures: $line" >&2; exit 1; }
+    n="$(grep -o 'requests=[0-9]*' <<<"$line" | cut -d= -f2)"
+    awk -v name="${names[$i]}" -v u=$((user1 - user0)) -v s=$((sys1 - sys0)) -v n="$n" \
+      -v tick="$TICK_US" -v rest="$(grep -o 'rps=[0-9.]* \|p50_us=[0-9]*' <<<"$line" | tr -d '\n')" \
+      'BEGIN { printf "%-9s user %5.1f sys %5.1f total %5.1f us/req requests=%d %s\n",
+               name, u * tick / n, s * tick / n, (u + s) * tick / n, n, rest }'
+  done
+done
