@@ -13,6 +13,19 @@ scripts/install-deps.sh
 scripts/install-js-deps.sh
 
 jobs=$(nproc)
+# The tests' temporary files (configs, corpora, the logs of the servers they start) go to a
+# folder of this run's own: removed when every phase passed, kept for a look when one failed.
+TMPDIR="$(mktemp -d /tmp/prefixgate-test.XXXXXX)"
+export TMPDIR TEST_TMPDIR="$TMPDIR"  # TEST_TMPDIR: GoogleTest's TempDir()
+finish() {
+  local status=$?
+  if ((status == 0)); then
+    rm -rf "$TMPDIR"
+  else
+    echo "scripts/test.sh: failed; the tests' temporary files are in $TMPDIR" >&2
+  fi
+}
+trap finish EXIT
 # Each phase's wall time, so CI's total can be kept in view (SECONDS counts from the start).
 phase() { echo "== [$((SECONDS / 60))m$((SECONDS % 60))s] $*"; }
 

@@ -11,10 +11,12 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <map>
 #include <regex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -65,11 +67,21 @@ inline std::unique_ptr<Process> start_gateway(std::uint16_t& port, std::vector<s
   return p;
 }
 
+// The configs write_config() wrote, removed when the test program exits.
+struct WrittenConfigs {
+  std::set<std::string> paths;
+  ~WrittenConfigs() {
+    for (const std::string& path : paths) std::remove(path.c_str());
+  }
+};
+
 // Writes a gateway YAML config under the test temp dir; returns its path.
 inline std::string write_config(const std::string& name, const std::string& yaml) {
+  static WrittenConfigs written;
   const std::string path =
       ::testing::TempDir() + "prefixgate-" + std::to_string(getpid()) + "-" + name + ".yaml";
   std::ofstream(path) << yaml;
+  written.paths.insert(path);
   return path;
 }
 

@@ -36,16 +36,9 @@ done
 
 LUA="${LUA:-$HERE/overhead_request.lua}"
 TICK_US=$((1000000 / $(getconf CLK_TCK)))
-TMP="$(mktemp -d /tmp/prefixgate-cpu.XXXXXX)"
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# shellcheck source=tools/prefixgate-bench/script_lib.sh
+source "$HERE/script_lib.sh"
+script_start prefixgate-cpu
 wait_ready() {
   for _ in $(seq 100); do
     curl -sf -o /dev/null "http://127.0.0.1:$1/health" && return 0

@@ -27,16 +27,9 @@ done
 
 OUT="$ROOT/build/results"
 mkdir -p "$OUT"
-TMP="$(mktemp -d /tmp/prefixgate-instr.XXXXXX)"
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# shellcheck source=tools/prefixgate-bench/script_lib.sh
+source "$HERE/script_lib.sh"
+script_start prefixgate-instr
 ENGINE_PORT="$(free_port)"
 GATEWAY_PORT="$(free_port)"
 
