@@ -1,9 +1,27 @@
 // json::Value's object helpers. Parsing lives in json_parse.cpp, writing in json_write.cpp.
 #include <algorithm>
 
+#include "prefixgate/base/check.h"
 #include "prefixgate/canonicalize/json.h"
 
 namespace prefixgate::json {
+namespace {
+
+// Whether `p` is `tree` or a value inside it: a walk of the whole tree, for a debug check.
+[[maybe_unused]] bool holds(const Value& tree, const Value* p) {
+  if (&tree == p) return true;
+  if (tree.is_array()) {
+    return std::any_of(tree.as_array().begin(), tree.as_array().end(),
+                       [&](const Value& e) { return holds(e, p); });
+  }
+  if (tree.is_object()) {
+    return std::any_of(tree.as_object().begin(), tree.as_object().end(),
+                       [&](const Member& m) { return holds(m.value, p); });
+  }
+  return false;
+}
+
+}  // namespace
 
 const Value* Value::find(std::string_view key) const {
   if (!is_object()) return nullptr;
@@ -29,7 +47,9 @@ Value Value::shared(std::shared_ptr<const Value> target) {
 }
 
 Value Value::share_part(const Value& part) const {
-  if (!is_shared()) return part;
+  if (!is_shared() || &part == this) return part;  // a copy, or another reference to the tree
+  // The aliasing pointer owns the whole tree: `part` must lie in it to stay alive with it.
+  PG_DCHECK(holds(read(), &part), "share_part: the part is not inside this value");
   return shared(std::shared_ptr<const Value>(std::get<kShared>(v_), &part));
 }
 
