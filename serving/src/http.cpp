@@ -1,5 +1,6 @@
 #include "prefixgate/serving/http.h"
 
+#include <algorithm>
 #include <array>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -9,6 +10,8 @@
 #include <boost/beast/http/write.hpp>
 #include <charconv>
 #include <stdexcept>
+
+#include "prefixgate/serving/socket_io.h"
 
 namespace prefixgate::serving {
 namespace {
@@ -63,11 +66,21 @@ std::string_view trim_ows(std::string_view v) {
 
 Awaitable<beast::error_code> write_text(beast::tcp_stream& stream, std::string_view head,
                                         std::string_view body) {
-  const std::array<asio::const_buffer, 2> buffers{asio::buffer(head.data(), head.size()),
-                                                  asio::buffer(body.data(), body.size())};
-  auto [ec, n] = co_await asio::async_write(stream, buffers, kTuple);
+  std::array<asio::const_buffer, 2> buffers{asio::buffer(head.data(), head.size()),
+                                            asio::buffer(body.data(), body.size())};
+  // Most messages fit the socket's send buffer: written here, with no asynchronous write.
+  beast::error_code ec;
+  std::size_t sent = send_now(stream.socket(), buffers, ec);
+  if (ec) co_return ec;
+  for (asio::const_buffer& b : buffers) {
+    const std::size_t taken = std::min(sent, b.size());
+    b += taken;
+    sent -= taken;
+  }
+  if (buffers[0].size() + buffers[1].size() == 0) co_return ec;
+  auto [write_ec, n] = co_await asio::async_write(stream, buffers, kTuple);
   (void)n;
-  co_return ec;
+  co_return write_ec;
 }
 
 HeadText::HeadText(std::string& out, http::verb method, std::string_view target, unsigned version)

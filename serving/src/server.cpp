@@ -25,6 +25,8 @@
 #include <vector>
 
 #include "prefixgate/serving/errors.h"
+#include "prefixgate/serving/socket_deadline.h"
+#include "prefixgate/serving/socket_io.h"
 
 namespace prefixgate::serving {
 namespace {
@@ -74,51 +76,6 @@ std::optional<Refusal> unsupported_transfer_coding(const Request& req) {
                  "transfer coding '" + std::string(te.substr(0, 64)) + "' is not supported",
                  "unsupported_transfer_coding"};
 }
-
-// Cancels the reads on a connection when a request takes longer than its timeout to arrive, and
-// leaves the socket open so that the server can still answer 408 (the stream's own deadline
-// closes the socket when it expires). One per connection, armed for each request: a timer and
-// its shared state made per request cost more than the rest of the request's bookkeeping in
-// the serving core. The timer runs on the connection's thread, so it never races the coroutine
-// that reads; a handler that runs once its arming is over (disarmed, armed again, or the
-// connection gone) touches nothing.
-class RequestDeadline {
- public:
-  explicit RequestDeadline(beast::tcp_stream& stream)
-      : stream_(stream), timer_(stream.get_executor()) {}
-  ~RequestDeadline() { disarm(); }
-  RequestDeadline(const RequestDeadline&) = delete;
-  RequestDeadline& operator=(const RequestDeadline&) = delete;
-
-  void arm(std::chrono::milliseconds timeout) {
-    const std::uint64_t arming = ++state_->arming;
-    state_->armed = true;
-    state_->fired = false;
-    timer_.expires_after(timeout);
-    timer_.async_wait([&stream = stream_, state = state_, arming](const beast::error_code& ec) {
-      if (ec || !state->armed || state->arming != arming) return;
-      state->fired = true;
-      beast::error_code ignored;
-      stream.socket().cancel(ignored);
-    });
-  }
-  void disarm() {
-    state_->armed = false;
-    timer_.cancel();
-  }
-  // Whether the current (or last) arming's deadline passed and cancelled the reads.
-  bool expired() const { return state_->fired; }
-
- private:
-  struct State {
-    std::uint64_t arming = 0;
-    bool armed = false;
-    bool fired = false;
-  };
-  beast::tcp_stream& stream_;
-  asio::steady_timer timer_;
-  std::shared_ptr<State> state_ = std::make_shared<State>();
-};
 
 }  // namespace
 
@@ -267,7 +224,8 @@ Awaitable<void> HttpServer::Impl::session(tcp::socket socket, std::size_t listen
   // Reads are sized by the buffer's free capacity (512 bytes when empty): room for a typical
   // request in one read instead of a system call per 512 bytes.
   c.buffer.reserve(16 * 1024);
-  RequestDeadline deadline(c.stream);
+  // The idle deadline between requests, then the request's own from its first byte.
+  SocketDeadline deadline(c.stream.get_executor());
   try {
     if (over_limit) {
       co_await refuse(c, http::status::service_unavailable, "too many connections",
@@ -281,19 +239,25 @@ Awaitable<void> HttpServer::Impl::session(tcp::socket socket, std::size_t listen
       parser.header_limit(static_cast<std::uint32_t>(options.max_header_bytes));
       idle = true;
       if (c.buffer.size() == 0) {
-        // Between requests: the idle deadline, until the next request's first byte.
-        c.stream.expires_after(options.idle_timeout);
-        auto [ec, got] = co_await c.stream.async_read_some(c.buffer.prepare(16 * 1024), kTuple);
-        if (ec) break;  // the client left or stayed silent: closed quietly
-        c.buffer.commit(got);
+        // Between requests: until the next request's first bytes arrive, under the idle
+        // deadline. Waiting for them before reading spares the read that would find nothing
+        // (the client sends its next request a round trip after our answer).
+        deadline.arm(c.stream.socket(), options.idle_timeout);
+        auto [wait_ec] = co_await c.stream.socket().async_wait(tcp::socket::wait_read, kTuple);
+        deadline.disarm();
+        if (wait_ec) break;  // the idle deadline, or a shutdown: closed quietly
+        beast::error_code receive_ec;
+        receive_now(c.stream.socket(), c.buffer, 16 * 1024, receive_ec);
+        if (receive_ec) break;  // the client left: closed quietly
       }
-      // From its first byte, the request's deadline: headers or a body dribbled a byte at a
+      // A request that arrived whole is parsed here; the rest of one that did not is read under
+      // the request's deadline from its first byte, so headers or a body dribbled a byte at a
       // time (slowloris) get 408 instead of holding the connection open.
-      c.stream.expires_never();
       beast::error_code ec;
       bool request_timed_out = false;
-      {
-        deadline.arm(options.request_timeout);
+      if (!parse_buffered(parser, c.buffer, ParseUntil::kMessage, ec) && !ec) {
+        c.stream.expires_never();  // a write's deadline must not end the read
+        deadline.arm(c.stream.socket(), options.request_timeout);
         auto [read_ec, n] = co_await http::async_read(c.stream, c.buffer, parser, kTuple);
         (void)n;
         ec = read_ec;

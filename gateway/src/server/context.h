@@ -17,6 +17,7 @@
 #include "prefixgate/serving/http.h"
 #include "prefixgate/serving/metrics.h"
 #include "prefixgate/serving/server.h"
+#include "prefixgate/serving/socket_deadline.h"
 #include "server/admin_gate.h"
 #include "server/admission_control.h"
 #include "server/canonicalize_stage.h"
@@ -105,6 +106,8 @@ struct ExchangeBuffers {
   beast::flat_buffer buffer;      // the upstream response as read off the socket
   std::unique_ptr<char[]> chunk;  // a body piece handed to the caller, uninitialized
   std::string head;               // the request's head as written upstream
+  // The first-byte deadline, made at the first exchange on the connection's thread.
+  std::optional<serving::SocketDeadline> deadline;
 };
 
 // A client connection as the gateway's handlers see it: the serving core's connection (its

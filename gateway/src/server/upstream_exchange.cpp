@@ -5,6 +5,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/http/read.hpp>
 
+#include "prefixgate/serving/socket_io.h"
 #include "server/upstream_pool.h"
 
 namespace prefixgate::gateway::server {
@@ -95,10 +96,29 @@ Awaitable<UpstreamFailure> Exchange::attempt(std::string_view body, bool allow_p
   const beast::error_code wec = co_await serving::write_text(*stream_, buffers_.head, body);
   if (wec == beast::error::timeout) co_return UpstreamFailure::kTimeout;
   if (wec) co_return UpstreamFailure::kSend;
-  auto [rec, rn] = co_await http::async_read_header(*stream_, buffers_.buffer, *parser_, kTuple);
-  (void)rn;
-  if (rec == beast::error::timeout) co_return UpstreamFailure::kTimeout;
+  // The answer comes a round trip later at the earliest: wait until it is readable rather than
+  // attempt a read that finds nothing, then read what came and parse its header here.
+  if (!buffers_.deadline) buffers_.deadline.emplace(executor);
+  buffers_.deadline->arm(stream_->socket(), first_byte_);
+  auto [wait_ec] = co_await stream_->socket().async_wait(tcp::socket::wait_read, kTuple);
+  const bool waited_out = wait_ec && buffers_.deadline->expired();
+  buffers_.deadline->disarm();
+  if (waited_out) co_return UpstreamFailure::kTimeout;
+  if (wait_ec) co_return UpstreamFailure::kReceive;
+  beast::error_code rec;
+  serving::receive_now(stream_->socket(), buffers_.buffer, kReadBufferBytes, rec);
+  if (rec) co_return UpstreamFailure::kReceive;  // a pooled connection the replica closed
+  if (serving::parse_buffered(*parser_, buffers_.buffer, serving::ParseUntil::kHeader, rec)) {
+    co_return UpstreamFailure::kNone;
+  }
   if (rec) co_return UpstreamFailure::kReceive;
+  // A header in pieces: the rest under the first-byte deadline.
+  stream_->expires_after(first_byte_);
+  auto [header_ec, rn] =
+      co_await http::async_read_header(*stream_, buffers_.buffer, *parser_, kTuple);
+  (void)rn;
+  if (header_ec == beast::error::timeout) co_return UpstreamFailure::kTimeout;
+  if (header_ec) co_return UpstreamFailure::kReceive;
   co_return UpstreamFailure::kNone;
 }
 
@@ -108,6 +128,17 @@ Awaitable<bool> Exchange::read_some(std::string& out) {
   if (!chunk) chunk = std::make_unique_for_overwrite<char[]>(kChunkBytes);
   parser_->get().body().data = chunk.get();
   parser_->get().body().size = kChunkBytes;
+  if (buffers_.buffer.size() > 0) {
+    // Body bytes that came with the header or an earlier read: taken here, without a read.
+    beast::error_code ec;
+    serving::parse_buffered(*parser_, buffers_.buffer, serving::ParseUntil::kMessage, ec);
+    if (ec && ec != http::error::need_buffer) co_return false;
+    const std::size_t got = kChunkBytes - parser_->get().body().size;
+    if (got > 0 || parser_->is_done()) {
+      out.append(chunk.get(), got);
+      co_return true;
+    }
+  }
   stream_->expires_after(ctx_.config.timeouts.idle);
   auto [ec, n] = co_await http::async_read_some(*stream_, buffers_.buffer, *parser_, kTuple);
   (void)n;

@@ -1,0 +1,53 @@
+// Reads, writes and parses that finish at once when the socket or the buffer is ready, without
+// an asynchronous operation. Asio runs a completion that needs no waiting (a write the socket
+// took whole, a read of bytes already there) as a posted handler, and its event loop polls
+// epoll once more before running it: a proxied request paid about three such polls on top of
+// the waits it needed, each a system call. These do the work in the caller and report what is
+// left, so the caller waits only when there is something to wait for:
+//
+//   std::size_t sent = send_now(socket, buffers, ec);             // what the socket took
+//   if (!ec && sent < total) co_await async_write(rest of buffers);
+//
+//   co_await socket.async_wait(tcp::socket::wait_read, ...);      // ready: one read that finds
+//   receive_now(socket, buffer, 16 * 1024, ec);                    // bytes, none that finds none
+//   if (!parse_buffered(parser, buffer, ParseUntil::kMessage, ec) && !ec) co_await async_read(...);
+#pragma once
+
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/error.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/basic_parser.hpp>
+#include <cstddef>
+#include <span>
+
+namespace prefixgate::serving {
+
+// Sends as much of `buffers` as the socket's send buffer takes now: one non-blocking sendmsg,
+// without SIGPIPE. Returns the bytes sent; 0 with no error when the send buffer is full.
+std::size_t send_now(boost::asio::ip::tcp::socket& socket,
+                     std::span<const boost::asio::const_buffer> buffers,
+                     boost::beast::error_code& ec);
+
+// Appends what has arrived, at most `max` bytes, to `buffer`: one non-blocking recv. Returns
+// the bytes read; 0 with no error when nothing is there; asio::error::eof when the peer closed.
+std::size_t receive_now(boost::asio::ip::tcp::socket& socket, boost::beast::flat_buffer& buffer,
+                        std::size_t max, boost::beast::error_code& ec);
+
+enum class ParseUntil {
+  kHeader,   // as http::async_read_header: stops after the header (not eager)
+  kMessage,  // as http::async_read: header and body (eager)
+};
+
+// Beast's read loop without its reads: feeds the bytes in `buffer` to `parser`, consuming those
+// it takes, until it has read what `until` says (true), runs out of bytes (false, no error), or
+// fails (false, `ec`: the error http::async_read would have given). A buffer_body whose buffer
+// is full also stops it (false, http::error::need_buffer).
+bool parse_buffered(boost::beast::http::basic_parser<true>& parser,
+                    boost::beast::flat_buffer& buffer, ParseUntil until,
+                    boost::beast::error_code& ec);
+bool parse_buffered(boost::beast::http::basic_parser<false>& parser,
+                    boost::beast::flat_buffer& buffer, ParseUntil until,
+                    boost::beast::error_code& ec);
+
+}  // namespace prefixgate::serving

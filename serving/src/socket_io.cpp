@@ -1,0 +1,102 @@
+#include "prefixgate/serving/socket_io.h"
+
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <array>
+#include <boost/beast/http/error.hpp>
+#include <cerrno>
+
+namespace prefixgate::serving {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+
+bool would_block(int error) {
+  return error == EAGAIN || error == EWOULDBLOCK;
+}
+
+template <bool isRequest>
+bool parse(http::basic_parser<isRequest>& parser, beast::flat_buffer& buffer, ParseUntil until,
+           beast::error_code& ec) {
+  ec = {};
+  const bool header_only = until == ParseUntil::kHeader;
+  const auto done = [&] { return header_only ? parser.is_header_done() : parser.is_done(); };
+  // What http::async_read and async_read_header set.
+  parser.eager(!header_only);
+  while (!done()) {
+    if (buffer.size() == 0) return false;
+    const std::size_t used = parser.put(buffer.data(), ec);
+    buffer.consume(used);
+    if (ec == http::error::need_more) {
+      ec = {};
+      return false;
+    }
+    if (ec) return false;
+    if (used == 0) return done();  // nothing taken and no error: wait for more bytes
+  }
+  return true;
+}
+
+}  // namespace
+
+std::size_t send_now(asio::ip::tcp::socket& socket, std::span<const asio::const_buffer> buffers,
+                     beast::error_code& ec) {
+  ec = {};
+  constexpr std::size_t kMaxBuffers = 8;
+  std::array<iovec, kMaxBuffers> iov{};
+  std::size_t count = 0;
+  for (const asio::const_buffer& b : buffers) {
+    if (b.size() == 0) continue;
+    if (count == kMaxBuffers) break;  // the rest goes with the caller's asynchronous write
+    iov[count].iov_base = const_cast<void*>(b.data());
+    iov[count].iov_len = b.size();
+    ++count;
+  }
+  if (count == 0) return 0;
+  msghdr msg{};
+  msg.msg_iov = iov.data();
+  msg.msg_iovlen = count;
+  for (;;) {
+    const ssize_t n = ::sendmsg(socket.native_handle(), &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n >= 0) return static_cast<std::size_t>(n);
+    if (errno == EINTR) continue;
+    if (!would_block(errno)) ec.assign(errno, asio::error::get_system_category());
+    return 0;
+  }
+}
+
+std::size_t receive_now(asio::ip::tcp::socket& socket, beast::flat_buffer& buffer, std::size_t max,
+                        beast::error_code& ec) {
+  ec = {};
+  if (max == 0) return 0;
+  const asio::mutable_buffer room = buffer.prepare(max);
+  for (;;) {
+    const ssize_t n = ::recv(socket.native_handle(), room.data(), room.size(), MSG_DONTWAIT);
+    if (n > 0) {
+      buffer.commit(static_cast<std::size_t>(n));
+      return static_cast<std::size_t>(n);
+    }
+    if (n == 0) {
+      ec = asio::error::eof;
+      return 0;
+    }
+    if (errno == EINTR) continue;
+    if (!would_block(errno)) ec.assign(errno, asio::error::get_system_category());
+    return 0;
+  }
+}
+
+bool parse_buffered(http::basic_parser<true>& parser, beast::flat_buffer& buffer, ParseUntil until,
+                    beast::error_code& ec) {
+  return parse(parser, buffer, until, ec);
+}
+
+bool parse_buffered(http::basic_parser<false>& parser, beast::flat_buffer& buffer, ParseUntil until,
+                    beast::error_code& ec) {
+  return parse(parser, buffer, until, ec);
+}
+
+}  // namespace prefixgate::serving
