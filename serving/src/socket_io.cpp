@@ -35,7 +35,7 @@ bool parse(http::basic_parser<isRequest>& parser, beast::flat_buffer& buffer, Pa
       return false;
     }
     if (ec) return false;
-    if (used == 0) return done();  // nothing taken and no error: wait for more bytes
+    if (used == 0) return false;  // no progress and no error: the rest is left to a read
   }
   return true;
 }

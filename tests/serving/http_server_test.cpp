@@ -269,6 +269,30 @@ TEST_F(ServingTest, IdleConnectionIsClosedAfterTheIdleTimeout) {
   EXPECT_TRUE(wait_for_connections(0));
 }
 
+TEST_F(ServingTest, RequestsKeepAConnectionOpenPastTheIdleTimeoutAndSilenceClosesIt) {
+  // The idle deadline restarts with every request: a connection busy for three idle periods
+  // stays open (its first arming's timer does not cut it), then closes once it falls silent.
+  ServerOptions o;
+  o.idle_timeout = 500ms;
+  start(o);
+  RawClient c(port_);
+  ASSERT_TRUE(c.connected());
+  const auto start_time = std::chrono::steady_clock::now();
+  int answered = 0;
+  while (std::chrono::steady_clock::now() - start_time < 1500ms) {
+    ASSERT_TRUE(c.send(post("/echo", "hi"))) << "after " << answered << " answers";
+    const std::string res = c.read_response();
+    ASSERT_EQ(status_of(res), 200) << "after " << answered << " answers: " << res;
+    ++answered;
+    std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_EQ(handler_.opened.load(), 1) << "one connection served them all";
+  const auto silent_since = std::chrono::steady_clock::now();
+  c.read_until_close_or();
+  EXPECT_TRUE(c.closed_by_peer());
+  EXPECT_GE(std::chrono::steady_clock::now() - silent_since, 400ms);
+}
+
 TEST_F(ServingTest, AHandlerThatThrowsClosesOnlyItsConnection) {
   start();
   RawClient bad(port_);

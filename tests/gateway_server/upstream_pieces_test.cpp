@@ -1,0 +1,181 @@
+// The gateway reads an upstream's answer however it arrives: whole in one segment (parsed where
+// it landed, without a read that finds nothing), or in pieces split anywhere (inside the status
+// line, between header fields, after the header, inside a body, across chunks) with pauses
+// between them. Each answer is relayed byte for byte and its keep-alive connection is reused.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "gateway_server/processes.h"
+
+namespace prefixgate::gateway::testing {
+namespace {
+
+// The answer to every completion, and where to cut it for each kind of request (the request's
+// body names its case: "case-N").
+const std::string kAnswer =
+    R"({"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant",)"
+    R"("content":"pieces"},"finish_reason":"stop"}],"usage":{"prompt_tokens":7,)"
+    R"("completion_tokens":1,"total_tokens":8}})";
+
+std::vector<std::string> answer_pieces(int which) {
+  const std::string head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n";
+  const std::string plain =
+      head + "content-length: " + std::to_string(kAnswer.size()) + "\r\n\r\n" + kAnswer;
+  const std::size_t header_end = plain.find("\r\n\r\n") + 4;
+  switch (which) {
+    case 0: return {plain};                                // whole
+    case 1: return {plain.substr(0, 7), plain.substr(7)};  // inside the status line
+    case 2: return {plain.substr(0, head.size()), plain.substr(head.size())};  // between fields
+    case 3: return {plain.substr(0, header_end), plain.substr(header_end)};    // after the header
+    case 4: {  // inside the body, twice
+      const std::size_t a = header_end + 10, b = header_end + 60;
+      return {plain.substr(0, a), plain.substr(a, b - a), plain.substr(b)};
+    }
+    default: {  // chunked, one chunk per piece, the last chunk alone
+      std::vector<std::string> out = {head + "transfer-encoding: chunked\r\n\r\n"};
+      for (std::size_t at = 0; at < kAnswer.size(); at += 50) {
+        const std::string part = kAnswer.substr(at, 50);
+        char size[16];
+        std::snprintf(size, sizeof size, "%zx", part.size());
+        out.push_back(std::string(size) + "\r\n" + part + "\r\n");
+      }
+      out.push_back("0\r\n\r\n");
+      return out;
+    }
+  }
+}
+
+// A replica that answers /health at once and every completion in the pieces its case says, 30
+// ms apart, on keep-alive connections (a thread each). Counts connections and requests.
+class PiecemealUpstream {
+ public:
+  PiecemealUpstream() {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    if (bind(fd_, reinterpret_cast<sockaddr*>(&addr), len) != 0 || listen(fd_, 64) != 0 ||
+        getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      return;
+    }
+    port_ = ntohs(addr.sin_port);
+    acceptor_ = std::thread([this] {
+      for (;;) {
+        const int c = accept(fd_, nullptr, nullptr);
+        if (c < 0) return;  // the listening socket was shut down
+        ++connections_;
+        std::lock_guard lock(mu_);
+        conns_.push_back(c);
+        workers_.emplace_back([this, c] { serve(c); });
+      }
+    });
+  }
+  ~PiecemealUpstream() {
+    shutdown(fd_, SHUT_RDWR);
+    {
+      std::lock_guard lock(mu_);
+      for (int c : conns_) shutdown(c, SHUT_RDWR);
+    }
+    if (acceptor_.joinable()) acceptor_.join();
+    for (std::thread& t : workers_) t.join();
+    for (int c : conns_) close(c);
+    close(fd_);
+  }
+  std::uint16_t port() const { return port_; }
+  int connections() const { return connections_.load(); }
+  int completions() const { return completions_.load(); }
+
+ private:
+  void serve(int fd) {
+    std::string in;
+    char buf[8192];
+    for (;;) {
+      const std::size_t head_end = in.find("\r\n\r\n");
+      if (head_end == std::string::npos) {
+        const ssize_t n = read(fd, buf, sizeof buf);
+        if (n <= 0) return;
+        in.append(buf, static_cast<std::size_t>(n));
+        continue;
+      }
+      std::size_t length = 0;
+      const std::size_t cl = in.find("content-length: ");
+      const std::size_t cl_upper = in.find("Content-Length: ");
+      const std::size_t at = cl != std::string::npos && cl < head_end ? cl : cl_upper;
+      if (at != std::string::npos && at < head_end) length = std::stoul(in.substr(at + 16));
+      if (in.size() < head_end + 4 + length) {
+        const ssize_t n = read(fd, buf, sizeof buf);
+        if (n <= 0) return;
+        in.append(buf, static_cast<std::size_t>(n));
+        continue;
+      }
+      const std::string request = in.substr(0, head_end + 4 + length);
+      in.erase(0, request.size());
+      if (request.starts_with("GET /health")) {
+        const std::string ok =
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 15\r\n\r\n"
+            "{\"status\":\"ok\"}";
+        if (write(fd, ok.data(), ok.size()) < 0) return;
+        continue;
+      }
+      ++completions_;
+      const std::size_t mark = request.find("case-");
+      const int which = mark == std::string::npos ? 0 : request[mark + 5] - '0';
+      const std::vector<std::string> pieces = answer_pieces(which);
+      for (std::size_t i = 0; i < pieces.size(); ++i) {
+        if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(30));
+        if (write(fd, pieces[i].data(), pieces[i].size()) < 0) return;
+      }
+    }
+  }
+
+  int fd_ = -1;
+  std::uint16_t port_ = 0;
+  std::atomic<int> connections_{0};
+  std::atomic<int> completions_{0};
+  std::mutex mu_;
+  std::vector<int> conns_;
+  std::vector<std::thread> workers_;
+  std::thread acceptor_;
+};
+
+TEST(UpstreamPiecesTest, AnswersInAnyPiecesAreRelayedWholeOnReusedConnections) {
+  PiecemealUpstream up;
+  ASSERT_NE(up.port(), 0);
+  const std::string config = write_config(
+      "pieces",
+      "upstreams:\n  - url: " + upstream(up.port()) +
+          "\n    kind: openai\ntimeouts: {first_byte_ms: 5000, health_interval_ms: 200}\n");
+  std::uint16_t port = 0;
+  auto gw = start_gateway(port, {"--config", config});
+  ASSERT_NE(port, 0) << gw->output();
+  ASSERT_TRUE(wait_healthy(port, 1));
+  constexpr int kCases = 6;
+  for (int round = 0; round < 2; ++round) {
+    for (int which = 0; which < kCases; ++which) {
+      const std::string body = R"({"model":"m","messages":[{"role":"user","content":"case-)" +
+                               std::to_string(which) + R"("}],"max_tokens":1})";
+      const Reply r = post(port, "/v1/chat/completions", body);
+      ASSERT_TRUE(r.ok) << "case " << which << ": no complete answer";
+      EXPECT_EQ(r.status, 200) << "case " << which << ": " << r.body;
+      EXPECT_EQ(r.body, kAnswer) << "case " << which;
+    }
+  }
+  EXPECT_EQ(up.completions(), 2 * kCases);
+  // One client at a time: each answer read to its end leaves its connection clean for the next
+  // (the health checks may hold one more).
+  EXPECT_LE(up.connections(), 3) << "answers in pieces left their connections unusable";
+  const Reply metrics = get(port, "/metrics");
+  EXPECT_EQ(metrics.body.find("prefixgate_upstream_failures_total{"), std::string::npos)
+      << metrics.body;
+}
+
+}  // namespace
+}  // namespace prefixgate::gateway::testing
