@@ -6,7 +6,6 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
-#include <boost/beast/http/chunk_encode.hpp>
 #include <boost/beast/http/write.hpp>
 #include <charconv>
 #include <stdexcept>
@@ -55,6 +54,27 @@ void append_status_line(unsigned version, unsigned status, std::string_view reas
   out += "\r\n";
 }
 
+// Writes `buffers` in order: what the socket's send buffer takes at once here (most messages
+// and stream chunks fit), the rest with an asynchronous write under the stream's deadline.
+template <std::size_t N>
+Awaitable<beast::error_code> write_now_or_later(beast::tcp_stream& stream,
+                                                std::array<asio::const_buffer, N> buffers) {
+  beast::error_code ec;
+  std::size_t sent = send_now(stream.socket(), buffers, ec);
+  if (ec) co_return ec;
+  std::size_t left = 0;
+  for (asio::const_buffer& b : buffers) {
+    const std::size_t taken = std::min(sent, b.size());
+    b += taken;
+    sent -= taken;
+    left += b.size();
+  }
+  if (left == 0) co_return ec;
+  auto [write_ec, n] = co_await asio::async_write(stream, buffers, kTuple);
+  (void)n;
+  co_return write_ec;
+}
+
 // Beast's trim of a field value: optional whitespace (spaces, tabs) off both ends.
 std::string_view trim_ows(std::string_view v) {
   while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
@@ -66,21 +86,9 @@ std::string_view trim_ows(std::string_view v) {
 
 Awaitable<beast::error_code> write_text(beast::tcp_stream& stream, std::string_view head,
                                         std::string_view body) {
-  std::array<asio::const_buffer, 2> buffers{asio::buffer(head.data(), head.size()),
-                                            asio::buffer(body.data(), body.size())};
-  // Most messages fit the socket's send buffer: written here, with no asynchronous write.
-  beast::error_code ec;
-  std::size_t sent = send_now(stream.socket(), buffers, ec);
-  if (ec) co_return ec;
-  for (asio::const_buffer& b : buffers) {
-    const std::size_t taken = std::min(sent, b.size());
-    b += taken;
-    sent -= taken;
-  }
-  if (buffers[0].size() + buffers[1].size() == 0) co_return ec;
-  auto [write_ec, n] = co_await asio::async_write(stream, buffers, kTuple);
-  (void)n;
-  co_return write_ec;
+  return write_now_or_later(
+      stream, std::array<asio::const_buffer, 2>{asio::buffer(head.data(), head.size()),
+                                                asio::buffer(body.data(), body.size())});
 }
 
 HeadText::HeadText(std::string& out, http::verb method, std::string_view target, unsigned version)
@@ -248,17 +256,23 @@ Awaitable<bool> write_stream_head(Connection& c, StreamHead& head) {
 
 Awaitable<bool> write_chunk(Connection& c, std::string_view payload) {
   if (payload.empty()) co_return true;  // an empty chunk would end the stream
+  // The chunk's size line, its data and its CRLF: the bytes Beast's make_chunk() writes.
+  char size_line[24];
+  char* end = std::to_chars(size_line, size_line + 16, payload.size(), 16).ptr;
+  *end++ = '\r';
+  *end++ = '\n';
   c.stream.expires_after(c.write_timeout);
-  auto [ec, n] = co_await asio::async_write(
-      c.stream, http::make_chunk(asio::buffer(payload.data(), payload.size())), kTuple);
-  (void)n;
+  const beast::error_code ec = co_await write_now_or_later(
+      c.stream, std::array<asio::const_buffer, 3>{
+                    asio::buffer(size_line, static_cast<std::size_t>(end - size_line)),
+                    asio::buffer(payload.data(), payload.size()), asio::buffer("\r\n", 2)});
   co_return !ec;
 }
 
 Awaitable<bool> write_last_chunk(Connection& c) {
   c.stream.expires_after(c.write_timeout);
-  auto [ec, n] = co_await asio::async_write(c.stream, http::make_chunk_last(), kTuple);
-  (void)n;
+  const beast::error_code ec = co_await write_now_or_later(
+      c.stream, std::array<asio::const_buffer, 1>{asio::buffer("0\r\n\r\n", 5)});
   co_return !ec;
 }
 
