@@ -54,14 +54,14 @@ void append_status_line(unsigned version, unsigned status, std::string_view reas
   out += "\r\n";
 }
 
-// Writes `buffers` in order: what the socket's send buffer takes at once here (most messages
-// and stream chunks fit), the rest with an asynchronous write under the stream's deadline.
+// Sends what the socket's send buffer takes of `buffers` at once and drops it from them.
+// Returns whether anything is left for write_rest(). Most messages and stream chunks fit: they
+// skip the asynchronous write, and the coroutine frame a call to write_rest() would cost.
 template <std::size_t N>
-Awaitable<beast::error_code> write_now_or_later(beast::tcp_stream& stream,
-                                                std::array<asio::const_buffer, N> buffers) {
-  beast::error_code ec;
+bool send_leaves_rest(beast::tcp_stream& stream, std::array<asio::const_buffer, N>& buffers,
+                      beast::error_code& ec) {
   std::size_t sent = send_now(stream.socket(), buffers, ec);
-  if (ec) co_return ec;
+  if (ec) return false;
   std::size_t left = 0;
   for (asio::const_buffer& b : buffers) {
     const std::size_t taken = std::min(sent, b.size());
@@ -69,10 +69,16 @@ Awaitable<beast::error_code> write_now_or_later(beast::tcp_stream& stream,
     sent -= taken;
     left += b.size();
   }
-  if (left == 0) co_return ec;
-  auto [write_ec, n] = co_await asio::async_write(stream, buffers, kTuple);
+  return left > 0;
+}
+
+// Writes what is left of `buffers` under the stream's deadline.
+template <std::size_t N>
+Awaitable<beast::error_code> write_rest(beast::tcp_stream& stream,
+                                        std::array<asio::const_buffer, N> buffers) {
+  auto [ec, n] = co_await asio::async_write(stream, buffers, kTuple);
   (void)n;
-  co_return write_ec;
+  co_return ec;
 }
 
 // Beast's trim of a field value: optional whitespace (spaces, tabs) off both ends.
@@ -84,11 +90,21 @@ std::string_view trim_ows(std::string_view v) {
 
 }  // namespace
 
+bool send_text_leaves_rest(beast::tcp_stream& stream, TextBuffers& buffers, beast::error_code& ec) {
+  return send_leaves_rest(stream, buffers, ec);
+}
+
+Awaitable<beast::error_code> write_text_rest(beast::tcp_stream& stream, TextBuffers buffers) {
+  return write_rest(stream, buffers);
+}
+
 Awaitable<beast::error_code> write_text(beast::tcp_stream& stream, std::string_view head,
                                         std::string_view body) {
-  return write_now_or_later(
-      stream, std::array<asio::const_buffer, 2>{asio::buffer(head.data(), head.size()),
-                                                asio::buffer(body.data(), body.size())});
+  TextBuffers buffers{asio::buffer(head.data(), head.size()),
+                      asio::buffer(body.data(), body.size())};
+  beast::error_code ec;
+  if (send_leaves_rest(stream, buffers, ec)) ec = co_await write_rest(stream, buffers);
+  co_return ec;
 }
 
 HeadText::HeadText(std::string& out, http::verb method, std::string_view target, unsigned version)
@@ -164,7 +180,11 @@ Awaitable<bool> write_response(Connection& c, HeadText& head, std::string_view b
   if (c.draining && c.draining->load()) head.keep_alive(false);
   head.end();
   c.stream.expires_after(c.write_timeout);
-  const beast::error_code ec = co_await write_text(c.stream, head.text(), body);
+  const std::string_view text = head.text();
+  TextBuffers buffers{asio::buffer(text.data(), text.size()),
+                      asio::buffer(body.data(), body.size())};
+  beast::error_code ec;
+  if (send_leaves_rest(c.stream, buffers, ec)) ec = co_await write_rest(c.stream, buffers);
   co_return !ec;
 }
 
@@ -262,17 +282,19 @@ Awaitable<bool> write_chunk(Connection& c, std::string_view payload) {
   *end++ = '\r';
   *end++ = '\n';
   c.stream.expires_after(c.write_timeout);
-  const beast::error_code ec = co_await write_now_or_later(
-      c.stream, std::array<asio::const_buffer, 3>{
-                    asio::buffer(size_line, static_cast<std::size_t>(end - size_line)),
-                    asio::buffer(payload.data(), payload.size()), asio::buffer("\r\n", 2)});
+  std::array<asio::const_buffer, 3> buffers{
+      asio::buffer(size_line, static_cast<std::size_t>(end - size_line)),
+      asio::buffer(payload.data(), payload.size()), asio::buffer("\r\n", 2)};
+  beast::error_code ec;
+  if (send_leaves_rest(c.stream, buffers, ec)) ec = co_await write_rest(c.stream, buffers);
   co_return !ec;
 }
 
 Awaitable<bool> write_last_chunk(Connection& c) {
   c.stream.expires_after(c.write_timeout);
-  const beast::error_code ec = co_await write_now_or_later(
-      c.stream, std::array<asio::const_buffer, 1>{asio::buffer("0\r\n\r\n", 5)});
+  std::array<asio::const_buffer, 1> buffers{asio::buffer("0\r\n\r\n", 5)};
+  beast::error_code ec;
+  if (send_leaves_rest(c.stream, buffers, ec)) ec = co_await write_rest(c.stream, buffers);
   co_return !ec;
 }
 

@@ -177,6 +177,12 @@ Response login(GatewayContext& ctx, const Request& req, bool keep_alive) {
 
 }  // namespace
 
+bool concerns_admin(const Connection& c, std::string_view path) {
+  const bool split = !c.ctx.config.admin.host.empty();
+  return admin_route_of(path) != AdminRoute::kNone ||
+         (split && c.io.listener == 1 && path != "/health");
+}
+
 Awaitable<std::optional<bool>> route_admin(Connection& c, const Request& req, RequestInfo& info,
                                            std::string_view path) {
   GatewayContext& ctx = c.ctx;

@@ -169,6 +169,9 @@ Awaitable<bool> handle_explain(Connection& c, const Request& req, RequestInfo& i
 // info.admin_bearer set when the admin key came as the bearer token).
 Awaitable<std::optional<bool>> route_admin(Connection& c, const Request& req, RequestInfo& info,
                                            std::string_view path);
+// Whether route_admin() has anything to do with `path` on this connection: the API's requests
+// skip it (a coroutine frame each).
+bool concerns_admin(const Connection& c, std::string_view path);
 
 // GET /stats (the live stats as JSON; ?since=UNIX_MS for the samples after it) and
 // GET /dashboard (the page that reads it, compiled into the binary). Nothing goes upstream.

@@ -106,7 +106,9 @@ Awaitable<bool> route(Connection& c, const Request& req) {
   };
 
   // /metrics, /stats, /dashboard, explain: admin_routes.cpp.
-  if (std::optional<bool> done = co_await route_admin(c, req, info, path)) co_return *done;
+  if (concerns_admin(c, path)) {
+    if (std::optional<bool> done = co_await route_admin(c, req, info, path)) co_return *done;
+  }
   if (path == "/health") {
     if (req.method() != http::verb::get) {
       co_return co_await write_response(c, info, method_not_allowed("GET"));

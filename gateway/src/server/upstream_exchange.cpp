@@ -93,7 +93,11 @@ Awaitable<UpstreamFailure> Exchange::attempt(std::string_view body, bool allow_p
     stream_->socket().set_option(tcp::no_delay(true), ec);
   }
   stream_->expires_after(first_byte_);
-  const beast::error_code wec = co_await serving::write_text(*stream_, buffers_.head, body);
+  serving::TextBuffers request{asio::buffer(buffers_.head), asio::buffer(body.data(), body.size())};
+  beast::error_code wec;
+  if (serving::send_text_leaves_rest(*stream_, request, wec)) {
+    wec = co_await serving::write_text_rest(*stream_, request);
+  }
   if (wec == beast::error::timeout) co_return UpstreamFailure::kTimeout;
   if (wec) co_return UpstreamFailure::kSend;
   // The answer comes a round trip later at the earliest: wait until it is readable rather than
