@@ -24,8 +24,8 @@ bool parse(http::basic_parser<isRequest>& parser, beast::flat_buffer& buffer, Pa
   ec = {};
   const bool header_only = until == ParseUntil::kHeader;
   const auto done = [&] { return header_only ? parser.is_header_done() : parser.is_done(); };
-  // What http::async_read and async_read_header set.
-  parser.eager(!header_only);
+  // As http::async_read_header sets it; see the header on kMessage.
+  if (header_only) parser.eager(false);
   while (!done()) {
     if (buffer.size() == 0) return false;
     const std::size_t used = parser.put(buffer.data(), ec);

@@ -2,17 +2,21 @@
 // it landed, without a read that finds nothing), or in pieces split anywhere (inside the status
 // line, between header fields, after the header, inside a body, across chunks) with pauses
 // between them. Each answer is relayed byte for byte and its keep-alive connection is reused.
+// The same for a long-lived stream: a burst of engine events many read buffers long is applied
+// to the last line.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cmath>
 #include <mutex>
 #include <thread>
 #include <vector>
 
 #include "gateway_server/processes.h"
+#include "prefixgate/canonicalize/json.h"
 
 namespace prefixgate::gateway::testing {
 namespace {
@@ -175,6 +179,47 @@ TEST(UpstreamPiecesTest, AnswersInAnyPiecesAreRelayedWholeOnReusedConnections) {
   const Reply metrics = get(port, "/metrics");
   EXPECT_EQ(metrics.body.find("prefixgate_upstream_failures_total{"), std::string::npos)
       << metrics.body;
+}
+
+TEST(UpstreamPiecesTest, AnEventBurstManyReadBuffersLongIsAppliedToTheLastLine) {
+  // A fresh 7 KB prompt makes the engine store about 440 blocks at once: a line each, 40 KB of
+  // /v1/kv_events in one chunk, longer than the gateway's 16 KiB read buffer.
+  std::uint16_t engine_port = 0;
+  auto engine = start_engine(engine_port);
+  ASSERT_NE(engine_port, 0);
+  std::uint16_t port = 0;
+  auto gw = start_gateway(port, {"--upstream", upstream(engine_port)});
+  ASSERT_NE(port, 0) << gw->output();
+  ASSERT_TRUE(wait_healthy(port, 1));
+  std::string text;
+  for (int i = 0; text.size() < 7000; ++i) text += "sentence " + std::to_string(i) + " of many. ";
+  const Reply r =
+      post(port, "/v1/chat/completions",
+           json::to_json(json::Object{
+               {"model", "builtin:tiny"},
+               {"messages", json::Array{json::Object{{"role", "user"}, {"content", text}}}},
+               {"max_tokens", 1}}));
+  ASSERT_EQ(r.status, 200) << r.body;
+  const auto answer = json::parse(r.body);
+  ASSERT_TRUE(answer.ok()) << r.body;
+  const json::Value* usage = answer->find("usage");
+  ASSERT_NE(usage, nullptr) << r.body;
+  const json::Value* prompt = usage->find("prompt_tokens");
+  ASSERT_TRUE(prompt != nullptr && prompt->is_number()) << r.body;
+  const double prompt_tokens = prompt->as_number().value;
+  const double stored_blocks = std::floor(prompt_tokens / 16);  // the prompt's full blocks
+  ASSERT_GT(stored_blocks, 400);
+  const std::string series =
+      "prefixgate_kv_events_total{replica=\"" + upstream(engine_port) + "\",type=\"stored\"}";
+  // The engine writes the burst as the prompt is prefilled, before it answers; the gateway
+  // applies it within milliseconds. A reader that holds bytes back until more arrive leaves the
+  // tail unapplied until the stream's next lines, seconds later: 3 s tells the two apart.
+  double applied = -1;
+  for (int i = 0; i < 60 && applied != stored_blocks; ++i) {
+    applied = metric_value(get(port, "/metrics").body, series);
+    if (applied != stored_blocks) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(applied, stored_blocks) << "stored lines the gateway applied of the engine's burst";
 }
 
 }  // namespace

@@ -208,3 +208,52 @@ TEST(SocketIoTest, AHeaderOnlyParseLeavesTheBodyAndABufferBodyTakesItPieceByPiec
 
 }  // namespace
 }  // namespace prefixgate::serving
+
+namespace prefixgate::serving {
+namespace {
+
+TEST(SocketIoTest, AChunkedBodyArrivingInPiecesComesOutWholeThroughABufferBody) {
+  std::string body;
+  std::string wire = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+  for (int i = 0; i < 200; ++i) {
+    const std::string line = "{\"type\":\"stored\",\"seq\":" + std::to_string(i) + "}\n";
+    body += line;
+    char size[16];
+    std::snprintf(size, sizeof size, "%zx", line.size());
+    wire += std::string(size) + "\r\n" + line + "\r\n";
+  }
+  wire += "0\r\n\r\n";
+  for (const std::size_t piece : {1ul, 7ul, 100ul, 5000ul}) {
+    http::response_parser<http::buffer_body> parser;
+    beast::flat_buffer buffer;
+    beast::error_code ec;
+    std::size_t at = 0;
+    const auto add = [&] {
+      const std::size_t n = std::min(piece, wire.size() - at);
+      const auto room = buffer.prepare(n);
+      std::memcpy(room.data(), wire.data() + at, n);
+      buffer.commit(n);
+      at += n;
+    };
+    while (!parse_buffered(parser, buffer, ParseUntil::kHeader, ec)) {
+      ASSERT_FALSE(ec) << ec.message();
+      add();
+    }
+    std::string read;
+    char chunk[64];
+    for (int guard = 0; !parser.is_done() && guard < 100000; ++guard) {
+      parser.get().body().data = chunk;
+      parser.get().body().size = sizeof chunk;
+      parse_buffered(parser, buffer, ParseUntil::kMessage, ec);
+      ASSERT_TRUE(!ec || ec == http::error::need_buffer) << ec.message();
+      const std::size_t got = sizeof chunk - parser.get().body().size;
+      read.append(chunk, got);
+      if (got == 0 && at < wire.size()) add();  // what is buffered is not enough: read more
+    }
+    EXPECT_TRUE(parser.is_done()) << "piece " << piece;
+    EXPECT_EQ(read, body) << "piece " << piece;
+  }
+}
+
+}  // namespace
+}  // namespace prefixgate::serving

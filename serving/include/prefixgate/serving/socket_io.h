@@ -35,14 +35,17 @@ std::size_t receive_now(boost::asio::ip::tcp::socket& socket, boost::beast::flat
                         std::size_t max, boost::beast::error_code& ec);
 
 enum class ParseUntil {
-  kHeader,   // as http::async_read_header: stops after the header (not eager)
-  kMessage,  // as http::async_read: header and body (eager)
+  kHeader,   // as http::async_read_header: stops after the header (the parser set not eager)
+  kMessage,  // as http::async_read: header and body
 };
 
 // Beast's read loop without its reads: feeds the bytes in `buffer` to `parser`, consuming those
 // it takes, until it has read what `until` says (true), runs out of bytes (false, no error), or
 // fails (false, `ec`: the error http::async_read would have given). A buffer_body whose buffer
-// is full also stops it (false, http::error::need_buffer).
+// is full also stops it (false, http::error::need_buffer). kMessage leaves the parser's eager
+// setting as it is: a body streamed into a buffer_body must not be parsed eagerly, or Beast's
+// next read, having filled the buffer to a chunk's end, waits for the following chunk before it
+// returns (the tail of a burst of engine events sat unread until the stream's next lines).
 bool parse_buffered(boost::beast::http::basic_parser<true>& parser,
                     boost::beast::flat_buffer& buffer, ParseUntil until,
                     boost::beast::error_code& ec);
