@@ -239,16 +239,18 @@ Awaitable<void> HttpServer::Impl::session(tcp::socket socket, std::size_t listen
       parser.header_limit(static_cast<std::uint32_t>(options.max_header_bytes));
       idle = true;
       if (c.buffer.size() == 0) {
-        // Between requests: until the next request's first bytes arrive, under the idle
-        // deadline. Waiting for them before reading spares the read that would find nothing
-        // (the client sends its next request a round trip after our answer).
+        // Between requests: the next request's first bytes, under the idle deadline. A read
+        // on the socket itself, not the stream: the stream would start and cancel a timer for
+        // it. Asio reads at once only when the last read may have left bytes behind; after one
+        // that drained the socket it waits for readiness first, so the read that would find
+        // nothing (the client sends its next request a round trip after our answer) is not made.
         deadline.arm(c.stream.socket(), options.idle_timeout);
-        auto [wait_ec] = co_await c.stream.socket().async_wait(tcp::socket::wait_read, kTuple);
+        auto [read_ec, got] =
+            co_await c.stream.socket().async_read_some(c.buffer.prepare(16 * 1024), kTuple);
         deadline.disarm();
-        if (wait_ec) break;  // the idle deadline, or a shutdown: closed quietly
-        beast::error_code receive_ec;
-        receive_now(c.stream.socket(), c.buffer, 16 * 1024, receive_ec);
-        if (receive_ec) break;  // the client left: closed quietly
+        // The idle deadline, a shutdown, or the client left: closed quietly.
+        if (read_ec) break;
+        c.buffer.commit(got);
       }
       // A request that arrived whole is parsed here; the rest of one that did not is read under
       // the request's deadline from its first byte, so headers or a body dribbled a byte at a

@@ -68,27 +68,6 @@ std::size_t send_now(asio::ip::tcp::socket& socket, std::span<const asio::const_
   }
 }
 
-std::size_t receive_now(asio::ip::tcp::socket& socket, beast::flat_buffer& buffer, std::size_t max,
-                        beast::error_code& ec) {
-  ec = {};
-  if (max == 0) return 0;
-  const asio::mutable_buffer room = buffer.prepare(max);
-  for (;;) {
-    const ssize_t n = ::recv(socket.native_handle(), room.data(), room.size(), MSG_DONTWAIT);
-    if (n > 0) {
-      buffer.commit(static_cast<std::size_t>(n));
-      return static_cast<std::size_t>(n);
-    }
-    if (n == 0) {
-      ec = asio::error::eof;
-      return 0;
-    }
-    if (errno == EINTR) continue;
-    if (!would_block(errno)) ec.assign(errno, asio::error::get_system_category());
-    return 0;
-  }
-}
-
 bool parse_buffered(http::basic_parser<true>& parser, beast::flat_buffer& buffer, ParseUntil until,
                     beast::error_code& ec) {
   return parse(parser, buffer, until, ec);

@@ -1,4 +1,4 @@
-// send_now, receive_now and parse_buffered on real loopback sockets: what they take, what they
+// send_now and parse_buffered on real loopback sockets: what they take, what they
 // leave, and that a message parsed from the buffer in any number of pieces is the message
 // Beast's own read gives.
 #include "prefixgate/serving/socket_io.h"
@@ -84,23 +84,6 @@ TEST(SocketIoTest, SendNowToAClosedPeerIsAnErrorNotASignal) {
   // signal would end this program (and a server) here.
   send_now(p.a, buffers, ec);
   EXPECT_EQ(ec, asio::error::broken_pipe) << ec.message();
-}
-
-TEST(SocketIoTest, ReceiveNowTakesWhatArrivedReportsNothingAndTheEnd) {
-  SocketPair p;
-  beast::flat_buffer buffer;
-  beast::error_code ec;
-  EXPECT_EQ(receive_now(p.b, buffer, 1024, ec), 0u);
-  EXPECT_FALSE(ec) << "nothing there yet is not an error";
-  asio::write(p.a, asio::buffer(std::string("hello world")));
-  std::size_t got = 0;
-  for (int i = 0; i < 1000 && got < 11; ++i) got += receive_now(p.b, buffer, 5, ec);
-  ASSERT_FALSE(ec) << ec.message();
-  EXPECT_EQ(buffer_text(buffer), "hello world") << "at most `max` a call, appended in order";
-  p.a.shutdown(tcp::socket::shutdown_send);
-  for (int i = 0; i < 1000 && !ec; ++i) receive_now(p.b, buffer, 1024, ec);
-  EXPECT_EQ(ec, asio::error::eof);
-  EXPECT_EQ(buffer_text(buffer), "hello world");
 }
 
 // What Beast's parser makes of `bytes` given whole.
@@ -205,12 +188,6 @@ TEST(SocketIoTest, AHeaderOnlyParseLeavesTheBodyAndABufferBodyTakesItPieceByPiec
   EXPECT_EQ(read, body);
   EXPECT_EQ(buffer.size(), 0u);
 }
-
-}  // namespace
-}  // namespace prefixgate::serving
-
-namespace prefixgate::serving {
-namespace {
 
 TEST(SocketIoTest, AChunkedBodyArrivingInPiecesComesOutWholeThroughABufferBody) {
   std::string body;

@@ -100,18 +100,20 @@ Awaitable<UpstreamFailure> Exchange::attempt(std::string_view body, bool allow_p
   }
   if (wec == beast::error::timeout) co_return UpstreamFailure::kTimeout;
   if (wec) co_return UpstreamFailure::kSend;
-  // The answer comes a round trip later at the earliest: wait until it is readable rather than
-  // attempt a read that finds nothing, then read what came and parse its header here.
+  // The answer's first bytes, read on the socket itself under the first-byte deadline (the
+  // stream would start and cancel a timer for it), then its header parsed here. On a pooled
+  // connection whose last read drained it, Asio waits for readiness before reading: the answer
+  // comes a round trip later at the earliest, and a read now would find nothing.
   if (!buffers_.deadline) buffers_.deadline.emplace(executor);
   buffers_.deadline->arm(stream_->socket(), first_byte_);
-  auto [wait_ec] = co_await stream_->socket().async_wait(tcp::socket::wait_read, kTuple);
-  const bool waited_out = wait_ec && buffers_.deadline->expired();
+  auto [first_ec, got] =
+      co_await stream_->socket().async_read_some(buffers_.buffer.prepare(kReadBufferBytes), kTuple);
+  const bool waited_out = first_ec && buffers_.deadline->expired();
   buffers_.deadline->disarm();
   if (waited_out) co_return UpstreamFailure::kTimeout;
-  if (wait_ec) co_return UpstreamFailure::kReceive;
+  if (first_ec) co_return UpstreamFailure::kReceive;  // e.g. a pooled connection the replica closed
+  buffers_.buffer.commit(got);
   beast::error_code rec;
-  serving::receive_now(stream_->socket(), buffers_.buffer, kReadBufferBytes, rec);
-  if (rec) co_return UpstreamFailure::kReceive;  // a pooled connection the replica closed
   if (serving::parse_buffered(*parser_, buffers_.buffer, serving::ParseUntil::kHeader, rec)) {
     co_return UpstreamFailure::kNone;
   }

@@ -1,16 +1,16 @@
-// Reads, writes and parses that finish at once when the socket or the buffer is ready, without
-// an asynchronous operation. Asio runs a completion that needs no waiting (a write the socket
-// took whole, a read of bytes already there) as a posted handler, and its event loop polls
-// epoll once more before running it: a proxied request paid about three such polls on top of
-// the waits it needed, each a system call. These do the work in the caller and report what is
-// left, so the caller waits only when there is something to wait for:
+// Writes and parses that finish at once when the socket or the buffer is ready, without an
+// asynchronous operation. Asio runs a completion that needed no waiting (a write the socket took
+// whole, a parse of bytes already read) as a posted handler, and its event loop polls epoll once
+// more before running it: a proxied request paid about two such polls on top of the waits it
+// needed, each a system call, and a handler allocation each. These do the work in the caller
+// and report what is left, so the caller starts an asynchronous operation only when there is
+// something to wait for:
 //
 //   std::size_t sent = send_now(socket, buffers, ec);             // what the socket took
 //   if (!ec && sent < total) co_await async_write(rest of buffers);
 //
-//   co_await socket.async_wait(tcp::socket::wait_read, ...);      // ready: one read that finds
-//   receive_now(socket, buffer, 16 * 1024, ec);                    // bytes, none that finds none
-//   if (!parse_buffered(parser, buffer, ParseUntil::kMessage, ec) && !ec) co_await async_read(...);
+//   if (!parse_buffered(parser, buffer, ParseUntil::kMessage, ec) && !ec)
+//     co_await http::async_read(stream, buffer, parser);          // the rest of the message
 #pragma once
 
 #include <boost/asio/buffer.hpp>
@@ -28,11 +28,6 @@ namespace prefixgate::serving {
 std::size_t send_now(boost::asio::ip::tcp::socket& socket,
                      std::span<const boost::asio::const_buffer> buffers,
                      boost::beast::error_code& ec);
-
-// Appends what has arrived, at most `max` bytes, to `buffer`: one non-blocking recv. Returns
-// the bytes read; 0 with no error when nothing is there; asio::error::eof when the peer closed.
-std::size_t receive_now(boost::asio::ip::tcp::socket& socket, boost::beast::flat_buffer& buffer,
-                        std::size_t max, boost::beast::error_code& ec);
 
 enum class ParseUntil {
   kHeader,   // as http::async_read_header: stops after the header (the parser set not eager)
