@@ -25,7 +25,10 @@
 //     for up to linger_timeout, so it sees the answer rather than a reset: RFC 9112 section 9.6);
 //   - end of stream, a reset or the idle deadline between requests: closed quietly.
 // Read deadlines: idle_timeout until a request's first byte, then request_timeout until its
-// last, so a client that dribbles its headers or body a byte at a time is bounded.
+// last, so a client that dribbles its headers or body a byte at a time is bounded. They run
+// behind one lazy timer per connection (socket_deadline.h), so a keep-alive request starts and
+// cancels none. A request that arrives whole in its first read is parsed where it lies
+// (socket_io.h); answers go out with one non-blocking write when the socket takes them.
 // Shutdown (request_shutdown(), or SIGINT/SIGTERM with handle_signals): stop accepting, close
 // idle connections, let busy ones finish their request (draining() turns keep-alive off), give
 // up after drain_timeout.
