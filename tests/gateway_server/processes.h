@@ -4,6 +4,8 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <boost/asio/io_context.hpp>
@@ -83,6 +85,24 @@ inline std::string write_config(const std::string& name, const std::string& yaml
   std::ofstream(path) << yaml;
   written.paths.insert(path);
   return path;
+}
+
+// A listening TCP socket on 127.0.0.1 at a free port, for a test's own upstream; -1 (and port
+// 0) when the system refuses one.
+inline int listen_on_loopback(std::uint16_t& port) {
+  port = 0;
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0 || ::listen(fd, 64) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    if (fd >= 0) ::close(fd);
+    return -1;
+  }
+  port = ntohs(addr.sin_port);
+  return fd;
 }
 
 inline std::string upstream(std::uint16_t port) {

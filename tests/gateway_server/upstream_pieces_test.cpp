@@ -61,16 +61,8 @@ std::vector<std::string> answer_pieces(int which) {
 class PiecemealUpstream {
  public:
   PiecemealUpstream() {
-    fd_ = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof addr;
-    if (bind(fd_, reinterpret_cast<sockaddr*>(&addr), len) != 0 || listen(fd_, 64) != 0 ||
-        getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-      return;
-    }
-    port_ = ntohs(addr.sin_port);
+    fd_ = listen_on_loopback(port_);
+    if (fd_ < 0) return;
     acceptor_ = std::thread([this] {
       for (;;) {
         const int c = accept(fd_, nullptr, nullptr);

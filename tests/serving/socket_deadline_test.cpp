@@ -14,6 +14,8 @@
 #include <chrono>
 #include <optional>
 
+#include "serving/socket_pair.h"
+
 namespace prefixgate::serving {
 namespace {
 
@@ -22,15 +24,7 @@ using tcp = asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
-struct Fixture {
-  asio::io_context ioc;
-  tcp::socket a{ioc};
-  tcp::socket b{ioc};
-  Fixture() {
-    tcp::acceptor acceptor(ioc, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
-    a.connect(acceptor.local_endpoint());
-    acceptor.accept(b);
-  }
+struct Fixture : prefixgate::testing::SocketPair {
   // Waits for `b` to be readable; returns how the wait ended and when.
   struct Outcome {
     boost::system::error_code ec;

@@ -19,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "serving/socket_pair.h"
+
 namespace prefixgate::serving {
 namespace {
 
@@ -27,17 +29,7 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
-// Two ends of a loopback TCP connection.
-struct SocketPair {
-  asio::io_context ioc;
-  tcp::socket a{ioc};
-  tcp::socket b{ioc};
-  SocketPair() {
-    tcp::acceptor acceptor(ioc, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
-    a.connect(acceptor.local_endpoint());
-    acceptor.accept(b);
-  }
-};
+using prefixgate::testing::SocketPair;
 
 std::string buffer_text(const beast::flat_buffer& b) {
   return beast::buffers_to_string(b.data());

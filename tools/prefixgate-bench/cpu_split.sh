@@ -39,15 +39,6 @@ TICK_US=$((1000000 / $(getconf CLK_TCK)))
 # shellcheck source=tools/prefixgate-bench/script_lib.sh
 source "$HERE/script_lib.sh"
 script_start prefixgate-cpu
-wait_ready() {
-  for _ in $(seq 100); do
-    curl -sf -o /dev/null "http://127.0.0.1:$1/health" && return 0
-    sleep 0.1
-  done
-  echo "cpu_split.sh: nothing answers on port $1" >&2
-  exit 1
-}
-
 ENGINE_PORT="$(free_port)"
 taskset -c 1 "$ENGINE" --device sim --sim-speedup inf --model builtin:tiny --host 127.0.0.1 \
   --port "$ENGINE_PORT" --threads 1 --log-level warn ${ENGINE_ARGS:-} >"$TMP/engine.log" 2>&1 &
@@ -71,36 +62,8 @@ for i in "${!GATEWAYS[@]}"; do
 done
 
 NGINX_PORT="$(free_port)"
-mkdir -p "$TMP/nginx"
-cat >"$TMP/nginx/nginx.conf" <<EOF
-worker_processes 1;
-daemon off;
-pid $TMP/nginx/nginx.pid;
-error_log $TMP/nginx/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path $TMP/nginx/body;
-  proxy_temp_path $TMP/nginx/proxy;
-  fastcgi_temp_path $TMP/nginx/fastcgi;
-  uwsgi_temp_path $TMP/nginx/uwsgi;
-  scgi_temp_path $TMP/nginx/scgi;
-  client_max_body_size 16m;
-  client_body_buffer_size 1m;
-  keepalive_requests 1000000;
-  upstream engine { server 127.0.0.1:$ENGINE_PORT; keepalive 64; keepalive_requests 1000000; }
-  server {
-    listen 127.0.0.1:$NGINX_PORT;
-    location / { proxy_pass http://engine; proxy_http_version 1.1; proxy_set_header Connection ""; }
-  }
-}
-EOF
-taskset -c 0 nginx -p "$TMP/nginx" -e "$TMP/nginx/error.log" -c "$TMP/nginx/nginx.conf" &
-pids+=($!)
-for _ in $(seq 100); do [[ -s $TMP/nginx/nginx.pid ]] && break; sleep 0.1; done
-sleep 0.3
-NGINX_WORKER="$(pgrep -P "$(cat "$TMP/nginx/nginx.pid")" | head -1)"
-[[ -n $NGINX_WORKER ]] || { echo "cpu_split.sh: nginx did not start" >&2; exit 1; }
+PREFIX="taskset -c 0" start_nginx "$NGINX_PORT" "$ENGINE_PORT" worker
+NGINX_WORKER="$NGINX_PID"
 names+=("nginx")
 server_pids+=("$NGINX_WORKER")
 ports+=("$NGINX_PORT")

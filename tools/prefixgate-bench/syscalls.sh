@@ -36,15 +36,6 @@ SECONDS_EACH="${SECONDS_EACH:-4}"
 # shellcheck source=tools/prefixgate-bench/script_lib.sh
 source "$HERE/script_lib.sh"
 script_start prefixgate-syscalls
-wait_ready() {
-  for _ in $(seq 100); do
-    curl -sf -o /dev/null "http://127.0.0.1:$1/health" && return 0
-    sleep 0.1
-  done
-  echo "syscalls.sh: nothing answers on port $1" >&2
-  exit 1
-}
-
 ENGINE_PORT="$(free_port)"
 "$ENGINE" --device sim --sim-speedup inf --model builtin:tiny --host 127.0.0.1 \
   --port "$ENGINE_PORT" --threads 1 --log-level warn ${ENGINE_ARGS:-} >"$TMP/engine.log" 2>&1 &
@@ -97,34 +88,5 @@ for i in "${!GATEWAYS[@]}"; do
 done
 
 NGINX_PORT="$(free_port)"
-mkdir -p "$TMP/nginx"
-cat >"$TMP/nginx/nginx.conf" <<EOF
-worker_processes 1;
-master_process off;
-daemon off;
-pid $TMP/nginx/nginx.pid;
-error_log $TMP/nginx/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path $TMP/nginx/body;
-  proxy_temp_path $TMP/nginx/proxy;
-  fastcgi_temp_path $TMP/nginx/fastcgi;
-  uwsgi_temp_path $TMP/nginx/uwsgi;
-  scgi_temp_path $TMP/nginx/scgi;
-  client_max_body_size 16m;
-  client_body_buffer_size 1m;
-  keepalive_requests 1000000;
-  upstream engine { server 127.0.0.1:$ENGINE_PORT; keepalive 64; keepalive_requests 1000000; }
-  server {
-    listen 127.0.0.1:$NGINX_PORT;
-    location / { proxy_pass http://engine; proxy_http_version 1.1; proxy_set_header Connection ""; }
-  }
-}
-EOF
-nginx -p "$TMP/nginx" -e "$TMP/nginx/error.log" -c "$TMP/nginx/nginx.conf" &
-NGINX_PID=$!
-pids+=("$NGINX_PID")
-for _ in $(seq 100); do [[ -s $TMP/nginx/nginx.pid ]] && break; sleep 0.1; done
-sleep 0.3
+start_nginx "$NGINX_PORT" "$ENGINE_PORT" single
 measure nginx "$NGINX_PID" "http://127.0.0.1:$NGINX_PORT"
