@@ -114,6 +114,7 @@ TEST(SocketIoTest, ARequestParsedInTwoPiecesAtAnySplitIsBeastsParseOfIt) {
       beast::flat_buffer buffer;
       beast::error_code ec;
       auto add = [&](std::string_view s) {
+        if (s.empty()) return;  // an empty buffer's data may be null, which memcpy must not get
         const auto room = buffer.prepare(s.size());
         std::memcpy(room.data(), s.data(), s.size());
         buffer.commit(s.size());
