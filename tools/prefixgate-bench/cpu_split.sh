@@ -23,21 +23,14 @@ set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 ENGINE="$ROOT/build/release/engine/prefixgate-engine"
-GATEWAYS=("$@")
-[[ ${#GATEWAYS[@]} -gt 0 ]] || GATEWAYS=("$ROOT/build/release/gateway/prefixgate")
-for tool in nginx wrk curl python3 taskset; do
-  command -v "$tool" >/dev/null || { echo "cpu_split.sh: needs $tool" >&2; exit 2; }
-done
+# shellcheck source=tools/prefixgate-bench/script_lib.sh
+source "$HERE/script_lib.sh"
+require_tools nginx wrk curl python3 taskset
 [[ $(nproc) -ge 2 ]] || { echo "cpu_split.sh: needs two CPUs" >&2; exit 2; }
-[[ -x $ENGINE ]] || { echo "cpu_split.sh: build the release preset first" >&2; exit 2; }
-for g in "${GATEWAYS[@]}"; do
-  [[ -x $g ]] || { echo "cpu_split.sh: no gateway binary at $g" >&2; exit 2; }
-done
+gateway_binaries "$@"
 
 LUA="${LUA:-$HERE/overhead_request.lua}"
 TICK_US=$((1000000 / $(getconf CLK_TCK)))
-# shellcheck source=tools/prefixgate-bench/script_lib.sh
-source "$HERE/script_lib.sh"
 script_start prefixgate-cpu
 ENGINE_PORT="$(free_port)"
 taskset -c 1 "$ENGINE" --device sim --sim-speedup inf --model builtin:tiny --host 127.0.0.1 \

@@ -9,6 +9,24 @@
 #   wait_ready "$port"                # GET /health answers, or the script exits
 #   start_nginx "$nginx_port" "$engine_port" single   # sets NGINX_PID (its serving process)
 
+# Exits with status 2 unless every command named is on PATH.
+require_tools() {
+  for tool in "$@"; do
+    command -v "$tool" >/dev/null || { echo "$(basename "$0"): needs $tool" >&2; exit 2; }
+  done
+}
+
+# Sets GATEWAYS to the gateway binaries given (this build's when none is) and checks that they
+# and $ENGINE exist; exits with status 2 otherwise. Needs ROOT and ENGINE set.
+gateway_binaries() {
+  GATEWAYS=("$@")
+  [[ ${#GATEWAYS[@]} -gt 0 ]] || GATEWAYS=("$ROOT/build/release/gateway/prefixgate")
+  [[ -x $ENGINE ]] || { echo "$(basename "$0"): build the release preset first" >&2; exit 2; }
+  for g in "${GATEWAYS[@]}"; do
+    [[ -x $g ]] || { echo "$(basename "$0"): no gateway binary at $g" >&2; exit 2; }
+  done
+}
+
 script_start() {
   TMP="$(mktemp -d "/tmp/$1.XXXXXX")"
   pids=()

@@ -19,22 +19,15 @@ set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 ENGINE="$ROOT/build/release/engine/prefixgate-engine"
-GATEWAYS=("$@")
-[[ ${#GATEWAYS[@]} -gt 0 ]] || GATEWAYS=("$ROOT/build/release/gateway/prefixgate")
-for tool in perf nginx wrk curl python3; do
-  command -v "$tool" >/dev/null || { echo "syscalls.sh: needs $tool" >&2; exit 2; }
-done
-[[ -x $ENGINE ]] || { echo "syscalls.sh: build the release preset first" >&2; exit 2; }
-for g in "${GATEWAYS[@]}"; do
-  [[ -x $g ]] || { echo "syscalls.sh: no gateway binary at $g" >&2; exit 2; }
-done
+# shellcheck source=tools/prefixgate-bench/script_lib.sh
+source "$HERE/script_lib.sh"
+require_tools perf nginx wrk curl python3
+gateway_binaries "$@"
 perf stat -e syscalls:sys_enter_recvfrom -o /dev/null -- true 2>/dev/null ||
   { echo "syscalls.sh: perf cannot read syscall tracepoints here (needs root)" >&2; exit 2; }
 
 LUA="${LUA:-$HERE/overhead_request.lua}"
 SECONDS_EACH="${SECONDS_EACH:-4}"
-# shellcheck source=tools/prefixgate-bench/script_lib.sh
-source "$HERE/script_lib.sh"
 script_start prefixgate-syscalls
 ENGINE_PORT="$(free_port)"
 "$ENGINE" --device sim --sim-speedup inf --model builtin:tiny --host 127.0.0.1 \
