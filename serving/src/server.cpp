@@ -222,8 +222,10 @@ Awaitable<void> HttpServer::Impl::session(tcp::socket socket, std::size_t listen
   // first waits for the peer's delayed ACK (up to 40 ms on Linux).
   c.stream.socket().set_option(tcp::no_delay(true), ignored);
   // Reads are sized by the buffer's free capacity (512 bytes when empty): room for a typical
-  // request in one read instead of a system call per 512 bytes.
-  c.buffer.reserve(16 * 1024);
+  // request in one read instead of a system call per 512 bytes, and for a larger one once the
+  // connection has sent one (ReadSizer).
+  ReadSizer read_size;
+  c.buffer.reserve(read_size.next());
   // The idle deadline between requests, then the request's own from its first byte.
   SocketDeadline deadline(c.stream.get_executor());
   try {
@@ -246,7 +248,7 @@ Awaitable<void> HttpServer::Impl::session(tcp::socket socket, std::size_t listen
         // nothing (the client sends its next request a round trip after our answer) is not made.
         deadline.arm(c.stream.socket(), options.idle_timeout);
         auto [read_ec, got] =
-            co_await c.stream.socket().async_read_some(c.buffer.prepare(16 * 1024), kTuple);
+            co_await c.stream.socket().async_read_some(c.buffer.prepare(read_size.next()), kTuple);
         deadline.disarm();
         // The idle deadline, a shutdown, or the client left: closed quietly.
         if (read_ec) break;
@@ -259,6 +261,12 @@ Awaitable<void> HttpServer::Impl::session(tcp::socket socket, std::size_t listen
       bool request_timed_out = false;
       if (!parse_buffered(parser, c.buffer, ParseUntil::kMessage, ec) && !ec) {
         c.stream.expires_never();  // a write's deadline must not end the read
+        // Beast reads as much as the buffer has room for: the rest of a large body in one read.
+        if (parser.is_header_done()) {
+          if (const auto rest = parser.content_length_remaining()) {
+            c.buffer.reserve(c.buffer.size() + ReadSizer::room_for_rest(*rest));
+          }
+        }
         deadline.arm(c.stream.socket(), options.request_timeout);
         auto [read_ec, n] = co_await http::async_read(c.stream, c.buffer, parser, kTuple);
         (void)n;
@@ -298,6 +306,7 @@ Awaitable<void> HttpServer::Impl::session(tcp::socket socket, std::size_t listen
         break;
       }
       Request req = parser.release();
+      read_size.saw(req.body().size());
       if (const auto refusal = unsupported_transfer_coding(req)) {
         co_await refuse(c, refusal->status, refusal->message, refusal->code, req.target());
         co_await linger(c);

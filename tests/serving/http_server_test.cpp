@@ -171,6 +171,40 @@ TEST_F(ServingTest, PipelinedRequestsAreAnsweredInOrder) {
   EXPECT_EQ(body_of(c.read_response()), "c#3");
 }
 
+// The read between requests grows with a connection's requests (ReadSizer); whatever its size,
+// bodies larger and smaller than it, in pieces or pipelined behind one, arrive whole and in order.
+TEST_F(ServingTest, BodiesOfEverySizeArriveWholeAsTheConnectionsReadsGrowAndShrink) {
+  start();
+  RawClient c(port_);
+  ASSERT_TRUE(c.connected());
+  const auto body = [](std::size_t n, char fill) {
+    std::string b(n, fill);
+    for (std::size_t i = 0; i < n; i += 997) b[i] = static_cast<char>('a' + i % 26);
+    return b;
+  };
+  int count = 0;
+  for (const std::size_t n : {std::size_t{10}, std::size_t{200} << 10, std::size_t{30} << 10,
+                              std::size_t{100}, std::size_t{70} << 10}) {
+    const std::string sent = body(n, 'x');
+    const std::string wire = post("/echo", sent);
+    // The big ones in three pieces with pauses, so that the server reads what has come.
+    const std::size_t third = wire.size() / 3;
+    ASSERT_TRUE(c.send(wire.substr(0, third)));
+    std::this_thread::sleep_for(20ms);
+    ASSERT_TRUE(c.send(wire.substr(third, third)));
+    std::this_thread::sleep_for(20ms);
+    ASSERT_TRUE(c.send(wire.substr(2 * third)));
+    const std::string res = c.read_response();
+    ASSERT_EQ(status_of(res), 200) << n;
+    EXPECT_EQ(body_of(res), sent + "#" + std::to_string(++count)) << n;
+  }
+  // Pipelined: a large body and a small one behind it in one write.
+  const std::string big = body(std::size_t{90} << 10, 'y');
+  ASSERT_TRUE(c.send(post("/echo", big) + post("/echo", "tail")));
+  EXPECT_EQ(body_of(c.read_response()), big + "#" + std::to_string(++count));
+  EXPECT_EQ(body_of(c.read_response()), "tail#" + std::to_string(++count));
+}
+
 TEST_F(ServingTest, ChunkedStreamArrivesWholeAndTheConnectionIsReused) {
   start();
   RawClient c(port_);

@@ -225,5 +225,23 @@ TEST(SocketIoTest, AChunkedBodyArrivingInPiecesComesOutWholeThroughABufferBody) 
   }
 }
 
+TEST(ReadSizerTest, StartsAtTheMinimumFollowsTheLastRequestAndStopsAtTheMaximum) {
+  ReadSizer sizer;
+  EXPECT_EQ(sizer.next(), ReadSizer::kMin);
+  sizer.saw(100);
+  EXPECT_EQ(sizer.next(), ReadSizer::kMin);  // small requests keep the minimum
+  sizer.saw(30 * 1024);
+  // The body, room for its header, rounded up to the grain.
+  EXPECT_GE(sizer.next(), 30 * 1024 + ReadSizer::kHeaderRoom);
+  EXPECT_LT(sizer.next(), 30 * 1024 + ReadSizer::kHeaderRoom + ReadSizer::kGrain);
+  EXPECT_EQ(sizer.next() % ReadSizer::kGrain, 0u);
+  sizer.saw(std::size_t{10} << 20);
+  EXPECT_EQ(sizer.next(), ReadSizer::kMax);
+  sizer.saw(0);
+  EXPECT_EQ(sizer.next(), ReadSizer::kMin);  // and back when the requests are small again
+  EXPECT_EQ(ReadSizer::room_for_rest(1000), 1000u);
+  EXPECT_EQ(ReadSizer::room_for_rest(std::uint64_t{1} << 40), ReadSizer::kMax);
+}
+
 }  // namespace
 }  // namespace prefixgate::serving

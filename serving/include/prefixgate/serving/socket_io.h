@@ -18,7 +18,9 @@
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/basic_parser.hpp>
+#include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <span>
 
 namespace prefixgate::serving {
@@ -47,5 +49,36 @@ bool parse_buffered(boost::beast::http::basic_parser<true>& parser,
 bool parse_buffered(boost::beast::http::basic_parser<false>& parser,
                     boost::beast::flat_buffer& buffer, ParseUntil until,
                     boost::beast::error_code& ec);
+
+// How much a connection's read between requests asks for. A read takes at most the buffer's
+// free room, so a request larger than that costs a read (a system call) per room-full: an
+// agent whose conversation grows by a turn sends 30 KB and more on every request. The room
+// starts at kMin and follows the connection's last request, up to kMax (the most Beast's own
+// reads ask for), so only a connection that sent a large request holds a large buffer.
+//
+//   buffer.prepare(sizer.next());  ...  sizer.saw(request_bytes);
+class ReadSizer {
+ public:
+  static constexpr std::size_t kMin = std::size_t{16} << 10;
+  static constexpr std::size_t kMax = std::size_t{64} << 10;
+  // Room for a request's header beside its body, and the rounding.
+  static constexpr std::size_t kHeaderRoom = std::size_t{2} << 10;
+  static constexpr std::size_t kGrain = std::size_t{4} << 10;
+
+  std::size_t next() const { return next_; }
+  // The connection's last request had a body of `body_bytes`.
+  void saw(std::size_t body_bytes) {
+    const std::size_t want = std::min(body_bytes, kMax) + kHeaderRoom;
+    next_ = std::clamp((want + kGrain - 1) / kGrain * kGrain, kMin, kMax);
+  }
+  // Room to reserve before reading the rest of a body with `remaining` bytes still to come:
+  // all of it in one read where it fits in kMax.
+  static std::size_t room_for_rest(std::uint64_t remaining) {
+    return static_cast<std::size_t>(std::min<std::uint64_t>(remaining, kMax));
+  }
+
+ private:
+  std::size_t next_ = kMin;
+};
 
 }  // namespace prefixgate::serving
