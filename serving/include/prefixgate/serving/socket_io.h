@@ -13,12 +13,12 @@
 //     co_await http::async_read(stream, buffer, parser);          // the rest of the message
 #pragma once
 
+#include <algorithm>
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/basic_parser.hpp>
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <span>
