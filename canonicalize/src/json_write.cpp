@@ -364,37 +364,6 @@ void append_json(const Value& value, std::string& out) {
   }
 }
 
-void append_json_reusing(const Value& object, const std::vector<SourceMember>& source,
-                         const std::vector<std::string_view>& rewritten, std::string& out) {
-  if (!object.is_object()) {
-    append_json(object, out);
-    return;
-  }
-  const auto text_of = [&](const std::string& key) -> const std::string_view* {
-    for (const std::string_view r : rewritten) {
-      if (r == key) return nullptr;
-    }
-    for (const SourceMember& s : source) {
-      if (s.key == key) return &s.text;
-    }
-    return nullptr;
-  };
-  out += '{';
-  bool first = true;
-  for (const Member& m : object.as_object()) {
-    if (!first) out += ',';
-    first = false;
-    append_quoted(m.key, out);
-    out += ':';
-    if (const std::string_view* text = text_of(m.key)) {
-      out += *text;
-    } else {
-      append_json(m.value, out);
-    }
-  }
-  out += '}';
-}
-
 Result<std::string> to_canonical_json(const Value& value) {
   std::string out;
   Error error{ErrorCode::kInvalidValue, {}, {}};

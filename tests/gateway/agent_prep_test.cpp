@@ -176,15 +176,15 @@ TEST(AgentPrep, RepeatedToolListsPrepareAsWithoutTheMemos) {
     Result<PreparedRequest> first = PreparedRequest{};
     std::thread([&] { first = prepare_request(body, api, tenant, p.options); }).join();
     ASSERT_TRUE(first.ok());
-    EXPECT_EQ(prep->agent.native_body, first->agent.native_body);
-    EXPECT_EQ(prep->upstream_body, first->upstream_body);
+    EXPECT_EQ(prep->agent.native_body.flattened(), first->agent.native_body.flattened());
+    EXPECT_EQ(prep->upstream_body.flattened(), first->upstream_body.flattened());
     EXPECT_EQ(prep->block_hashes, first->block_hashes);
     EXPECT_EQ(describe(prep->changes), describe(first->changes));
 
     if (tenant.isolate) continue;  // the reference has no tenant salt
     const Reference ref = reference(body, api, p);
-    EXPECT_EQ(normalized(prep->agent.native_body), ref.native);
-    EXPECT_EQ(normalized(prep->upstream_body), ref.chat);
+    EXPECT_EQ(normalized(prep->agent.native_body.flattened()), ref.native);
+    EXPECT_EQ(normalized(prep->upstream_body.flattened()), ref.chat);
   }
 }
 
@@ -201,7 +201,7 @@ TEST(AgentPrep, TheNativeBodyKeepsTheClientsBytesWhereNothingChanged) {
   for (int turn = 0; turn < 3; ++turn) {
     auto prep = prepare_request(body, canon::Api::kMessages, Tenant{}, p.options);
     ASSERT_TRUE(prep.ok()) << prep.error().message;
-    const std::string& sent = prep->agent.native_body;
+    const std::string sent = prep->agent.native_body.flattened();
     EXPECT_NE(sent.find(R"("messages":)" + messages), std::string::npos) << sent;
     EXPECT_NE(sent.find(R"("tools":[{"name":"alpha","input_schema":{"type":"object"}},)"
                         R"({"name":"zeta","input_schema":{"properties":{"a":{},"b":{}},)"
@@ -216,7 +216,7 @@ TEST(AgentPrep, TheNativeBodyKeepsTheClientsBytesWhereNothingChanged) {
       R"({"model":"m","max_tokens":16,"messages":[{"role":"user","content":"hi"}]})";
   auto prep = prepare_request(canonical, canon::Api::kMessages, Tenant{}, p.options);
   ASSERT_TRUE(prep.ok());
-  EXPECT_EQ(prep->agent.native_body, canonical);
+  EXPECT_EQ(prep->agent.native_body.flattened(), canonical);
 }
 
 }  // namespace

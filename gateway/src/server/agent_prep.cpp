@@ -118,12 +118,12 @@ Result<PreparedRequest> prepare_agent_request(std::string_view body, canon::Api 
   if (out.parsed.tool_texts.empty()) canon::keep_tool_list_texts(out.parsed);
   std::vector<json::SourceMember> tool_texts;
   for (const auto& text : out.parsed.tool_texts) tool_texts.push_back({text->key, text->json});
-  json::append_json_reusing(out.parsed.body, tool_texts, {}, out.upstream_body);
+  json::append_json_reusing(out.parsed.body, tool_texts, {}, out.upstream_body.text);
   if (client_modified) {
     const std::vector<std::string_view> names(rewritten.begin(), rewritten.end());
-    json::append_json_reusing(client, source, names, out.agent.native_body);
+    json::append_json_spliced(client, source, names, body, out.agent.native_body);
   } else {
-    out.agent.native_body = std::string(body);
+    out.agent.native_body = json::SplicedJson::borrowing(body);
   }
   if (Status s = analyze_request(out, options, &converted->chat); !s) return s.error();
   return out;

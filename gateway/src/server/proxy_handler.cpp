@@ -66,7 +66,7 @@ void record_prep(GatewayContext& ctx, const RequestInfo& info, const PreparedReq
   }
 }
 
-UpstreamPost upstream_post(const Request& req, const RequestInfo& info, std::string body,
+UpstreamPost upstream_post(const Request& req, const RequestInfo& info, json::SplicedJson body,
                            std::string_view target) {
   const std::string_view accept = req[http::field::accept];
   return UpstreamPost{target, accept.empty() ? std::string_view("*/*") : accept, info.request_id,
@@ -127,7 +127,7 @@ Awaitable<bool> handle_completion(Connection& c, const Request& req, RequestInfo
   const auto request_for = [&](bool native) -> const UpstreamPost& {
     std::optional<UpstreamPost>& slot = native ? as_sent : as_chat;
     if (!slot) {
-      std::string& body = agent_api && native ? prep->agent.native_body : prep->upstream_body;
+      json::SplicedJson& body = agent_api && native ? prep->agent.native_body : prep->upstream_body;
       const std::string_view target =
           native ? std::string_view(req.target().data(), req.target().size())
                  : std::string_view(canon::api_path(canon::Api::kChatCompletions));

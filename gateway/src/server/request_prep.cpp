@@ -111,7 +111,7 @@ Result<PreparedRequest> prepare_request(std::string_view body, canon::Api api, c
                                        : canon::Endpoint::kChatCompletions;
   // The client's bytes of each top-level member, so that the body sent upstream re-serializes
   // only the members a rule rewrote (a 30 KB conversation whose tools were put in canonical
-  // form is mostly copied, not written again).
+  // form is sent as the client's bytes, not written again nor copied).
   thread_local std::vector<json::SourceMember> source;
   canon::RequestLimits limits = options.limits;
   limits.readable_past_end = readable_past_end;
@@ -159,12 +159,12 @@ Result<PreparedRequest> prepare_request(std::string_view body, canon::Api api, c
     }
   }
   if (!modified) {
-    out.upstream_body = std::string(body);
+    out.upstream_body = json::SplicedJson::borrowing(body);
   } else if (rewritten_known) {
-    out.upstream_body.reserve(body.size() + 64);
-    json::append_json_reusing(req.body, source, rewritten, out.upstream_body);
+    json::append_json_spliced(req.body, source, rewritten, body, out.upstream_body);
   } else {
-    out.upstream_body = json::to_json(req.body);  // a change without a member: write it all
+    // A change without a member: write it all.
+    out.upstream_body = json::SplicedJson(json::to_json(req.body));
   }
   if (Status s = analyze_request(out, options, nullptr); !s) return s.error();
   return out;

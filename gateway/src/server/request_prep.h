@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "prefixgate/canonicalize/chat_conversion.h"
+#include "prefixgate/canonicalize/json_splice.h"
 #include "prefixgate/canonicalize/request.h"
 #include "prefixgate/serving/metrics.h"
 #include "server/canonicalize_stage.h"
@@ -48,8 +49,9 @@ struct PromptFinding {
 
 // What a Messages or Responses request keeps for its reply and for native upstreams.
 struct AgentRequestInfo {
-  std::string native_body;  // the client's body, canonicalized and salted as the chat one
-  std::string model;        // as the client named it
+  // The client's body, canonicalized and salted as the chat one; refers to the client's body.
+  json::SplicedJson native_body;
+  std::string model;                        // as the client named it
   std::vector<std::string> stop_sequences;  // Messages
   json::Object responses_echo;              // Responses: the fields a response repeats
   std::size_t breakpoint_tokens = 0;        // prompt tokens up to the last cache breakpoint
@@ -58,7 +60,9 @@ struct AgentRequestInfo {
 struct PreparedRequest {
   canon::Api api = canon::Api::kChatCompletions;  // the client's API
   canon::ParsedRequest parsed;  // after canonicalization and salting (the chat equivalent)
-  std::string upstream_body;    // what an upstream of the chat API receives
+  // What an upstream of the chat API receives. Its unchanged members are the client's bytes,
+  // the large ones not copied (json_splice.h): valid while the body prepare_request() read is.
+  json::SplicedJson upstream_body;
   bool stream = false;
   bool client_wants_usage = false;  // stream: the client asked for the usage chunk itself
   std::vector<std::uint64_t> block_hashes;

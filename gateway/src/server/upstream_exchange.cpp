@@ -1,5 +1,6 @@
 #include "server/upstream_exchange.h"
 
+#include <algorithm>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -38,7 +39,7 @@ Awaitable<UpstreamFailure> Exchange::open(Request& req) {
   req.prepare_payload();
   buffers_.head.clear();
   serving::append_head(req, buffers_.head);
-  return send(req.body());
+  return send(BodyPieces{asio::buffer(req.body().data(), req.body().size())});
 }
 
 Awaitable<UpstreamFailure> Exchange::open(const UpstreamPost& post) {
@@ -51,10 +52,14 @@ Awaitable<UpstreamFailure> Exchange::open(const UpstreamPost& post) {
   head.keep_alive(true);
   head.prepare_payload(post.body.size());
   head.end();
-  return send(post.body);
+  BodyPieces body{};
+  std::size_t n = 0;
+  post.body.for_each_piece(
+      [&](std::string_view piece) { body[n++] = asio::buffer(piece.data(), piece.size()); });
+  return send(body);
 }
 
-Awaitable<UpstreamFailure> Exchange::send(std::string_view body) {
+Awaitable<UpstreamFailure> Exchange::send(BodyPieces body) {
   bool was_pooled = false;
   UpstreamFailure f = UpstreamFailure::kNone;
   f = co_await attempt(body, true, was_pooled);
@@ -65,7 +70,7 @@ Awaitable<UpstreamFailure> Exchange::send(std::string_view body) {
   co_return f;
 }
 
-Awaitable<UpstreamFailure> Exchange::attempt(std::string_view body, bool allow_pooled,
+Awaitable<UpstreamFailure> Exchange::attempt(const BodyPieces& body, bool allow_pooled,
                                              bool& was_pooled) {
   // (Plain statements around each co_await: GCC 12 miscompiles co_await inside conditions.)
   const auto executor = co_await asio::this_coro::executor;
@@ -93,7 +98,8 @@ Awaitable<UpstreamFailure> Exchange::attempt(std::string_view body, bool allow_p
     stream_->socket().set_option(tcp::no_delay(true), ec);
   }
   stream_->expires_after(first_byte_);
-  serving::TextBuffers request{asio::buffer(buffers_.head), asio::buffer(body.data(), body.size())};
+  serving::TextBuffers request{asio::buffer(buffers_.head)};
+  std::copy(body.begin(), body.end(), request.begin() + 1);
   beast::error_code wec;
   if (serving::send_text_leaves_rest(*stream_, request, wec)) {
     wec = co_await serving::write_text_rest(*stream_, request);

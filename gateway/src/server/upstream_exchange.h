@@ -9,6 +9,7 @@
 //   ex.finish();   // a complete keep-alive response returns the connection to the pool
 #pragma once
 
+#include <array>
 #include <boost/beast/http/buffer_body.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <memory>
@@ -16,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "prefixgate/canonicalize/json_splice.h"
 #include "server/context.h"
 
 namespace prefixgate::gateway::server {
@@ -30,7 +32,7 @@ struct UpstreamPost {
   std::string_view target;
   std::string_view accept;  // the client's Accept, "*/*" when it sent none
   std::string_view request_id;
-  std::string body;
+  json::SplicedJson body;  // its pieces go out with the head in one gathered write
 };
 const char* upstream_failure_name(UpstreamFailure f);
 
@@ -63,9 +65,11 @@ class Exchange {
   void set_first_byte_timeout(std::chrono::milliseconds t) { first_byte_ = t; }
 
  private:
-  // Sends buffers_.head (the request's head as text) and `body`.
-  Awaitable<UpstreamFailure> send(std::string_view body);
-  Awaitable<UpstreamFailure> attempt(std::string_view body, bool allow_pooled, bool& was_pooled);
+  // Sends buffers_.head (the request's head as text) and the body's pieces, in one gathered write
+  // where the socket takes it at once.
+  using BodyPieces = std::array<asio::const_buffer, std::tuple_size_v<serving::TextBuffers> - 1>;
+  Awaitable<UpstreamFailure> send(BodyPieces body);  // by value: a coroutine's frame keeps it
+  Awaitable<UpstreamFailure> attempt(const BodyPieces& body, bool allow_pooled, bool& was_pooled);
 
   GatewayContext& ctx_;
   ReplicaId replica_;

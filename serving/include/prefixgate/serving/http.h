@@ -146,7 +146,8 @@ Awaitable<beast::error_code> write_text(beast::tcp_stream& stream, std::string_v
 // for a call that almost always completes at once:
 //   TextBuffers buffers{asio::buffer(head), asio::buffer(body)};
 //   if (send_text_leaves_rest(stream, buffers, ec)) ec = co_await write_text_rest(stream, buffers);
-using TextBuffers = std::array<asio::const_buffer, 2>;
+// Up to 8 buffers (a head and a body in pieces); those left out are empty and skipped.
+using TextBuffers = std::array<asio::const_buffer, 8>;
 // Sends what the socket takes at once and drops it from `buffers`; true when some is left.
 bool send_text_leaves_rest(beast::tcp_stream& stream, TextBuffers& buffers, beast::error_code& ec);
 Awaitable<beast::error_code> write_text_rest(beast::tcp_stream& stream, TextBuffers buffers);
