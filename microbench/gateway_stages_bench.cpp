@@ -14,6 +14,7 @@
 // without it.
 #include <benchmark/benchmark.h>
 
+#include <array>
 #include <cstdio>
 #include <fstream>
 #include <random>
@@ -247,6 +248,50 @@ void BM_StageBlockHashesMemo(benchmark::State& state, bool bpe) {
 }
 BENCHMARK_CAPTURE(BM_StageBlockHashesMemo, byte, false);
 BENCHMARK_CAPTURE(BM_StageBlockHashesMemo, llama3, true);
+
+// The same, the memo comparing the rendered text and the encoding's stretches instead of the
+// tokens (as the gateway calls it): two encodings that differ in their last byte, in turns.
+void BM_StageBlockHashesMemoByText(benchmark::State& state, bool bpe) {
+  std::size_t at = 0;
+  const std::string body = agent_body(10, at);
+  const Prep prep(bpe, false);
+  if (!prep.error.empty()) {
+    state.SkipWithError(prep.error.c_str());
+    return;
+  }
+  const auto parsed = canon::parse_request(body, canon::Endpoint::kChatCompletions);
+  const canon::PromptModel& model = prep.model();
+  struct Encoding {
+    std::string text;
+    std::vector<canon::TokenId> tokens;
+    std::vector<canon::EncodedStretch> stretches;
+  };
+  std::array<Encoding, 2> turns;
+  for (std::size_t i = 0; i < turns.size(); ++i) {
+    turns[i].text = canon::analyze_prompt(*parsed, model)->rendered.text;
+    turns[i].text.back() = static_cast<char>('a' + i);
+    model.tokenizer->encode(turns[i].text, turns[i].tokens,
+                            {.parse_special = true, .stretches = &turns[i].stretches});
+  }
+  const std::uint64_t root = canon::block_hash_root(model.model_id);
+  canon::BlockHashMemo memo;
+  std::vector<std::uint64_t> hashes;
+  std::size_t n = 0;
+  for (auto _ : state) {
+    const Encoding& e = turns[n++ % 2];
+    memo.hashes({.tokens = e.tokens,
+                 .text = e.text,
+                 .stretches = e.stretches,
+                 .tokenizer = model.tokenizer->identity()},
+                16, root, hashes);
+    benchmark::DoNotOptimize(hashes.data());
+  }
+  state.counters["tokens"] = static_cast<double>(turns[0].tokens.size());
+  state.SetBytesProcessed(
+      static_cast<std::int64_t>(state.iterations() * turns[0].tokens.size() * 4));
+}
+BENCHMARK_CAPTURE(BM_StageBlockHashesMemoByText, byte, false);
+BENCHMARK_CAPTURE(BM_StageBlockHashesMemoByText, llama3, true);
 
 // prepare_request on a conversation of range(0) earlier turns and a new last user turn.
 void BM_AgentTurn(benchmark::State& state, bool bpe, bool cache) {

@@ -11,7 +11,9 @@
 //     stretches (tokenizer.h): a stretch between added tokens encodes to tokens that depend only
 //     on its bytes, where it starts and the tokenizer (what the segment cache relies on too,
 //     segment_cache.h), so every leading stretch that both encodings list alike, over the same
-//     bytes, has the same tokens. The text is a quarter of the byte tokenizer's tokens' bytes.
+//     bytes, has the same tokens. Taken where the text is the fewer bytes: a quarter of the
+//     byte tokenizer's tokens' bytes (a BPE tokenizer's prose, four to six bytes a token, is
+//     compared by its tokens).
 //
 // Memory: kEntries streams of at most kMaxTokens tokens each, their hashes (8 / block size
 // bytes per token) and their tokens (4 bytes each) or their text and stretches copied. A stream
@@ -55,8 +57,9 @@ class BlockHashMemo {
   // them came from the memo.
   std::size_t hashes(std::span<const TokenId> tokens, std::size_t block_size, std::uint64_t root,
                      std::vector<std::uint64_t>& out);
-  // The same, comparing text and stretches instead of tokens. `stretches` must cover the
-  // tokens in order, as encode() lists them; without any it compares the tokens.
+  // The same, comparing text and stretches instead of tokens where the text is the fewer
+  // bytes. `stretches` must cover the tokens in order, as encode() lists them; without any (or
+  // where the tokens are fewer bytes) it compares the tokens.
   std::size_t hashes(const EncodedText& in, std::size_t block_size, std::uint64_t root,
                      std::vector<std::uint64_t>& out);
 
