@@ -28,7 +28,9 @@
 // last, so a client that dribbles its headers or body a byte at a time is bounded. They run
 // behind one lazy timer per connection (socket_deadline.h), so a keep-alive request starts and
 // cancels none. A request that arrives whole in its first read is parsed where it lies
-// (socket_io.h); answers go out with one non-blocking write when the socket takes them.
+// (socket_io.h); the read has room for 16 KB, or for as much as the connection's last request
+// up to 64 KB (ReadSizer), so that an agent's growing conversation comes in one read. Answers
+// go out with one non-blocking write when the socket takes them.
 // Shutdown (request_shutdown(), or SIGINT/SIGTERM with handle_signals): stop accepting, close
 // idle connections, let busy ones finish their request (draining() turns keep-alive off), give
 // up after drain_timeout.
