@@ -7,6 +7,10 @@
 # Usage: tools/prefixgate-bench/cpu_split.sh [GATEWAY_BINARY...]   (default build/release/gateway/prefixgate)
 # Prints one line per target and round:
 #   NAME user U sys S total T us/req requests=N rps=R p50_us=P
+# and, after the last round, a line per target with the medians over the rounds of its CPU per
+# request and of its ratio, round by round, to nginx's and to gateway0's (on a host whose speed
+# moves from minute to minute, the ratio within a round is the number that holds still):
+#   median NAME T us/req, Xx nginx, Yx gateway0 (N rounds)
 # CPU comes from /proc/PID/stat (utime and stime, in clock ticks) before and after the run. The
 # gateways and nginx (one worker, an upstream keep-alive pool) share CPU 0; the engine and wrk
 # share CPU 1. Needs a second CPU, nginx and wrk.
@@ -74,6 +78,24 @@ for _ in $(seq "${ROUNDS:-3}"); do
     awk -v name="${names[$i]}" -v u=$((user1 - user0)) -v s=$((sys1 - sys0)) -v n="$n" \
       -v tick="$TICK_US" -v rest="$(grep -o 'rps=[0-9.]* \|p50_us=[0-9]*' <<<"$line" | tr -d '\n')" \
       'BEGIN { printf "%-9s user %5.1f sys %5.1f total %5.1f us/req requests=%d %s\n",
-               name, u * tick / n, s * tick / n, (u + s) * tick / n, n, rest }'
+               name, u * tick / n, s * tick / n, (u + s) * tick / n, n, rest }' |
+      tee -a "$TMP/rounds.txt"
   done
 done
+
+# Medians over the rounds: of each target's CPU per request, and of its ratio to nginx's and to
+# gateway0's in the same round.
+python3 - "$TMP/rounds.txt" <<'PY'
+import statistics
+import sys
+
+rounds = {}
+for line in open(sys.argv[1]):
+    name, total = line.split()[0], float(line.split()[6])
+    rounds.setdefault(name, []).append(total)
+for name, totals in rounds.items():
+    ratio = {ref: statistics.median(t / r for t, r in zip(totals, rounds[ref]))
+             for ref in ("nginx", "gateway0")}
+    print(f"median {name:<9} {statistics.median(totals):5.1f} us/req, "
+          f"{ratio['nginx']:.3f}x nginx, {ratio['gateway0']:.3f}x gateway0 ({len(totals)} rounds)")
+PY
