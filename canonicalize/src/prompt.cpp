@@ -39,8 +39,9 @@ Status analyze_prompt_into(const ParsedRequest& request, const PromptModel& mode
   out.stretch_scratch.clear();
   // The memo compares a prompt's text and stretches rather than its tokens (a quarter of the
   // bytes with the byte tokenizer): listing the stretches costs a few entries per message.
-  if (model.remember_block_hashes && offsets == ByteOffsets::kSkip)
+  if (model.remember_block_hashes && offsets == ByteOffsets::kSkip) {
     offsets = ByteOffsets::kOnDemand;
+  }
   tokenize_request_into(request, out.rendered, *model.tokenizer, model.segment_cache, out.tokens,
                         offsets);
   const std::uint64_t root = block_hash_root(model.model_id, request.cache_salt);
