@@ -86,6 +86,19 @@ __device__ __forceinline__ void unpack(const uint4& v, float (&out)[16]) {
   }
 }
 
+// 2^x by the special-function unit alone (ex2.approx.ftz: relative error within 2^-22, results
+// below 2^-126 flush to 0, 2^-inf = 0), where exp2f adds range handling around it. Softmax
+// weights need no more.
+__device__ __forceinline__ float fast_exp2(float x) {
+#if defined(PREFIXGATE_KERNELS_EMU)
+  return std::exp2(x);
+#else
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+#endif
+}
+
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
   for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);

@@ -447,7 +447,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes, DecodeAttentionTest,
                                            AttentionShape{128, 4, KvDtype::kBf16},
                                            AttentionShape{256, 2, KvDtype::kBf16},
                                            AttentionShape{16, 2, KvDtype::kFp8E4m3},
-                                           AttentionShape{128, 4, KvDtype::kFp8E4m3}),
+                                           AttentionShape{128, 4, KvDtype::kFp8E4m3},
+                                           AttentionShape{256, 8, KvDtype::kFp8E4m3}),
                          shape_name);
 
 TEST(KernelsTest, DecodeAttentionPagedEqualsContiguous) {

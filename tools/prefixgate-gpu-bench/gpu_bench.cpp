@@ -98,6 +98,8 @@ struct Sizes {
   int prefill_prefix;  // the cached prefix of the prefill-after-prefix case
   int heads, kv_heads, head_dim;
   int reps;
+  double l2_flush_bytes;  // what rotating buffers add up to at least (several L2 caches)
+  std::vector<int> gemv_rows;
 };
 
 double measure_copy(k::Ops& ops, const Sizes& s, Report& report) {
@@ -169,10 +171,20 @@ void measure_decode(k::Ops& ops, const Sizes& s, double copy_tbps, Report& repor
       for (int batch : s.batches) {
         const std::size_t pages_each = static_cast<std::size_t>((context + 15) / 16);
         const std::size_t pages = pages_each * static_cast<std::size_t>(batch);
-        KvPool pool(ops, dtype, s.kv_heads, s.head_dim, pages);
-        std::vector<std::int32_t> table(pages);
+        const double element = dtype == k::KvDtype::kBf16 ? 2.0 : 1.0 + 4.0 / s.head_dim;
+        const double bytes =
+            2.0 * batch * static_cast<double>(context) * s.kv_heads * s.head_dim * element;
+        // Runs take turns over copies of the pages that together outgrow the L2 cache, as a
+        // model's layers do: each run reads its K/V from memory, not from the last run's L2.
+        const std::size_t copies = static_cast<std::size_t>(std::ceil(s.l2_flush_bytes / bytes));
+        KvPool pool(ops, dtype, s.kv_heads, s.head_dim, pages * copies);
+        std::vector<std::int32_t> table(pages * copies);
         std::iota(table.begin(), table.end(), 0);
-        std::shuffle(table.begin(), table.end(), std::mt19937(5));
+        for (std::size_t c = 0; c < copies; ++c) {
+          std::shuffle(table.begin() + static_cast<std::ptrdiff_t>(c * pages),
+                       table.begin() + static_cast<std::ptrdiff_t>((c + 1) * pages),
+                       std::mt19937(5));
+        }
         std::vector<std::int32_t> rows(static_cast<std::size_t>(batch)), lens(rows.size(), context);
         std::iota(rows.begin(), rows.end(), 0);
         Memory d_table(ops, table.size() * 4), d_rows(ops, rows.size() * 4),
@@ -202,10 +214,12 @@ void measure_decode(k::Ops& ops, const Sizes& s, double copy_tbps, Report& repor
                                          .softmax_scale = 0.088f,
                                          .num_splits = splits,
                                          .workspace = workspace.as()};
-        const double ms = time_ms(ops, 2, s.reps, [&] { ops.decode_attention(p); });
-        const double element = dtype == k::KvDtype::kBf16 ? 2.0 : 1.0 + 4.0 / s.head_dim;
-        const double bytes =
-            2.0 * batch * static_cast<double>(context) * s.kv_heads * s.head_dim * element;
+        std::size_t turn = 0;
+        const double ms = time_ms(ops, 2, s.reps, [&] {
+          k::DecodeAttentionParams run = p;
+          run.page_table += (turn++ % copies) * pages;
+          ops.decode_attention(run);
+        });
         report.add("decode_attention",
                    std::string(dname) + " ctx " + std::to_string(context) + " batch " +
                        std::to_string(batch) + " (" + std::to_string(splits) + " splits)",
@@ -285,6 +299,51 @@ void measure_gemms(k::Ops& ops, const Sizes& s, double peak, Report& report) {
   }
 }
 
+// A decode step's GEMMs at a few rows (cuBLASLt, as Ops::gemm runs them): weight bytes read
+// per second against the copy bandwidth, which is what bounds a small batch's decode step. Runs
+// take turns over copies of W that together outgrow the L2 cache.
+void measure_gemv(k::Ops& ops, const Sizes& s, int vocab, double copy_tbps, Report& report) {
+  const int hidden = s.heads * s.head_dim;
+  const struct {
+    const char* name;
+    int out, in;
+  } shapes[] = {{"qkv", (s.heads + 2 * s.kv_heads) * s.head_dim, hidden},
+                {"o", hidden, hidden},
+                {"gate_up", 2 * hidden * 7 / 2, hidden},
+                {"down", hidden, hidden * 7 / 2},
+                {"lm_head", vocab, hidden}};
+  for (int rows : s.gemv_rows) {
+    for (const auto& shape : shapes) {
+      const double w_bytes = 2.0 * shape.out * shape.in;
+      const std::size_t copies = static_cast<std::size_t>(std::ceil(s.l2_flush_bytes / w_bytes));
+      const std::size_t w_elems = static_cast<std::size_t>(shape.out) * shape.in;
+      Memory x(ops, static_cast<std::size_t>(rows) * shape.in * 2), w(ops, copies * w_elems * 2),
+          y(ops, static_cast<std::size_t>(rows) * shape.out * 4);
+      ops.fill_random({.bf16_out = x.as<std::uint16_t>(),
+                       .count = static_cast<std::size_t>(rows) * shape.in,
+                       .seed = 1});
+      ops.fill_random({.bf16_out = w.as<std::uint16_t>(),
+                       .count = copies * w_elems,
+                       .seed = 2,
+                       .scale = 0.02f});
+      std::size_t turn = 0;
+      const double ms = time_ms(ops, 2, s.reps, [&] {
+        ops.gemm({.x = x.as<std::uint16_t>(),
+                  .w = w.as<std::uint16_t>() + (turn++ % copies) * w_elems,
+                  .y = y.as(),
+                  .y_fp32 = true,
+                  .rows = rows,
+                  .in = shape.in,
+                  .out = shape.out});
+      });
+      report.add("gemv",
+                 std::string(shape.name) + " " + std::to_string(rows) + "x" +
+                     std::to_string(shape.out) + "x" + std::to_string(shape.in),
+                 w_bytes / (ms * 1e-3) / 1e12, "TB/s", copy_tbps);
+    }
+  }
+}
+
 // The engine's own path: CudaDevice::execute, host orchestration included.
 struct EngineRig {
   EngineRig(std::unique_ptr<engine::CudaDevice> dev, std::size_t pages)
@@ -357,14 +416,20 @@ void measure_engine(std::unique_ptr<k::Ops> ops, const engine::ModelSpec& spec, 
     std::exit(1);
   }
   const double weight_gb = static_cast<double>((*made)->weight_bytes()) / 1e9;
+  // What a decode step reads: every weight but the embedding table, of which it reads one row
+  // per sequence (unless the table is also the output head).
+  const double step_gb =
+      weight_gb - (spec.tie_word_embeddings
+                       ? 0.0
+                       : 2.0 * static_cast<double>(spec.vocab_size) * spec.hidden_size / 1e9);
   const std::size_t pages = (static_cast<std::size_t>(batch) * (context + decode_steps + 16) +
                              2 * (prefix + suffix + 16)) /
                                 16 +
                             64;
   EngineRig rig(std::move(*made), pages);
   const std::size_t vocab = spec.vocab_size;
-  std::printf("engine: %s, %.2f GB of bf16 weights, %zu KV pages\n", spec.id.c_str(), weight_gb,
-              pages);
+  std::printf("engine: %s, %.2f GB of bf16 weights (%.2f GB read per decode step), %zu KV pages\n",
+              spec.id.c_str(), weight_gb, step_gb, pages);
 
   // Batch-1 decode: every step reads every weight once. With decode graphs (the default) and
   // with every kernel launched from the host.
@@ -376,7 +441,7 @@ void measure_engine(std::unique_ptr<k::Ops> ops, const engine::ModelSpec& spec, 
     const double start = now_ms();
     for (int i = 0; i < decode_steps; ++i) run_step(rig, {&s}, 1);
     const double per_token_ms = (now_ms() - start) / decode_steps;
-    const double roofline = copy_tbps * 1e12 / (weight_gb * 1e9);  // tokens/s
+    const double roofline = copy_tbps * 1e12 / (step_gb * 1e9);  // tokens/s
     report.add("engine", graphs ? "batch-1 decode" : "batch-1 decode, no graphs",
                1000.0 / per_token_ms, "tok/s", roofline);
     for (engine::PageId p : s.pages) rig.pool.release(p);
@@ -438,6 +503,12 @@ int main(int argc, char** argv) {
   app.add_flag("--emu", emu,
                "run toy sizes in the CPU emulator (checks the benchmark, measures nothing)");
   app.add_flag("--skip-engine", skip_engine, "kernels only");
+  std::vector<std::string> only;
+  const std::vector<std::string> groups = {"decode_attention", "prefill_attention", "gemm", "gemv",
+                                           "engine"};
+  app.add_option("--only", only, "measure only these groups (the ceilings always)")
+      ->check(CLI::IsMember(groups))
+      ->delimiter(',');
   app.add_option("--json", json_path, "write the results as JSON here");
   try {
     app.parse(argc, argv);
@@ -460,24 +531,39 @@ int main(int argc, char** argv) {
   }
   const std::string device = ops->name();
   std::printf("prefixgate-gpu-bench on %s\n", device.c_str());
-  const Sizes sizes = emu ? Sizes{1 << 20, 256, {64, 200}, {1, 3}, {64}, {32}, 128, 4, 2, 64, 2}
-                          : Sizes{1ull << 31,  8192,        {1024, 8192, 32768},
-                                  {1, 16, 64}, {512, 4096}, {512, 2048, 8192},
-                                  8192,        32,          8,
-                                  128,         20};
+  const Sizes sizes =
+      emu ? Sizes{1 << 20, 256, {64, 200}, {1, 3}, {64}, {32}, 128, 4, 2, 64, 2, 1 << 20, {1, 3}}
+          : Sizes{1ull << 31,  8192,        {1024, 8192, 32768},
+                  {1, 16, 64}, {512, 4096}, {512, 2048, 8192},
+                  8192,        32,          8,
+                  128,         20,          256e6,
+                  {1, 4}};
   Report report;
   std::printf("ceilings\n");
   const double copy_tbps = measure_copy(*ops, sizes, report);
   const double peak = gemm_tflops(*ops, sizes.gemm_peak, sizes.gemm_peak, sizes.gemm_peak,
                                   std::max(2, sizes.reps / 2));
   report.add("ceiling", "bf16 GEMM " + std::to_string(sizes.gemm_peak) + "^3", peak, "TFLOP/s");
-  std::printf("decode attention (K/V bytes read)\n");
-  measure_decode(*ops, sizes, copy_tbps, report);
-  std::printf("prefill attention\n");
-  measure_prefill(*ops, sizes, report);
-  std::printf("GEMMs at prefill sizes\n");
-  measure_gemms(*ops, sizes, peak, report);
-  if (!skip_engine) {
+  const auto wanted = [&](const std::string& group) {
+    return only.empty() || std::find(only.begin(), only.end(), group) != only.end();
+  };
+  if (wanted("decode_attention")) {
+    std::printf("decode attention (K/V bytes read)\n");
+    measure_decode(*ops, sizes, copy_tbps, report);
+  }
+  if (wanted("prefill_attention")) {
+    std::printf("prefill attention\n");
+    measure_prefill(*ops, sizes, report);
+  }
+  if (wanted("gemm")) {
+    std::printf("GEMMs at prefill sizes\n");
+    measure_gemms(*ops, sizes, peak, report);
+  }
+  if (wanted("gemv")) {
+    std::printf("GEMMs at decode sizes (weight bytes read)\n");
+    measure_gemv(*ops, sizes, emu ? 1000 : 128256, copy_tbps, report);
+  }
+  if (!skip_engine && wanted("engine")) {
     std::printf("engine\n");
     engine::ModelSpec spec;
     if (emu) {

@@ -115,7 +115,7 @@ struct DecodeAttentionParams {
   int num_heads = 0;  // H; H / G must be 1, 2, 4 or 8
   KvCacheView cache;
   float softmax_scale = 0;
-  int num_splits = 1;  // see decode_attention_splits()
+  int num_splits = 1;  // 1 to 64; see decode_attention_splits()
   // Partial results when num_splits > 1: decode_attention_workspace_bytes() bytes.
   void* workspace = nullptr;
 };
