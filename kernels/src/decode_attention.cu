@@ -334,41 +334,48 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<GROUP>)
 }
 
 // Grid (B, H), kMergeThreads threads: out = sum_s 2^(lse_s - max) o_s / sum_s 2^(lse_s - max).
-// The splits' weights are computed once, in parallel, into shared memory; then each thread sums
-// its dims over the splits with the loads unrolled, so they are in flight together rather than
-// one latency after another.
-constexpr int kMergeThreads = 128;
+// The splits' weights are computed once, in parallel, into shared memory. Then the threads
+// take (dim, part) pairs: part k of PARTS sums the splits k, k + PARTS, ... with its loads
+// unrolled, so that all of a dim's loads are in flight at once, and the parts add up through
+// shared memory.
+constexpr int kMergeThreads = 512;
 constexpr int kMaxSplits = 64;  // decode_attention_splits() never plans more
-__global__ void __launch_bounds__(kMergeThreads)
-    decode_merge_kernel(DecodeAttentionParams p, int head_dim) {
+template <int D>
+__global__ void __launch_bounds__(kMergeThreads) decode_merge_kernel(DecodeAttentionParams p) {
+  constexpr int PARTS = kMergeThreads / D;
   const int b = static_cast<int>(blockIdx.x);
   const int h = static_cast<int>(blockIdx.y);
   const int t = static_cast<int>(threadIdx.x);
   const auto* partial_out = static_cast<const float*>(p.workspace);
   const float* lse =
-      partial_out + static_cast<std::int64_t>(gridDim.x) * p.num_heads * p.num_splits * head_dim;
+      partial_out + static_cast<std::int64_t>(gridDim.x) * p.num_heads * p.num_splits * D;
   const std::int64_t first = (static_cast<std::int64_t>(b) * p.num_heads + h) * p.num_splits;
   __shared__ float weights[kMaxSplits];
-  __shared__ float warp_max_of[kMergeThreads / 32];
-  const float mine = t < p.num_splits ? lse[first + t] : kNegInf;
-  const float wmax = warp_max(mine);
-  if (t % 32 == 0) warp_max_of[t / 32] = wmax;
+  __shared__ float parts[PARTS][D];
+  if (t < 32) {  // the splits' weights, by the first warp (at most 64 splits)
+    const float a = t < p.num_splits ? lse[first + t] : kNegInf;
+    const float c = t + 32 < p.num_splits ? lse[first + t + 32] : kNegInf;
+    const float m = warp_max(fmaxf(a, c));
+    if (t < p.num_splits) weights[t] = a == kNegInf ? 0.0f : exp2f(a - m);
+    if (t + 32 < p.num_splits) weights[t + 32] = c == kNegInf ? 0.0f : exp2f(c - m);
+  }
   __syncthreads();
-  float m = kNegInf;
-  for (int w = 0; w < kMergeThreads / 32; ++w) m = fmaxf(m, warp_max_of[w]);
-  if (t < p.num_splits) weights[t] = mine == kNegInf ? 0.0f : exp2f(mine - m);
+  const int dim = t % D;
+  const int part = t / D;
+  const float* o = partial_out + first * D + dim;
+  float acc = 0;
+#pragma unroll 16
+  for (int s = part; s < p.num_splits; s += PARTS) acc += weights[s] * o[s * D];
+  parts[part][dim] = acc;
   __syncthreads();
+  if (t >= D) return;
   float total = 0;
   for (int s = 0; s < p.num_splits; ++s) total += weights[s];
-  for (int dim = t; dim < head_dim; dim += kMergeThreads) {
-    float acc = 0;
-    const float* o = partial_out + first * head_dim + dim;
-#pragma unroll 8
-    for (int s = 0; s < p.num_splits; ++s) acc += weights[s] * o[s * head_dim];
-    p.out[static_cast<std::int64_t>(p.q_rows[b]) * p.out_row_stride +
-          static_cast<std::int64_t>(h) * head_dim + dim] =
-        float_to_bf16(total > 0 ? acc / total : 0.0f);
-  }
+  float sum = 0;
+#pragma unroll
+  for (int k = 0; k < PARTS; ++k) sum += parts[k][t];
+  p.out[static_cast<std::int64_t>(p.q_rows[b]) * p.out_row_stride +
+        static_cast<std::int64_t>(h) * D + t] = float_to_bf16(total > 0 ? sum / total : 0.0f);
 }
 
 template <class CacheT, int D, int GROUP>
@@ -378,10 +385,10 @@ void launch(const DecodeAttentionParams& p, void* stream) {
                   static_cast<unsigned>(p.num_seqs));
   PG_LAUNCH(kernel, grid, dim3(kThreads), 0, stream, p);
   if (p.num_splits > 1) {
-    auto* merge_kernel = &decode_merge_kernel;
+    auto* merge_kernel = &decode_merge_kernel<D>;
     PG_LAUNCH(merge_kernel,
               dim3(static_cast<unsigned>(p.num_seqs), static_cast<unsigned>(p.num_heads)),
-              dim3(kMergeThreads), 0, stream, p, D);
+              dim3(kMergeThreads), 0, stream, p);
   }
 }
 
