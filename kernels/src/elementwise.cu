@@ -23,15 +23,45 @@ __global__ void embedding_kernel(EmbeddingParams p) {
   }
 }
 
-// One block per output row. The residual is read once into the sum of squares pass (and
-// written back with `add`), then read again for the output: a row is a few KB, in L1/L2.
+// One block per output row. Rows of up to kThreads * kNormPerThread dims (Llama-3-8B's 4096)
+// stay in registers: every load of the row (residual, addend, weights) is issued before the
+// first is needed, so a row costs about one memory latency, not one per stride of the block.
+// Longer rows take the loop, reading the residual again for the output (it is in L1/L2).
+constexpr int kNormPerThread = 16;
 __global__ void rms_norm_kernel(RmsNormParams p) {
   const int i = static_cast<int>(blockIdx.x);
   const int r = p.rows_index != nullptr ? p.rows_index[i] : i;
+  const int tid = static_cast<int>(threadIdx.x);
+  const int step = static_cast<int>(blockDim.x);
   float* x = p.residual + static_cast<std::int64_t>(r) * p.dim;
   const float* add = p.add != nullptr ? p.add + static_cast<std::int64_t>(r) * p.dim : nullptr;
+  std::uint16_t* out = p.out + static_cast<std::int64_t>(i) * p.dim;
   float sum_sq = 0;
-  for (int j = static_cast<int>(threadIdx.x); j < p.dim; j += static_cast<int>(blockDim.x)) {
+  if (p.dim <= step * kNormPerThread) {
+    float v[kNormPerThread];
+    float w[kNormPerThread];
+#pragma unroll
+    for (int k = 0; k < kNormPerThread; ++k) {
+      const int j = tid + k * step;
+      v[k] = j < p.dim ? x[j] : 0.0f;
+      if (add != nullptr && j < p.dim) v[k] += add[j];
+      w[k] = j < p.dim ? p.weight[j] : 0.0f;
+      sum_sq += v[k] * v[k];
+    }
+    if (add != nullptr) {
+#pragma unroll
+      for (int k = 0; k < kNormPerThread; ++k) {
+        if (tid + k * step < p.dim) x[tid + k * step] = v[k];
+      }
+    }
+    const float inv_rms = rsqrtf(block_sum(sum_sq) / static_cast<float>(p.dim) + p.eps);
+#pragma unroll
+    for (int k = 0; k < kNormPerThread; ++k) {
+      if (tid + k * step < p.dim) out[tid + k * step] = float_to_bf16(v[k] * inv_rms * w[k]);
+    }
+    return;
+  }
+  for (int j = tid; j < p.dim; j += step) {
     float v = x[j];
     if (add != nullptr) {
       v += add[j];
@@ -40,8 +70,7 @@ __global__ void rms_norm_kernel(RmsNormParams p) {
     sum_sq += v * v;
   }
   const float inv_rms = rsqrtf(block_sum(sum_sq) / static_cast<float>(p.dim) + p.eps);
-  std::uint16_t* out = p.out + static_cast<std::int64_t>(i) * p.dim;
-  for (int j = static_cast<int>(threadIdx.x); j < p.dim; j += static_cast<int>(blockDim.x)) {
+  for (int j = tid; j < p.dim; j += step) {
     out[j] = float_to_bf16(x[j] * inv_rms * p.weight[j]);
   }
 }
@@ -76,6 +105,8 @@ __global__ void argmax_kernel(ArgmaxParams p) {
   const float* row = p.logits + static_cast<std::int64_t>(blockIdx.x) * p.vocab;
   float best = kNegInf;
   int best_index = 0x7fffffff;
+  // Unrolled, so that several loads of the row are in flight per thread.
+#pragma unroll 8
   for (int i = static_cast<int>(threadIdx.x); i < p.vocab; i += static_cast<int>(blockDim.x)) {
     float v = row[i];
     if (v != v) v = kNegInf;
@@ -154,7 +185,7 @@ void rope_table(const RopeTableParams& p, void* stream) {
 
 void argmax(const ArgmaxParams& p, void* stream) {
   if (p.rows == 0) return;
-  PG_LAUNCH(argmax_kernel, dim3(static_cast<unsigned>(p.rows)), dim3(512), 0, stream, p);
+  PG_LAUNCH(argmax_kernel, dim3(static_cast<unsigned>(p.rows)), dim3(1024), 0, stream, p);
 }
 
 void fill_random(const FillRandomParams& p, void* stream) {

@@ -1,5 +1,5 @@
 // RoPE on the new tokens' q and k, fused with writing k and v into their KV pages (bf16, or
-// e4m3 with one scale per token and head). One block per token, one warp per head.
+// e4m3 with one scale per token and head). One block per token and eight heads, one warp per head.
 #include "kv_cache.cuh"
 
 namespace prefixgate::kernels::PG_NS {
@@ -52,8 +52,11 @@ __global__ void rope_kv_kernel(RopeKvParams p) {
   const std::int64_t page = slot / c.page_tokens;
   const int in_page = static_cast<int>(slot % c.page_tokens);
 
-  // Warp-uniform loop: every lane of a warp takes the same heads (store_head reduces).
-  for (int h = warp; h < heads; h += kWarps) {
+  // Block y of a token takes heads [y * kWarps, + kWarps), one per warp, so that a decode
+  // step's few tokens still spread over many multiprocessors. Warp-uniform: every lane of a
+  // warp takes the same head (store_head reduces over the warp).
+  const int h = static_cast<int>(blockIdx.y) * kWarps + warp;
+  if (h < heads) {
     std::uint16_t* head = row + static_cast<std::int64_t>(h) * d;
     float v[kMaxPerLane] = {};
     const bool is_v = h >= p.num_heads + g_heads;
@@ -87,8 +90,11 @@ __global__ void rope_kv_kernel(RopeKvParams p) {
 
 void rope_kv_write(const RopeKvParams& p, void* stream) {
   if (p.num_tokens == 0) return;
-  PG_LAUNCH(rope_kv_kernel, dim3(static_cast<unsigned>(p.num_tokens)), dim3(kWarps * 32), 0, stream,
-            p);
+  const int heads = p.num_heads + 2 * p.cache.num_kv_heads;
+  PG_LAUNCH(rope_kv_kernel,
+            dim3(static_cast<unsigned>(p.num_tokens),
+                 static_cast<unsigned>((heads + kWarps - 1) / kWarps)),
+            dim3(kWarps * 32), 0, stream, p);
 }
 
 }  // namespace prefixgate::kernels::PG_NS

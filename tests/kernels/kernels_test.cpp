@@ -180,7 +180,7 @@ TEST(KernelsTest, EmbeddingGathersRows) {
 
 TEST(KernelsTest, RmsNormAddsResidualThenNormalizes) {
   PREFIXGATE_OPS_OR_SKIP(ops);
-  for (int dim : {64, 300, 4096}) {
+  for (int dim : {64, 300, 4096, 5000}) {  // 5000: past what a thread holds in registers
     const int rows = 3;
     const std::size_t n = static_cast<std::size_t>(rows * dim);
     std::vector<float> residual = random_floats(n, 2, 3.0f);
@@ -487,7 +487,9 @@ TEST(KernelsTest, DecodeAttentionSplitPlanner) {
   // Few long sequences split; many sequences already fill the GPU; short contexts never split
   // below min_split_tokens.
   EXPECT_EQ(decode_attention_splits(1, 8, 32768, 132), 64);
-  EXPECT_EQ(decode_attention_splits(64, 8, 32768, 132), 2);
+  EXPECT_EQ(decode_attention_splits(64, 8, 32768, 132), 1);
+  // 16 x 8 blocks: 4 splits fill the 528 places of one wave; a fifth would start a second.
+  EXPECT_EQ(decode_attention_splits(16, 8, 8192, 132), 4);
   EXPECT_EQ(decode_attention_splits(1, 8, 300, 132), 2);
   EXPECT_EQ(decode_attention_splits(1, 8, 100, 132), 1);
   EXPECT_EQ(decode_attention_splits(1, 8, 8192, 132), 64);

@@ -120,8 +120,9 @@ struct DecodeAttentionParams {
   void* workspace = nullptr;
 };
 
-// Splits that keep every multiprocessor busy: about `waves` blocks per multiprocessor, each
-// split at least `min_split_tokens` keys long.
+// Splits that fill one wave of blocks (`waves` blocks per multiprocessor, what the decode
+// kernel's registers let run at once) and no more, each split at least `min_split_tokens` keys
+// long, at most 64.
 int decode_attention_splits(int num_seqs, int num_kv_heads, int max_context_len,
                             int multiprocessors, int min_split_tokens = 128, int waves = 4);
 // Null when the attention kernels support (head_dim, query heads per KV head), else why not.
