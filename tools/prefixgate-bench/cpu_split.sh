@@ -22,6 +22,11 @@
 #   SECONDS_EACH=N    wrk run per target and round (default 4)
 #   ENGINE_ARGS="..." more prefixgate-engine arguments (e.g. --max-model-len 65536 for TURNS=10)
 #   GATEWAY_ARGS="..." more arguments for every gateway
+#   TURNS_LIST="A B"  with overhead_agent.lua: each round runs every target at each of these
+#                     conversation lengths (TURNS), so that a long prompt's cost is read against
+#                     a short one's in the same rounds; names get "/tA", and the summary adds
+#                     each target's median ratio, round by round, of the last length to the first
+#                     and compares each name with nginx at the same length
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -66,26 +71,32 @@ server_pids+=("$NGINX_WORKER")
 ports+=("$NGINX_PORT")
 
 cpu_ticks() { awk '{ print $14, $15 }' "/proc/$1/stat"; }
+read -r -a turns_list <<<"${TURNS_LIST:-}"
+((${#turns_list[@]})) || turns_list=("")
 for _ in $(seq "${ROUNDS:-3}"); do
-  for i in "${!names[@]}"; do
-    url="http://127.0.0.1:${ports[$i]}"
-    taskset -c 1 wrk -t1 -c"${CONNS:-4}" -d1s -s "$LUA" "$url" >/dev/null  # warm-up
-    read -r user0 sys0 < <(cpu_ticks "${server_pids[$i]}")
-    line="$(taskset -c 1 wrk -t1 -c"${CONNS:-4}" -d"${SECONDS_EACH:-4}s" -s "$LUA" "$url" | grep '^PGBENCH')"
-    read -r user1 sys1 < <(cpu_ticks "${server_pids[$i]}")
-    [[ $line == *" errors=0 non2xx=0 "* ]] || { echo "cpu_split.sh: failures: $line" >&2; exit 1; }
-    n="$(grep -o 'requests=[0-9]*' <<<"$line" | cut -d= -f2)"
-    awk -v name="${names[$i]}" -v u=$((user1 - user0)) -v s=$((sys1 - sys0)) -v n="$n" \
-      -v tick="$TICK_US" -v rest="$(grep -o 'rps=[0-9.]* \|p50_us=[0-9]*' <<<"$line" | tr -d '\n')" \
-      'BEGIN { printf "%-9s user %5.1f sys %5.1f total %5.1f us/req requests=%d %s\n",
-               name, u * tick / n, s * tick / n, (u + s) * tick / n, n, rest }' |
-      tee -a "$TMP/rounds.txt"
+  for turns in "${turns_list[@]}"; do
+    if [[ -n $turns ]]; then export TURNS="$turns"; fi
+    for i in "${!names[@]}"; do
+      url="http://127.0.0.1:${ports[$i]}"
+      name="${names[$i]}${turns:+/t$turns}"
+      taskset -c 1 wrk -t1 -c"${CONNS:-4}" -d1s -s "$LUA" "$url" >/dev/null  # warm-up
+      read -r user0 sys0 < <(cpu_ticks "${server_pids[$i]}")
+      line="$(taskset -c 1 wrk -t1 -c"${CONNS:-4}" -d"${SECONDS_EACH:-4}s" -s "$LUA" "$url" | grep '^PGBENCH')"
+      read -r user1 sys1 < <(cpu_ticks "${server_pids[$i]}")
+      [[ $line == *" errors=0 non2xx=0 "* ]] || { echo "cpu_split.sh: failures: $line" >&2; exit 1; }
+      n="$(grep -o 'requests=[0-9]*' <<<"$line" | cut -d= -f2)"
+      awk -v name="$name" -v u=$((user1 - user0)) -v s=$((sys1 - sys0)) -v n="$n" \
+        -v tick="$TICK_US" -v rest="$(grep -o 'rps=[0-9.]* \|p50_us=[0-9]*' <<<"$line" | tr -d '\n')" \
+        'BEGIN { printf "%-9s user %5.1f sys %5.1f total %5.1f us/req requests=%d %s\n",
+                 name, u * tick / n, s * tick / n, (u + s) * tick / n, n, rest }' |
+        tee -a "$TMP/rounds.txt"
+    done
   done
 done
 
 # Medians over the rounds: of each target's CPU per request, and of its ratio to nginx's and to
 # gateway0's in the same round.
-python3 - "$TMP/rounds.txt" <<'PY'
+python3 - "$TMP/rounds.txt" "${TURNS_LIST:-}" <<'PY'
 import statistics
 import sys
 
@@ -93,9 +104,18 @@ rounds = {}
 for line in open(sys.argv[1]):
     name, total = line.split()[0], float(line.split()[6])
     rounds.setdefault(name, []).append(total)
+lengths = sys.argv[2].split()
 for name, totals in rounds.items():
-    ratio = {ref: statistics.median(t / r for t, r in zip(totals, rounds[ref]))
+    suffix = name[name.index("/"):] if "/" in name else ""
+    ratio = {ref: statistics.median(t / r for t, r in zip(totals, rounds[ref + suffix]))
              for ref in ("nginx", "gateway0")}
-    print(f"median {name:<9} {statistics.median(totals):5.1f} us/req, "
-          f"{ratio['nginx']:.3f}x nginx, {ratio['gateway0']:.3f}x gateway0 ({len(totals)} rounds)")
+    print(f"median {name:<13} {statistics.median(totals):5.1f} us/req, "
+          f"{ratio['nginx']:.3f}x nginx{suffix}, {ratio['gateway0']:.3f}x gateway0{suffix} "
+          f"({len(totals)} rounds)")
+if len(lengths) >= 2:
+    first, last = lengths[0], lengths[-1]
+    for base in dict.fromkeys(name.split("/")[0] for name in rounds):
+        pairs = zip(rounds[f"{base}/t{last}"], rounds[f"{base}/t{first}"])
+        print(f"median {base:<13} TURNS={last} / TURNS={first}: "
+              f"{statistics.median(a / b for a, b in pairs):.3f}x ({len(rounds[base + '/t' + last])} rounds)")
 PY
