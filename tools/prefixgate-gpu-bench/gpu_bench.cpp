@@ -279,16 +279,22 @@ void measure_prefill(k::Ops& ops, const Sizes& s, Report& report) {
   }
 }
 
-void measure_gemms(k::Ops& ops, const Sizes& s, double peak, Report& report) {
-  // Llama-3-8B's layer GEMMs (out x in): fused qkv, o, fused gate/up, down.
+struct GemmShape {
+  const char* name;
+  int out, in;
+};
+
+// Llama-3-8B's layer GEMMs (out x in): fused qkv, o, fused gate/up, down.
+std::vector<GemmShape> layer_gemms(const Sizes& s) {
   const int hidden = s.heads * s.head_dim;
-  const struct {
-    const char* name;
-    int out, in;
-  } shapes[] = {{"qkv", (s.heads + 2 * s.kv_heads) * s.head_dim, hidden},
-                {"o", hidden, hidden},
-                {"gate_up", 2 * hidden * 7 / 2, hidden},
-                {"down", hidden, hidden * 7 / 2}};
+  return {{"qkv", (s.heads + 2 * s.kv_heads) * s.head_dim, hidden},
+          {"o", hidden, hidden},
+          {"gate_up", 2 * hidden * 7 / 2, hidden},
+          {"down", hidden, hidden * 7 / 2}};
+}
+
+void measure_gemms(k::Ops& ops, const Sizes& s, double peak, Report& report) {
+  const std::vector<GemmShape> shapes = layer_gemms(s);
   for (int rows : s.gemm_rows) {
     for (const auto& shape : shapes) {
       report.add("gemm",
@@ -303,15 +309,8 @@ void measure_gemms(k::Ops& ops, const Sizes& s, double peak, Report& report) {
 // per second against the copy bandwidth, which is what bounds a small batch's decode step. Runs
 // take turns over copies of W that together outgrow the L2 cache.
 void measure_gemv(k::Ops& ops, const Sizes& s, int vocab, double copy_tbps, Report& report) {
-  const int hidden = s.heads * s.head_dim;
-  const struct {
-    const char* name;
-    int out, in;
-  } shapes[] = {{"qkv", (s.heads + 2 * s.kv_heads) * s.head_dim, hidden},
-                {"o", hidden, hidden},
-                {"gate_up", 2 * hidden * 7 / 2, hidden},
-                {"down", hidden, hidden * 7 / 2},
-                {"lm_head", vocab, hidden}};
+  std::vector<GemmShape> shapes = layer_gemms(s);
+  shapes.push_back({"lm_head", vocab, s.heads * s.head_dim});
   for (int rows : s.gemv_rows) {
     for (const auto& shape : shapes) {
       const double w_bytes = 2.0 * shape.out * shape.in;
