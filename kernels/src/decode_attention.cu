@@ -50,22 +50,6 @@ __device__ __forceinline__ void merge(float& am, float& al, float (&aacc)[kVec],
   for (int v = 0; v < kVec; ++v) aacc[v] = aacc[v] * wa + bacc[v] * wb;
 }
 
-// Eight cache values as floats: bf16 from 16 bytes, e4m3 from 8.
-__device__ __forceinline__ void unpack8(const uint4& bits, float (&out)[8]) {
-  unpack(bits, out);
-}
-__device__ __forceinline__ void unpack8(const uint2& bits, float (&out)[8]) {
-  const std::uint32_t words[2] = {bits.x, bits.y};
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const auto pair = static_cast<__nv_fp8x2_storage_t>(words[i / 2] >> (16 * (i % 2)));
-    const __half2 h = __half2(__half2_raw(__nv_cvt_fp8x2_to_halfraw2(pair, __NV_E4M3)));
-    const float2 f = __half22float2(h);
-    out[2 * i] = f.x;
-    out[2 * i + 1] = f.y;
-  }
-}
-
 // The transposing reduction of a slot's partial scores over its lanes (offsets below LANES
 // stay in the slot). At each stage a lane keeps one half of its COUNT values, adds its
 // partner's copy of that half, and sends the other half, so after log2(LANES) stages lane
@@ -211,7 +195,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<GROUP>)
 #pragma unroll
     for (int j = 0; j < TILE; ++j) {
       float k[kVec];
-      unpack8(kbits[j], k);
+      unpack(kbits[j], k);  // bf16 from 16 bytes, e4m3 from 8
 #pragma unroll
       for (int gi = 0; gi < GROUP; ++gi) {
         float d = 0;
@@ -262,7 +246,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<GROUP>)
 #pragma unroll
     for (int j = 0; j < TILE; ++j) {
       float v[kVec];
-      unpack8(vbits[j], v);
+      unpack(vbits[j], v);
 #pragma unroll
       for (int gi = 0; gi < GROUP; ++gi) {
 #pragma unroll
