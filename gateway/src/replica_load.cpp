@@ -1,8 +1,24 @@
 #include "prefixgate/gateway/replica_load.h"
 
 #include <algorithm>
+#include <chrono>
 
 namespace prefixgate::gateway {
+
+namespace {
+
+Clock::duration seconds(double s) {
+  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+}
+
+}  // namespace
+
+double own_prefill_left_tokens(const ReplicaView& view, Clock::time_point now) {
+  const double own = static_cast<double>(view.inflight_prompt_tokens);
+  if (!(view.prefill_seconds_per_token > 0)) return own;
+  const double left = std::chrono::duration<double>(view.own_prefill_until - now).count();
+  return std::min(own, std::max(0.0, left) / view.prefill_seconds_per_token);
+}
 
 std::size_t uncached_prompt_tokens(const RouteRequest& request, const RouteDecision& decision) {
   return request.prompt_tokens - std::min(request.prompt_tokens, decision.predicted_cached_tokens);
@@ -13,13 +29,23 @@ void record_routed(PrefixIndex& index, RoutingPolicy& policy, ReplicaView& view,
                    Clock::time_point now) {
   index.predict(decision.replica, request.block_hashes, now);
   ++view.inflight_requests;
-  view.inflight_prompt_tokens += uncached_prompt_tokens(request, decision);
+  const std::size_t uncached = uncached_prompt_tokens(request, decision);
+  view.inflight_prompt_tokens += uncached;
+  // The replica computes it after what this gateway sent before it.
+  if (view.prefill_seconds_per_token > 0) {
+    view.own_prefill_until =
+        std::max(view.own_prefill_until, now) +
+        seconds(static_cast<double>(uncached) * view.prefill_seconds_per_token);
+  }
   policy.on_routed(request, decision, now);
 }
 
 void record_prefilled(PrefixIndex& index, ReplicaView& view, const RouteRequest& request,
                       std::size_t uncached_prompt_tokens, Clock::time_point now) {
   view.inflight_prompt_tokens -= std::min(view.inflight_prompt_tokens, uncached_prompt_tokens);
+  // Done sooner than predicted: none of this gateway's prefill is left there.
+  if (view.inflight_prompt_tokens == 0)
+    view.own_prefill_until = std::min(view.own_prefill_until, now);
   index.settle(view.id, request.block_hashes, now);
 }
 
@@ -33,7 +59,11 @@ void record_finished(PrefixIndex& index, RoutingPolicy& policy, ReplicaView& vie
   policy.on_finished(decision);
 }
 
-void apply_load_report(ReplicaView& view, const LoadReport& report) {
+void apply_load_report(ReplicaView& view, const LoadReport& report, Clock::time_point now) {
+  view.report_at = now;
+  const double own = own_prefill_left_tokens(view, now);
+  const auto reported = static_cast<double>(report.tokens_queued_for_prefill);
+  view.report_beyond_own_tokens = reported > own ? static_cast<std::size_t>(reported - own) : 0;
   view.running = report.running;
   view.waiting = report.waiting;
   view.kv_pages_used = report.kv_pages_used;

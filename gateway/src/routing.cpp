@@ -128,7 +128,7 @@ Status apply_options(std::string_view options, CacheAwareConfig& c) {
           "cache_aware option '" + std::string(item) +
               "': expected memory_aware=true|false, cost_in_seconds=true|false, "
               "cold_rendezvous=true|false, cohort_wait=true|false, next_end_wait=true|false, "
-              "soonest_holder=true|false, "
+              "soonest_holder=true|false, prefill_drain=true|false, "
               "eviction_weight=N, duplicate_weight=N, "
               "queue_duplicate_factor=N, tail_quantile=N, overload_factor=N, "
               "decode_weight=N, copy_headroom=N, share_copy_siblings=N, gateways=N or "
@@ -145,14 +145,16 @@ Status apply_options(std::string_view options, CacheAwareConfig& c) {
       continue;
     }
     if (key == "memory_aware" || key == "cost_in_seconds" || key == "cold_rendezvous" ||
-        key == "cohort_wait" || key == "next_end_wait" || key == "soonest_holder") {
+        key == "cohort_wait" || key == "next_end_wait" || key == "soonest_holder" ||
+        key == "prefill_drain") {
       if (value != "true" && value != "false") return bad();
       (key == "memory_aware"      ? c.memory_aware
        : key == "cost_in_seconds" ? c.cost_in_seconds
        : key == "cold_rendezvous" ? c.cold_rendezvous
        : key == "cohort_wait"     ? c.cohort_wait
        : key == "next_end_wait"   ? c.next_end_wait
-                                  : c.soonest_holder) = value == "true";
+       : key == "soonest_holder"  ? c.soonest_holder
+                                  : c.prefill_drain) = value == "true";
       continue;
     }
     double* target = key == "eviction_weight"          ? &c.eviction_weight

@@ -4,6 +4,8 @@
 //   saved_prefill_tokens(r) = cached_tokens(r), lower-tier ones at offload_hit_weight
 //   load(r) = max(tokens_queued_for_prefill, inflight_prompt_tokens)
 //             + decode_weight * max(running + waiting, inflight_requests)
+//   (prefill_drain, one gateway, a replica with a place: the queued prefill drains at the
+//   replica's prefill rate, the gateway's own from each send and the report's from its arrival)
 //
 // Order of the rules: unhealthy replicas are out; a cold prefix goes to the replica with the
 // smallest cached footprint (among several gateways, the rendezvous hash of its first blocks
@@ -25,6 +27,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "prefixgate/gateway/replica_load.h"
 #include "routing_common.h"
 
 namespace prefixgate::gateway::routing {
@@ -38,6 +41,7 @@ class CacheAware final : public RoutingPolicy {
   RouteDecision route(const RouteRequest& request, std::span<const ReplicaView> replicas,
                       const PrefixIndex& index, Clock::time_point now) override {
     const std::size_t n = replicas.size();
+    now_ = now;
     match_blocks(request, replicas, index, now, blocks_, &offloaded_);
     if (config_.memory_aware) update_churn(replicas, index, now);
     const bool seconds = config_.cost_in_seconds && timed(replicas);
@@ -291,7 +295,7 @@ class CacheAware final : public RoutingPolicy {
     if (config_.gateways > 1) {
       const double own = static_cast<double>(v.inflight_prompt_tokens);
       const double unseen =
-          std::max(0.0, static_cast<double>(config_.gateways) * own - queued_prefill_tokens(v));
+          std::max(0.0, static_cast<double>(config_.gateways) * own - queued_prefill(v));
       holder_cost += unseen * (seconds ? v.prefill_seconds_per_token : 1.0);
     }
     const double budget = tail_tokens_ * (seconds ? v.prefill_seconds_per_token : 1.0);
@@ -424,7 +428,7 @@ class CacheAware final : public RoutingPolicy {
       if (blocks_[r] == best_match_) continue;
       const double free = free_places(v);
       const bool idle = free >= 0.5 * static_cast<double>(v.batch_slots) &&
-                        queued_prefill_tokens(v) == 0 && v.admission_wait_seconds == 0;
+                        queued_prefill(v) == 0 && v.admission_wait_seconds == 0;
       if (idle && (!best || free > best_free)) {
         best = r;
         best_free = free;
@@ -504,8 +508,23 @@ class CacheAware final : public RoutingPolicy {
   // queued prefill at the replica's rate, plus a step's share of each sequence it runs.
   double load_seconds(const ReplicaView& v, bool with_admission) const {
     return (with_admission ? admission_seconds(v) : 0.0) +
-           queued_prefill_tokens(v) * v.prefill_seconds_per_token +
+           queued_prefill(v) * v.prefill_seconds_per_token +
            decode_sequences(v) * v.decode_seconds_per_sequence;
+  }
+
+  // The prefill queued on a replica at the decision's time (prefill_drain, one gateway): this
+  // gateway's left to compute, plus what the last report showed beyond it, less what the replica
+  // computed since. Otherwise the larger of the report's and the gateway's counts.
+  double queued_prefill(const ReplicaView& v) const {
+    const double rate = v.prefill_seconds_per_token;
+    if (!config_.prefill_drain || config_.gateways > 1 || !(rate > 0) || !has_place(v)) {
+      return queued_prefill_tokens(v);
+    }
+    const double since_report =
+        std::max(0.0, std::chrono::duration<double>(now_ - v.report_at).count());
+    const double others =
+        std::max(0.0, static_cast<double>(v.report_beyond_own_tokens) - since_report / rate);
+    return own_prefill_left_tokens(v, now_) + others;
   }
 
   // Whether the replica says its batch has a place for a newcomer: it announces its batch places
@@ -618,6 +637,7 @@ class CacheAware final : public RoutingPolicy {
   }
 
   CacheAwareConfig config_;
+  Clock::time_point now_{};             // the decision's time
   std::vector<std::size_t> blocks_;     // scratch, reused between calls
   std::vector<std::size_t> offloaded_;  // scratch
   std::vector<double> load_;            // scratch

@@ -183,6 +183,48 @@ TEST(CacheAwareTest, ANewPrefixsSiblingsWaitForItsFirstPrefillOnItsHolder) {
   }
 }
 
+// Two replicas hold a prompt's prefix, with room in their batches. The gateway sent replica 0
+// 3,000 tokens of prefill 80 ms ago (10 ms of it left at 3e-5 s a token: 333 tokens) and
+// replica 1 1,000 tokens just now (all of them left). prefill_drain (one gateway) sends the hit
+// to replica 0, whose queue is nearly done; the counts alone, or several gateways, to replica 1.
+RouteDecision hit_between_draining_queues(std::string_view name, bool from_report = false) {
+  PrefixIndex index;
+  for (int r = 0; r < 2; ++r) index.add_replica({});
+  std::vector<ReplicaView> views = full_fleet();
+  views.resize(2);
+  const Clock::time_point now = Clock::time_point{} + std::chrono::seconds(10);
+  const auto ms = [](int n) { return std::chrono::milliseconds(n); };
+  for (ReplicaView& v : views) {
+    v.running = v.inflight_requests = 0;
+    v.report_at = now - ms(80);
+  }
+  if (from_report) {
+    // The same 3,000 tokens, shown by a report that arrived 80 ms ago (another client's).
+    views[0].tokens_queued_for_prefill = views[0].report_beyond_own_tokens = 3000;
+  } else {
+    views[0].inflight_prompt_tokens = 3000;
+    views[0].own_prefill_until = now + ms(10);
+  }
+  views[1].inflight_prompt_tokens = 1000;
+  views[1].own_prefill_until = now + ms(30);
+  const auto held = prompt_hashes(7, 128, 0, 8);
+  index.predict(0, held, now);
+  index.predict(1, held, now);
+  auto p = policy(name);
+  return p->route(request_for(prompt_hashes(7, 128, 1, 8)), views, index, now);
+}
+
+TEST(CacheAwareTest, AHitGoesToTheHolderWhoseQueuedPrefillIsNearlyDone) {
+  EXPECT_EQ(hit_between_draining_queues("cache_aware").replica, 0U);
+  EXPECT_EQ(hit_between_draining_queues("cache_aware", /*from_report=*/true).replica, 0U);
+  EXPECT_EQ(hit_between_draining_queues("cache_aware:prefill_drain=false").replica, 1U);
+  EXPECT_EQ(hit_between_draining_queues("cache_aware:prefill_drain=false", true).replica, 1U);
+  EXPECT_EQ(hit_between_draining_queues("cache_aware:gateways=2").replica, 1U);
+  const RouteDecision d = hit_between_draining_queues("cache_aware");
+  EXPECT_EQ(d.reason, RouteReason::kCacheHit);
+  EXPECT_FALSE(make_policy("cache_aware:prefill_drain=maybe").ok());
+}
+
 // A prefix held by the first `holders` replicas (10 sequences running each: places to spare, so
 // copy_headroom waits) on a fleet of four whose other replicas are idle. Its siblings come
 // between requests for other, unrelated prompts (`others` of them per sibling): with one in two,

@@ -173,7 +173,7 @@ class Simulation {
     // that never reported would be taken as full, and the cost could not be in seconds).
     for (SimGateway& gw : gateways_) {
       for (std::size_t r = 0; r < config_.replicas; ++r) {
-        gateway::apply_load_report(gw.views[r], replicas_[r]->load_report());
+        gateway::apply_load_report(gw.views[r], replicas_[r]->load_report(), virtual_time(now_));
       }
     }
     schedule_sessions();
@@ -389,7 +389,7 @@ class Simulation {
           case engine::CacheEvent::Kind::kCleared: gw.index.apply_cleared(d.replica); break;
         }
       }
-      if (d.has_load) gateway::apply_load_report(gw.views[d.replica], d.load);
+      if (d.has_load) gateway::apply_load_report(gw.views[d.replica], d.load, virtual_time(now_));
     }
     kv_events_ += d.changes.size() * gateways_.size();
     events_ += d.changes.size() * gateways_.size() + (d.has_load ? gateways_.size() : 0);

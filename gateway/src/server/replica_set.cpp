@@ -149,7 +149,7 @@ void ReplicaSet::apply_cleared(ReplicaId id) {
 }
 void ReplicaSet::apply_load(ReplicaId id, const LoadReport& load) {
   std::lock_guard lock(mu_);
-  apply_load_report(state_[id].view, load);
+  apply_load_report(state_[id].view, load, Clock::now());
   state_[id].preemptions_total = load.preemptions_total;
   touch_locked(id);
 }

@@ -65,7 +65,12 @@ void record_prefilled(PrefixIndex& index, ReplicaView& view, const RouteRequest&
 void record_finished(PrefixIndex& index, RoutingPolicy& policy, ReplicaView& view,
                      const RouteRequest& request, const RouteDecision& decision, bool prefilled,
                      std::size_t uncached_prompt_tokens_if_not_prefilled, Clock::time_point now);
-// A load report replaces the engine-reported counts (the gateway's own in-flight counts stay).
-void apply_load_report(ReplicaView& view, const LoadReport& report);
+// A load report, received at `now`, replaces the engine-reported counts (the gateway's own
+// in-flight counts stay).
+void apply_load_report(ReplicaView& view, const LoadReport& report, Clock::time_point now);
+// The prefill this gateway has sent to the replica that is left at `now`: its in-flight count,
+// less what the replica computed of it since each was sent at prefill_seconds_per_token (the
+// count as it stands when the replica announces no speed).
+double own_prefill_left_tokens(const ReplicaView& view, Clock::time_point now);
 
 }  // namespace prefixgate::gateway

@@ -66,6 +66,14 @@ struct ReplicaView {
   // would count twice what a report already includes (see gateway/ROUTING.md).
   std::size_t inflight_requests = 0;
   std::size_t inflight_prompt_tokens = 0;
+  // What the queue counts leave out: a replica computes its queued prefill as time passes. When
+  // the last load report was applied, the prefill it showed beyond what this gateway then had
+  // in flight there (other clients' requests, or prefill done while the report was on its way),
+  // and when the prefill this gateway has sent is predicted done at prefill_seconds_per_token.
+  // cache_aware's prefill_drain reads them; replica_load.h keeps them.
+  Clock::time_point report_at{};
+  std::size_t report_beyond_own_tokens = 0;
+  Clock::time_point own_prefill_until{};
   // The replica's speed, from its configuration or its engine's profile; 0 when unknown. With
   // both set on every healthy replica, cache_aware's cost is in seconds (predicted time to first
   // token) instead of prefill tokens, so a fleet that mixes devices is compared fairly.
@@ -173,6 +181,17 @@ struct CacheAwareConfig {
   // where another holder's next place is milliseconds away. false: the least cost alone. Not
   // applied with memory_aware false (the earlier rule).
   bool soonest_holder = true;
+  // With one gateway, the prefill queued on a replica drains at its prefill rate: what this
+  // gateway sent there, less what the replica has computed of it since (in order, from each
+  // request's send), plus what the last load report showed beyond that, less what the replica
+  // has computed since the report arrived. The counts alone say how long the queue was, not how
+  // much of it is left: a replica about to finish a long prefill looked as busy as one that had
+  // just started it (a report is also as old as its way to the gateway), and new requests queued
+  // behind it while another replica was about to be free. false, or several gateways (each sees
+  // only its own requests; an estimate that drains makes a replica look free to all of them at
+  // once): the larger of the report's count and the gateway's own in-flight count. Needs the
+  // cost in seconds.
+  bool prefill_drain = true;
   // A copy made before its holders fill: when the replicas holding the request's longest match
   // have, all together, at most this many places over the next five prefills of its prompt (the
   // places free in their batches, counting what the gateway sent since their reports, plus the
