@@ -9,6 +9,7 @@
 //   BM_IndexApplyEvents             events/s: a stored and a removed block per iteration, as a
 //                                   replica's cache turns over, on the full index
 //   BM_RouteDecision32k/policy:P    one routing decision for a 32k-token prompt (2,048 blocks)
+//   BM_RouteDecision32kTimed/P      the same on replicas that announce their speed and places
 //
 // The index is built once and shared: 5,000 prompts of 2,048 chained blocks, each held by
 // `holders` replicas (1: a cache-aware fleet with one copy of everything; 4: hot prefixes
@@ -178,7 +179,10 @@ void BM_IndexApplyEvents(benchmark::State& state) {
 }
 BENCHMARK(BM_IndexApplyEvents);
 
-void BM_RouteDecision32k(benchmark::State& state, const char* name) {
+// `timed`: every replica announces its speed and its batch places, as prefixgate-engine does,
+// so cache_aware's cost is in seconds and its queued prefill drains (prefill_drain): both
+// variants then see the same queues, and differ only in reading them.
+void route_decision_32k(benchmark::State& state, const char* name, bool timed) {
   Fleet& f = fleet(1);
   std::vector<ReplicaView> views(kReplicas);
   for (std::size_t r = 0; r < kReplicas; ++r) {
@@ -186,6 +190,14 @@ void BM_RouteDecision32k(benchmark::State& state, const char* name) {
     views[r].tokens_queued_for_prefill = 1000 + 37 * (r % 50);
     views[r].running = 8 + r % 5;
     views[r].inflight_requests = r % 7;
+    if (timed) {
+      views[r].prefill_seconds_per_token = 3e-5;
+      views[r].decode_seconds_per_sequence = 1e-4;
+      views[r].batch_slots = 64;
+      views[r].admission_interval_seconds = 0.05;
+      // As a report just applied leaves it: the queue it showed, none of it drained yet.
+      views[r].report_beyond_own_tokens = views[r].tokens_queued_for_prefill;
+    }
   }
   auto policy = std::move(*make_policy(name));
   const std::vector<std::uint64_t> prompt = chain(1234, kPromptBlocks);  // held by one replica
@@ -198,10 +210,20 @@ void BM_RouteDecision32k(benchmark::State& state, const char* name) {
     benchmark::DoNotOptimize(d);
   }
 }
+void BM_RouteDecision32k(benchmark::State& state, const char* name) {
+  route_decision_32k(state, name, /*timed=*/false);
+}
+void BM_RouteDecision32kTimed(benchmark::State& state, const char* name) {
+  route_decision_32k(state, name, /*timed=*/true);
+}
 BENCHMARK_CAPTURE(BM_RouteDecision32k, cache_aware, "cache_aware")->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_RouteDecision32k, dynamo_kv, "dynamo_kv")->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_RouteDecision32k, sglang_cache_aware, "sglang_cache_aware")
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_RouteDecision32k, round_robin, "round_robin")->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_RouteDecision32kTimed, cache_aware, "cache_aware")
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_RouteDecision32kTimed, cache_aware_no_drain, "cache_aware:prefill_drain=false")
+    ->Unit(benchmark::kMicrosecond);
 
 }  // namespace

@@ -14,10 +14,9 @@ Clock::duration seconds(double s) {
 }  // namespace
 
 double own_prefill_left_tokens(const ReplicaView& view, Clock::time_point now) {
-  const double own = static_cast<double>(view.inflight_prompt_tokens);
-  if (!(view.prefill_seconds_per_token > 0)) return own;
-  const double left = std::chrono::duration<double>(view.own_prefill_until - now).count();
-  return std::min(own, std::max(0.0, left) / view.prefill_seconds_per_token);
+  if (!(view.prefill_seconds_per_token > 0))
+    return static_cast<double>(view.inflight_prompt_tokens);
+  return own_prefill_left_seconds(view, now) / view.prefill_seconds_per_token;
 }
 
 std::size_t uncached_prompt_tokens(const RouteRequest& request, const RouteDecision& decision) {
@@ -44,8 +43,9 @@ void record_prefilled(PrefixIndex& index, ReplicaView& view, const RouteRequest&
                       std::size_t uncached_prompt_tokens, Clock::time_point now) {
   view.inflight_prompt_tokens -= std::min(view.inflight_prompt_tokens, uncached_prompt_tokens);
   // Done sooner than predicted: none of this gateway's prefill is left there.
-  if (view.inflight_prompt_tokens == 0)
+  if (view.inflight_prompt_tokens == 0) {
     view.own_prefill_until = std::min(view.own_prefill_until, now);
+  }
   index.settle(view.id, request.block_hashes, now);
 }
 

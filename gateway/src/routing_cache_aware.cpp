@@ -507,24 +507,34 @@ class CacheAware final : public RoutingPolicy {
   // newcomer only as running sequences end, which its queue of short prefills does not show),
   // queued prefill at the replica's rate, plus a step's share of each sequence it runs.
   double load_seconds(const ReplicaView& v, bool with_admission) const {
-    return (with_admission ? admission_seconds(v) : 0.0) +
-           queued_prefill(v) * v.prefill_seconds_per_token +
+    const double admission = admission_seconds(v);  // once: queued_prefill_seconds reads it too
+    return (with_admission ? admission : 0.0) + queued_prefill_seconds(v, admission) +
            decode_sequences(v) * v.decode_seconds_per_sequence;
   }
 
-  // The prefill queued on a replica at the decision's time (prefill_drain, one gateway): this
-  // gateway's left to compute, plus what the last report showed beyond it, less what the replica
-  // computed since. Otherwise the larger of the report's and the gateway's counts.
+  // The prefill queued on a replica at the decision's time, in seconds at its prefill rate. With
+  // prefill_drain, one gateway and a place in the replica's batch (`admission`: its wait for
+  // one): this gateway's prefill left there, plus what the last report showed beyond it less
+  // what the replica computed since the report arrived. Otherwise the larger of the report's and
+  // the gateway's counts. In seconds, without a division: every decision reads it for every
+  // replica.
+  double queued_prefill_seconds(const ReplicaView& v, double admission) const {
+    const double rate = v.prefill_seconds_per_token;
+    const bool place = v.batch_slots > 0 && admission == 0;  // has_place(v), its wait known
+    if (!config_.prefill_drain || config_.gateways > 1 || !(rate > 0) || !place) {
+      return queued_prefill_tokens(v) * rate;
+    }
+    const double since_report = std::chrono::duration<double>(now_ - v.report_at).count();
+    const double others =
+        std::max(0.0, static_cast<double>(v.report_beyond_own_tokens) * rate - since_report);
+    return own_prefill_left_seconds(v, now_) + others;
+  }
+
+  // The same in tokens, for the rules that count tokens.
   double queued_prefill(const ReplicaView& v) const {
     const double rate = v.prefill_seconds_per_token;
-    if (!config_.prefill_drain || config_.gateways > 1 || !(rate > 0) || !has_place(v)) {
-      return queued_prefill_tokens(v);
-    }
-    const double since_report =
-        std::max(0.0, std::chrono::duration<double>(now_ - v.report_at).count());
-    const double others =
-        std::max(0.0, static_cast<double>(v.report_beyond_own_tokens) - since_report / rate);
-    return own_prefill_left_tokens(v, now_) + others;
+    if (!(rate > 0)) return queued_prefill_tokens(v);
+    return queued_prefill_seconds(v, admission_seconds(v)) / rate;
   }
 
   // Whether the replica says its batch has a place for a newcomer: it announces its batch places

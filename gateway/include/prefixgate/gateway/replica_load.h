@@ -16,6 +16,8 @@
 //                                                /*prefilled=*/true, 0, now);
 #pragma once
 
+#include <algorithm>
+#include <chrono>
 #include <cstddef>
 
 #include "prefixgate/gateway/prefix_index.h"
@@ -69,8 +71,15 @@ void record_finished(PrefixIndex& index, RoutingPolicy& policy, ReplicaView& vie
 // in-flight counts stay).
 void apply_load_report(ReplicaView& view, const LoadReport& report, Clock::time_point now);
 // The prefill this gateway has sent to the replica that is left at `now`: its in-flight count,
-// less what the replica computed of it since each was sent at prefill_seconds_per_token (the
-// count as it stands when the replica announces no speed).
+// less what the replica computed of it since each was sent at prefill_seconds_per_token, in
+// seconds at that rate (0 when the replica announces no speed). Inline: a routing decision reads
+// it for every replica.
+inline double own_prefill_left_seconds(const ReplicaView& view, Clock::time_point now) {
+  const double left = std::chrono::duration<double>(view.own_prefill_until - now).count();
+  return std::min(static_cast<double>(view.inflight_prompt_tokens) * view.prefill_seconds_per_token,
+                  std::max(0.0, left));
+}
+// The same in tokens (the in-flight count as it stands when the replica announces no speed).
 double own_prefill_left_tokens(const ReplicaView& view, Clock::time_point now);
 
 }  // namespace prefixgate::gateway
