@@ -65,9 +65,10 @@ class CacheAware final : public RoutingPolicy {
         room = replicas[r].healthy && admission_seconds(replicas[r]) == 0;
       }
     }
+    queued_seconds_.resize(n);
     for (std::size_t r = 0; r < n; ++r) {
       if (!replicas[r].healthy) continue;
-      load_[r] = seconds ? load_seconds(replicas[r], room)
+      load_[r] = seconds ? load_seconds(replicas[r], room, queued_seconds_[r])
                          : load_tokens(replicas[r], config_.decode_weight);
       total_load += load_[r];
       min_load = healthy == 0 ? load_[r] : std::min(min_load, load_[r]);
@@ -427,12 +428,14 @@ class CacheAware final : public RoutingPolicy {
       if (v.batch_slots == 0) return std::nullopt;  // its places are unknown
       if (blocks_[r] == best_match_) continue;
       const double free = free_places(v);
-      const bool idle = free >= 0.5 * static_cast<double>(v.batch_slots) &&
-                        queued_prefill(v) == 0 && v.admission_wait_seconds == 0;
-      if (idle && (!best || free > best_free)) {
-        best = r;
-        best_free = free;
+      if (!(free >= 0.5 * static_cast<double>(v.batch_slots)) || !(v.admission_wait_seconds == 0)) {
+        continue;
       }
+      if (best && !(free > best_free)) continue;
+      // Read in seconds, as route() computed it: only a timed fleet makes copies.
+      if (queued_seconds_[r] != 0) continue;
+      best = r;
+      best_free = free;
     }
     return best;
   }
@@ -506,9 +509,11 @@ class CacheAware final : public RoutingPolicy {
   // The load model in seconds: the wait for a place in the batch (a full replica admits a
   // newcomer only as running sequences end, which its queue of short prefills does not show),
   // queued prefill at the replica's rate, plus a step's share of each sequence it runs.
-  double load_seconds(const ReplicaView& v, bool with_admission) const {
+  // `queued`: queued_prefill_seconds(v), kept for the rules after the cost (idle_replica).
+  double load_seconds(const ReplicaView& v, bool with_admission, double& queued) const {
     const double admission = admission_seconds(v);  // once: queued_prefill_seconds reads it too
-    return (with_admission ? admission : 0.0) + queued_prefill_seconds(v, admission) +
+    queued = queued_prefill_seconds(v, admission);
+    return (with_admission ? admission : 0.0) + queued +
            decode_sequences(v) * v.decode_seconds_per_sequence;
   }
 
@@ -524,7 +529,7 @@ class CacheAware final : public RoutingPolicy {
     if (!config_.prefill_drain || config_.gateways > 1 || !(rate > 0) || !place) {
       return queued_prefill_tokens(v) * rate;
     }
-    const double since_report = std::chrono::duration<double>(now_ - v.report_at).count();
+    const double since_report = seconds_between(v.report_at, now_);
     const double others =
         std::max(0.0, static_cast<double>(v.report_beyond_own_tokens) * rate - since_report);
     return own_prefill_left_seconds(v, now_) + others;
@@ -651,6 +656,7 @@ class CacheAware final : public RoutingPolicy {
   std::vector<std::size_t> blocks_;     // scratch, reused between calls
   std::vector<std::size_t> offloaded_;  // scratch
   std::vector<double> load_;            // scratch
+  std::vector<double> queued_seconds_;  // scratch: each replica's queued prefill, when timed
   std::vector<double> footprint_;       // scratch
   std::vector<ChurnState> churn_;       // by replica
   double mean_churn_ = 0;

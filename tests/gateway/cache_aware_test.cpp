@@ -137,6 +137,13 @@ TEST(CacheAwareTest, AHotPrefixIsCopiedToAnIdleReplicaBeforeItsHolderFills) {
   fleet.views[0].next_end_seconds = 2.0;
   fleet.views[1].running = fleet.views[1].inflight_requests = 40;
   EXPECT_EQ(fleet.second_sibling("cache_aware", milliseconds(20)).replica, 0U);
+  // Nor is an empty batch with a prompt's prefill still queued (4,096 tokens, 123 ms, of which
+  // 20 ms have drained since its report): the copy would wait behind it.
+  fleet.views[1].running = fleet.views[1].inflight_requests = 0;
+  fleet.views[1].tokens_queued_for_prefill = fleet.views[1].report_beyond_own_tokens = 4096;
+  EXPECT_EQ(fleet.second_sibling("cache_aware", milliseconds(20)).replica, 0U);
+  fleet.views[1].tokens_queued_for_prefill = fleet.views[1].report_beyond_own_tokens = 0;
+  EXPECT_EQ(fleet.second_sibling("cache_aware", milliseconds(20)).replica, 1U);
   EXPECT_FALSE(make_policy("cache_aware:copy_headroom=-1").ok());
 }
 
