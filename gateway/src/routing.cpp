@@ -83,6 +83,12 @@ Status validate(const CacheAwareConfig& c) {
   if (!(c.gateway_spill_slack >= 0) || std::isinf(c.gateway_spill_slack)) {
     return bad("gateway_spill_slack", "must be finite and >= 0");
   }
+  if (!(c.near_tie_prefills >= 0) || std::isinf(c.near_tie_prefills)) {
+    return bad("near_tie_prefills", "must be finite and >= 0");
+  }
+  if (!(c.near_tie_max_saved >= 0 && c.near_tie_max_saved <= 1)) {
+    return bad("near_tie_max_saved", "must be between 0 and 1");
+  }
   return {};
 }
 
@@ -131,8 +137,8 @@ Status apply_options(std::string_view options, CacheAwareConfig& c) {
               "soonest_holder=true|false, prefill_drain=true|false, "
               "eviction_weight=N, duplicate_weight=N, "
               "queue_duplicate_factor=N, tail_quantile=N, overload_factor=N, "
-              "decode_weight=N, copy_headroom=N, share_copy_siblings=N, gateways=N or "
-              "gateway_spill_slack=N",
+              "decode_weight=N, copy_headroom=N, share_copy_siblings=N, gateways=N, "
+              "gateway_spill_slack=N, near_tie_prefills=N or near_tie_max_saved=N",
           "policy");
     };
     if (key == "gateways") {
@@ -166,6 +172,8 @@ Status apply_options(std::string_view options, CacheAwareConfig& c) {
                      : key == "gateway_spill_slack"    ? &c.gateway_spill_slack
                      : key == "copy_headroom"          ? &c.copy_headroom
                      : key == "share_copy_siblings"    ? &c.share_copy_siblings
+                     : key == "near_tie_prefills"      ? &c.near_tie_prefills
+                     : key == "near_tie_max_saved"     ? &c.near_tie_max_saved
                                                        : nullptr;
     if (target == nullptr || value.empty()) return bad();
     char* end = nullptr;

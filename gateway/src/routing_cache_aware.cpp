@@ -19,7 +19,9 @@
 // its longest match goes to the holder whose cost counting its wait for a place is least
 // (soonest_holder). A request kept on a holder goes to an idle replica instead when its prefix
 // draws more than its holders' share of the traffic (share_copy_siblings), or when the holders
-// are about to run out of places for the prefix's siblings (copy_headroom).
+// are about to run out of places for the prefix's siblings (copy_headroom). Where the cache saves
+// a request little, the cheapest replica (or holder) gives way to a replica within half a
+// prefill of its cost that this gateway sent to less recently (near_tie_prefills).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -38,6 +40,15 @@ class CacheAware final : public RoutingPolicy {
   explicit CacheAware(const CacheAwareConfig& config) : config_(config) {}
   std::string_view name() const override { return "cache_aware"; }
 
+  void on_routed(const RouteRequest& request, const RouteDecision& decision,
+                 Clock::time_point now) override {
+    (void)request;
+    if (last_sent_.size() <= decision.replica) {
+      last_sent_.resize(decision.replica + 1, Clock::time_point::min());
+    }
+    last_sent_[decision.replica] = now;
+  }
+
   RouteDecision route(const RouteRequest& request, std::span<const ReplicaView> replicas,
                       const PrefixIndex& index, Clock::time_point now) override {
     const std::size_t n = replicas.size();
@@ -45,6 +56,7 @@ class CacheAware final : public RoutingPolicy {
     match_blocks(request, replicas, index, now, blocks_, &offloaded_);
     if (config_.memory_aware) update_churn(replicas, index, now);
     const bool seconds = config_.cost_in_seconds && timed(replicas);
+    seconds_ = seconds;
     // One pass over the replicas for everything the rules below need of all of them (at 1,000
     // replicas each pass is a measurable part of a decision). An unhealthy replica's load is
     // never read.
@@ -151,7 +163,10 @@ class CacheAware final : public RoutingPolicy {
           }
         }
       }
-      return best;
+      if (best == n) return best;
+      return in_turn_among_near_ties(request, replicas, best, best_cost, [&](std::size_t r) {
+        return !(skip_overloaded && load_[r] > overload_bound);
+      });
     };
     std::size_t chosen = n;
     // The earlier rule (memory_aware false) is kept as it was, without the tail budget.
@@ -316,7 +331,38 @@ class CacheAware final : public RoutingPolicy {
         holder_cost = cost;
       }
     }
-    return holder;
+    if (holder == n) return n;
+    const std::size_t h =
+        in_turn_among_near_ties(request, replicas, holder, holder_cost,
+                                [&](std::size_t r) { return blocks_[r] == best_match_; });
+    if (h != holder) holder_cost = load_[h] + miss_cost(request, replicas[h], h, seconds);
+    return h;
+  }
+
+  // near_tie_prefills: `best` (cost `best_cost`) or, when the cache saves this request little,
+  // the healthy `eligible` replica within near_tie_prefills of its own prefill of that cost that
+  // this gateway sent to least recently (never sent to: first). Ties in recency keep the lower
+  // cost's replica, so an idle fleet still fills by the cost.
+  template <class Eligible>
+  std::size_t in_turn_among_near_ties(const RouteRequest& request,
+                                      std::span<const ReplicaView> replicas, std::size_t best,
+                                      double best_cost, Eligible eligible) const {
+    const double prompt = static_cast<double>(request.prompt_tokens);
+    if (!seconds_ || !(config_.near_tie_prefills > 0) ||
+        best_saved_ > config_.near_tie_max_saved * prompt) {
+      return best;
+    }
+    const double within =
+        config_.near_tie_prefills * prompt * replicas[best].prefill_seconds_per_token;
+    auto sent = [&](std::size_t r) {
+      return r < last_sent_.size() ? last_sent_[r] : Clock::time_point::min();
+    };
+    std::size_t pick = best;
+    for (std::size_t r = 0; r < replicas.size(); ++r) {
+      if (r == best || !replicas[r].healthy || !eligible(r) || !(sent(r) < sent(pick))) continue;
+      if (load_[r] + miss_cost(request, replicas[r], r, true) <= best_cost + within) pick = r;
+    }
+    return pick;
   }
 
   // gateway_spill_slack: `spill` (a replica holding less than the longest match) looks cheapest
@@ -652,13 +698,15 @@ class CacheAware final : public RoutingPolicy {
   }
 
   CacheAwareConfig config_;
-  Clock::time_point now_{};             // the decision's time
-  std::vector<std::size_t> blocks_;     // scratch, reused between calls
-  std::vector<std::size_t> offloaded_;  // scratch
-  std::vector<double> load_;            // scratch
-  std::vector<double> queued_seconds_;  // scratch: each replica's queued prefill, when timed
-  std::vector<double> footprint_;       // scratch
-  std::vector<ChurnState> churn_;       // by replica
+  Clock::time_point now_{};                   // the decision's time
+  std::vector<std::size_t> blocks_;           // scratch, reused between calls
+  std::vector<std::size_t> offloaded_;        // scratch
+  std::vector<double> load_;                  // scratch
+  std::vector<double> queued_seconds_;        // scratch: each replica's queued prefill, when timed
+  std::vector<double> footprint_;             // scratch
+  bool seconds_ = false;                      // this decision's cost is in seconds
+  std::vector<Clock::time_point> last_sent_;  // by replica: this gateway's last send there
+  std::vector<ChurnState> churn_;             // by replica
   double mean_churn_ = 0;
   double best_saved_ = 0;        // the most prefill any healthy replica saves this request
   double duplicate_weight_ = 0;  // this request's charge for a duplicate prefill

@@ -297,5 +297,77 @@ TEST(CacheAwareTest, AHotPrefixGetsHoldersInProportionToItsShareOfTheTraffic) {
   EXPECT_FALSE(make_policy("cache_aware:share_copy_siblings=-1").ok());
 }
 
+// Four replicas that announce their speed and have places, a running sequence apart (0.1 ms of
+// a step each, well within half a 1,024-token prefill, 15 ms), all holding a 2-block template.
+// Prompts that share only the template (the cache saves 3 % of each) go to the replicas in turn,
+// least recently sent first; by the cost alone all go to the least loaded one. The views stay as
+// they are (on_routed only): what spreads them is the rule, not their growing queues.
+struct NearTies {
+  NearTies() {
+    for (int r = 0; r < 4; ++r) index.add_replica({});
+    for (ReplicaId r = 0; r < 4; ++r) {
+      for (std::uint64_t b : prompt_hashes(9, 2)) index.apply_stored(r, b);
+    }
+    views.resize(4);
+    for (std::size_t r = 0; r < views.size(); ++r) {
+      ReplicaView& v = views[r];
+      v.id = static_cast<ReplicaId>(r);
+      v.prefill_seconds_per_token = 3e-5;
+      v.decode_seconds_per_sequence = 1e-4;
+      v.kv_pages_total = 1000;
+      v.batch_slots = 64;
+      v.running = v.inflight_requests = 10 + r;
+      v.admission_interval_seconds = 0.06;
+    }
+  }
+  // Where each of `prompts` goes, one after another, `gap` apart.
+  std::vector<ReplicaId> route_each(RoutingPolicy& p,
+                                    const std::vector<std::vector<std::uint64_t>>& prompts) {
+    std::vector<ReplicaId> where;
+    Clock::time_point now{};
+    for (const auto& hashes : prompts) {
+      now += std::chrono::milliseconds(5);
+      const RouteRequest request = request_for(hashes);
+      const RouteDecision d = p.route(request, views, index, now);
+      p.on_routed(request, d, now);
+      where.push_back(d.replica);
+    }
+    return where;
+  }
+  PrefixIndex index;
+  std::vector<ReplicaView> views;
+};
+
+TEST(CacheAwareTest, PromptsTheCacheCannotPlaceGoInTurnAmongNearlyEqualReplicas) {
+  NearTies fleet;
+  std::vector<std::vector<std::uint64_t>> fresh;
+  for (std::uint64_t i = 1; i <= 5; ++i) fresh.push_back(prompt_hashes(9, 2, i, 62));
+  auto in_turn = policy("cache_aware");
+  EXPECT_EQ(fleet.route_each(*in_turn, fresh), (std::vector<ReplicaId>{0, 1, 2, 3, 0}));
+  auto by_cost = policy("cache_aware:near_tie_prefills=0");
+  EXPECT_EQ(fleet.route_each(*by_cost, fresh), (std::vector<ReplicaId>{0, 0, 0, 0, 0}));
+
+  // A replica whose full cache charges a prompt's prefill again for what it evicts is not an
+  // equal: the turn skips it.
+  fleet.views[1].kv_pages_used = 1000;
+  auto skip = policy("cache_aware");
+  EXPECT_EQ(fleet.route_each(*skip, fresh), (std::vector<ReplicaId>{0, 2, 3, 0, 2}));
+  fleet.views[1].kv_pages_used = 0;
+
+  // Where the cache saves more (replicas 0 and 1 hold half the prompt), the cost decides: the
+  // same prompt twice goes to the same holder, whichever was sent to last.
+  for (ReplicaId r = 0; r < 2; ++r) {
+    for (std::uint64_t b : prompt_hashes(9, 32)) fleet.index.apply_stored(r, b);
+  }
+  const auto half_cached = prompt_hashes(9, 32, 7, 32);
+  auto hit = policy("cache_aware");
+  const auto twice = fleet.route_each(*hit, {half_cached, half_cached});
+  EXPECT_EQ(twice[0], twice[1]);
+  EXPECT_LT(twice[0], 2U);
+
+  EXPECT_FALSE(make_policy("cache_aware:near_tie_prefills=-1").ok());
+  EXPECT_FALSE(make_policy("cache_aware:near_tie_max_saved=2").ok());
+}
+
 }  // namespace
 }  // namespace prefixgate::gateway

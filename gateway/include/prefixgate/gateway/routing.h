@@ -192,6 +192,17 @@ struct CacheAwareConfig {
   // once): the larger of the report's count and the gateway's own in-flight count. Needs the
   // cost in seconds.
   bool prefill_drain = true;
+  // Near ties go in turn: where the cache saves a request at most near_tie_max_saved of its
+  // prompt, the replicas whose cost is within near_tie_prefills x its own prefill (at the
+  // cheapest one's rate) of the least are taken as equal, and the one this gateway sent to least
+  // recently gets it. A replica's load is known to about one prefill (an engine packs a queued
+  // prompt's chunks into the step of the one before it, slowing that one; a step in progress
+  // delays the next; a report is late), and the least of estimates that are all that uncertain
+  // is the one likeliest to be wrong: prompts the cache cannot place kept landing on a replica
+  // that had just received one, where a rotation spaces them out. Requests the cache saves more
+  // of are decided by the cost alone. 0: off. Needs the cost in seconds.
+  double near_tie_prefills = 0.5;
+  double near_tie_max_saved = 0.1;
   // A copy made before its holders fill: when the replicas holding the request's longest match
   // have, all together, at most this many places over the next five prefills of its prompt (the
   // places free in their batches, counting what the gateway sent since their reports, plus the
@@ -308,7 +319,8 @@ class RoutingPolicy {
 // "sglang_cache_aware", "dynamo_kv". "cache_aware:key=value[:key=value]" overrides cache_aware
 // parameters of `config` (memory_aware, cost_in_seconds, cold_rendezvous, cohort_wait,
 // eviction_weight, duplicate_weight, queue_duplicate_factor, overload_factor, decode_weight,
-// copy_headroom, share_copy_siblings, gateways, gateway_spill_slack), so variants run side by
+// copy_headroom, share_copy_siblings, gateways, gateway_spill_slack, near_tie_prefills,
+// near_tie_max_saved), so variants run side by
 // side (`prefixgate-bench compare --policies cache_aware,cache_aware:memory_aware=false`).
 // kInvalidValue for an unknown name or option, or an out-of-range config field (param names it).
 Result<std::unique_ptr<RoutingPolicy>> make_policy(std::string_view name,
