@@ -17,9 +17,12 @@
 // among several gateways, a spill only when it saves more than the others may have sent its
 // destination unseen (gateway_spill_slack). With every batch full, a request kept on a holder of
 // its longest match goes to the holder whose cost counting its wait for a place is least
-// (soonest_holder). A request kept on a holder goes to an idle replica instead when its prefix
-// draws more than its holders' share of the traffic (share_copy_siblings), or when the holders
-// are about to run out of places for the prefix's siblings (copy_headroom).
+// (soonest_holder). Among several gateways, a frequent kind of request whose match saves little
+// goes to the cheaper of two replicas its hash draws near the least cost, not to the least cost
+// that every gateway sees alike (gateway_spread_choices). A request kept on a holder goes to an
+// idle replica instead when its prefix draws more than its holders' share of the traffic
+// (share_copy_siblings), or when the holders are about to run out of places for the prefix's
+// siblings (copy_headroom).
 #include <algorithm>
 #include <array>
 #include <chrono>
