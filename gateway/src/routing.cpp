@@ -89,6 +89,7 @@ Status validate(const CacheAwareConfig& c) {
   if (!(c.near_tie_max_saved >= 0 && c.near_tie_max_saved <= 1)) {
     return bad("near_tie_max_saved", "must be between 0 and 1");
   }
+  if (c.gateway_spread_choices > 8) return bad("gateway_spread_choices", "must be <= 8");
   return {};
 }
 
@@ -138,16 +139,17 @@ Status apply_options(std::string_view options, CacheAwareConfig& c) {
               "eviction_weight=N, duplicate_weight=N, "
               "queue_duplicate_factor=N, tail_quantile=N, overload_factor=N, "
               "decode_weight=N, copy_headroom=N, share_copy_siblings=N, gateways=N, "
-              "gateway_spill_slack=N, near_tie_prefills=N or near_tie_max_saved=N",
+              "gateway_spill_slack=N, gateway_spread_choices=N, near_tie_prefills=N or "
+              "near_tie_max_saved=N",
           "policy");
     };
-    if (key == "gateways") {
+    if (key == "gateways" || key == "gateway_spread_choices") {
       // A count: digits only (strtoull would take "-1" and wrap it).
       if (value.empty() || value.size() > 6 ||
           value.find_first_not_of("0123456789") != std::string::npos) {
         return bad();
       }
-      c.gateways = std::stoul(value);
+      (key == "gateways" ? c.gateways : c.gateway_spread_choices) = std::stoul(value);
       continue;
     }
     if (key == "memory_aware" || key == "cost_in_seconds" || key == "cold_rendezvous" ||

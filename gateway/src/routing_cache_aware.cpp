@@ -17,12 +17,16 @@
 // among several gateways, a spill only when it saves more than the others may have sent its
 // destination unseen (gateway_spill_slack). With every batch full, a request kept on a holder of
 // its longest match goes to the holder whose cost counting its wait for a place is least
-// (soonest_holder). A request kept on a holder goes to an idle replica instead when its prefix
-// draws more than its holders' share of the traffic (share_copy_siblings), or when the holders
-// are about to run out of places for the prefix's siblings (copy_headroom). Where the cache saves
-// a request little, the cheapest replica (or holder) gives way to a replica within half a
-// prefill of its cost that this gateway sent to less recently (near_tie_prefills).
+// (soonest_holder). Among several gateways, a frequent kind of request whose match saves little
+// goes to the cheaper of two replicas its hash draws near the least cost, not to the least cost
+// that every gateway sees alike (gateway_spread_choices). A request kept on a holder goes to an
+// idle replica instead when its prefix draws more than its holders' share of the traffic
+// (share_copy_siblings), or when the holders are about to run out of places for the prefix's
+// siblings (copy_headroom). With one gateway, where the cache saves a request little, the
+// cheapest replica (or holder) gives way to a replica within half a prefill of its cost that
+// this gateway sent to less recently (near_tie_prefills).
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <optional>
@@ -189,6 +193,13 @@ class CacheAware final : public RoutingPolicy {
       chosen = soonest_holder(request, replicas, chosen);
     }
 
+    // Several gateways: a request whose cost is its replica's load alone is spread over the
+    // replicas near the least cost instead of herding onto it with the other gateways'.
+    if (config_.gateways > 1 && config_.gateway_spread_choices > 0 && config_.memory_aware &&
+        seconds && best_match > 0 && would_herd(request, replicas, chosen, now)) {
+      chosen = spread_choice(request, replicas, chosen, tie_key);
+    }
+
     // A hot prefix's copies as soon as its share of the traffic is known (share_copy_siblings),
     // and a copy before the holders fill, while the siblings that arrive during its prefill still
     // find places on them (copy_headroom). The prefix's rate counts every sibling, kept or not.
@@ -339,7 +350,9 @@ class CacheAware final : public RoutingPolicy {
     return h;
   }
 
-  // near_tie_prefills: `best` (cost `best_cost`) or, when the cache saves this request little,
+  // near_tie_prefills (one gateway; several spread by gateway_spread_choices instead, as each
+  // gateway's turn would count only its own share of the traffic): `best` (cost `best_cost`) or,
+  // when the cache saves this request little,
   // the healthy `eligible` replica within near_tie_prefills of its own prefill of that cost that
   // this gateway sent to least recently (never sent to: first). Ties in recency keep the lower
   // cost's replica, so an idle fleet still fills by the cost.
@@ -348,7 +361,7 @@ class CacheAware final : public RoutingPolicy {
                                       std::span<const ReplicaView> replicas, std::size_t best,
                                       double best_cost, Eligible eligible) const {
     const double prompt = static_cast<double>(request.prompt_tokens);
-    if (!seconds_ || !(config_.near_tie_prefills > 0) ||
+    if (!seconds_ || !(config_.near_tie_prefills > 0) || config_.gateways > 1 ||
         best_saved_ > config_.near_tie_max_saved * prompt) {
       return best;
     }
@@ -388,6 +401,83 @@ class CacheAware final : public RoutingPolicy {
     const double spill_cost = load_[spill] + miss_cost(request, v, spill, seconds);
     const double slack = slack_tokens * (seconds ? v.prefill_seconds_per_token : 1.0);
     return holder_cost <= spill_cost + slack ? holder : spill;
+  }
+
+  // gateway_spread_choices: whether this request would herd. Its longest match saves at most
+  // kSpreadSavedShare of its prompt (a template start that every replica holds: its cost is the
+  // replicas' load and little else), and such requests come often enough that the other gateways
+  // are expected to route at least one more while its prefill runs (their rate taken as this
+  // gateway's, from its smoothed interval between them). A rare one, as a trace's occasional new
+  // prompt, is left to the least cost: the gateways do not pile onto a replica with it.
+  static constexpr double kSpreadSavedShare = 0.05;
+  bool would_herd(const RouteRequest& request, std::span<const ReplicaView> replicas,
+                  std::size_t chosen, Clock::time_point now) {
+    const double prompt = static_cast<double>(request.prompt_tokens);
+    if (best_saved_ > kSpreadSavedShare * prompt) return false;
+    double interval = 0;  // 0 until the second such request
+    if (load_dominated_seen_) {
+      const double dt =
+          std::max(0.0, std::chrono::duration<double>(now - last_load_dominated_).count());
+      load_dominated_interval_ =
+          load_dominated_interval_ > 0
+              ? load_dominated_interval_ + 0.25 * (dt - load_dominated_interval_)
+              : dt;
+      interval = load_dominated_interval_;
+    }
+    load_dominated_seen_ = true;
+    last_load_dominated_ = now;
+    const double others = static_cast<double>(config_.gateways - 1);
+    const double prefill = (prompt - best_saved_) * replicas[chosen].prefill_seconds_per_token;
+    return interval > 0 && others * prefill >= interval;
+  }
+
+  // gateway_spread_choices: every gateway sees the same reports and only its own sends, so for a
+  // request whose cost is its replica's load all of them pick the same replica that looks least
+  // loaded, and what each sends there unseen by the others queues behind the rest. The replicas
+  // whose cost (seconds) is within kSpreadSlack x (gateways - 1) x this request's uncached
+  // prefill of the least are near enough that the view cannot tell them apart; of them, the
+  // gateway_spread_choices with the highest rendezvous score for `key` (the blocks past the
+  // longest match: a different draw for each request, the same for siblings) are drawn and the
+  // cheapest wins. Two choices among a few stale estimates keep the load balanced where the least
+  // of all of them herds (Mitzenmacher, "How useful is old information?"). The slack is half of
+  // what the others may have sent (a prompt each): a wider one draws replicas that are truly
+  // busier.
+  static constexpr double kSpreadSlack = 0.5;
+  static constexpr std::size_t kMaxSpreadChoices = 8;
+  std::size_t spread_choice(const RouteRequest& request, std::span<const ReplicaView> replicas,
+                            std::size_t chosen, std::uint64_t key) const {
+    auto cost = [&](std::size_t r) {
+      return load_[r] + miss_cost(request, replicas[r], r, /*seconds=*/true);
+    };
+    double least = cost(chosen);
+    for (std::size_t r = 0; r < replicas.size(); ++r) {
+      if (replicas[r].healthy) least = std::min(least, cost(r));
+    }
+    const double uncached = static_cast<double>(request.prompt_tokens) - best_saved_;
+    const double slack_tokens = kSpreadSlack * static_cast<double>(config_.gateways - 1) * uncached;
+    // The d highest scores among the candidates, best first.
+    const std::size_t d = std::min(kMaxSpreadChoices, config_.gateway_spread_choices);
+    std::array<std::size_t, kMaxSpreadChoices> drawn{};
+    std::array<std::uint64_t, kMaxSpreadChoices> scores{};
+    std::size_t count = 0;
+    for (std::size_t r = 0; r < replicas.size(); ++r) {
+      if (!replicas[r].healthy) continue;
+      if (cost(r) > least + slack_tokens * replicas[r].prefill_seconds_per_token) continue;
+      const std::uint64_t score = rendezvous_score(key, static_cast<ReplicaId>(r));
+      if (count == d && score <= scores[d - 1]) continue;
+      std::size_t i = count == d ? d - 1 : count++;
+      for (; i > 0 && scores[i - 1] < score; --i) {
+        drawn[i] = drawn[i - 1];
+        scores[i] = scores[i - 1];
+      }
+      drawn[i] = r;
+      scores[i] = score;
+    }
+    std::size_t best = count == 0 ? chosen : drawn[0];
+    for (std::size_t i = 1; i < count; ++i) {
+      if (cost(drawn[i]) < cost(best)) best = drawn[i];
+    }
+    return best;
   }
 
   // soonest_holder: among the healthy replicas holding the longest match, the least cost with
@@ -698,7 +788,12 @@ class CacheAware final : public RoutingPolicy {
   }
 
   CacheAwareConfig config_;
-  Clock::time_point now_{};                   // the decision's time
+  Clock::time_point now_{};  // the decision's time
+  // gateway_spread_choices: this gateway's requests whose longest match saves little, the last
+  // one's time and the smoothed interval between two of them (0 before the second).
+  bool load_dominated_seen_ = false;
+  Clock::time_point last_load_dominated_{};
+  double load_dominated_interval_ = 0;
   std::vector<std::size_t> blocks_;           // scratch, reused between calls
   std::vector<std::size_t> offloaded_;        // scratch
   std::vector<double> load_;                  // scratch

@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <map>
+#include <string_view>
 #include <vector>
 
 #include "gateway/fleet_sim.h"
@@ -21,11 +23,11 @@ using testing::policy;
 using testing::prompt_hashes;
 using testing::request_for;
 
-// Three replicas that announce their speed and their batch, each batch full (64 running, none
-// sent since the report): no replica would admit at once, so the wait for a place is left out of
-// the cost between replicas.
-std::vector<ReplicaView> full_fleet() {
-  std::vector<ReplicaView> views(3);
+// Three (or `replicas`) replicas that announce their speed and their batch, each batch full (64
+// running, none sent since the report): no replica would admit at once, so the wait for a place
+// is left out of the cost between replicas.
+std::vector<ReplicaView> full_fleet(std::size_t replicas = 3) {
+  std::vector<ReplicaView> views(replicas);
   for (std::size_t r = 0; r < views.size(); ++r) {
     ReplicaView& v = views[r];
     v.id = static_cast<ReplicaId>(r);
@@ -308,19 +310,12 @@ struct NearTies {
     for (ReplicaId r = 0; r < 4; ++r) {
       for (std::uint64_t b : prompt_hashes(9, 2)) index.apply_stored(r, b);
     }
-    views.resize(4);
+    views = full_fleet(4);
     for (std::size_t r = 0; r < views.size(); ++r) {
-      ReplicaView& v = views[r];
-      v.id = static_cast<ReplicaId>(r);
-      v.prefill_seconds_per_token = 3e-5;
-      v.decode_seconds_per_sequence = 1e-4;
-      v.kv_pages_total = 1000;
-      v.batch_slots = 64;
-      v.running = v.inflight_requests = 10 + r;
-      v.admission_interval_seconds = 0.06;
+      views[r].running = views[r].inflight_requests = 10 + r;  // places to spare
     }
   }
-  // Where each of `prompts` goes, one after another, `gap` apart.
+  // Where each of `prompts` goes, one after another, 5 ms apart.
   std::vector<ReplicaId> route_each(RoutingPolicy& p,
                                     const std::vector<std::vector<std::uint64_t>>& prompts) {
     std::vector<ReplicaId> where;
@@ -367,6 +362,83 @@ TEST(CacheAwareTest, PromptsTheCacheCannotPlaceGoInTurnAmongNearlyEqualReplicas)
 
   EXPECT_FALSE(make_policy("cache_aware:near_tie_prefills=-1").ok());
   EXPECT_FALSE(make_policy("cache_aware:near_tie_max_saved=2").ok());
+}
+
+// gateway_spread_choices: eight replicas hold a one-block template start and nothing else of
+// the prompts that follow it (2,048 tokens each, 16 of them cached: the cost is the load). Replica
+// 0 is idle and the others run a few sequences each, so every gateway, seeing the same reports,
+// would send each of these requests to replica 0; replica 7's queue is past the slack. Behind
+// three gateways, such requests arriving every 10 ms are spread over the replicas near the least
+// cost (the slack: 0.5 x 2 x 2,032 tokens at 3e-5 s, 61 ms), two of them drawn by each request's
+// hash and the cheaper taken. One gateway, the option at 0, a rare request (one a second, more
+// than the other gateways' two prefills apart) and a prompt the cache saves much of all go to the
+// least cost.
+struct TemplateFleet {
+  TemplateFleet() {
+    for (ReplicaId r = 0; r < 8; ++r) {
+      index.add_replica({});
+      index.apply_stored(r, prompt_hashes(7, 1)[0]);
+      ReplicaView& v = views[r];
+      v.id = r;
+      v.prefill_seconds_per_token = 3e-5;
+      v.decode_seconds_per_sequence = 1e-4;
+      v.kv_pages_total = 1000;
+      v.batch_slots = 64;
+      v.running = r;  // 0.1 ms of decode step each
+    }
+    views[7].tokens_queued_for_prefill = 10000;  // 300 ms
+  }
+  // Where `name` sends `count` prompts that share only the template, one every `gap`.
+  std::map<ReplicaId, int> route(std::string_view name, int count,
+                                 Clock::duration gap = std::chrono::milliseconds(10)) {
+    auto p = policy(name);
+    std::map<ReplicaId, int> chosen;
+    Clock::time_point now{};
+    for (int i = 0; i < count; ++i, now += gap) {
+      const auto h = prompt_hashes(7, 1, static_cast<std::uint64_t>(i), 127);
+      ++chosen[p->route(request_for(h), views, index, now).replica];
+    }
+    return chosen;
+  }
+  PrefixIndex index;
+  std::vector<ReplicaView> views = std::vector<ReplicaView>(8);
+};
+
+TEST(CacheAwareTest, SeveralGatewaysSpreadRequestsTheCacheBarelyHelps) {
+  TemplateFleet fleet;
+  const std::map<ReplicaId, int> all_to_0{{0, 64}};
+  EXPECT_EQ(fleet.route("cache_aware", 64), all_to_0) << "one gateway: the least cost";
+  EXPECT_EQ(fleet.route("cache_aware:gateways=3:gateway_spread_choices=0", 64), all_to_0);
+  EXPECT_EQ(fleet.route("cache_aware:gateways=3", 64, std::chrono::seconds(1)), all_to_0)
+      << "too rare to herd";
+  const std::map<ReplicaId, int> spread = fleet.route("cache_aware:gateways=3", 64);
+  EXPECT_GE(spread.size(), 5U) << "spread over the replicas near the least cost";
+  EXPECT_FALSE(spread.contains(7)) << "not past the slack";
+  EXPECT_LE(spread.at(0), 32) << "the first, and those that drew replica 0 in their pair";
+  // Two choices: the cheaper of the pair wins, so the dearest candidate (6) never does; one
+  // choice (the hash alone) takes it as often as any other.
+  EXPECT_FALSE(spread.contains(6));
+  EXPECT_TRUE(fleet.route("cache_aware:gateways=3:gateway_spread_choices=1", 64).contains(6));
+  for (const char* bad :
+       {"cache_aware:gateway_spread_choices=9", "cache_aware:gateway_spread_choices=-1",
+        "cache_aware:gateway_spread_choices=x"}) {
+    EXPECT_FALSE(make_policy(bad).ok()) << bad;
+  }
+}
+
+// The same fleet with a prompt whose first 1,024 tokens replica 3 holds: the cache saves half
+// of it, so the hit decides as before, behind any number of gateways.
+TEST(CacheAwareTest, SeveralGatewaysKeepAHitThatSavesMuch) {
+  TemplateFleet fleet;
+  const auto h = prompt_hashes(9, 64, 1, 64);
+  for (std::size_t i = 0; i < 64; ++i) fleet.index.apply_stored(3, h[i]);
+  for (const char* name : {"cache_aware", "cache_aware:gateways=3", "cache_aware:gateways=10"}) {
+    auto p = policy(name);
+    Clock::time_point now{};
+    for (int i = 0; i < 16; ++i, now += std::chrono::milliseconds(10)) {
+      EXPECT_EQ(p->route(request_for(h), fleet.views, fleet.index, now).replica, 3U) << name;
+    }
+  }
 }
 
 }  // namespace
