@@ -350,12 +350,12 @@ class CacheAware final : public RoutingPolicy {
     return h;
   }
 
-  // near_tie_prefills (one gateway; several spread by gateway_spread_choices instead, as each
-  // gateway's turn would count only its own share of the traffic): `best` (cost `best_cost`) or,
-  // when the cache saves this request little,
+  // near_tie_prefills: `best` (cost `best_cost`) or, when the cache saves this request little,
   // the healthy `eligible` replica within near_tie_prefills of its own prefill of that cost that
   // this gateway sent to least recently (never sent to: first). Ties in recency keep the lower
-  // cost's replica, so an idle fleet still fills by the cost.
+  // cost's replica, so an idle fleet still fills by the cost. One gateway only: behind several,
+  // each gateway's turn would count only its own share of the traffic, and
+  // gateway_spread_choices spreads instead.
   template <class Eligible>
   std::size_t in_turn_among_near_ties(const RouteRequest& request,
                                       std::span<const ReplicaView> replicas, std::size_t best,
