@@ -10,6 +10,8 @@
 //                                   replica's cache turns over, on the full index
 //   BM_RouteDecision32k/policy:P    one routing decision for a 32k-token prompt (2,048 blocks)
 //   BM_RouteDecision32kTimed/P      the same on replicas that announce their speed and places
+//   BM_RouteDecision32kTemplateOnly/P  the same for a prompt of which every replica holds only
+//                                   the first block: the load decides
 //
 // The index is built once and shared: 5,000 prompts of 2,048 chained blocks, each held by
 // `holders` replicas (1: a cache-aware fleet with one copy of everything; 4: hot prefixes
@@ -17,6 +19,7 @@
 #include <benchmark/benchmark.h>
 #include <malloc.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <map>
@@ -222,6 +225,50 @@ BENCHMARK_CAPTURE(BM_RouteDecision32k, sglang_cache_aware, "sglang_cache_aware")
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_RouteDecision32k, round_robin, "round_robin")->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_RouteDecision32kTimed, cache_aware, "cache_aware")
+    ->Unit(benchmark::kMicrosecond);
+
+// A prompt of which every replica holds only the first block (a chat template's start, then a
+// timestamp): the cache saves nothing worth a choice and the load decides, where cache_aware
+// takes near ties in turn (near_tie_prefills), one more pass over the replicas. Each decision is
+// recorded as sent, so the replicas' last sends differ as in a running gateway.
+void BM_RouteDecision32kTemplateOnly(benchmark::State& state, const char* name) {
+  Fleet& f = fleet(1);
+  std::vector<ReplicaView> views(kReplicas);
+  for (std::size_t r = 0; r < kReplicas; ++r) {
+    views[r].id = static_cast<ReplicaId>(r);
+    views[r].tokens_queued_for_prefill = 1000 + 37 * (r % 50);
+    views[r].running = 8 + r % 5;
+    views[r].inflight_requests = r % 7;
+    views[r].prefill_seconds_per_token = 3e-5;
+    views[r].decode_seconds_per_sequence = 1e-4;
+    views[r].batch_slots = 64;
+    views[r].admission_interval_seconds = 0.05;
+    views[r].report_beyond_own_tokens = views[r].tokens_queued_for_prefill;
+  }
+  const std::vector<std::uint64_t> prompt = chain(4242, kPromptBlocks);
+  for (std::size_t r = 0; r < kReplicas; ++r) {
+    f.index->apply_stored(static_cast<ReplicaId>(r), prompt[0]);
+  }
+  auto policy = std::move(*make_policy(name));
+  RouteRequest request;
+  request.block_hashes = prompt;
+  request.prompt_tokens = kPromptBlocks * 16;
+  request.block_size = 16;
+  Clock::time_point now{};
+  for (auto _ : state) {
+    now += std::chrono::milliseconds(1);
+    RouteDecision d = policy->route(request, views, *f.index, now);
+    policy->on_routed(request, d, now);
+    benchmark::DoNotOptimize(d);
+  }
+  for (std::size_t r = 0; r < kReplicas; ++r) {
+    f.index->apply_removed(static_cast<ReplicaId>(r), prompt[0]);
+  }
+}
+BENCHMARK_CAPTURE(BM_RouteDecision32kTemplateOnly, cache_aware, "cache_aware")
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_RouteDecision32kTemplateOnly, cache_aware_no_near_ties,
+                  "cache_aware:near_tie_prefills=0")
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_RouteDecision32kTimed, cache_aware_no_drain, "cache_aware:prefill_drain=false")
     ->Unit(benchmark::kMicrosecond);
