@@ -182,11 +182,10 @@ void BM_IndexApplyEvents(benchmark::State& state) {
 }
 BENCHMARK(BM_IndexApplyEvents);
 
-// `timed`: every replica announces its speed and its batch places, as prefixgate-engine does,
-// so cache_aware's cost is in seconds and its queued prefill drains (prefill_drain): both
-// variants then see the same queues, and differ only in reading them.
-void route_decision_32k(benchmark::State& state, const char* name, bool timed) {
-  Fleet& f = fleet(1);
+// The fleet's views: queues and batches that differ by replica. `timed`: every replica announces
+// its speed and its batch places, as prefixgate-engine does, so cache_aware's cost is in seconds
+// and its queued prefill drains (prefill_drain).
+std::vector<ReplicaView> fleet_views(bool timed) {
   std::vector<ReplicaView> views(kReplicas);
   for (std::size_t r = 0; r < kReplicas; ++r) {
     views[r].id = static_cast<ReplicaId>(r);
@@ -202,12 +201,25 @@ void route_decision_32k(benchmark::State& state, const char* name, bool timed) {
       views[r].report_beyond_own_tokens = views[r].tokens_queued_for_prefill;
     }
   }
-  auto policy = std::move(*make_policy(name));
-  const std::vector<std::uint64_t> prompt = chain(1234, kPromptBlocks);  // held by one replica
+  return views;
+}
+
+RouteRequest request_32k(const std::vector<std::uint64_t>& prompt) {
   RouteRequest request;
   request.block_hashes = prompt;
   request.prompt_tokens = kPromptBlocks * 16;
   request.block_size = 16;
+  return request;
+}
+
+// A prompt one replica holds whole. Timed, both prefill_drain variants see the same queues and
+// differ only in reading them.
+void route_decision_32k(benchmark::State& state, const char* name, bool timed) {
+  Fleet& f = fleet(1);
+  const std::vector<ReplicaView> views = fleet_views(timed);
+  auto policy = std::move(*make_policy(name));
+  const std::vector<std::uint64_t> prompt = chain(1234, kPromptBlocks);  // held by one replica
+  const RouteRequest request = request_32k(prompt);
   for (auto _ : state) {
     RouteDecision d = policy->route(request, views, *f.index, Clock::time_point{});
     benchmark::DoNotOptimize(d);
@@ -226,6 +238,8 @@ BENCHMARK_CAPTURE(BM_RouteDecision32k, sglang_cache_aware, "sglang_cache_aware")
 BENCHMARK_CAPTURE(BM_RouteDecision32k, round_robin, "round_robin")->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_RouteDecision32kTimed, cache_aware, "cache_aware")
     ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_RouteDecision32kTimed, cache_aware_no_drain, "cache_aware:prefill_drain=false")
+    ->Unit(benchmark::kMicrosecond);
 
 // A prompt of which every replica holds only the first block (a chat template's start, then a
 // timestamp): the cache saves nothing worth a choice and the load decides, where cache_aware
@@ -233,27 +247,13 @@ BENCHMARK_CAPTURE(BM_RouteDecision32kTimed, cache_aware, "cache_aware")
 // recorded as sent, so the replicas' last sends differ as in a running gateway.
 void BM_RouteDecision32kTemplateOnly(benchmark::State& state, const char* name) {
   Fleet& f = fleet(1);
-  std::vector<ReplicaView> views(kReplicas);
-  for (std::size_t r = 0; r < kReplicas; ++r) {
-    views[r].id = static_cast<ReplicaId>(r);
-    views[r].tokens_queued_for_prefill = 1000 + 37 * (r % 50);
-    views[r].running = 8 + r % 5;
-    views[r].inflight_requests = r % 7;
-    views[r].prefill_seconds_per_token = 3e-5;
-    views[r].decode_seconds_per_sequence = 1e-4;
-    views[r].batch_slots = 64;
-    views[r].admission_interval_seconds = 0.05;
-    views[r].report_beyond_own_tokens = views[r].tokens_queued_for_prefill;
-  }
+  const std::vector<ReplicaView> views = fleet_views(/*timed=*/true);
   const std::vector<std::uint64_t> prompt = chain(4242, kPromptBlocks);
   for (std::size_t r = 0; r < kReplicas; ++r) {
     f.index->apply_stored(static_cast<ReplicaId>(r), prompt[0]);
   }
   auto policy = std::move(*make_policy(name));
-  RouteRequest request;
-  request.block_hashes = prompt;
-  request.prompt_tokens = kPromptBlocks * 16;
-  request.block_size = 16;
+  const RouteRequest request = request_32k(prompt);
   Clock::time_point now{};
   for (auto _ : state) {
     now += std::chrono::milliseconds(1);
@@ -269,8 +269,6 @@ BENCHMARK_CAPTURE(BM_RouteDecision32kTemplateOnly, cache_aware, "cache_aware")
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_RouteDecision32kTemplateOnly, cache_aware_no_near_ties,
                   "cache_aware:near_tie_prefills=0")
-    ->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_RouteDecision32kTimed, cache_aware_no_drain, "cache_aware:prefill_drain=false")
     ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
