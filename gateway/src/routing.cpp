@@ -89,7 +89,9 @@ Status validate(const CacheAwareConfig& c) {
   if (!(c.near_tie_max_saved >= 0 && c.near_tie_max_saved <= 1)) {
     return bad("near_tie_max_saved", "must be between 0 and 1");
   }
-  if (c.gateway_spread_choices > 8) return bad("gateway_spread_choices", "must be <= 8");
+  if (c.gateway_spread_choices > routing::kMaxDrawn) {
+    return bad("gateway_spread_choices", "must be <= 8");
+  }
   return {};
 }
 

@@ -33,6 +33,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cache_aware_load.h"
+#include "eviction_churn.h"
 #include "prefixgate/gateway/replica_load.h"
 #include "routing_common.h"
 
@@ -56,10 +58,10 @@ class CacheAware final : public RoutingPolicy {
   RouteDecision route(const RouteRequest& request, std::span<const ReplicaView> replicas,
                       const PrefixIndex& index, Clock::time_point now) override {
     const std::size_t n = replicas.size();
-    now_ = now;
+    load_model_.set_now(now);
     match_blocks(request, replicas, index, now, blocks_, &offloaded_);
-    if (config_.memory_aware) update_churn(replicas, index, now);
-    const bool seconds = config_.cost_in_seconds && timed(replicas);
+    if (config_.memory_aware) churn_.update(replicas, index, now);
+    const bool seconds = config_.cost_in_seconds && CacheAwareLoad::timed(replicas);
     seconds_ = seconds;
     // One pass over the replicas for everything the rules below need of all of them (at 1,000
     // replicas each pass is a measurable part of a decision). An unhealthy replica's load is
@@ -78,13 +80,13 @@ class CacheAware final : public RoutingPolicy {
     bool holder_has_place = false;
     if (seconds) {
       for (std::size_t r = 0; r < n && !room; ++r) {
-        room = replicas[r].healthy && admission_seconds(replicas[r]) == 0;
+        room = replicas[r].healthy && load_model_.admission_seconds(replicas[r]) == 0;
       }
     }
     queued_seconds_.resize(n);
     for (std::size_t r = 0; r < n; ++r) {
       if (!replicas[r].healthy) continue;
-      load_[r] = seconds ? load_seconds(replicas[r], room, queued_seconds_[r])
+      load_[r] = seconds ? load_model_.load_seconds(replicas[r], room, queued_seconds_[r])
                          : load_tokens(replicas[r], config_.decode_weight);
       total_load += load_[r];
       min_load = healthy == 0 ? load_[r] : std::min(min_load, load_[r]);
@@ -94,10 +96,10 @@ class CacheAware final : public RoutingPolicy {
       if (blocks_[r] > best_match) {
         best_match = blocks_[r];
         holders = 1;
-        holder_has_place = has_place(replicas[r]);
+        holder_has_place = load_model_.has_place(replicas[r]);
       } else if (blocks_[r] == best_match) {
         ++holders;
-        if (!holder_has_place) holder_has_place = has_place(replicas[r]);
+        if (!holder_has_place) holder_has_place = load_model_.has_place(replicas[r]);
       }
       best_saved = std::max(best_saved, saved_prefill_tokens(request, blocks_[r], offloaded_[r],
                                                              config_.offload_hit_weight));
@@ -209,7 +211,7 @@ class CacheAware final : public RoutingPolicy {
       if (blocks_[chosen] == best_match)
         chosen = share_copy(replicas, chosen, rate, healthy, holders);
       if (blocks_[chosen] == best_match && config_.copy_headroom > 0) {
-        chosen = early_copy(request, replicas, chosen, rate.interval);
+        chosen = early_copy(request, replicas, chosen, rate.gaps.seconds);
       }
     }
 
@@ -224,8 +226,7 @@ class CacheAware final : public RoutingPolicy {
   // A prefix's siblings as this gateway routes them: requests whose longest match ends at the
   // same block (copy_headroom, share_copy_siblings).
   struct PrefixRate {
-    Clock::time_point last{};
-    double interval = 0;                // smoothed time between two siblings; 0 for the first
+    SmoothedInterval gaps;              // between two siblings; 0 for the first
     std::size_t siblings = 0;           // routed so far, this one included
     std::size_t arrivals_at_first = 0;  // the gateway's requests before the first sibling
   };
@@ -321,8 +322,8 @@ class CacheAware final : public RoutingPolicy {
     const ReplicaView& v = replicas[holder];
     if (config_.gateways > 1) {
       const double own = static_cast<double>(v.inflight_prompt_tokens);
-      const double unseen =
-          std::max(0.0, static_cast<double>(config_.gateways) * own - queued_prefill(v));
+      const double unseen = std::max(
+          0.0, static_cast<double>(config_.gateways) * own - load_model_.queued_prefill(v));
       holder_cost += unseen * (seconds ? v.prefill_seconds_per_token : 1.0);
     }
     const double budget = tail_tokens_ * (seconds ? v.prefill_seconds_per_token : 1.0);
@@ -414,18 +415,7 @@ class CacheAware final : public RoutingPolicy {
                   std::size_t chosen, Clock::time_point now) {
     const double prompt = static_cast<double>(request.prompt_tokens);
     if (best_saved_ > kSpreadSavedShare * prompt) return false;
-    double interval = 0;  // 0 until the second such request
-    if (load_dominated_seen_) {
-      const double dt =
-          std::max(0.0, std::chrono::duration<double>(now - last_load_dominated_).count());
-      load_dominated_interval_ =
-          load_dominated_interval_ > 0
-              ? load_dominated_interval_ + 0.25 * (dt - load_dominated_interval_)
-              : dt;
-      interval = load_dominated_interval_;
-    }
-    load_dominated_seen_ = true;
-    last_load_dominated_ = now;
+    const double interval = load_dominated_gaps_.add(now);  // 0 until the second one
     const double others = static_cast<double>(config_.gateways - 1);
     const double prefill = (prompt - best_saved_) * replicas[chosen].prefill_seconds_per_token;
     return interval > 0 && others * prefill >= interval;
@@ -443,7 +433,6 @@ class CacheAware final : public RoutingPolicy {
   // what the others may have sent (a prompt each): a wider one draws replicas that are truly
   // busier.
   static constexpr double kSpreadSlack = 0.5;
-  static constexpr std::size_t kMaxSpreadChoices = 8;
   std::size_t spread_choice(const RouteRequest& request, std::span<const ReplicaView> replicas,
                             std::size_t chosen, std::uint64_t key) const {
     auto cost = [&](std::size_t r) {
@@ -455,29 +444,13 @@ class CacheAware final : public RoutingPolicy {
     }
     const double uncached = static_cast<double>(request.prompt_tokens) - best_saved_;
     const double slack_tokens = kSpreadSlack * static_cast<double>(config_.gateways - 1) * uncached;
-    // The d highest scores among the candidates, best first.
-    const std::size_t d = std::min(kMaxSpreadChoices, config_.gateway_spread_choices);
-    std::array<std::size_t, kMaxSpreadChoices> drawn{};
-    std::array<std::uint64_t, kMaxSpreadChoices> scores{};
-    std::size_t count = 0;
-    for (std::size_t r = 0; r < replicas.size(); ++r) {
-      if (!replicas[r].healthy) continue;
-      if (cost(r) > least + slack_tokens * replicas[r].prefill_seconds_per_token) continue;
-      const std::uint64_t score = rendezvous_score(key, static_cast<ReplicaId>(r));
-      if (count == d && score <= scores[d - 1]) continue;
-      std::size_t i = count == d ? d - 1 : count++;
-      for (; i > 0 && scores[i - 1] < score; --i) {
-        drawn[i] = drawn[i - 1];
-        scores[i] = scores[i - 1];
-      }
-      drawn[i] = r;
-      scores[i] = score;
-    }
-    std::size_t best = count == 0 ? chosen : drawn[0];
-    for (std::size_t i = 1; i < count; ++i) {
-      if (cost(drawn[i]) < cost(best)) best = drawn[i];
-    }
-    return best;
+    return cheapest_of_drawn(
+        replicas.size(), key, config_.gateway_spread_choices, chosen,
+        [&](std::size_t r) {
+          return replicas[r].healthy &&
+                 cost(r) <= least + slack_tokens * replicas[r].prefill_seconds_per_token;
+        },
+        cost);
   }
 
   // soonest_holder: among the healthy replicas holding the longest match, the least cost with
@@ -488,7 +461,7 @@ class CacheAware final : public RoutingPolicy {
                              std::size_t chosen) const {
     auto cost = [&](std::size_t r) {
       return load_[r] + miss_cost(request, replicas[r], r, /*seconds=*/true) +
-             admission_seconds(replicas[r]);
+             load_model_.admission_seconds(replicas[r]);
     };
     double best_cost = cost(chosen);
     for (std::size_t r = 0; r < replicas.size(); ++r) {
@@ -583,12 +556,10 @@ class CacheAware final : public RoutingPolicy {
   static constexpr std::size_t kMaxPrefixRates = 1 << 16;
   PrefixRate sibling_rate(std::uint64_t key, Clock::time_point now) {
     if (prefix_rates_.size() >= kMaxPrefixRates) prefix_rates_.clear();
-    auto [it, added] = prefix_rates_.try_emplace(key, PrefixRate{now, 0, 1, arrivals_ - 1});
-    if (added) return it->second;
+    auto [it, added] = prefix_rates_.try_emplace(key);
     PrefixRate& p = it->second;
-    const double dt = std::max(0.0, std::chrono::duration<double>(now - p.last).count());
-    p.interval = p.interval > 0 ? p.interval + 0.25 * (dt - p.interval) : dt;
-    p.last = now;
+    if (added) p.arrivals_at_first = arrivals_ - 1;
+    p.gaps.add(now);
     ++p.siblings;
     return p;
   }
@@ -631,88 +602,6 @@ class CacheAware final : public RoutingPolicy {
     }
   }
 
-  // Whether every healthy replica says how fast it is (the cost can be in seconds).
-  static bool timed(std::span<const ReplicaView> replicas) {
-    bool any = false;
-    for (const ReplicaView& v : replicas) {
-      if (!v.healthy) continue;
-      if (!(v.prefill_seconds_per_token > 0) || !(v.decode_seconds_per_sequence > 0)) return false;
-      any = true;
-    }
-    return any;
-  }
-
-  // The load model in seconds: the wait for a place in the batch (a full replica admits a
-  // newcomer only as running sequences end, which its queue of short prefills does not show),
-  // queued prefill at the replica's rate, plus a step's share of each sequence it runs.
-  // `queued`: queued_prefill_seconds(v), kept for the rules after the cost (idle_replica).
-  double load_seconds(const ReplicaView& v, bool with_admission, double& queued) const {
-    const double admission = admission_seconds(v);  // once: queued_prefill_seconds reads it too
-    queued = queued_prefill_seconds(v, admission);
-    return (with_admission ? admission : 0.0) + queued +
-           decode_sequences(v) * v.decode_seconds_per_sequence;
-  }
-
-  // The prefill queued on a replica at the decision's time, in seconds at its prefill rate. With
-  // prefill_drain, one gateway and a place in the replica's batch (`admission`: its wait for
-  // one): this gateway's prefill left there, plus what the last report showed beyond it less
-  // what the replica computed since the report arrived. Otherwise the larger of the report's and
-  // the gateway's counts. In seconds, without a division: every decision reads it for every
-  // replica.
-  double queued_prefill_seconds(const ReplicaView& v, double admission) const {
-    const double rate = v.prefill_seconds_per_token;
-    const bool place = v.batch_slots > 0 && admission == 0;  // has_place(v), its wait known
-    if (!config_.prefill_drain || config_.gateways > 1 || !(rate > 0) || !place) {
-      return queued_prefill_tokens(v) * rate;
-    }
-    const double since_report = seconds_between(v.report_at, now_);
-    const double others =
-        std::max(0.0, static_cast<double>(v.report_beyond_own_tokens) * rate - since_report);
-    return own_prefill_left_seconds(v, now_) + others;
-  }
-
-  // The same in tokens, for the rules that count tokens.
-  double queued_prefill(const ReplicaView& v) const {
-    const double rate = v.prefill_seconds_per_token;
-    if (!(rate > 0)) return queued_prefill_tokens(v);
-    return queued_prefill_seconds(v, admission_seconds(v)) / rate;
-  }
-
-  // Whether the replica says its batch has a place for a newcomer: it announces its batch places
-  // and reports no wait for one. An upstream that announces nothing (vLLM, SGLang, OpenAI) cannot
-  // be told apart from a full one, so it is not taken as having a place.
-  bool has_place(const ReplicaView& v) const {
-    return v.batch_slots > 0 && admission_seconds(v) == 0;
-  }
-
-  // The wait for a place in the batch: the report's, plus one admission interval for each request
-  // this gateway sent since that is past the batch's places (the report cannot know of them; a
-  // burst sent between two reports would otherwise all go to the replica that looked free).
-  double admission_seconds(const ReplicaView& v) const {
-    if (v.batch_slots == 0 || !(v.admission_interval_seconds > 0)) return v.admission_wait_seconds;
-    const bool cohort_wait = config_.cohort_wait;
-    const std::size_t reported = v.running + v.waiting;
-    const std::size_t sent_since =
-        v.inflight_requests > reported ? v.inflight_requests - reported : 0;
-    const std::size_t ahead = reported + sent_since + 1;  // the newcomer's place
-    if (ahead <= v.batch_slots) return v.admission_wait_seconds;
-    const std::size_t past = std::min(sent_since + 1, ahead - v.batch_slots);
-    double wait = static_cast<double>(past) * v.admission_interval_seconds;
-    // The report had a place that the requests sent since took: the first one past it waits
-    // for the first running sequence to end. next_end_wait: for as long as the report says that
-    // is (next_end_seconds), where it says it, instead of one interval (the steady state's mean:
-    // the next end may be much nearer, or, in a batch filled in a burst, a whole lifetime away).
-    // cohort_wait: at least one interval.
-    if (v.admission_wait_seconds == 0 && v.next_end_seconds > 0) {
-      if (cohort_wait) {
-        wait += std::max(0.0, v.next_end_seconds - v.admission_interval_seconds);
-      } else if (config_.next_end_wait) {
-        wait += v.next_end_seconds - v.admission_interval_seconds;
-      }
-    }
-    return v.admission_wait_seconds + wait;
-  }
-
   // What computing the request's uncached tokens on replica r costs. memory_aware: on a full KV
   // cache the new blocks evict as many cached tokens of other prefixes, recomputed later with
   // probability eviction_weight. How full: pressure = (kv usage - 1/2) / (1/2), clamped to
@@ -737,63 +626,18 @@ class CacheAware final : public RoutingPolicy {
     return seconds ? tokens * v.prefill_seconds_per_token : tokens;
   }
 
-  // Each replica's eviction rate (blocks/s, from PrefixIndex::evicted_blocks), smoothed over
-  // kChurnWindowSeconds, and churn(r) = its rate over the healthy mean (1 when nothing evicts).
-  // A replica evicting faster than the others has a younger LRU tail: what a copy there evicts
-  // is likelier to be needed again.
-  static constexpr double kChurnWindowSeconds = 5.0;
-  static constexpr double kMaxChurn = 4.0;
-  struct ChurnState {
-    std::uint64_t last = 0;
-    Clock::time_point at{};
-    double rate = 0;
-    bool seen = false;
-  };
-  void update_churn(std::span<const ReplicaView> replicas, const PrefixIndex& index,
-                    Clock::time_point now) {
-    const std::size_t n = std::min(replicas.size(), index.replica_count());
-    churn_.resize(n);
-    for (std::size_t r = 0; r < n; ++r) {
-      ChurnState& c = churn_[r];
-      const std::uint64_t count = index.evicted_blocks(static_cast<ReplicaId>(r));
-      if (!c.seen || count < c.last) {
-        c = {count, now, 0, true};
-      } else if (now - c.at >= std::chrono::milliseconds(50)) {  // shorter gaps say little
-        const double dt = std::chrono::duration<double>(now - c.at).count();
-        const double instant = static_cast<double>(count - c.last) / dt;
-        c.rate += (1.0 - std::exp(-dt / kChurnWindowSeconds)) * (instant - c.rate);
-        c.last = count;
-        c.at = now;
-      }
-    }
-    // Summed apart: in the loop above, the calls would keep the sum in memory, and each
-    // iteration would wait for the previous one's store.
-    double total = 0;
-    std::size_t healthy = 0;
-    for (std::size_t r = 0; r < n; ++r) {
-      if (replicas[r].healthy) {
-        total += churn_[r].rate;
-        ++healthy;
-      }
-    }
-    mean_churn_ = healthy == 0 ? 0 : total / static_cast<double>(healthy);
-  }
-  double churn(std::size_t r) const {
-    if (!config_.memory_aware || r >= churn_.size() || !(mean_churn_ > 0)) return 1.0;
-    return std::min(kMaxChurn, churn_[r].rate / mean_churn_);
-  }
+  // churn(r): replica r's eviction rate over the healthy mean; 1 without memory_aware.
+  double churn(std::size_t r) const { return config_.memory_aware ? churn_.relative(r) : 1.0; }
 
   RouteDecision decision(const RouteRequest& request, std::size_t r, RouteReason reason) const {
     return {static_cast<ReplicaId>(r), reason, cached_tokens(request, blocks_[r])};
   }
 
   CacheAwareConfig config_;
-  Clock::time_point now_{};  // the decision's time
+  CacheAwareLoad load_model_{config_};  // its queues, waits and places, at the decision's time
   // gateway_spread_choices: this gateway's requests whose longest match saves little, the last
   // one's time and the smoothed interval between two of them (0 before the second).
-  bool load_dominated_seen_ = false;
-  Clock::time_point last_load_dominated_{};
-  double load_dominated_interval_ = 0;
+  SmoothedInterval load_dominated_gaps_;
   std::vector<std::size_t> blocks_;           // scratch, reused between calls
   std::vector<std::size_t> offloaded_;        // scratch
   std::vector<double> load_;                  // scratch
@@ -801,8 +645,7 @@ class CacheAware final : public RoutingPolicy {
   std::vector<double> footprint_;             // scratch
   bool seconds_ = false;                      // this decision's cost is in seconds
   std::vector<Clock::time_point> last_sent_;  // by replica: this gateway's last send there
-  std::vector<ChurnState> churn_;             // by replica
-  double mean_churn_ = 0;
+  EvictionChurn churn_;
   double best_saved_ = 0;        // the most prefill any healthy replica saves this request
   double duplicate_weight_ = 0;  // this request's charge for a duplicate prefill
   std::size_t best_match_ = 0;   // this request's longest match on a healthy replica, in blocks
