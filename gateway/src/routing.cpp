@@ -89,8 +89,8 @@ Status validate(const CacheAwareConfig& c) {
   if (!(c.near_tie_max_saved >= 0 && c.near_tie_max_saved <= 1)) {
     return bad("near_tie_max_saved", "must be between 0 and 1");
   }
-  if (c.gateway_spread_choices > routing::kMaxDrawn) {
-    return bad("gateway_spread_choices", "must be <= 8");
+  if (!(c.gateway_spread_prefills >= 0) || std::isinf(c.gateway_spread_prefills)) {
+    return bad("gateway_spread_prefills", "must be finite and >= 0");
   }
   return {};
 }
@@ -141,17 +141,17 @@ Status apply_options(std::string_view options, CacheAwareConfig& c) {
               "eviction_weight=N, duplicate_weight=N, "
               "queue_duplicate_factor=N, tail_quantile=N, overload_factor=N, "
               "decode_weight=N, copy_headroom=N, share_copy_siblings=N, gateways=N, "
-              "gateway_spill_slack=N, gateway_spread_choices=N, near_tie_prefills=N or "
+              "gateway_spill_slack=N, gateway_spread_prefills=N, near_tie_prefills=N or "
               "near_tie_max_saved=N",
           "policy");
     };
-    if (key == "gateways" || key == "gateway_spread_choices") {
+    if (key == "gateways") {
       // A count: digits only (strtoull would take "-1" and wrap it).
       if (value.empty() || value.size() > 6 ||
           value.find_first_not_of("0123456789") != std::string::npos) {
         return bad();
       }
-      (key == "gateways" ? c.gateways : c.gateway_spread_choices) = std::stoul(value);
+      c.gateways = std::stoul(value);
       continue;
     }
     if (key == "memory_aware" || key == "cost_in_seconds" || key == "cold_rendezvous" ||
@@ -167,18 +167,19 @@ Status apply_options(std::string_view options, CacheAwareConfig& c) {
                                   : c.prefill_drain) = value == "true";
       continue;
     }
-    double* target = key == "eviction_weight"          ? &c.eviction_weight
-                     : key == "duplicate_weight"       ? &c.duplicate_weight
-                     : key == "queue_duplicate_factor" ? &c.queue_duplicate_factor
-                     : key == "tail_quantile"          ? &c.tail_quantile
-                     : key == "overload_factor"        ? &c.overload_factor
-                     : key == "decode_weight"          ? &c.decode_weight
-                     : key == "gateway_spill_slack"    ? &c.gateway_spill_slack
-                     : key == "copy_headroom"          ? &c.copy_headroom
-                     : key == "share_copy_siblings"    ? &c.share_copy_siblings
-                     : key == "near_tie_prefills"      ? &c.near_tie_prefills
-                     : key == "near_tie_max_saved"     ? &c.near_tie_max_saved
-                                                       : nullptr;
+    double* target = key == "eviction_weight"           ? &c.eviction_weight
+                     : key == "duplicate_weight"        ? &c.duplicate_weight
+                     : key == "queue_duplicate_factor"  ? &c.queue_duplicate_factor
+                     : key == "tail_quantile"           ? &c.tail_quantile
+                     : key == "overload_factor"         ? &c.overload_factor
+                     : key == "decode_weight"           ? &c.decode_weight
+                     : key == "gateway_spill_slack"     ? &c.gateway_spill_slack
+                     : key == "gateway_spread_prefills" ? &c.gateway_spread_prefills
+                     : key == "copy_headroom"           ? &c.copy_headroom
+                     : key == "share_copy_siblings"     ? &c.share_copy_siblings
+                     : key == "near_tie_prefills"       ? &c.near_tie_prefills
+                     : key == "near_tie_max_saved"      ? &c.near_tie_max_saved
+                                                        : nullptr;
     if (target == nullptr || value.empty()) return bad();
     char* end = nullptr;
     const double v = std::strtod(value.c_str(), &end);

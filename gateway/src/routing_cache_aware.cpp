@@ -18,15 +18,14 @@
 // destination unseen (gateway_spill_slack). With every batch full, a request kept on a holder of
 // its longest match goes to the holder whose cost counting its wait for a place is least
 // (soonest_holder). Among several gateways, a frequent kind of request whose match saves little
-// goes to the cheaper of two replicas its hash draws near the least cost, not to the least cost
-// that every gateway sees alike (gateway_spread_choices). A request kept on a holder goes to an
+// goes in this gateway's turn among the replicas near the least cost, not to the least cost that
+// every gateway sees alike (gateway_spread_prefills). A request kept on a holder goes to an
 // idle replica instead when its prefix draws more than its holders' share of the traffic
 // (share_copy_siblings), or when the holders are about to run out of places for the prefix's
 // siblings (copy_headroom). With one gateway, where the cache saves a request little, the
 // cheapest replica (or holder) gives way to a replica within half a prefill of its cost that
 // this gateway sent to less recently (near_tie_prefills).
 #include <algorithm>
-#include <array>
 #include <chrono>
 #include <cmath>
 #include <optional>
@@ -197,9 +196,9 @@ class CacheAware final : public RoutingPolicy {
 
     // Several gateways: a request whose cost is its replica's load alone is spread over the
     // replicas near the least cost instead of herding onto it with the other gateways'.
-    if (config_.gateways > 1 && config_.gateway_spread_choices > 0 && config_.memory_aware &&
+    if (config_.gateways > 1 && config_.gateway_spread_prefills > 0 && config_.memory_aware &&
         seconds && best_match > 0 && would_herd(request, replicas, chosen, now)) {
-      chosen = spread_choice(request, replicas, chosen, tie_key);
+      chosen = spread_in_turn(request, replicas, chosen);
     }
 
     // A hot prefix's copies as soon as its share of the traffic is known (share_copy_siblings),
@@ -353,10 +352,8 @@ class CacheAware final : public RoutingPolicy {
 
   // near_tie_prefills: `best` (cost `best_cost`) or, when the cache saves this request little,
   // the healthy `eligible` replica within near_tie_prefills of its own prefill of that cost that
-  // this gateway sent to least recently (never sent to: first). Ties in recency keep the lower
-  // cost's replica, so an idle fleet still fills by the cost. One gateway only: behind several,
-  // each gateway's turn would count only its own share of the traffic, and
-  // gateway_spread_choices spreads instead.
+  // this gateway sent to least recently. One gateway only: behind several, each gateway's turn
+  // would count only its own share of the traffic, and gateway_spread_prefills spreads instead.
   template <class Eligible>
   std::size_t in_turn_among_near_ties(const RouteRequest& request,
                                       std::span<const ReplicaView> replicas, std::size_t best,
@@ -366,15 +363,26 @@ class CacheAware final : public RoutingPolicy {
         best_saved_ > config_.near_tie_max_saved * prompt) {
       return best;
     }
-    const double within =
-        config_.near_tie_prefills * prompt * replicas[best].prefill_seconds_per_token;
+    const double bound =
+        best_cost + config_.near_tie_prefills * prompt * replicas[best].prefill_seconds_per_token;
+    return least_recently_sent(replicas, best, [&](std::size_t r) {
+      return eligible(r) && load_[r] + miss_cost(request, replicas[r], r, true) <= bound;
+    });
+  }
+
+  // Of `pick` and the healthy `within` replicas, the one this gateway sent to least recently
+  // (never sent to: first). Ties in recency keep `pick` (the least cost), so an idle fleet still
+  // fills by the cost. The rules that go in turn (near_tie_prefills, gateway_spread_prefills)
+  // share it.
+  template <class Within>
+  std::size_t least_recently_sent(std::span<const ReplicaView> replicas, std::size_t pick,
+                                  Within within) const {
     auto sent = [&](std::size_t r) {
       return r < last_sent_.size() ? last_sent_[r] : Clock::time_point::min();
     };
-    std::size_t pick = best;
     for (std::size_t r = 0; r < replicas.size(); ++r) {
-      if (r == best || !replicas[r].healthy || !eligible(r) || !(sent(r) < sent(pick))) continue;
-      if (load_[r] + miss_cost(request, replicas[r], r, true) <= best_cost + within) pick = r;
+      if (r == pick || !replicas[r].healthy || !(sent(r) < sent(pick)) || !within(r)) continue;
+      pick = r;
     }
     return pick;
   }
@@ -404,7 +412,7 @@ class CacheAware final : public RoutingPolicy {
     return holder_cost <= spill_cost + slack ? holder : spill;
   }
 
-  // gateway_spread_choices: whether this request would herd. Its longest match saves at most
+  // gateway_spread_prefills: whether this request would herd. Its longest match saves at most
   // kSpreadSavedShare of its prompt (a template start that every replica holds: its cost is the
   // replicas' load and little else), and such requests come often enough that the other gateways
   // are expected to route at least one more while its prefill runs (their rate taken as this
@@ -421,20 +429,20 @@ class CacheAware final : public RoutingPolicy {
     return interval > 0 && others * prefill >= interval;
   }
 
-  // gateway_spread_choices: every gateway sees the same reports and only its own sends, so for a
-  // request whose cost is its replica's load all of them pick the same replica that looks least
+  // gateway_spread_prefills: every gateway sees the same reports and only its own sends, so for
+  // a request whose cost is its replica's load all of them pick the same replica that looks least
   // loaded, and what each sends there unseen by the others queues behind the rest. The replicas
-  // whose cost (seconds) is within kSpreadSlack x (gateways - 1) x this request's uncached
-  // prefill of the least are near enough that the view cannot tell them apart; of them, the
-  // gateway_spread_choices with the highest rendezvous score for `key` (the blocks past the
-  // longest match: a different draw for each request, the same for siblings) are drawn and the
-  // cheapest wins. Two choices among a few stale estimates keep the load balanced where the least
-  // of all of them herds (Mitzenmacher, "How useful is old information?"). The slack is half of
-  // what the others may have sent (a prompt each): a wider one draws replicas that are truly
-  // busier.
-  static constexpr double kSpreadSlack = 0.5;
-  std::size_t spread_choice(const RouteRequest& request, std::span<const ReplicaView> replicas,
-                            std::size_t chosen, std::uint64_t key) const {
+  // whose cost (seconds) is within gateway_spread_prefills x this request's uncached prefill of
+  // the least are near enough that the view cannot tell them apart (a replica's load is known to
+  // about one prefill), and the one this gateway sent to least recently gets it. Each gateway's
+  // rotation spaces its own requests out on every replica, and the gateways' rotations together
+  // load the replicas about as evenly as one rotation would; a random draw among the same
+  // replicas (the power of two choices) lands two requests close together on one replica as
+  // often as chance does, and that is the tail. The window does not grow with the gateways: the
+  // rotation is blind to the cost inside it, and a wider one takes in replicas that are truly
+  // busier (gateway/ROUTING.md, "A request the cache barely helps").
+  std::size_t spread_in_turn(const RouteRequest& request, std::span<const ReplicaView> replicas,
+                             std::size_t chosen) const {
     auto cost = [&](std::size_t r) {
       return load_[r] + miss_cost(request, replicas[r], r, /*seconds=*/true);
     };
@@ -443,14 +451,10 @@ class CacheAware final : public RoutingPolicy {
       if (replicas[r].healthy) least = std::min(least, cost(r));
     }
     const double uncached = static_cast<double>(request.prompt_tokens) - best_saved_;
-    const double slack_tokens = kSpreadSlack * static_cast<double>(config_.gateways - 1) * uncached;
-    return cheapest_of_drawn(
-        replicas.size(), key, config_.gateway_spread_choices, chosen,
-        [&](std::size_t r) {
-          return replicas[r].healthy &&
-                 cost(r) <= least + slack_tokens * replicas[r].prefill_seconds_per_token;
-        },
-        cost);
+    const double slack_tokens = config_.gateway_spread_prefills * uncached;
+    return least_recently_sent(replicas, chosen, [&](std::size_t r) {
+      return cost(r) <= least + slack_tokens * replicas[r].prefill_seconds_per_token;
+    });
   }
 
   // soonest_holder: among the healthy replicas holding the longest match, the least cost with
@@ -635,7 +639,7 @@ class CacheAware final : public RoutingPolicy {
 
   CacheAwareConfig config_;
   CacheAwareLoad load_model_{config_};  // its queues, waits and places, at the decision's time
-  // gateway_spread_choices: this gateway's requests whose longest match saves little, the last
+  // gateway_spread_prefills: this gateway's requests whose longest match saves little, the last
   // one's time and the smoothed interval between two of them (0 before the second).
   SmoothedInterval load_dominated_gaps_;
   std::vector<std::size_t> blocks_;           // scratch, reused between calls

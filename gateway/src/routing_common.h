@@ -3,7 +3,6 @@
 #pragma once
 
 #include <algorithm>
-#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -66,39 +65,6 @@ struct SmoothedInterval {
     return seconds;
   }
 };
-
-// The power of d choices, drawn by a key: of the `eligible` replicas among n, the d (at most
-// kMaxDrawn) with the highest rendezvous score for `key`, and of those the one of least `cost`
-// (the higher score on a tie); `fallback` when none is eligible. Every caller with the same key
-// draws the same replicas, each key its own.
-inline constexpr std::size_t kMaxDrawn = 8;
-template <class Eligible, class Cost>
-std::size_t cheapest_of_drawn(std::size_t n, std::uint64_t key, std::size_t d, std::size_t fallback,
-                              Eligible eligible, Cost cost) {
-  d = std::min(d, kMaxDrawn);
-  if (d == 0) return fallback;
-  std::array<std::size_t, kMaxDrawn> drawn{};
-  std::array<std::uint64_t, kMaxDrawn> scores{};
-  std::size_t count = 0;
-  for (std::size_t r = 0; r < n; ++r) {
-    if (!eligible(r)) continue;
-    const std::uint64_t score = rendezvous_score(key, static_cast<ReplicaId>(r));
-    if (count == d && score <= scores[d - 1]) continue;
-    std::size_t i = count == d ? d - 1 : count++;
-    for (; i > 0 && scores[i - 1] < score; --i) {
-      drawn[i] = drawn[i - 1];
-      scores[i] = scores[i - 1];
-    }
-    drawn[i] = r;
-    scores[i] = score;
-  }
-  if (count == 0) return fallback;
-  std::size_t best = drawn[0];
-  for (std::size_t i = 1; i < count; ++i) {
-    if (cost(drawn[i]) < cost(best)) best = drawn[i];
-  }
-  return best;
-}
 
 // How many leading blocks of the request each replica holds; scratch is reused between calls.
 // `replicas` is indexed by ReplicaId; a replica the index does not know yet matches nothing.

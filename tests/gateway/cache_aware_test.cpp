@@ -364,15 +364,15 @@ TEST(CacheAwareTest, PromptsTheCacheCannotPlaceGoInTurnAmongNearlyEqualReplicas)
   EXPECT_FALSE(make_policy("cache_aware:near_tie_max_saved=2").ok());
 }
 
-// gateway_spread_choices: eight replicas hold a one-block template start and nothing else of
+// gateway_spread_prefills: eight replicas hold a one-block template start and nothing else of
 // the prompts that follow it (2,048 tokens each, 16 of them cached: the cost is the load). Replica
 // 0 is idle and the others run a few sequences each, so every gateway, seeing the same reports,
 // would send each of these requests to replica 0; replica 7's queue is past the slack. Behind
-// three gateways, such requests arriving every 10 ms are spread over the replicas near the least
-// cost (the slack: 0.5 x 2 x 2,032 tokens at 3e-5 s, 61 ms), two of them drawn by each request's
-// hash and the cheaper taken. One gateway, the option at 0, a rare request (one a second, more
-// than the other gateways' two prefills apart) and a prompt the cache saves much of all go to the
-// least cost.
+// three gateways, such requests arriving every 10 ms go in this gateway's turn over the replicas
+// near the least cost (the slack: one prefill of 2,032 tokens at 3e-5 s, 61 ms). One gateway, the
+// option at 0, a rare request (one a second, more than the other gateways' two prefills apart)
+// and a prompt the cache saves much of all go to the least cost. The views stay as they are:
+// what spreads the requests is the rule, not their growing queues.
 struct TemplateFleet {
   TemplateFleet() {
     for (ReplicaId r = 0; r < 8; ++r) {
@@ -388,15 +388,18 @@ struct TemplateFleet {
     }
     views[7].tokens_queued_for_prefill = 10000;  // 300 ms
   }
-  // Where `name` sends `count` prompts that share only the template, one every `gap`.
-  std::map<ReplicaId, int> route(std::string_view name, int count,
-                                 Clock::duration gap = std::chrono::milliseconds(10)) {
+  // Where `name` sends `count` prompts that share only the template, one every `gap`, in order.
+  std::vector<ReplicaId> route(std::string_view name, int count,
+                               Clock::duration gap = std::chrono::milliseconds(10)) {
     auto p = policy(name);
-    std::map<ReplicaId, int> chosen;
+    std::vector<ReplicaId> chosen;
     Clock::time_point now{};
     for (int i = 0; i < count; ++i, now += gap) {
       const auto h = prompt_hashes(7, 1, static_cast<std::uint64_t>(i), 127);
-      ++chosen[p->route(request_for(h), views, index, now).replica];
+      const RouteRequest request = request_for(h);
+      const RouteDecision d = p->route(request, views, index, now);
+      p->on_routed(request, d, now);
+      chosen.push_back(d.replica);
     }
     return chosen;
   }
@@ -404,24 +407,29 @@ struct TemplateFleet {
   std::vector<ReplicaView> views = std::vector<ReplicaView>(8);
 };
 
-TEST(CacheAwareTest, SeveralGatewaysSpreadRequestsTheCacheBarelyHelps) {
+TEST(CacheAwareTest, SeveralGatewaysSpreadRequestsTheCacheBarelyHelpsInTurn) {
   TemplateFleet fleet;
-  const std::map<ReplicaId, int> all_to_0{{0, 64}};
-  EXPECT_EQ(fleet.route("cache_aware", 64), all_to_0) << "one gateway: the least cost";
-  EXPECT_EQ(fleet.route("cache_aware:gateways=3:gateway_spread_choices=0", 64), all_to_0);
-  EXPECT_EQ(fleet.route("cache_aware:gateways=3", 64, std::chrono::seconds(1)), all_to_0)
+  const std::vector<ReplicaId> all_to_0(21, 0);
+  EXPECT_EQ(fleet.route("cache_aware:near_tie_prefills=0", 21), all_to_0)
+      << "one gateway: the least cost (near ties aside)";
+  EXPECT_EQ(fleet.route("cache_aware:gateways=3:gateway_spread_prefills=0", 21), all_to_0);
+  EXPECT_EQ(fleet.route("cache_aware:gateways=3", 21, std::chrono::seconds(1)), all_to_0)
       << "too rare to herd";
-  const std::map<ReplicaId, int> spread = fleet.route("cache_aware:gateways=3", 64);
-  EXPECT_GE(spread.size(), 5U) << "spread over the replicas near the least cost";
-  EXPECT_FALSE(spread.contains(7)) << "not past the slack";
-  EXPECT_LE(spread.at(0), 32) << "the first, and those that drew replica 0 in their pair";
-  // Two choices: the cheaper of the pair wins, so the dearest candidate (6) never does; one
-  // choice (the hash alone) takes it as often as any other.
-  EXPECT_FALSE(spread.contains(6));
-  EXPECT_TRUE(fleet.route("cache_aware:gateways=3:gateway_spread_choices=1", 64).contains(6));
+  // The first goes by the least cost (no interval between such requests yet), then the turn
+  // visits every replica within the slack, least recently sent first, and never replica 7.
+  const std::vector<ReplicaId> in_turn{0, 1, 2, 3, 4, 5, 6, 0, 1, 2, 3,
+                                       4, 5, 6, 0, 1, 2, 3, 4, 5, 6};
+  EXPECT_EQ(fleet.route("cache_aware:gateways=3", 21), in_turn);
+  // The window does not grow with the gateways: behind ten, replica 7 stays out. One wide
+  // enough for its 300 ms queue (6 prefills of 2,032 tokens at 3e-5 s, 366 ms) gives it its
+  // turn too.
+  EXPECT_EQ(fleet.route("cache_aware:gateways=10", 21), in_turn);
+  const std::vector<ReplicaId> wide =
+      fleet.route("cache_aware:gateways=3:gateway_spread_prefills=6", 16);
+  EXPECT_EQ(std::count(wide.begin(), wide.end(), ReplicaId{7}), 2);
   for (const char* bad :
-       {"cache_aware:gateway_spread_choices=9", "cache_aware:gateway_spread_choices=-1",
-        "cache_aware:gateway_spread_choices=x"}) {
+       {"cache_aware:gateway_spread_prefills=-1", "cache_aware:gateway_spread_prefills=inf",
+        "cache_aware:gateway_spread_prefills=x"}) {
     EXPECT_FALSE(make_policy(bad).ok()) << bad;
   }
 }

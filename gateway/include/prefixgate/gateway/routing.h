@@ -202,7 +202,7 @@ struct CacheAwareConfig {
   // that had just received one, where a rotation spaces them out. Requests the cache saves more
   // of are decided by the cost alone. 0: off. Needs the cost in seconds; one gateway only
   // (behind several, each gateway's turn would count only its own share of the traffic:
-  // gateway_spread_choices spreads there).
+  // gateway_spread_prefills spreads there).
   double near_tie_prefills = 0.5;
   double near_tie_max_saved = 0.1;
   // A copy made before its holders fill: when the replicas holding the request's longest match
@@ -266,15 +266,16 @@ struct CacheAwareConfig {
   // With gateways > 1, a request the cache barely helps (its longest match saves at most 5 % of
   // its prompt, as a template start that every replica holds does) is spread instead of sent to
   // the least cost: every gateway sees the same reports and only its own sends, so all of them
-  // would pick the same replica that looks least loaded. Among the replicas whose cost is within
-  // half of what the other gateways may have sent unseen ((gateways - 1) x half this request's
-  // uncached prefill) of the least, the gateway_spread_choices whose rendezvous score for the
-  // blocks past the longest match is highest are drawn, and the cheapest of them wins (2: the
-  // power of two choices). Only while such requests come often enough to herd: the other
-  // gateways are expected to route at least one more during its prefill (this gateway's smoothed
-  // interval between them, times gateways - 1, within that prefill). 0: off (the least cost, the
-  // earlier rule). With one gateway it does nothing.
-  std::size_t gateway_spread_choices = 2;
+  // would pick the same replica that looks least loaded. The replicas whose cost is within this
+  // many of the request's uncached prefills of the least are taken as equal, and the one this
+  // gateway sent to least recently gets it: each gateway's rotation spaces its own requests out,
+  // and the gateways' rotations together spread them about as evenly as one rotation, while a
+  // replica that is truly busier stays out of the turn. Only while such requests come often
+  // enough to herd: the other gateways are expected to route at least one more during its
+  // prefill (this gateway's smoothed interval between them, times gateways - 1, within that
+  // prefill). 0: off (the least cost, the earlier rule). With one gateway it does nothing
+  // (near_tie_prefills applies there).
+  double gateway_spread_prefills = 1.0;
 };
 
 // sglang_cache_aware: SGLang router's cache_aware policy (sgl-router, policies/cache_aware.rs),
