@@ -211,7 +211,7 @@ Result<std::unique_ptr<RoutingPolicy>> make_policy(std::string_view name,
   if (name == "least_load") return routing::make_least_load(w);
   if (name == "power_of_two") return routing::make_power_of_two(config.seed, w);
   if (name == "consistent_hash") return routing::make_consistent_hash(w);
-  if (name == "cache_aware") return routing::make_cache_aware(config.cache_aware);
+  if (name == "cache_aware") return routing::make_cache_aware(config.cache_aware, config.seed);
   if (name == "sglang_cache_aware") return routing::make_sglang_cache_aware(config.sglang);
   if (name == "dynamo_kv") return routing::make_dynamo_kv(config.dynamo, config.seed);
   return make_error(ErrorCode::kInvalidValue,

@@ -42,7 +42,9 @@ namespace {
 
 class CacheAware final : public RoutingPolicy {
  public:
-  explicit CacheAware(const CacheAwareConfig& config) : config_(config) {}
+  // `seed` orders this gateway's turn over the replicas (least_recently_sent, spread_in_turn).
+  CacheAware(const CacheAwareConfig& config, std::uint64_t seed)
+      : config_(config), turn_key_(seed ^ 0x9e3779b97f4a7c15ULL) {}
   std::string_view name() const override { return "cache_aware"; }
 
   void on_routed(const RouteRequest& request, const RouteDecision& decision,
@@ -198,7 +200,7 @@ class CacheAware final : public RoutingPolicy {
     // replicas near the least cost instead of herding onto it with the other gateways'.
     if (config_.gateways > 1 && config_.gateway_spread_prefills > 0 && config_.memory_aware &&
         seconds && best_match > 0 && would_herd(request, replicas, chosen, now)) {
-      chosen = spread_in_turn(request, replicas, chosen);
+      chosen = spread_in_turn(request, replicas, chosen, now);
     }
 
     // A hot prefix's copies as soon as its share of the traffic is known (share_copy_siblings),
@@ -370,21 +372,37 @@ class CacheAware final : public RoutingPolicy {
     });
   }
 
-  // Of `pick` and the healthy `within` replicas, the one this gateway sent to least recently
-  // (never sent to: first). Ties in recency keep `pick` (the least cost), so an idle fleet still
-  // fills by the cost. The rules that go in turn (near_tie_prefills, gateway_spread_prefills)
-  // share it.
+  // Of `pick` and the healthy `within` replicas, the one this gateway sent to least recently.
+  // `pick` (the least cost) keeps a tie, so an idle fleet still fills by the cost; among the
+  // others, replicas never sent to come first, in this gateway's own order (the rendezvous
+  // score of its seed). That order is the rotation's from then on (the least recently sent is
+  // the one first sent in the pass before): gateways that all started from the lowest index
+  // would go round in the same order, at the same pace, and send to the same replica at about
+  // the same time. The rules that go in turn (near_tie_prefills, gateway_spread_prefills) share
+  // it.
   template <class Within>
   std::size_t least_recently_sent(std::span<const ReplicaView> replicas, std::size_t pick,
                                   Within within) const {
     auto sent = [&](std::size_t r) {
       return r < last_sent_.size() ? last_sent_[r] : Clock::time_point::min();
     };
+    std::size_t best = pick;
+    std::uint64_t best_score = 0;
     for (std::size_t r = 0; r < replicas.size(); ++r) {
-      if (r == pick || !replicas[r].healthy || !(sent(r) < sent(pick)) || !within(r)) continue;
-      pick = r;
+      if (r == pick || !replicas[r].healthy || !(sent(r) <= sent(best))) continue;
+      if (sent(r) == sent(best)) {
+        if (best == pick) continue;
+        const std::uint64_t score = rendezvous_score(turn_key_, static_cast<ReplicaId>(r));
+        if (score <= best_score || !within(r)) continue;
+        best = r;
+        best_score = score;
+        continue;
+      }
+      if (!within(r)) continue;
+      best = r;
+      best_score = rendezvous_score(turn_key_, static_cast<ReplicaId>(r));
     }
-    return pick;
+    return best;
   }
 
   // gateway_spill_slack: `spill` (a replica holding less than the longest match) looks cheapest
@@ -434,15 +452,20 @@ class CacheAware final : public RoutingPolicy {
   // loaded, and what each sends there unseen by the others queues behind the rest. The replicas
   // whose cost (seconds) is within gateway_spread_prefills x this request's uncached prefill of
   // the least are near enough that the view cannot tell them apart (a replica's load is known to
-  // about one prefill), and the one this gateway sent to least recently gets it. Each gateway's
+  // about one prefill), and they take such requests in this gateway's turn. Each gateway's
   // rotation spaces its own requests out on every replica, and the gateways' rotations together
   // load the replicas about as evenly as one rotation would; a random draw among the same
   // replicas (the power of two choices) lands two requests close together on one replica as
-  // often as chance does, and that is the tail. The window does not grow with the gateways: the
-  // rotation is blind to the cost inside it, and a wider one takes in replicas that are truly
-  // busier (gateway/ROUTING.md, "A request the cache barely helps").
+  // often as chance does, and that is the tail. The turn: a replica not sent to for a whole
+  // round (the replicas in the window x this gateway's interval between such requests) is due,
+  // and due replicas go first, in this gateway's own order (turn_order_) from where its last
+  // one left off; otherwise the least recently sent. By recency alone, a replica that every
+  // gateway passed over while it was busy would come back at every gateway with the same report
+  // and get one request from each of them at once. The window does not grow with the gateways:
+  // the turn is blind to the cost inside it, and a wider one takes in replicas truly busier
+  // (gateway/ROUTING.md, "A request the cache barely helps").
   std::size_t spread_in_turn(const RouteRequest& request, std::span<const ReplicaView> replicas,
-                             std::size_t chosen) const {
+                             std::size_t chosen, Clock::time_point now) {
     auto cost = [&](std::size_t r) {
       return load_[r] + miss_cost(request, replicas[r], r, /*seconds=*/true);
     };
@@ -452,9 +475,37 @@ class CacheAware final : public RoutingPolicy {
     }
     const double uncached = static_cast<double>(request.prompt_tokens) - best_saved_;
     const double slack_tokens = config_.gateway_spread_prefills * uncached;
-    return least_recently_sent(replicas, chosen, [&](std::size_t r) {
-      return cost(r) <= least + slack_tokens * replicas[r].prefill_seconds_per_token;
-    });
+    auto within = [&](std::size_t r) {
+      return replicas[r].healthy &&
+             cost(r) <= least + slack_tokens * replicas[r].prefill_seconds_per_token;
+    };
+    const std::size_t n = replicas.size();
+    if (turn_order_.size() != n) {
+      // This gateway's order: by the rendezvous score of its seed, so that gateways differ.
+      turn_order_.resize(n);
+      for (std::size_t i = 0; i < n; ++i) turn_order_[i] = i;
+      std::sort(turn_order_.begin(), turn_order_.end(), [&](std::size_t a, std::size_t b) {
+        return rendezvous_score(turn_key_, static_cast<ReplicaId>(a)) >
+               rendezvous_score(turn_key_, static_cast<ReplicaId>(b));
+      });
+      turn_next_ = 0;
+    }
+    std::size_t eligible = 0;
+    for (std::size_t r = 0; r < n; ++r) eligible += within(r) ? 1 : 0;
+    const double cycle = static_cast<double>(eligible) * load_dominated_gaps_.seconds;
+    const Clock::time_point due =
+        now - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(cycle));
+    auto sent = [&](std::size_t r) {
+      return r < last_sent_.size() ? last_sent_[r] : Clock::time_point::min();
+    };
+    for (std::size_t k = 0; k < n; ++k) {
+      const std::size_t i = (turn_next_ + k) % n;
+      const std::size_t r = turn_order_[i];
+      if (!(sent(r) < due) || !within(r)) continue;
+      turn_next_ = (i + 1) % n;
+      return r;
+    }
+    return least_recently_sent(replicas, chosen, within);
   }
 
   // soonest_holder: among the healthy replicas holding the longest match, the least cost with
@@ -649,6 +700,9 @@ class CacheAware final : public RoutingPolicy {
   std::vector<double> footprint_;             // scratch
   bool seconds_ = false;                      // this decision's cost is in seconds
   std::vector<Clock::time_point> last_sent_;  // by replica: this gateway's last send there
+  std::uint64_t turn_key_;                    // seeds this gateway's order of replicas
+  std::vector<std::size_t> turn_order_;       // gateway_spread_prefills: that order
+  std::size_t turn_next_ = 0;                 // where in it the next due replica is looked for
   EvictionChurn churn_;
   double best_saved_ = 0;        // the most prefill any healthy replica saves this request
   double duplicate_weight_ = 0;  // this request's charge for a duplicate prefill
@@ -664,8 +718,9 @@ class CacheAware final : public RoutingPolicy {
 
 }  // namespace
 
-std::unique_ptr<RoutingPolicy> make_cache_aware(const CacheAwareConfig& config) {
-  return std::make_unique<CacheAware>(config);
+std::unique_ptr<RoutingPolicy> make_cache_aware(const CacheAwareConfig& config,
+                                                std::uint64_t seed) {
+  return std::make_unique<CacheAware>(config, seed);
 }
 
 }  // namespace prefixgate::gateway::routing

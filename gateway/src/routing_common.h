@@ -91,7 +91,7 @@ std::unique_ptr<RoutingPolicy> make_random(std::uint64_t seed);
 std::unique_ptr<RoutingPolicy> make_least_load(double decode_weight);
 std::unique_ptr<RoutingPolicy> make_power_of_two(std::uint64_t seed, double decode_weight);
 std::unique_ptr<RoutingPolicy> make_consistent_hash(double decode_weight);
-std::unique_ptr<RoutingPolicy> make_cache_aware(const CacheAwareConfig& config);
+std::unique_ptr<RoutingPolicy> make_cache_aware(const CacheAwareConfig& config, std::uint64_t seed);
 std::unique_ptr<RoutingPolicy> make_sglang_cache_aware(const SglangCacheAwareConfig& config);
 std::unique_ptr<RoutingPolicy> make_dynamo_kv(const DynamoKvConfig& config, std::uint64_t seed);
 
