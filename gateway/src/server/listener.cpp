@@ -8,6 +8,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/strand.hpp>
 #include <charconv>
+#include <random>
 
 #include "prefixgate/canonicalize/chat_conversion.h"
 #include "prefixgate/canonicalize/json.h"
@@ -252,6 +253,10 @@ Result<std::uint16_t> Gateway::start() {
   PolicyConfig policy_config;
   policy_config.cache_aware.offload_hit_weight = ctx.config.routing.offload_hit_weight;
   policy_config.cache_aware.gateways = ctx.config.routing.gateways;
+  // A seed of this process's own: gateways behind one load balancer must not draw alike (random,
+  // power_of_two) nor go round the replicas in the same order (cache_aware's turns).
+  std::random_device entropy;
+  policy_config.seed = (std::uint64_t{entropy()} << 32) | entropy();
   auto policy = make_policy(ctx.config.policy, policy_config);
   if (!policy) return policy.error();
   auto models = ModelRegistry::load(ctx.config.models, ctx.config.tokenizer_cache);
