@@ -243,9 +243,10 @@ Awaitable<void> HttpServer::Impl::session(tcp::socket socket, std::size_t listen
       if (c.buffer.size() == 0) {
         // Between requests: the next request's first bytes, under the idle deadline. A read
         // on the socket itself, not the stream: the stream would start and cancel a timer for
-        // it. Asio reads at once only when the last read may have left bytes behind; after one
-        // that drained the socket it waits for readiness first, so the read that would find
-        // nothing (the client sends its next request a round trip after our answer) is not made.
+        // it. Asio (1.26) tries the read at once: it takes a socket for drained only at the end
+        // of the stream, not after a short read as nginx does. So when the client sends its next
+        // request a round trip after our answer, this read finds nothing (EAGAIN) before Asio
+        // waits for readiness; waiting first (async_wait) would cost an epoll_ctl instead.
         deadline.arm(c.stream.socket(), options.idle_timeout);
         auto [read_ec, got] =
             co_await c.stream.socket().async_read_some(c.buffer.prepare(read_size.next()), kTuple);
