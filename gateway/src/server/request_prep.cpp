@@ -85,11 +85,14 @@ Status analyze_request(PreparedRequest& out, const PrepOptions& options,
     out.agent.breakpoint_tokens = canon::breakpoint_tokens(*conversion, req, prompt);
   }
   if (options.lint) {
-    for (const canon::Finding& f : canon::lint_prompt(prompt, lint).findings) {
+    // Moved, not copied: a finding's field and excerpt are each an allocation otherwise.
+    canon::PromptLint found = canon::lint_prompt(prompt, lint);
+    out.findings.reserve(found.findings.size());
+    for (canon::Finding& f : found.findings) {
       out.findings.push_back(
           {std::string(canon::rule_id(f.rule)),
-           conversion != nullptr ? canon::source_field(*conversion, f.field) : f.field, f.excerpt,
-           f.token_offset, f.prompt_begin});
+           conversion != nullptr ? canon::source_field(*conversion, f.field) : std::move(f.field),
+           std::move(f.excerpt), f.token_offset, f.prompt_begin});
     }
   }
   out.block_hashes = std::move(prompt.block_hashes);
