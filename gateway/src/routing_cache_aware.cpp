@@ -36,24 +36,21 @@
 #include "eviction_churn.h"
 #include "prefixgate/gateway/replica_load.h"
 #include "routing_common.h"
+#include "send_turns.h"
 
 namespace prefixgate::gateway::routing {
 namespace {
 
 class CacheAware final : public RoutingPolicy {
  public:
-  // `seed` orders this gateway's turn over the replicas (least_recently_sent, spread_in_turn).
-  CacheAware(const CacheAwareConfig& config, std::uint64_t seed)
-      : config_(config), turn_key_(seed ^ 0x9e3779b97f4a7c15ULL) {}
+  // `seed` orders this gateway's turn over the replicas (send_turns.h).
+  CacheAware(const CacheAwareConfig& config, std::uint64_t seed) : config_(config), turns_(seed) {}
   std::string_view name() const override { return "cache_aware"; }
 
   void on_routed(const RouteRequest& request, const RouteDecision& decision,
                  Clock::time_point now) override {
     (void)request;
-    if (last_sent_.size() <= decision.replica) {
-      last_sent_.resize(decision.replica + 1, Clock::time_point::min());
-    }
-    last_sent_[decision.replica] = now;
+    turns_.sent(decision.replica, now);
   }
 
   RouteDecision route(const RouteRequest& request, std::span<const ReplicaView> replicas,
@@ -367,42 +364,10 @@ class CacheAware final : public RoutingPolicy {
     }
     const double bound =
         best_cost + config_.near_tie_prefills * prompt * replicas[best].prefill_seconds_per_token;
-    return least_recently_sent(replicas, best, [&](std::size_t r) {
-      return eligible(r) && load_[r] + miss_cost(request, replicas[r], r, true) <= bound;
+    return turns_.least_recently_sent(replicas.size(), best, [&](std::size_t r) {
+      return replicas[r].healthy && eligible(r) &&
+             load_[r] + miss_cost(request, replicas[r], r, true) <= bound;
     });
-  }
-
-  // Of `pick` and the healthy `within` replicas, the one this gateway sent to least recently.
-  // `pick` (the least cost) keeps a tie, so an idle fleet still fills by the cost; among the
-  // others, replicas never sent to come first, in this gateway's own order (the rendezvous
-  // score of its seed). That order is the rotation's from then on (the least recently sent is
-  // the one first sent in the pass before): gateways that all started from the lowest index
-  // would go round in the same order, at the same pace, and send to the same replica at about
-  // the same time. The rules that go in turn (near_tie_prefills, gateway_spread_prefills) share
-  // it.
-  template <class Within>
-  std::size_t least_recently_sent(std::span<const ReplicaView> replicas, std::size_t pick,
-                                  Within within) const {
-    auto sent = [&](std::size_t r) {
-      return r < last_sent_.size() ? last_sent_[r] : Clock::time_point::min();
-    };
-    std::size_t best = pick;
-    std::uint64_t best_score = 0;
-    for (std::size_t r = 0; r < replicas.size(); ++r) {
-      if (r == pick || !replicas[r].healthy || !(sent(r) <= sent(best))) continue;
-      if (sent(r) == sent(best)) {
-        if (best == pick) continue;
-        const std::uint64_t score = rendezvous_score(turn_key_, static_cast<ReplicaId>(r));
-        if (score <= best_score || !within(r)) continue;
-        best = r;
-        best_score = score;
-        continue;
-      }
-      if (!within(r)) continue;
-      best = r;
-      best_score = rendezvous_score(turn_key_, static_cast<ReplicaId>(r));
-    }
-    return best;
   }
 
   // gateway_spill_slack: `spill` (a replica holding less than the longest match) looks cheapest
@@ -458,7 +423,7 @@ class CacheAware final : public RoutingPolicy {
   // replicas (the power of two choices) lands two requests close together on one replica as
   // often as chance does, and that is the tail. The turn: a replica not sent to for a whole
   // round (the replicas in the window x this gateway's interval between such requests) is due,
-  // and due replicas go first, in this gateway's own order (turn_order_) from where its last
+  // and due replicas go first, in this gateway's own order (send_turns.h) from where its last
   // one left off; otherwise the least recently sent. By recency alone, a replica that every
   // gateway passed over while it was busy would come back at every gateway with the same report
   // and get one request from each of them at once. The window does not grow with the gateways:
@@ -479,33 +444,13 @@ class CacheAware final : public RoutingPolicy {
       return replicas[r].healthy &&
              cost(r) <= least + slack_tokens * replicas[r].prefill_seconds_per_token;
     };
-    const std::size_t n = replicas.size();
-    if (turn_order_.size() != n) {
-      // This gateway's order: by the rendezvous score of its seed, so that gateways differ.
-      turn_order_.resize(n);
-      for (std::size_t i = 0; i < n; ++i) turn_order_[i] = i;
-      std::sort(turn_order_.begin(), turn_order_.end(), [&](std::size_t a, std::size_t b) {
-        return rendezvous_score(turn_key_, static_cast<ReplicaId>(a)) >
-               rendezvous_score(turn_key_, static_cast<ReplicaId>(b));
-      });
-      turn_next_ = 0;
-    }
     std::size_t eligible = 0;
-    for (std::size_t r = 0; r < n; ++r) eligible += within(r) ? 1 : 0;
-    const double cycle = static_cast<double>(eligible) * load_dominated_gaps_.seconds;
+    for (std::size_t r = 0; r < replicas.size(); ++r) eligible += within(r) ? 1 : 0;
+    const double round = static_cast<double>(eligible) * load_dominated_gaps_.seconds;
     const Clock::time_point due =
-        now - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(cycle));
-    auto sent = [&](std::size_t r) {
-      return r < last_sent_.size() ? last_sent_[r] : Clock::time_point::min();
-    };
-    for (std::size_t k = 0; k < n; ++k) {
-      const std::size_t i = (turn_next_ + k) % n;
-      const std::size_t r = turn_order_[i];
-      if (!(sent(r) < due) || !within(r)) continue;
-      turn_next_ = (i + 1) % n;
-      return r;
-    }
-    return least_recently_sent(replicas, chosen, within);
+        now - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(round));
+    if (const auto r = turns_.next_due(replicas.size(), due, within)) return *r;
+    return turns_.least_recently_sent(replicas.size(), chosen, within);
   }
 
   // soonest_holder: among the healthy replicas holding the longest match, the least cost with
@@ -693,16 +638,13 @@ class CacheAware final : public RoutingPolicy {
   // gateway_spread_prefills: this gateway's requests whose longest match saves little, the last
   // one's time and the smoothed interval between two of them (0 before the second).
   SmoothedInterval load_dominated_gaps_;
-  std::vector<std::size_t> blocks_;           // scratch, reused between calls
-  std::vector<std::size_t> offloaded_;        // scratch
-  std::vector<double> load_;                  // scratch
-  std::vector<double> queued_seconds_;        // scratch: each replica's queued prefill, when timed
-  std::vector<double> footprint_;             // scratch
-  bool seconds_ = false;                      // this decision's cost is in seconds
-  std::vector<Clock::time_point> last_sent_;  // by replica: this gateway's last send there
-  std::uint64_t turn_key_;                    // seeds this gateway's order of replicas
-  std::vector<std::size_t> turn_order_;       // gateway_spread_prefills: that order
-  std::size_t turn_next_ = 0;                 // where in it the next due replica is looked for
+  std::vector<std::size_t> blocks_;     // scratch, reused between calls
+  std::vector<std::size_t> offloaded_;  // scratch
+  std::vector<double> load_;            // scratch
+  std::vector<double> queued_seconds_;  // scratch: each replica's queued prefill, when timed
+  std::vector<double> footprint_;       // scratch
+  bool seconds_ = false;                // this decision's cost is in seconds
+  SendTurns turns_;  // near_tie_prefills, gateway_spread_prefills: whose turn it is
   EvictionChurn churn_;
   double best_saved_ = 0;        // the most prefill any healthy replica saves this request
   double duplicate_weight_ = 0;  // this request's charge for a duplicate prefill
