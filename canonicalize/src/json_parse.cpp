@@ -28,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "json_element_memo.h"
 #include "json_parse_text.h"
 #include "json_subtree_memo.h"
 #include "prefixgate/base/check.h"
@@ -126,13 +127,14 @@ std::optional<Value> read_literal(std::string_view token) {
 class TreeBuilder {
  public:
   TreeBuilder(std::string_view input, const ParseLimits& limits, ondemand::document& doc,
-              std::vector<MemberSpan>* root_members, std::span<const std::string_view> shared_keys,
+              std::vector<MemberSpan>* root_members, const MemoKeys& memo_keys,
               ParseScratch& scratch)
       : input_(input),
         max_depth_(limits.max_depth),
         doc_(doc),
         root_members_(root_members),
-        shared_keys_(shared_keys),
+        shared_keys_(memo_keys.shared),
+        element_keys_(memo_keys.elements),
         scratch_(scratch) {}
 
   bool build_root(Value& out) {
@@ -182,8 +184,9 @@ class TreeBuilder {
     return fail(ErrorCode::kInvalidJson, current_offset(), "unexpected value");
   }
 
+  // With `memo_elements`, the array's objects and arrays come from the thread's ElementMemo.
   template <class Node>
-  bool build_array(Node& node, Value& out, std::size_t depth) {
+  bool build_array(Node& node, Value& out, std::size_t depth, bool memo_elements = false) {
     // Checked before descending: the recursion is never deeper than max_depth.
     if (depth + 1 > max_depth_) return fail_too_deep();
     ondemand::array array;
@@ -195,7 +198,10 @@ class TreeBuilder {
       ondemand::json_type type;
       if (auto err = child.type().get(type)) return fail_simdjson(err);
       if (items.empty()) items.reserve(kFirstElements);
-      if (!build(child, type, items.emplace_back(), depth + 1)) {
+      const bool container =
+          type == ondemand::json_type::array || type == ondemand::json_type::object;
+      if (!(memo_elements && container ? build_element(child, type, items.emplace_back(), depth + 1)
+                                       : build(child, type, items.emplace_back(), depth + 1))) {
         prepend_path_index(items.size() - 1, error_.param);
         return false;
       }
@@ -244,7 +250,9 @@ class TreeBuilder {
         if (record) root_members_->push_back(MemberSpan{begin, begin + seen->bytes.size()});
         continue;
       }
-      if (!build(child, type, member.value, depth + 1)) {
+      const bool elements = depth == 0 && type == ondemand::json_type::array && is_element_key(key);
+      if (!(elements ? build_array(child, member.value, depth + 1, true)
+                     : build(child, type, member.value, depth + 1))) {
         prepend_path_key(key, error_.param);
         return false;
       }
@@ -268,6 +276,37 @@ class TreeBuilder {
     }
     seen_keys_.erase(seen_keys_.begin() + static_cast<std::ptrdiff_t>(base), seen_keys_.end());
     out = Value(std::move(members));
+    return true;
+  }
+
+  bool is_element_key(std::string_view key) const {
+    return std::find(element_keys_.begin(), element_keys_.end(), key) != element_keys_.end();
+  }
+
+  // An element of a list named in element_keys_ (a container at `depth`): taken from the
+  // thread's ElementMemo when its bytes are there with a tree, else built, and kept there from
+  // its second sighting.
+  bool build_element(ondemand::value& child, ondemand::json_type type, Value& out,
+                     std::size_t depth) {
+    const std::size_t begin = offset_of(raw_token(child).data());
+    internal::ElementMemo& memo = internal::ElementMemo::for_this_thread();
+    internal::ElementMemo::Entry* seen = memo.find(max_depth_, input_.substr(begin));
+    if (seen != nullptr && seen->tree != nullptr) {
+      if (!skip_container(child, type, seen->bytes.size())) return false;
+      out = Value::shared(seen->tree);
+      return true;
+    }
+    if (!build(child, type, out, depth)) return false;
+    std::size_t end = current_offset();
+    while (end > begin && is_json_whitespace(input_[end - 1])) --end;
+    const std::string_view bytes = input_.substr(begin, end - begin);
+    if (seen == nullptr) {
+      memo.note(max_depth_, bytes);
+      return true;
+    }
+    PG_DCHECK(seen->bytes.size() == bytes.size());
+    seen->tree = std::make_shared<const Value>(std::move(out));
+    out = Value::shared(seen->tree);
     return true;
   }
 
@@ -415,8 +454,9 @@ class TreeBuilder {
   std::string_view input_;  // the padded copy simdjson is reading
   std::size_t max_depth_;
   ondemand::document& doc_;
-  std::vector<MemberSpan>* root_members_;          // recorded when not null
-  std::span<const std::string_view> shared_keys_;  // root members taken from SubtreeMemo
+  std::vector<MemberSpan>* root_members_;           // recorded when not null
+  std::span<const std::string_view> shared_keys_;   // root members taken from SubtreeMemo
+  std::span<const std::string_view> element_keys_;  // root lists whose elements ElementMemo holds
   ParseScratch& scratch_;
   std::vector<SeenKey>& seen_keys_ = scratch_.keys;  // after scratch_, which it refers to
   Error error_{ErrorCode::kInvalidJson, {}, {}};
@@ -451,12 +491,12 @@ Error from_iterate_error(simdjson::error_code err, std::string_view input) {
 
 Result<Value> parse_with(ondemand::parser& parser, simdjson::padded_string_view padded,
                          const ParseLimits& limits, std::vector<MemberSpan>* root_members,
-                         std::span<const std::string_view> shared_keys) {
+                         const MemoKeys& memo_keys) {
   const std::string_view input(padded.data(), padded.length());
   ondemand::document doc;
   if (auto err = parser.iterate(padded).get(doc)) return from_iterate_error(err, input);
   const ThreadScratch scratch;
-  TreeBuilder builder(input, limits, doc, root_members, shared_keys, scratch.scratch);
+  TreeBuilder builder(input, limits, doc, root_members, memo_keys, scratch.scratch);
   Value root;
   if (!builder.build_root(root)) return builder.take_error();
   return root;
@@ -472,8 +512,7 @@ simdjson::padded_string_view padded_in(std::string& buffer, std::string_view tex
 static_assert(kParsePadding >= simdjson::SIMDJSON_PADDING);
 
 Result<Value> parse_text(std::string_view text, const ParseLimits& limits,
-                         std::vector<MemberSpan>* root_members,
-                         std::span<const std::string_view> shared_keys = {}) {
+                         std::vector<MemberSpan>* root_members, const MemoKeys& memo_keys = {}) {
   if (text.size() > limits.max_bytes) return too_large(text.size(), limits.max_bytes);
   // On Demand reads up to SIMDJSON_PADDING bytes past the end. A text whose buffer has them is
   // parsed where it lies (a 30 KB agent turn is 30 KB less to write and read again); otherwise
@@ -487,7 +526,7 @@ Result<Value> parse_text(std::string_view text, const ParseLimits& limits,
           parse_with(reused,
                      simdjson::padded_string_view(text.data(), text.size(),
                                                   text.size() + limits.readable_past_end),
-                     limits, root_members, shared_keys);
+                     limits, root_members, memo_keys);
       // What the padding holds can change which fault in a text that is not JSON simdjson
       // reports first (never whether it is JSON): an error is found again from the zeroed
       // padding of a copy, so that its message does not depend on how the body arrived.
@@ -495,12 +534,12 @@ Result<Value> parse_text(std::string_view text, const ParseLimits& limits,
       if (root_members != nullptr) root_members->clear();
     }
     thread_local std::string buffer;
-    return parse_with(reused, padded_in(buffer, text), limits, root_members, shared_keys);
+    return parse_with(reused, padded_in(buffer, text), limits, root_members, memo_keys);
   }
   const simdjson::padded_string padded(text);
   if (padded.data() == nullptr) return too_large_to_parse(text.size());
   ondemand::parser once;
-  return parse_with(once, padded, limits, root_members, shared_keys);
+  return parse_with(once, padded, limits, root_members, memo_keys);
 }
 
 }  // namespace
@@ -597,8 +636,13 @@ bool visit_member_fields(std::string_view text, std::string_view key,
 Result<Value> parse(std::string_view text, const ParseLimits& limits,
                     std::vector<MemberSpan>& root_members,
                     std::span<const std::string_view> shared_keys) {
+  return parse(text, limits, root_members, MemoKeys{.shared = shared_keys});
+}
+
+Result<Value> parse(std::string_view text, const ParseLimits& limits,
+                    std::vector<MemberSpan>& root_members, const MemoKeys& memo_keys) {
   root_members.clear();
-  auto parsed = parse_text(text, limits, &root_members, shared_keys);
+  auto parsed = parse_text(text, limits, &root_members, memo_keys);
   if (!parsed) root_members.clear();
   return parsed;
 }

@@ -19,25 +19,49 @@ std::string granularity_text(std::chrono::seconds g) {
   return std::to_string(s) + "s";
 }
 
-// Applies `fn(text, field, part)` to every string of a message's text: the content string
+// The text of a message's text part `part` (the content string is part 0): null when there is
+// none.
+const Value* text_of(const Value& message, std::size_t part, bool content_is_string) {
+  const Value* content = message.find("content");
+  if (content == nullptr) return nullptr;
+  if (content_is_string) return content->is_string() ? content : nullptr;
+  if (!content->is_array() || part >= content->as_array().size()) return nullptr;
+  const Value& p = content->as_array()[part];
+  const Value* type = p.find("type");
+  const Value* text = p.find("text");
+  if (type == nullptr || !type->is_string() || type->as_string() != "text" || text == nullptr ||
+      !text->is_string()) {
+    return nullptr;
+  }
+  return text;
+}
+
+// Applies `fn(text, field, part, set)` to every string of a message's text: the content string
 // (part 0) or each text part (its index in `content`, which is its index in Message::parts).
+// The message is read, not written: a message the parser took from the thread's memo is shared
+// with every request that sent it (json_element_memo.h), and only `set(new_text)`, which
+// returns the stored text, gives it a copy of its own. `text` is not to be read after `set`.
 template <class Fn>
 void for_each_text(Value& message, Fn&& fn) {
-  Value* content = message.find("content");
+  const Value& view = message;
+  const Value* content = view.find("content");
   if (content == nullptr) return;
-  if (content->is_string()) {
-    fn(content->as_string(), std::string("content"), std::size_t{0});
-    return;
-  }
-  if (!content->is_array()) return;
-  json::Array& parts = content->as_array();
-  for (std::size_t i = 0; i < parts.size(); ++i) {
-    Value* type = parts[i].find("type");
-    Value* text = parts[i].find("text");
-    if (type != nullptr && type->is_string() && type->as_string() == "text" && text != nullptr &&
-        text->is_string()) {
-      fn(text->as_string(), "content[" + std::to_string(i) + "].text", i);
-    }
+  const bool is_string = content->is_string();
+  if (!is_string && !content->is_array()) return;
+  const std::size_t parts = is_string ? 1 : content->as_array().size();
+  for (std::size_t i = 0; i < parts; ++i) {
+    // Found again each time: a `set` before may have replaced the tree it lay in.
+    const Value* text = text_of(view, i, is_string);
+    if (text == nullptr) continue;
+    const auto set = [&message, i, is_string](std::string replacement) -> const std::string& {
+      Value* own = message.find("content");
+      std::string& stored =
+          is_string ? own->as_string() : own->as_array()[i].find("text")->as_string();
+      stored = std::move(replacement);
+      return stored;
+    };
+    fn(text->as_string(),
+       is_string ? std::string("content") : "content[" + std::to_string(i) + "].text", i, set);
   }
 }
 
@@ -293,15 +317,16 @@ std::vector<Change> canonicalize_body(Value& body, const std::vector<Message>& p
     };
     const Role role = parsed[i].role;
     if (modes.timestamp != Mode::kOff && (role == Role::kSystem || role == Role::kDeveloper)) {
-      for_each_text(list[i], [&](std::string& text, const std::string& field, std::size_t part) {
+      for_each_text(list[i], [&](const std::string& text, const std::string& field,
+                                 std::size_t part, const auto& set) {
         std::size_t rounded = 0;
         if (modes.timestamp == Mode::kRewrite) {
           TimestampRounding r = round_timestamps(text, modes.timestamp_granularity);
           rounded = r.rewritten;
           if (rounded != 0) {
-            text = std::move(r.text);
+            const std::string& stored = set(std::move(r.text));
             if (derived.messages != nullptr)
-              refresh_part((*derived.messages)[i], list[i], part, text);
+              refresh_part((*derived.messages)[i], list[i], part, stored);
           }
         } else {
           // Observe: only the count; the rounded text would be thrown away.
@@ -314,14 +339,15 @@ std::vector<Change> canonicalize_body(Value& body, const std::vector<Message>& p
       });
     }
     if (modes.whitespace != Mode::kOff) {
-      for_each_text(list[i], [&](std::string& text, const std::string& field, std::size_t part) {
+      for_each_text(list[i], [&](const std::string& text, const std::string& field,
+                                 std::size_t part, const auto& set) {
         bool changed = false;
         std::string normalized = normalize_whitespace(text, changed);
         if (!changed) return;
         if (modes.whitespace == Mode::kRewrite) {
-          text = std::move(normalized);
+          const std::string& stored = set(std::move(normalized));
           if (derived.messages != nullptr)
-            refresh_part((*derived.messages)[i], list[i], part, text);
+            refresh_part((*derived.messages)[i], list[i], part, stored);
         }
         report(changes, modes.whitespace, kRuleWhitespace, path(field),
                "line endings and trailing whitespace normalized");

@@ -345,10 +345,14 @@ Result<json::Value> parse_body(std::string_view body, const RequestLimits& limit
                                        .max_depth = limits.max_depth,
                                        .readable_past_end = limits.readable_past_end};
   if (source == nullptr) return json::parse(body, parse_limits);
-  // Tool lists come unchanged turn after turn: their trees are built once per thread.
+  // Tool lists come unchanged turn after turn: their trees are built once per thread. So do a
+  // conversation's earlier turns (the Chat Completions and Anthropic Messages `messages`, the
+  // Responses `input`), each built once per thread.
   static constexpr std::array<std::string_view, 2> kSharedKeys = {"tools", "functions"};
+  static constexpr std::array<std::string_view, 2> kElementKeys = {"messages", "input"};
   std::vector<json::MemberSpan> spans;
-  auto doc = json::parse(body, parse_limits, spans, kSharedKeys);
+  auto doc = json::parse(body, parse_limits, spans,
+                         json::MemoKeys{.shared = kSharedKeys, .elements = kElementKeys});
   if (!doc) return doc.error();
   source->clear();
   if (doc->is_object()) {

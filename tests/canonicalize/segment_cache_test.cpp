@@ -141,20 +141,20 @@ TEST(SegmentCacheTest, ByteTokenizerCachedEqualsUncachedOnGrowingConversations) 
   check_conversations(*tok, ChatTemplate::kChatml, 3);
 }
 
-struct Family {
+struct CachedFamily {
   std::string name;
   ChatTemplate chat_template;  // plain: no special tokens between turns (one segment)
   std::vector<std::string> specials;
 };
 
-void PrintTo(const Family& f, std::ostream* os) {
+void PrintTo(const CachedFamily& f, std::ostream* os) {
   *os << f.name;
 }
 
-class SegmentCacheBpeTest : public ::testing::TestWithParam<Family> {};
+class SegmentCacheBpeTest : public ::testing::TestWithParam<CachedFamily> {};
 
 TEST_P(SegmentCacheBpeTest, CachedEqualsUncached) {
-  const Family& f = GetParam();
+  const CachedFamily& f = GetParam();
   const auto json_text = read_file(tokenizer_path(f.name));
   if (!json_text) {
     GTEST_SKIP() << tokenizer_path(f.name) << " is missing: run scripts/install-js-deps.sh";
@@ -171,15 +171,17 @@ TEST_P(SegmentCacheBpeTest, CachedEqualsUncached) {
 INSTANTIATE_TEST_SUITE_P(
     Families, SegmentCacheBpeTest,
     ::testing::Values(
-        Family{"llama3_1",
-               ChatTemplate::kLlama3,
-               {"<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"}},
-        Family{"qwen3", ChatTemplate::kChatml, {"<|im_start|>", "<|im_end|>", "<|endoftext|>"}},
-        Family{"mistral_nemo", ChatTemplate::kPlain, {"<s>", "</s>", "[INST]", "[/INST]"}},
-        Family{"deepseek_v3", ChatTemplate::kPlain, {"<｜begin▁of▁sentence｜>"}},
-        Family{"gemma3", ChatTemplate::kPlain, {"<bos>", "<start_of_turn>", "<end_of_turn>"}},
-        Family{"llama2", ChatTemplate::kPlain, {"<s>", "</s>"}}),
-    [](const ::testing::TestParamInfo<Family>& p) { return p.param.name; });
+        CachedFamily{
+            "llama3_1",
+            ChatTemplate::kLlama3,
+            {"<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"}},
+        CachedFamily{
+            "qwen3", ChatTemplate::kChatml, {"<|im_start|>", "<|im_end|>", "<|endoftext|>"}},
+        CachedFamily{"mistral_nemo", ChatTemplate::kPlain, {"<s>", "</s>", "[INST]", "[/INST]"}},
+        CachedFamily{"deepseek_v3", ChatTemplate::kPlain, {"<｜begin▁of▁sentence｜>"}},
+        CachedFamily{"gemma3", ChatTemplate::kPlain, {"<bos>", "<start_of_turn>", "<end_of_turn>"}},
+        CachedFamily{"llama2", ChatTemplate::kPlain, {"<s>", "</s>"}}),
+    [](const ::testing::TestParamInfo<CachedFamily>& p) { return p.param.name; });
 
 // Metaspace with prepend_scheme "first" (Mistral 7B v0.3) prepends "▁" only to a segment that
 // starts the text: the same bytes elsewhere tokenize differently, and must not share an entry.

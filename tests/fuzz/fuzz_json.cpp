@@ -3,7 +3,8 @@
 // parse()'s tree sees wherever parse() succeeds; what parses must survive the RFC 8785 writer:
 // parse -> to_canonical_json -> parse -> to_canonical_json gives the same bytes, the canonical
 // form is_canonical(), and both writers' output parses in simdjson's DOM parser (a second,
-// independent one); parse() sharing root members through its memo gives what it gives without.
+// independent one); parse() sharing root members and list elements through its memos gives what
+// it gives without.
 #include <simdjson.h>
 
 #include <cstddef>
@@ -98,9 +99,9 @@ void check_visit_member(std::string_view text, const json::Value& doc) {
   if (visited != walked) fail("visit_member_fields: different fields", text);
 }
 
-// Parsed with its root members shared (the request parser's tool-list memo), three times so
-// that the memo notes, keeps and then hands out what it can: the same outcome, tree, member
-// spans and error as without it.
+// Parsed with its root members shared (the request parser's tool-list memo) and the elements
+// of root lists shared (its message memo), three times so that the memos note, keep and then
+// hand out what they can: the same outcome, tree, member spans and error as without them.
 void check_shared_members(std::string_view text, const Result<json::Value>& plain_doc) {
   std::vector<json::MemberSpan> plain_spans;
   const auto plain = json::parse(text, {}, plain_spans);
@@ -110,9 +111,11 @@ void check_shared_members(std::string_view text, const Result<json::Value>& plai
     first_key = plain->as_object().front().key;
   }
   const std::string_view keys[] = {first_key, "functions"};
+  const std::string_view element_keys[] = {first_key, "messages"};
   for (int round = 0; round < 3; ++round) {
     std::vector<json::MemberSpan> spans;
-    const auto shared = json::parse(text, {}, spans, keys);
+    const auto shared =
+        json::parse(text, {}, spans, json::MemoKeys{.shared = keys, .elements = element_keys});
     if (shared.ok() != plain.ok()) fail("shared members: a different outcome", text);
     if (!plain.ok()) {
       if (shared.error().message != plain.error().message) {

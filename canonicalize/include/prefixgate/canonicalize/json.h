@@ -206,6 +206,17 @@ struct MemberSpan {
 Result<Value> parse(std::string_view text, const ParseLimits& limits,
                     std::vector<MemberSpan>& root_members,
                     std::span<const std::string_view> shared_keys = {});
+// What parse() may take from the thread's memos instead of building.
+struct MemoKeys {
+  // Root members whose array or object values are kept whole (a tool list), as above.
+  std::span<const std::string_view> shared = {};
+  // Root members whose array values have their object and array elements kept one by one (a
+  // conversation's messages: every turn resends the earlier ones), by the same rules: from an
+  // element's second sighting, by its bytes, as a shared value.
+  std::span<const std::string_view> elements = {};
+};
+Result<Value> parse(std::string_view text, const ParseLimits& limits,
+                    std::vector<MemberSpan>& root_members, const MemoKeys& memo_keys);
 
 // Compact JSON, members in stored order, numbers as their source text when they have one.
 // A NaN or infinite number without source text is written `null`, as JSON.stringify does.
