@@ -5,7 +5,40 @@
 #include <algorithm>
 #include <cstring>
 
+#include "prefixgate/base/check.h"
+
 namespace prefixgate::json::internal {
+
+namespace {
+
+// A string's heap: none while it fits in the string itself (libstdc++ keeps 15 bytes inline).
+std::size_t string_heap(const std::string& s) {
+  return s.capacity() > 15 ? s.capacity() + 1 : 0;
+}
+
+}  // namespace
+
+std::size_t approx_tree_bytes(const Value& value) {
+  switch (value.type()) {
+    case Type::kNull:
+    case Type::kBool: return 0;
+    case Type::kNumber: return string_heap(value.as_number().source);
+    case Type::kString: return string_heap(value.as_string());
+    case Type::kArray: {
+      const Array& items = value.as_array();
+      std::size_t bytes = items.capacity() * sizeof(Value);
+      for (const Value& item : items) bytes += approx_tree_bytes(item);
+      return bytes;
+    }
+    case Type::kObject: {
+      const Object& members = value.as_object();
+      std::size_t bytes = members.capacity() * sizeof(Member);
+      for (const Member& m : members) bytes += string_heap(m.key) + approx_tree_bytes(m.value);
+      return bytes;
+    }
+  }
+  return 0;
+}
 
 ElementMemo& ElementMemo::for_this_thread() {
   thread_local ElementMemo memo;
@@ -32,13 +65,31 @@ ElementMemo::Entry* ElementMemo::find(std::size_t max_depth, std::string_view te
 
 void ElementMemo::note(std::size_t max_depth, std::string_view bytes) {
   if (bytes.size() < kMinBytes || bytes.size() > kMaxBytes) return;
-  while (!order_.empty() &&
-         (by_window_.size() >= kMaxEntries || total_bytes_ + bytes.size() > kMaxTotalBytes)) {
-    evict_last();
-  }
-  order_.push_front(Slot{Entry{max_depth, std::string(bytes), nullptr}, window_hash(bytes)});
+  order_.push_front(Slot{Entry{max_depth, std::string(bytes), nullptr, 0}, window_hash(bytes)});
   by_window_.emplace(order_.front().window, order_.begin());
   total_bytes_ += bytes.size();
+  trim(&order_.front());
+}
+
+std::shared_ptr<const Value> ElementMemo::keep(Entry& entry, Value& value) {
+  const std::size_t tree_bytes = sizeof(Value) + approx_tree_bytes(value);
+  if (tree_bytes > kMaxTreeBytes) return nullptr;
+  PG_DCHECK(entry.tree == nullptr);
+  entry.tree = std::make_shared<const Value>(std::move(value));
+  entry.tree_bytes = tree_bytes;
+  total_bytes_ += tree_bytes;
+  // find() made the entry the most recently used.
+  PG_DCHECK(&order_.front().entry == &entry);
+  trim(&order_.front());  // never evicts the front
+  return entry.tree;
+}
+
+// Evicts the least recently used entries other than `spare` until the bounds hold.
+void ElementMemo::trim(const Slot* spare) {
+  while (order_.size() > 1 && (by_window_.size() > kMaxEntries || total_bytes_ > kMaxTotalBytes)) {
+    if (&order_.back() == spare) break;
+    evict_last();
+  }
 }
 
 void ElementMemo::evict_last() {
@@ -50,7 +101,7 @@ void ElementMemo::evict_last() {
       break;
     }
   }
-  total_bytes_ -= victim->entry.bytes.size();
+  total_bytes_ -= victim->entry.bytes.size() + victim->entry.tree_bytes;
   order_.erase(victim);
 }
 

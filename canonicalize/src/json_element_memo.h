@@ -9,7 +9,9 @@
 // As json_subtree_memo.h, an element is kept from its second sighting (the first only notes its
 // bytes), so that a thread never builds a tree it cannot reuse. Bounded by entries and by bytes:
 // a thread remembers the last few conversations' turns, never more than kMaxTotalBytes of their
-// text (their trees take about as much again).
+// text and trees together. A tree is counted by its nodes and strings, not by its text: JSON
+// such as `[1,1,1,...]` makes a tree tens of times its size, and one that would take more than
+// kMaxTreeBytes is not kept.
 #pragma once
 
 #include <cstddef>
@@ -24,13 +26,18 @@
 
 namespace prefixgate::json::internal {
 
+// The heap a tree holds, about: its nodes, their vectors' and strings' storage (what the
+// allocator rounds up is not counted).
+std::size_t approx_tree_bytes(const Value& value);
+
 class ElementMemo {
  public:
   // Smaller elements cost about as much to find as to build.
   static constexpr std::size_t kMinBytes = 128;
   static constexpr std::size_t kMaxBytes = std::size_t{256} << 10;
   static constexpr std::size_t kMaxEntries = 1024;
-  static constexpr std::size_t kMaxTotalBytes = std::size_t{8} << 20;
+  static constexpr std::size_t kMaxTotalBytes = std::size_t{8} << 20;  // text and trees
+  static constexpr std::size_t kMaxTreeBytes = std::size_t{1} << 20;
   // Candidates are found by the hash of an element's first kWindow bytes.
   static constexpr std::size_t kWindow = 64;
 
@@ -40,6 +47,7 @@ class ElementMemo {
     std::size_t max_depth = 0;  // the limit it parsed under: another limit may refuse it
     std::string bytes;
     std::shared_ptr<const Value> tree;  // null: seen once, not kept yet
+    std::size_t tree_bytes = 0;         // the tree's memory, as approx_tree_bytes counts it
   };
 
   // The entry whose bytes begin `text` (the text from an element's first byte to the end of the
@@ -48,6 +56,10 @@ class ElementMemo {
   // Notes an element's bytes seen for the first time, evicting the least recently used entries
   // beyond the bounds. Ignored outside [kMinBytes, kMaxBytes].
   void note(std::size_t max_depth, std::string_view bytes);
+  // Keeps `value`, built from `entry`'s bytes (its second sighting): moves it into the entry's
+  // tree and returns that, evicting the least recently used others beyond the bounds. Null, and
+  // `value` left as it was, for a tree over kMaxTreeBytes.
+  std::shared_ptr<const Value> keep(Entry& entry, Value& value);
 
   std::size_t entries() const { return by_window_.size(); }
   std::size_t total_bytes() const { return total_bytes_; }
@@ -62,6 +74,7 @@ class ElementMemo {
   using Order = std::list<Slot>;  // most recently used first
   static std::uint64_t window_hash(std::string_view text);
   void evict_last();
+  void trim(const Slot* spare);
 
   Order order_;
   std::unordered_multimap<std::uint64_t, Order::iterator> by_window_;

@@ -305,8 +305,8 @@ class TreeBuilder {
       return true;
     }
     PG_DCHECK(seen->bytes.size() == bytes.size());
-    seen->tree = std::make_shared<const Value>(std::move(out));
-    out = Value::shared(seen->tree);
+    // A tree too large to keep stays this document's own.
+    if (auto tree = memo.keep(*seen, out)) out = Value::shared(std::move(tree));
     return true;
   }
 

@@ -241,6 +241,21 @@ TEST_F(JsonElementMemoTest, MemoryIsBoundedByEntriesAndBytes) {
   const std::string huge = conversation_body({long_message("user", "huge", Memo::kMaxBytes + 1)});
   for (int i = 0; i < 3; ++i) EXPECT_EQ(expect_elements_as_plain(huge), 0u);
   EXPECT_EQ(memo.total_bytes(), before);
+  // Trees count as well as text: a list of numbers makes a tree many times its bytes.
+  memo.clear();
+  std::string numbers = R"({"role":"user","content":[)";
+  while (numbers.size() < 100'000) numbers += "1,";
+  numbers += "1]}";
+  const std::string dense = R"({"messages":[)" + numbers + "]}";
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(expect_elements_as_plain(dense), 0u);  // its tree is over kMaxTreeBytes
+  }
+  EXPECT_LT(memo.total_bytes(), Memo::kMaxTreeBytes);
+  const std::string kept = long_message("user", "counted", 20'000);
+  for (int i = 0; i < 3; ++i) parse_with_elements(conversation_body({kept}));
+  EXPECT_TRUE(listed_messages(parse_with_elements(conversation_body({kept})))[0].is_shared());
+  EXPECT_GE(memo.total_bytes(), numbers.size() + 2 * kept.size());  // its text and its tree
+  EXPECT_GT(internal::approx_tree_bytes(*parse_without_memo(numbers).doc), Memo::kMaxTreeBytes);
   // The least recently used goes first: a kept element used all along survives the churn.
   memo.clear();
   const std::string hot = long_message("system", "hot");
