@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "json_memo_parse.h"
 #include "prefixgate/canonicalize/json.h"
 #include "prefixgate/canonicalize/policy.h"
 #include "prefixgate/canonicalize/request.h"
@@ -22,21 +23,14 @@ namespace {
 
 constexpr std::array<std::string_view, 2> kElementKeys = {"messages", "input"};
 
-struct ElementParse {
-  Result<Value> doc;
-  std::vector<MemberSpan> spans;
-};
+using ElementParse = memo_test::SpannedParse;
 
 ElementParse parse_with_elements(std::string_view text, const ParseLimits& limits = {}) {
-  ElementParse p{Value(), {}};
-  p.doc = parse(text, limits, p.spans, MemoKeys{.elements = kElementKeys});
-  return p;
+  return memo_test::parse_spanned(text, limits, MemoKeys{.elements = kElementKeys});
 }
 
 ElementParse parse_without_memo(std::string_view text, const ParseLimits& limits = {}) {
-  ElementParse p{Value(), {}};
-  p.doc = parse(text, limits, p.spans);
-  return p;
+  return memo_test::parse_spanned(text, limits);
 }
 
 // A message long enough for the memo.
@@ -60,21 +54,7 @@ const Array& listed_messages(const ElementParse& p) {
 // same error. Returns how many elements it took from (or kept in) the memo.
 std::size_t expect_elements_as_plain(std::string_view text, const ParseLimits& limits = {}) {
   const ElementParse memo = parse_with_elements(text, limits);
-  const ElementParse plain = parse_without_memo(text, limits);
-  EXPECT_EQ(memo.doc.ok(), plain.doc.ok()) << text;
-  if (memo.doc.ok() != plain.doc.ok()) return 0;
-  if (!plain.doc.ok()) {
-    EXPECT_EQ(memo.doc.error().message, plain.doc.error().message) << text;
-    EXPECT_EQ(memo.doc.error().param, plain.doc.error().param) << text;
-    return 0;
-  }
-  EXPECT_EQ(*memo.doc, *plain.doc) << text;
-  EXPECT_EQ(to_json(*memo.doc), to_json(*plain.doc)) << text;
-  EXPECT_EQ(memo.spans.size(), plain.spans.size()) << text;
-  for (std::size_t i = 0; i < plain.spans.size() && i < memo.spans.size(); ++i) {
-    EXPECT_EQ(memo.spans[i].begin, plain.spans[i].begin) << text;
-    EXPECT_EQ(memo.spans[i].end, plain.spans[i].end) << text;
-  }
+  if (!memo_test::expect_same_parse(memo, parse_without_memo(text, limits), text)) return 0;
   std::size_t shared = 0;
   if (!memo.doc->is_object()) return 0;
   for (std::string_view key : kElementKeys) {

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "json_memo_parse.h"
 #include "prefixgate/canonicalize/json.h"
 
 namespace prefixgate::json {
@@ -20,21 +21,14 @@ namespace {
 
 constexpr std::array<std::string_view, 2> kToolKeys = {"tools", "functions"};
 
-struct SubtreeParse {
-  Result<Value> doc;
-  std::vector<MemberSpan> spans;
-};
+using SubtreeParse = memo_test::SpannedParse;
 
 SubtreeParse parse_sharing(std::string_view text, const ParseLimits& limits = {}) {
-  SubtreeParse p{Value(), {}};
-  p.doc = parse(text, limits, p.spans, kToolKeys);
-  return p;
+  return memo_test::parse_spanned(text, limits, MemoKeys{.shared = kToolKeys});
 }
 
 SubtreeParse parse_plain(std::string_view text, const ParseLimits& limits = {}) {
-  SubtreeParse p{Value(), {}};
-  p.doc = parse(text, limits, p.spans);
-  return p;
+  return memo_test::parse_spanned(text, limits);
 }
 
 // A tool list of about `n` tools, long enough for the memo.
@@ -60,22 +54,8 @@ const Value* tools_of(const SubtreeParse& p) {
 // Returns whether the parse took a list from the memo or kept one.
 bool expect_same_as_plain(std::string_view text, const ParseLimits& limits = {}) {
   const SubtreeParse shared = parse_sharing(text, limits);
-  const SubtreeParse plain = parse_plain(text, limits);
-  EXPECT_EQ(shared.doc.ok(), plain.doc.ok()) << text;
-  if (shared.doc.ok() != plain.doc.ok()) return false;
-  if (plain.doc.ok()) {
-    EXPECT_EQ(*shared.doc, *plain.doc) << text;
-    EXPECT_EQ(to_json(*shared.doc), to_json(*plain.doc)) << text;
-    EXPECT_EQ(shared.spans.size(), plain.spans.size()) << text;
-    for (std::size_t i = 0; i < plain.spans.size() && i < shared.spans.size(); ++i) {
-      EXPECT_EQ(shared.spans[i].begin, plain.spans[i].begin) << text;
-      EXPECT_EQ(shared.spans[i].end, plain.spans[i].end) << text;
-    }
-  } else {
-    EXPECT_EQ(shared.doc.error().message, plain.doc.error().message) << text;
-    EXPECT_EQ(shared.doc.error().param, plain.doc.error().param) << text;
-  }
-  if (!shared.doc.ok() || !shared.doc->is_object()) return false;
+  if (!memo_test::expect_same_parse(shared, parse_plain(text, limits), text)) return false;
+  if (!shared.doc->is_object()) return false;
   for (std::string_view key : kToolKeys) {
     const Value* list = shared.doc->find(key);
     if (list != nullptr && list->is_shared()) return true;
