@@ -14,9 +14,11 @@
 #include <vector>
 
 #include "json_memo_parse.h"
+#include "prefixgate/canonicalize/anthropic.h"
 #include "prefixgate/canonicalize/json.h"
 #include "prefixgate/canonicalize/policy.h"
 #include "prefixgate/canonicalize/request.h"
+#include "prefixgate/canonicalize/responses_api.h"
 
 namespace prefixgate::json {
 namespace {
@@ -276,6 +278,36 @@ TEST_F(JsonElementMemoTest, RandomConversationsParseAsWithoutTheMemo) {
     }
   }
   EXPECT_GT(shared, 500u);  // the memo was in play
+}
+
+// The request parsers of all three APIs take their conversations through the memo: Chat
+// Completions' and Anthropic Messages' `messages`, the Responses `input`.
+TEST_F(JsonElementMemoTest, EveryApisConversationIsKept) {
+  const std::string user = long_message("user", "every api");
+  const std::string chat = conversation_body({user, long_message("assistant", "chat")});
+  const std::string messages = R"({"model":"m","max_tokens":8,"messages":[)" + user + "," +
+                               long_message("assistant", "messages") + "]}";
+  const std::string responses = R"({"model":"m","input":[)" + user + "]}";
+  std::vector<SourceMember> source;
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(canon::parse_request(chat, canon::Endpoint::kChatCompletions, {}, source));
+    ASSERT_TRUE(canon::parse_messages_request(messages, {}, source));
+    ASSERT_TRUE(canon::parse_responses_request(responses, {}, source));
+  }
+  const auto c = canon::parse_request(chat, canon::Endpoint::kChatCompletions, {}, source);
+  const auto m = canon::parse_messages_request(messages, {}, source);
+  const auto r = canon::parse_responses_request(responses, {}, source);
+  ASSERT_TRUE(c.ok() && m.ok() && r.ok());
+  // The first message's bytes are the same in all three: one kept tree.
+  const Value& from_chat = c->body.find("messages")->as_array()[0];
+  const Value& from_messages = m->body.find("messages")->as_array()[0];
+  const Value& from_responses = r->body.find("input")->as_array()[0];
+  for (const Value* v : {&from_chat, &from_messages, &from_responses}) EXPECT_TRUE(v->is_shared());
+  EXPECT_EQ(&from_chat.as_object(), &from_messages.as_object());
+  EXPECT_EQ(&from_chat.as_object(), &from_responses.as_object());
+  EXPECT_TRUE(m->body.find("messages")->as_array()[1].is_shared());
+  EXPECT_EQ(m->chat.body.find("messages")->as_array()[0].find("content")->as_string(),
+            from_messages.find("content")->as_string());
 }
 
 // The canonicalizer reads a shared message and copies it only to rewrite it.
