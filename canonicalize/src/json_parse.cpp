@@ -634,12 +634,6 @@ bool visit_member_fields(std::string_view text, std::string_view key,
 }
 
 Result<Value> parse(std::string_view text, const ParseLimits& limits,
-                    std::vector<MemberSpan>& root_members,
-                    std::span<const std::string_view> shared_keys) {
-  return parse(text, limits, root_members, MemoKeys{.shared = shared_keys});
-}
-
-Result<Value> parse(std::string_view text, const ParseLimits& limits,
                     std::vector<MemberSpan>& root_members, const MemoKeys& memo_keys) {
   root_members.clear();
   auto parsed = parse_text(text, limits, &root_members, memo_keys);

@@ -197,26 +197,21 @@ struct MemberSpan {
   std::size_t begin = 0;
   std::size_t end = 0;
 };
-// parse(), also recording each root member's span when the root is an object (nothing
-// otherwise). The root members named in `shared_keys` whose values are arrays or objects are
-// taken from a per-thread memo of such values parsed before, by their bytes, from the second
-// time the same bytes come (a request's tool list, sent unchanged turn after turn, is built
-// once): the tree is the one parse() builds, but those values refer to the kept one
-// (Value::shared), so a change to one copies it first.
-Result<Value> parse(std::string_view text, const ParseLimits& limits,
-                    std::vector<MemberSpan>& root_members,
-                    std::span<const std::string_view> shared_keys = {});
-// What parse() may take from the thread's memos instead of building.
+// What parse() may take from the thread's memos instead of building: values parsed before, by
+// their bytes, from the second time the same bytes come. The tree is the one parse() builds, but
+// those values refer to the kept one (Value::shared), so a change to one copies it first.
 struct MemoKeys {
-  // Root members whose array or object values are kept whole (a tool list), as above.
+  // Root members whose array or object values are kept whole (a request's tool list, sent
+  // unchanged turn after turn, is built once).
   std::span<const std::string_view> shared = {};
   // Root members whose array values have their object and array elements kept one by one (a
-  // conversation's messages: every turn resends the earlier ones), by the same rules: from an
-  // element's second sighting, by its bytes, as a shared value.
+  // conversation's messages: every turn resends the earlier ones).
   std::span<const std::string_view> elements = {};
 };
+// parse(), also recording each root member's span when the root is an object (nothing
+// otherwise), taking what `memo_keys` names from the thread's memos.
 Result<Value> parse(std::string_view text, const ParseLimits& limits,
-                    std::vector<MemberSpan>& root_members, const MemoKeys& memo_keys);
+                    std::vector<MemberSpan>& root_members, const MemoKeys& memo_keys = {});
 
 // Compact JSON, members in stored order, numbers as their source text when they have one.
 // A NaN or infinite number without source text is written `null`, as JSON.stringify does.
