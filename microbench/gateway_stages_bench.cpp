@@ -23,6 +23,7 @@
 
 #include "prefixgate/canonicalize/block_hash_memo.h"
 #include "prefixgate/canonicalize/prompt.h"
+#include "prefixgate/canonicalize/prompt_memo.h"
 #include "prefixgate/canonicalize/request.h"
 #include "prefixgate/serving/request_body.h"
 #include "server/canonicalize_stage.h"
@@ -249,9 +250,9 @@ void BM_StageBlockHashesMemo(benchmark::State& state, bool bpe) {
 BENCHMARK_CAPTURE(BM_StageBlockHashesMemo, byte, false);
 BENCHMARK_CAPTURE(BM_StageBlockHashesMemo, llama3, true);
 
-// The same, the memo comparing the rendered text and the encoding's stretches instead of the
-// tokens (as the gateway calls it): two encodings that differ in their last byte, in turns.
-void BM_StageBlockHashesMemoByText(benchmark::State& state, bool bpe) {
+// Encoding and hashing through a PromptMemo (as the gateway does): two prompts that differ in
+// their last byte, in turns, so each resumes after the other's last safe added token.
+void BM_StagePromptMemo(benchmark::State& state, bool bpe) {
   std::size_t at = 0;
   const std::string body = agent_body(10, at);
   const Prep prep(bpe, false);
@@ -261,37 +262,25 @@ void BM_StageBlockHashesMemoByText(benchmark::State& state, bool bpe) {
   }
   const auto parsed = canon::parse_request(body, canon::Endpoint::kChatCompletions);
   const canon::PromptModel& model = prep.model();
-  struct Encoding {
-    std::string text;
-    std::vector<canon::TokenId> tokens;
-    std::vector<canon::EncodedStretch> stretches;
-  };
-  std::array<Encoding, 2> turns;
+  std::array<std::string, 2> turns;
   for (std::size_t i = 0; i < turns.size(); ++i) {
-    turns[i].text = canon::analyze_prompt(*parsed, model)->rendered.text;
-    turns[i].text.back() = static_cast<char>('a' + i);
-    model.tokenizer->encode(turns[i].text, turns[i].tokens,
-                            {.parse_special = true, .stretches = &turns[i].stretches});
+    turns[i] = canon::analyze_prompt(*parsed, model)->rendered.text;
+    turns[i].back() = static_cast<char>('a' + i);
   }
   const std::uint64_t root = canon::block_hash_root(model.model_id);
-  canon::BlockHashMemo memo;
+  canon::PromptMemo memo;
+  canon::TokenizedPrompt tokens;
   std::vector<std::uint64_t> hashes;
   std::size_t n = 0;
   for (auto _ : state) {
-    const Encoding& e = turns[n++ % 2];
-    memo.hashes({.tokens = e.tokens,
-                 .text = e.text,
-                 .stretches = e.stretches,
-                 .tokenizer = model.tokenizer->identity()},
-                16, root, hashes);
+    memo.analyze(turns[n++ % 2], *model.tokenizer, model.segment_cache, 16, root, tokens, hashes);
     benchmark::DoNotOptimize(hashes.data());
   }
-  state.counters["tokens"] = static_cast<double>(turns[0].tokens.size());
-  state.SetBytesProcessed(
-      static_cast<std::int64_t>(state.iterations() * turns[0].tokens.size() * 4));
+  state.counters["tokens"] = static_cast<double>(tokens.tokens.size());
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * turns[0].size()));
 }
-BENCHMARK_CAPTURE(BM_StageBlockHashesMemoByText, byte, false);
-BENCHMARK_CAPTURE(BM_StageBlockHashesMemoByText, llama3, true);
+BENCHMARK_CAPTURE(BM_StagePromptMemo, byte, false);
+BENCHMARK_CAPTURE(BM_StagePromptMemo, llama3, true);
 
 // prepare_request on a conversation of range(0) earlier turns and a new last user turn.
 void BM_AgentTurn(benchmark::State& state, bool bpe, bool cache) {

@@ -42,6 +42,14 @@ BpeTokenizer::BpeTokenizer(BpeTokenizerSpec spec)
       raw.push_back(std::move(t));
     }
   }
+  std::size_t longest = 0;
+  for (const AddedToken& t : raw) {
+    longest = std::max(longest, t.content.size());
+    if (t.rstrip) rstrip_ids_.push_back(t.id);
+  }
+  std::sort(rstrip_ids_.begin(), rstrip_ids_.end());
+  // Added tokens with normalized=true are found inside a stretch, never where one ends.
+  added_lookahead_ = longest + 4;  // and a UTF-8 character (single_word, rstrip)
   raw_added_ = AddedTokenMatcher(std::move(raw));
   normalized_added_ = AddedTokenMatcher(std::move(normalized), std::move(normalized_patterns));
   std::sort(special_ids_.begin(), special_ids_.end());
@@ -67,7 +75,7 @@ void BpeTokenizer::encode(std::string_view text, std::vector<TokenId>& out,
                           std::vector<std::size_t>* byte_offsets) const {
   // Reserved for about one token per three bytes (English prose runs about four, code about
   // three), so a long prompt's arrays are allocated once instead of copied at each doubling.
-  const std::size_t expected = text.size() / 3 + 16;
+  const std::size_t expected = (text.size() - std::min(options.begin, text.size())) / 3 + 16;
   out.reserve(out.size() + expected);
   if (byte_offsets != nullptr) byte_offsets->reserve(byte_offsets->size() + expected);
   Scratch scratch;
@@ -80,7 +88,9 @@ void BpeTokenizer::encode(std::string_view text, std::vector<TokenId>& out,
       options.stretches->push_back({begin, end, first, out.size(), false});
     }
   };
-  AddedTokenMatcher::Cursor cursor;
+  // Resuming after an added token (EncodeOptions::begin) is where the search stood after it.
+  const std::size_t begin = std::min(options.begin, text.size());
+  AddedTokenMatcher::Cursor cursor{.scan = begin, .emitted_end = begin};
   while (const auto m = raw_added_.next(text, cursor, options.parse_special)) {
     if (m->begin > cursor.emitted_end) section(cursor.emitted_end, m->begin);
     if (options.stretches != nullptr) {

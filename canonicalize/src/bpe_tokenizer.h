@@ -10,6 +10,7 @@
 // decode() runs the tokenizer.json decoder (tokenizer_decoder.h) over the tokens' strings.
 #pragma once
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -52,6 +53,12 @@ class BpeTokenizer final : public Tokenizer {
   std::optional<TokenId> special_token(std::string_view text) const override;
   bool is_special(TokenId id) const override;
 
+ protected:
+  std::size_t added_token_lookahead() const override { return added_lookahead_; }
+  bool takes_space_after(TokenId id) const override {
+    return std::binary_search(rstrip_ids_.begin(), rstrip_ids_.end(), id);
+  }
+
  private:
   struct Scratch {
     BpeScratch bpe;
@@ -87,6 +94,8 @@ class BpeTokenizer final : public Tokenizer {
   std::unordered_map<std::string, TokenId> added_ids_;
   std::unordered_map<TokenId, std::string> added_content_;
   std::vector<TokenId> special_ids_;  // sorted
+  std::vector<TokenId> rstrip_ids_;   // sorted: raw added tokens with rstrip
+  std::size_t added_lookahead_ = 4;
   std::vector<bool> byte_level_;
   // With a ByteLevel decoder: by id, the bytes each token decodes to.
   std::vector<std::string> decode_bytes_;

@@ -1,4 +1,5 @@
 // The byte tokenizer: id = byte value, plus the chat-template special tokens from id 256.
+#include <algorithm>
 #include <array>
 #include <cstring>
 
@@ -14,6 +15,12 @@ constexpr std::array<std::string_view, 7> kSpecials = {
     "<|eot_id|>",        "<|im_start|>",    "<|im_end|>",
 };
 constexpr TokenId kFirstSpecialId = 256;
+// The longest special token's bytes and a UTF-8 character (Tokenizer::added_token_lookahead).
+constexpr std::size_t kLookahead =
+    std::max_element(kSpecials.begin(), kSpecials.end(),
+                     [](std::string_view a, std::string_view b) { return a.size() < b.size(); })
+        ->size() +
+    4;
 constexpr std::uint64_t kIdentity = 0x62797465746f6b31;  // "bytetok1"
 
 class ByteTokenizer final : public Tokenizer {
@@ -36,8 +43,9 @@ class ByteTokenizer final : public Tokenizer {
               std::vector<std::size_t>* byte_offsets) const override {
     // At most one token per byte: reserved once, so a long prompt's arrays are not copied
     // each time they double (30 KB is 30 K tokens and, with offsets, 240 KB more).
-    out.reserve(out.size() + text.size());
-    if (byte_offsets != nullptr) byte_offsets->reserve(byte_offsets->size() + text.size());
+    const std::size_t start = std::min(options.begin, text.size());
+    out.reserve(out.size() + text.size() - start);
+    if (byte_offsets != nullptr) byte_offsets->reserve(byte_offsets->size() + text.size() - start);
     std::vector<std::size_t> scratch;
     const auto bytes = [&](std::size_t begin, std::size_t end) {
       const std::size_t first = out.size();
@@ -47,10 +55,10 @@ class ByteTokenizer final : public Tokenizer {
       }
     };
     if (!options.parse_special) {
-      bytes(0, text.size());
+      bytes(start, text.size());
       return;
     }
-    std::size_t pos = 0;
+    std::size_t pos = start;
     while (true) {
       const auto m = specials_.find(text, pos, /*include_special=*/true);
       const std::size_t end = m ? m->begin : text.size();
@@ -91,6 +99,8 @@ class ByteTokenizer final : public Tokenizer {
 
  protected:
   bool one_token_per_stretch_byte() const override { return true; }
+  std::size_t added_token_lookahead() const override { return kLookahead; }
+  bool takes_space_after(TokenId) const override { return false; }
 
   std::optional<TokenId> special_token(std::string_view text) const override {
     for (std::size_t i = 0; i < kSpecials.size(); ++i) {

@@ -4,6 +4,7 @@
 
 #include "prefixgate/base/check.h"
 #include "prefixgate/canonicalize/block_hash_memo.h"
+#include "prefixgate/canonicalize/prompt_memo.h"
 
 namespace prefixgate::canon {
 
@@ -37,22 +38,21 @@ Status analyze_prompt_into(const ParsedRequest& request, const PromptModel& mode
   out.tokenizer = model.tokenizer;
   out.segment_cache = model.segment_cache;
   out.stretch_scratch.clear();
-  // The memo compares a prompt's text and stretches rather than its tokens (a quarter of the
-  // bytes with the byte tokenizer): listing the stretches costs a few entries per message.
-  if (model.remember_block_hashes && offsets == ByteOffsets::kSkip) {
-    offsets = ByteOffsets::kOnDemand;
+  const std::uint64_t root = block_hash_root(model.model_id, request.cache_salt);
+  if (model.remember_block_hashes && offsets != ByteOffsets::kKeep && !has_token_prompt(request)) {
+    // Encoded and hashed from where a prompt this thread saw lately stops sharing its text: an
+    // agent's next turn costs its new turn. The memo lists the stretches (kOnDemand) whether or
+    // not the caller asked: they are how it resumes.
+    thread_local PromptMemo memo;
+    memo.analyze(out.rendered.text, *model.tokenizer, model.segment_cache, model.block_size, root,
+                 out.tokens, out.block_hashes);
+    return {};
   }
   tokenize_request_into(request, out.rendered, *model.tokenizer, model.segment_cache, out.tokens,
                         offsets);
-  const std::uint64_t root = block_hash_root(model.model_id, request.cache_salt);
   if (model.remember_block_hashes) {
     thread_local BlockHashMemo memo;
-    // tokenize_request_into() encodes with parse_special on: the tokenizer's identity says all.
-    memo.hashes(BlockHashMemo::EncodedText{.tokens = out.tokens.tokens,
-                                           .text = out.rendered.text,
-                                           .stretches = out.tokens.stretches,
-                                           .tokenizer = model.tokenizer->identity()},
-                model.block_size, root, out.block_hashes);
+    memo.hashes(out.tokens.tokens, model.block_size, root, out.block_hashes);
   } else {
     out.block_hashes = block_hashes(out.tokens.tokens, model.block_size, root);
   }

@@ -299,8 +299,7 @@ TokenizedPrompt tokenize_prompt(const RenderedPrompt& prompt, const Tokenizer& t
 void tokenize_request_into(const ParsedRequest& request, const RenderedPrompt& prompt,
                            const Tokenizer& tokenizer, SegmentCache* cache, TokenizedPrompt& out,
                            ByteOffsets offsets) {
-  if (request.endpoint == Endpoint::kCompletions && !request.prompts.empty() &&
-      request.prompts[0].is_tokens) {
+  if (has_token_prompt(request)) {
     out.tokens = request.prompts[0].token_ids;
     out.stretches.clear();
     // No text: every token maps to byte 0, whatever was asked for.

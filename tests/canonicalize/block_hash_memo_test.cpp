@@ -1,8 +1,6 @@
 // BlockHashMemo gives exactly block_hashes() whatever streams it has seen: growing
 // conversations, streams that share only a system prompt, other roots and block sizes, streams
-// that are prefixes of remembered ones, and more distinct streams than it has places; compared
-// by their tokens, and by their text and stretches as the byte tokenizer and real tokenizer.json
-// files encode them (those cases skip without tests/js/node_modules).
+// that are prefixes of remembered ones, and more distinct streams than it has places.
 #include "prefixgate/canonicalize/block_hash_memo.h"
 
 #include <gtest/gtest.h>
@@ -10,7 +8,6 @@
 #include <random>
 
 #include "prefixgate/canonicalize/block_hash.h"
-#include "random_tokenizer_text.h"
 
 namespace prefixgate::canon {
 namespace {
@@ -81,121 +78,6 @@ TEST(BlockHashMemoTest, EqualsBlockHashesOverRandomStreams) {
     if (streams.size() > 30) streams.erase(streams.begin());
   }
   EXPECT_GT(reused_total, 0u) << "the memo never reused a hash";
-}
-
-// A text and its encoding, as the memo's text comparison takes them.
-struct Encoded {
-  std::string text;
-  std::vector<TokenId> tokens;
-  std::vector<EncodedStretch> stretches;
-  BlockHashMemo::EncodedText view(const Tokenizer& tok) const {
-    return {.tokens = tokens, .text = text, .stretches = stretches, .tokenizer = tok.identity()};
-  }
-};
-
-Encoded encode_with_stretches(const Tokenizer& tok, std::string text) {
-  Encoded e{.text = std::move(text), .tokens = {}, .stretches = {}};
-  tok.encode(e.text, e.tokens, {.parse_special = true, .stretches = &e.stretches});
-  return e;
-}
-
-// Texts that grow by turns, share only a start, are cut short, changed in the middle, or
-// continued so that an added token straddles where the remembered text ended ("<|im_" then
-// "start|>"): the memo's hashes are block_hashes() of each text's own tokens.
-std::size_t check_texts(const std::vector<const Tokenizer*>& toks,
-                        const std::vector<std::string>& specials, std::uint32_t seed) {
-  BlockHashMemo memo;
-  std::mt19937 rng(seed);
-  const std::uint64_t root = block_hash_root("m");
-  std::vector<std::string> pieces = test_text::kPieces;
-  for (const std::string& sp : specials) {
-    pieces.push_back(sp);
-    pieces.push_back(sp.substr(0, sp.size() / 2));  // half an added token, and the other half
-    pieces.push_back(sp.substr(sp.size() / 2));
-  }
-  const auto random_text = [&](std::size_t n) {
-    std::string out;
-    for (std::size_t i = 0; i < n; ++i) out += pieces[rng() % pieces.size()];
-    return out;
-  };
-  std::vector<std::string> starts;
-  for (int i = 0; i < 3; ++i) starts.push_back(random_text(30 + 10 * i));
-  std::vector<std::string> texts;
-  std::vector<std::uint64_t> out;
-  std::size_t reused_total = 0;
-  for (int step = 0; step < 300; ++step) {
-    std::string t;
-    switch (rng() % 5) {
-      case 0: t = starts[rng() % starts.size()]; break;
-      case 1:  // cut short
-        if (!texts.empty()) {
-          t = texts[rng() % texts.size()];
-          t.resize(rng() % (t.size() + 1));
-        }
-        break;
-      case 2:  // changed in the middle
-        if (!texts.empty()) {
-          t = texts[rng() % texts.size()];
-          if (!t.empty()) t[rng() % t.size()] = 'Z';
-        }
-        break;
-      default:  // one turn longer
-        if (!texts.empty()) t = texts[rng() % texts.size()];
-        break;
-    }
-    t += random_text(rng() % 12);
-    const Tokenizer& tok = *toks[rng() % toks.size()];
-    const Encoded e = encode_with_stretches(tok, t);
-    const std::size_t block_size = rng() % 4 == 0 ? 4 : 16;
-    reused_total += memo.hashes(e.view(tok), block_size, root, out);
-    EXPECT_EQ(out, block_hashes(e.tokens, block_size, root)) << "step " << step << ": " << t;
-    if (::testing::Test::HasFailure()) return reused_total;
-    texts.push_back(std::move(t));
-    if (texts.size() > 30) texts.erase(texts.begin());
-  }
-  return reused_total;
-}
-
-TEST(BlockHashMemoTest, ByTextEqualsBlockHashesWithTheByteTokenizer) {
-  const auto tok = make_byte_tokenizer();
-  const std::vector<std::string> specials(byte_tokenizer_specials().begin(),
-                                          byte_tokenizer_specials().end());
-  EXPECT_GT(check_texts({tok.get()}, specials, 3), 0u) << "the memo never reused a hash";
-}
-
-TEST(BlockHashMemoTest, ByTextEqualsBlockHashesWithRealTokenizersAndNeverAcrossThem) {
-  const auto json_text = test_text::read_file(test_text::tokenizer_path("llama3_1"));
-  if (!json_text) GTEST_SKIP() << "llama3_1 tokenizer.json missing: run scripts/install-js-deps.sh";
-  auto llama = load_tokenizer_json(*json_text);
-  ASSERT_TRUE(llama) << llama.error().message;
-  const auto bytes = make_byte_tokenizer();
-  const std::vector<std::string> specials = {"<|begin_of_text|>", "<|start_header_id|>",
-                                             "<|end_header_id|>", "<|eot_id|>"};
-  EXPECT_GT(check_texts({llama->get()}, specials, 4), 0u);
-  // Both tokenizers under one root: the same text's tokens differ, and must not be shared.
-  EXPECT_GT(check_texts({llama->get(), bytes.get()}, specials, 5), 0u);
-}
-
-TEST(BlockHashMemoTest, AGrowingConversationByTextReusesItsEarlierTurnsAndCopiesOnlyText) {
-  const auto tok = make_byte_tokenizer();
-  BlockHashMemo memo;
-  const std::uint64_t root = block_hash_root("m");
-  std::string text = "<|im_start|>system\n" + std::string(400, 's') + "<|im_end|>";
-  std::vector<std::uint64_t> out;
-  std::size_t expected_reuse = 0;
-  for (int turn = 0; turn < 6; ++turn) {
-    text += "<|im_start|>user\n" + std::string(100 + turn, static_cast<char>('a' + turn)) +
-            "<|im_end|>";
-    const Encoded e = encode_with_stretches(*tok, text);
-    EXPECT_EQ(memo.hashes(e.view(*tok), 16, root, out), expected_reuse) << "turn " << turn;
-    EXPECT_EQ(out, block_hashes(e.tokens, 16, root));
-    // The next turn shares every stretch of this one: its whole blocks.
-    expected_reuse = e.tokens.size() / 16;
-  }
-  // The same tokens without their text compare as tokens: nothing shared with the texts.
-  const Encoded e = encode_with_stretches(*tok, text);
-  EXPECT_EQ(memo.hashes(e.tokens, 16, root, out), 0u);
-  EXPECT_EQ(out, block_hashes(e.tokens, 16, root));
 }
 
 }  // namespace

@@ -82,6 +82,12 @@ struct TokenizedPrompt {
   std::size_t token_at_byte(std::size_t offset) const;
 };
 
+// Whether the request is a completion whose prompt came as token ids (which it is tokenized as).
+inline bool has_token_prompt(const ParsedRequest& request) {
+  return request.endpoint == Endpoint::kCompletions && !request.prompts.empty() &&
+         request.prompts[0].is_tokens;
+}
+
 // Tokenizes the rendered text with special-token parsing on, as engines tokenize a rendered
 // chat template, through `cache` when given (the same result, segment_cache.h). A completion
 // prompt given as token ids is returned as those ids.

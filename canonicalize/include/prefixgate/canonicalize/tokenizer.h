@@ -62,6 +62,11 @@ struct EncodeOptions {
   SegmentCache* segment_cache = nullptr;
   // When set, encode() appends an EncodedStretch for each stretch and added token, in order.
   std::vector<EncodedStretch>* stretches = nullptr;
+  // Where in `text` encode() starts: 0, or the end of the added token that ends the stretches
+  // Tokenizer::resumable_stretches() allowed for another encoding sharing text's bytes before
+  // it. Then `out` must already hold those stretches' tokens (and `stretches` them): what
+  // encode() appends is what encoding all of `text` would give after them.
+  std::size_t begin = 0;
 };
 
 class Tokenizer {
@@ -107,6 +112,15 @@ class Tokenizer {
                             std::size_t offset, const EncodeOptions& options,
                             StretchScratch& scratch) const;
 
+  // How many leading stretches of an encoding (`stretches` and `tokens`, as encode() gave them
+  // with parse_special on) every text that shares the encoded text's first `shared` bytes
+  // encodes alike, the last of them an added token after which encode() can resume
+  // (EncodeOptions::begin); 0 when there are none. Exact because encode() finds added tokens
+  // left to right, deciding each from the bytes up to a lookahead past it, and a stretch's tokens
+  // depend only on its bytes and where it starts (segment_cache.h).
+  std::size_t resumable_stretches(std::span<const EncodedStretch> stretches,
+                                  std::span<const TokenId> tokens, std::size_t shared) const;
+
   // The text of the tokens (special tokens as their text), through the tokenizer.json decoder
   // as Hugging Face decodes, so decode(encode(text)) == text wherever Hugging Face gives the
   // text back. Bytes that are not UTF-8 (a character split across ids) are returned as bytes,
@@ -126,6 +140,13 @@ class Tokenizer {
   // Whether the token of a stretch's byte i is its token i (the byte tokenizer's): then
   // token_at_byte needs no encoding at all.
   virtual bool one_token_per_stretch_byte() const { return false; }
+  // How many bytes past an added token's end deciding it (and that none starts earlier) may
+  // read: the longest added token's bytes, and one UTF-8 character that single_word and
+  // whitespace stripping look at.
+  virtual std::size_t added_token_lookahead() const = 0;
+  // Whether the added token `id` takes the whitespace after it (rstrip): encode() does not
+  // resume after such a token, whose end depends on what follows.
+  virtual bool takes_space_after(TokenId id) const = 0;
 };
 
 // The byte tokenizer's special tokens, in id order from 256.

@@ -1,0 +1,78 @@
+// The encodings and block hashes of the prompts a thread analyzed lately, so that a prompt that
+// shares a prefix with one of them (the next turn of a conversation, a retry, another question
+// after the same system prompt and tools) encodes and hashes only what follows that prefix:
+// the cost of a 30 KB agent turn follows its new turn, not its length.
+//
+// Why it is exact: the remembered prompt whose text shares the most leading bytes is found by
+// comparing the texts (memcmp), never by a hash of them. Of its encoding, the leading stretches
+// that Tokenizer::resumable_stretches() allows for that many shared bytes are exactly the new
+// text's first stretches, with the same tokens; encode() picks up after them
+// (EncodeOptions::begin) and gives what encoding the whole text would. Block hashes chain over
+// tokens only (block_hash.h), so the remembered hashes of blocks within the reused tokens, or
+// within tokens that compare equal after them, are the new prompt's, under the same root and
+// block size.
+//
+// Memory: kEntries prompts per memo, each kept only while its text, tokens, stretches and hashes
+// come to at most kMaxEntryBytes: at most 32 MiB a thread. A prompt that shares at least half
+// of a remembered one (its conversation one turn longer) takes that one's place and copies only
+// what follows the shared part; any other takes the least recently used place. Not
+// thread-safe: one per thread.
+//
+//   thread_local canon::PromptMemo memo;
+//   memo.analyze(rendered.text, *tokenizer, segment_cache, 16, root, tokenized, hashes);
+//   // tokenized.tokens and .stretches as tokenizer->encode(text, ..., {.parse_special = true,
+//   // .stretches = ...}) gives them; hashes == block_hashes(tokenized.tokens, 16, root)
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "prefixgate/canonicalize/render.h"
+#include "prefixgate/canonicalize/tokenizer.h"
+
+namespace prefixgate::canon {
+
+class PromptMemo {
+ public:
+  static constexpr std::size_t kEntries = 8;
+  static constexpr std::size_t kMaxEntryBytes = std::size_t{4} << 20;
+
+  // What came from the memo rather than from encoding and hashing.
+  struct Reuse {
+    std::size_t tokens = 0;  // leading tokens copied from a remembered encoding
+    std::size_t blocks = 0;  // leading block hashes copied
+  };
+
+  // out.tokens and out.stretches as tokenizer.encode(text, out.tokens, {.parse_special = true,
+  // .segment_cache = cache, .stretches = &out.stretches}) gives them (out.byte_offsets left
+  // empty: ByteOffsets::kOnDemand), and hashes = block_hashes(out.tokens, block_size, root),
+  // each reusing its vector's capacity.
+  Reuse analyze(std::string_view text, const Tokenizer& tokenizer, SegmentCache* cache,
+                std::size_t block_size, std::uint64_t root, TokenizedPrompt& out,
+                std::vector<std::uint64_t>& hashes);
+
+ private:
+  struct Entry {
+    std::uint64_t used = 0;  // clock_ at the last use; 0: empty
+    std::uint64_t tokenizer = 0;
+    std::uint64_t root = 0;
+    std::size_t block_size = 0;
+    std::string text;
+    std::vector<TokenId> tokens;
+    std::vector<EncodedStretch> stretches;
+    std::vector<std::uint64_t> hashes;  // of tokens' whole blocks
+  };
+  void remember(Entry* best, std::size_t shared_bytes, std::size_t kept_stretches,
+                std::size_t kept_blocks, std::string_view text, const Tokenizer& tokenizer,
+                std::uint64_t root, std::size_t block_size, const TokenizedPrompt& out,
+                const std::vector<std::uint64_t>& hashes);
+
+  std::array<Entry, kEntries> entries_;
+  std::uint64_t clock_ = 0;
+};
+
+}  // namespace prefixgate::canon

@@ -1,0 +1,167 @@
+#include "prefixgate/canonicalize/prompt_memo.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "prefixgate/base/check.h"
+#include "prefixgate/canonicalize/block_hash.h"
+
+namespace prefixgate::canon {
+namespace {
+
+// Leading bytes `a` and `b` share when that is more than `beaten`; otherwise some number at most
+// `beaten`. The byte after the best prompt's shared ones rules out most remembered prompts
+// (other conversations) before their whole shared prefix is compared.
+std::size_t shared_bytes(std::string_view a, std::string_view b, std::size_t beaten) {
+  const std::size_t n = std::min(a.size(), b.size());
+  if (n <= beaten || a[beaten] != b[beaten]) return 0;
+  constexpr std::size_t kRun = 256;
+  std::size_t i = 0;
+  while (n - i >= kRun && std::memcmp(a.data() + i, b.data() + i, kRun) == 0) i += kRun;
+  while (n - i >= 8 && std::memcmp(a.data() + i, b.data() + i, 8) == 0) i += 8;
+  while (i < n && a[i] == b[i]) ++i;
+  return i;
+}
+
+// `v` resized to its first `keep` elements and `from`'s elements after them appended: what a
+// remembered prompt keeps when the next one shares its first `keep`.
+template <class Vec, class Span>
+void keep_then_append(Vec& v, std::size_t keep, const Span& from) {
+  v.resize(keep);
+  v.insert(v.end(), from.begin() + static_cast<std::ptrdiff_t>(keep), from.end());
+}
+
+// A place that once held a far longer prompt gives its memory back before holding a short one.
+template <class Vec>
+void fit(Vec& v, std::size_t needed) {
+  constexpr std::size_t kSlack = 4096;
+  if (v.capacity() > 4 * needed + kSlack) Vec().swap(v);
+}
+
+}  // namespace
+
+PromptMemo::Reuse PromptMemo::analyze(std::string_view text, const Tokenizer& tokenizer,
+                                      SegmentCache* cache, std::size_t block_size,
+                                      std::uint64_t root, TokenizedPrompt& out,
+                                      std::vector<std::uint64_t>& hashes) {
+  PG_DCHECK(block_size > 0);
+  ++clock_;
+  const std::uint64_t identity = tokenizer.identity();
+  Entry* best = nullptr;
+  std::size_t shared = 0;
+  for (Entry& e : entries_) {
+    if (e.used == 0 || e.tokenizer != identity) continue;
+    const std::size_t s = shared_bytes(text, e.text, shared);
+    if (s > shared) {
+      best = &e;
+      shared = s;
+    }
+  }
+
+  out.tokens.clear();
+  out.stretches.clear();
+  out.byte_offsets.clear();
+  // At most one token per byte: one allocation, not a doubling series.
+  out.tokens.reserve(text.size());
+  std::size_t kept_stretches = 0;
+  std::size_t kept_tokens = 0;
+  const bool same_text = best != nullptr && shared == text.size() && shared == best->text.size();
+  if (same_text) {
+    // A prompt sent again: its encoding is the remembered one, whole.
+    kept_stretches = best->stretches.size();
+    kept_tokens = best->tokens.size();
+    out.tokens.assign(best->tokens.begin(), best->tokens.end());
+    out.stretches.assign(best->stretches.begin(), best->stretches.end());
+  } else {
+    std::size_t begin = 0;
+    if (best != nullptr) {
+      kept_stretches = tokenizer.resumable_stretches(best->stretches, best->tokens, shared);
+    }
+    if (kept_stretches > 0) {
+      const EncodedStretch& last = best->stretches[kept_stretches - 1];
+      kept_tokens = last.token_end;
+      begin = last.byte_end;
+      out.tokens.assign(best->tokens.begin(),
+                        best->tokens.begin() + static_cast<std::ptrdiff_t>(kept_tokens));
+      out.stretches.assign(best->stretches.begin(),
+                           best->stretches.begin() + static_cast<std::ptrdiff_t>(kept_stretches));
+    }
+    tokenizer.encode(text, out.tokens,
+                     EncodeOptions{.parse_special = true,
+                                   .segment_cache = cache,
+                                   .stretches = &out.stretches,
+                                   .begin = begin});
+  }
+
+  const std::size_t blocks = out.tokens.size() / block_size;
+  std::size_t reused = 0;
+  if (best != nullptr && best->root == root && best->block_size == block_size) {
+    const std::size_t limit = std::min(blocks, best->hashes.size());
+    reused = std::min(kept_tokens / block_size, limit);
+    // The tokens encoded again after the kept ones (the shared text's last stretches) are often
+    // still the remembered ones: compared, they cost less than hashing.
+    const std::size_t block_bytes = block_size * sizeof(TokenId);
+    while (reused < limit &&
+           std::memcmp(out.tokens.data() + reused * block_size,
+                       best->tokens.data() + reused * block_size, block_bytes) == 0) {
+      ++reused;
+    }
+  }
+  hashes.clear();
+  hashes.reserve(blocks);
+  if (reused > 0) {
+    hashes.assign(best->hashes.begin(), best->hashes.begin() + static_cast<std::ptrdiff_t>(reused));
+  }
+  std::uint64_t parent = reused > 0 ? hashes.back() : root;
+  const std::span<const TokenId> tokens(out.tokens);
+  for (std::size_t i = reused; i < blocks; ++i) {
+    parent = chain_block_hash(parent, tokens.subspan(i * block_size, block_size));
+    hashes.push_back(parent);
+  }
+  remember(best, shared, kept_stretches, reused, text, tokenizer, root, block_size, out, hashes);
+  return Reuse{.tokens = kept_tokens, .blocks = reused};
+}
+
+void PromptMemo::remember(Entry* best, std::size_t shared_bytes, std::size_t kept_stretches,
+                          std::size_t kept_blocks, std::string_view text,
+                          const Tokenizer& tokenizer, std::uint64_t root, std::size_t block_size,
+                          const TokenizedPrompt& out, const std::vector<std::uint64_t>& hashes) {
+  const std::size_t bytes = text.size() + out.tokens.size() * sizeof(TokenId) +
+                            out.stretches.size() * sizeof(EncodedStretch) +
+                            hashes.size() * sizeof(std::uint64_t);
+  if (text.empty() || bytes > kMaxEntryBytes) return;
+  // The prompt shares most of the remembered one (the conversation grew by a turn, or its last
+  // turn was sent again changed): it replaces it, so one conversation holds one place.
+  // Otherwise (nothing shared, or a system prompt only) it takes the least recently used place.
+  Entry* slot = best;
+  const bool replacing = best != nullptr && 2 * shared_bytes >= best->text.size();
+  if (!replacing) {
+    slot = &*std::min_element(entries_.begin(), entries_.end(),
+                              [](const Entry& a, const Entry& b) { return a.used < b.used; });
+  }
+  slot->used = clock_;
+  slot->tokenizer = tokenizer.identity();
+  if (replacing) {
+    // Only what follows the shared part is copied: an agent's turn copies its new turn, not
+    // the whole conversation again.
+    const std::size_t kept_tokens =
+        kept_stretches > 0 ? slot->stretches[kept_stretches - 1].token_end : 0;
+    keep_then_append(slot->text, std::min(shared_bytes, text.size()), text);
+    keep_then_append(slot->tokens, kept_tokens, out.tokens);
+    keep_then_append(slot->stretches, kept_stretches, out.stretches);
+    keep_then_append(slot->hashes, kept_blocks, hashes);
+  } else {
+    fit(slot->text, text.size());
+    fit(slot->tokens, out.tokens.size());
+    fit(slot->stretches, out.stretches.size());
+    fit(slot->hashes, hashes.size());
+    slot->text.assign(text);
+    slot->tokens.assign(out.tokens.begin(), out.tokens.end());
+    slot->stretches.assign(out.stretches.begin(), out.stretches.end());
+    slot->hashes.assign(hashes.begin(), hashes.end());
+  }
+  slot->root = root;
+  slot->block_size = block_size;
+}
+
+}  // namespace prefixgate::canon
