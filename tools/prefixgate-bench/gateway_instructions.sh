@@ -36,6 +36,11 @@ GATEWAY_PORT="$(free_port)"
 "$ENGINE" --device sim --sim-speedup inf --model builtin:tiny --host 127.0.0.1 \
   --port "$ENGINE_PORT" --threads 1 --log-level warn ${ENGINE_ARGS:-} >"$TMP/engine.log" 2>&1 &
 pids+=($!)
+# glibc copies and fills more than a few KB with `rep movsb`/`rep stosb`, which callgrind counts
+# as one instruction per byte: a 120 KB copy would weigh 120,000 instructions, as much as hashing
+# it. With the threshold out of reach glibc's vector loops run instead, counted as what they do
+# (about 32 bytes an instruction), so a copy weighs what it costs beside the code around it.
+GLIBC_TUNABLES="${GLIBC_TUNABLES:-glibc.cpu.x86_rep_movsb_threshold=2147483647:glibc.cpu.x86_rep_stosb_threshold=2147483647}" \
 valgrind --tool=callgrind --callgrind-out-file="$TMP/callgrind.out" "$GATEWAY" \
   --listen "127.0.0.1:$GATEWAY_PORT" --upstream "http://127.0.0.1:$ENGINE_PORT" --threads 1 \
   --log-level warn ${GATEWAY_ARGS:-} >"$TMP/gateway.log" 2>&1 &
