@@ -4,7 +4,9 @@
 // content. Tokenizers: the byte tokenizer, the repository's tiny byte-level BPE
 // (tests/data/models), and where tests/js/node_modules holds them (scripts/install-js-deps.sh)
 // the byte-level BPEs of Llama 3 and Qwen 2.5. Encoding with and without byte offsets gives the
-// same ids (the second through the word cache).
+// same ids (the second through the word cache). Through a PromptMemo (which remembers earlier
+// inputs, and the input's first half before the input), the tokens, stretches and block hashes
+// are those of encoding the text afresh.
 #include <utf8proc.h>
 
 #include <cstddef>
@@ -18,6 +20,8 @@
 #include <string_view>
 #include <vector>
 
+#include "prefixgate/canonicalize/block_hash.h"
+#include "prefixgate/canonicalize/prompt_memo.h"
 #include "prefixgate/canonicalize/tokenizer.h"
 
 namespace {
@@ -95,6 +99,30 @@ std::string nfc(std::string_view s) {
   std::abort();
 }
 
+// The memo's encoding and hashes of `text` against a fresh encoding with special tokens parsed.
+void check_memo(const Loaded& t, std::string_view text) {
+  static PromptMemo memo;
+  static const std::uint64_t root = block_hash_root("fuzz");
+  std::vector<TokenId> ids;
+  std::vector<EncodedStretch> stretches;
+  t.tokenizer->encode(text, ids, {.parse_special = true, .stretches = &stretches});
+  TokenizedPrompt out;
+  std::vector<std::uint64_t> hashes;
+  memo.analyze(text, *t.tokenizer, nullptr, 4, root, out, hashes);
+  if (out.tokens != ids) fail(t.name, "the prompt memo's tokens differ from encoding's", text);
+  if (out.stretches.size() != stretches.size()) fail(t.name, "the prompt memo's stretches", text);
+  for (std::size_t i = 0; i < stretches.size(); ++i) {
+    const EncodedStretch& a = out.stretches[i];
+    const EncodedStretch& b = stretches[i];
+    if (a.byte_begin != b.byte_begin || a.byte_end != b.byte_end ||
+        a.token_begin != b.token_begin || a.token_end != b.token_end ||
+        a.added_token != b.added_token) {
+      fail(t.name, "the prompt memo's stretches differ from encoding's", text);
+    }
+  }
+  if (hashes != block_hashes(ids, 4, root)) fail(t.name, "the prompt memo's hashes", text);
+}
+
 }  // namespace
 
 // Loaded before fuzzing starts: loading Llama 3's tokenizer.json under ASan on a busy machine
@@ -133,6 +161,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         fail(t.name, "decode(encode(text)) differs from the text", text);
       }
     }
+    check_memo(t, text.substr(0, text.size() / 2));
+    check_memo(t, text);
   }
   return 0;
 }
