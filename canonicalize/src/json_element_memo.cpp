@@ -80,6 +80,7 @@ std::shared_ptr<const Value> ElementMemo::keep(Entry& entry, Value& value) {
   total_bytes_ += tree_bytes;
   // find() made the entry the most recently used.
   PG_DCHECK(&order_.front().entry == &entry);
+  by_tree_[tree_identity(*entry.tree)] = order_.begin();
   trim(&order_.front());  // never evicts the front
   return entry.tree;
 }
@@ -101,11 +102,24 @@ void ElementMemo::evict_last() {
       break;
     }
   }
+  if (victim->entry.tree != nullptr) by_tree_.erase(tree_identity(*victim->entry.tree));
   total_bytes_ -= victim->entry.bytes.size() + victim->entry.tree_bytes;
   order_.erase(victim);
 }
 
+const void* ElementMemo::tree_identity(const Value& value) {
+  if (value.is_object()) return &value.as_object();
+  if (value.is_array()) return &value.as_array();
+  return nullptr;
+}
+
+void ElementMemo::touch(const Value& value) {
+  const auto it = by_tree_.find(tree_identity(value));
+  if (it != by_tree_.end()) order_.splice(order_.begin(), order_, it->second);
+}
+
 void ElementMemo::clear() {
+  by_tree_.clear();
   by_window_.clear();
   order_.clear();
   total_bytes_ = 0;

@@ -61,6 +61,11 @@ class ElementMemo {
   // `value` left as it was, for a tree over kMaxTreeBytes.
   std::shared_ptr<const Value> keep(Entry& entry, Value& value);
 
+  // Marks the kept tree that `value` refers to (Value::shared) as just used: a parse that took
+  // it from elsewhere (json_document_memo.h) keeps it from being the next to go. Nothing when
+  // this memo no longer keeps it.
+  void touch(const Value& value);
+
   std::size_t entries() const { return by_window_.size(); }
   std::size_t total_bytes() const { return total_bytes_; }
   // Forgets everything (tests).
@@ -77,7 +82,12 @@ class ElementMemo {
   void trim(const Slot* spare);
 
   Order order_;
+  // A kept tree's identity: the address of its object or array, the same through any value
+  // that refers to it.
+  static const void* tree_identity(const Value& value);
+
   std::unordered_multimap<std::uint64_t, Order::iterator> by_window_;
+  std::unordered_map<const void*, Order::iterator> by_tree_;
   std::size_t total_bytes_ = 0;
 };
 

@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <iterator>
 #include <optional>
 #include <span>
 #include <string>
@@ -28,6 +29,7 @@
 #include <utility>
 #include <vector>
 
+#include "json_document_memo.h"
 #include "json_element_memo.h"
 #include "json_parse_text.h"
 #include "json_subtree_memo.h"
@@ -128,13 +130,14 @@ class TreeBuilder {
  public:
   TreeBuilder(std::string_view input, const ParseLimits& limits, ondemand::document& doc,
               std::vector<MemberSpan>* root_members, const MemoKeys& memo_keys,
-              ParseScratch& scratch)
+              ParseScratch& scratch, internal::ElementListSeen* list_seen)
       : input_(input),
         max_depth_(limits.max_depth),
         doc_(doc),
         root_members_(root_members),
         shared_keys_(memo_keys.shared),
         element_keys_(memo_keys.elements),
+        list_seen_(list_seen),
         scratch_(scratch) {}
 
   bool build_root(Value& out) {
@@ -184,9 +187,11 @@ class TreeBuilder {
     return fail(ErrorCode::kInvalidJson, current_offset(), "unexpected value");
   }
 
-  // With `memo_elements`, the array's objects and arrays come from the thread's ElementMemo.
+  // With `memo_elements`, the array's objects and arrays come from the thread's ElementMemo;
+  // with `seen`, where each element ends is recorded there (json_document_memo.h).
   template <class Node>
-  bool build_array(Node& node, Value& out, std::size_t depth, bool memo_elements = false) {
+  bool build_array(Node& node, Value& out, std::size_t depth, bool memo_elements = false,
+                   internal::ElementListSeen* seen = nullptr) {
     // Checked before descending: the recursion is never deeper than max_depth.
     if (depth + 1 > max_depth_) return fail_too_deep();
     ondemand::array array;
@@ -200,10 +205,23 @@ class TreeBuilder {
       if (items.empty()) items.reserve(kFirstElements);
       const bool container =
           type == ondemand::json_type::array || type == ondemand::json_type::object;
+      kept_tree_bytes_ = 0;
+      const std::size_t begin = seen != nullptr ? offset_of(raw_token(child).data()) : 0;
       if (!(memo_elements && container ? build_element(child, type, items.emplace_back(), depth + 1)
                                        : build(child, type, items.emplace_back(), depth + 1))) {
         prepend_path_index(items.size() - 1, error_.param);
         return false;
+      }
+      if (seen != nullptr) {
+        // The iterator stands on the token after the element: its ',' or the list's ']'.
+        const std::size_t at = current_offset();
+        std::size_t end = std::min(at, input_.size());
+        while (end > begin && is_json_whitespace(input_[end - 1])) --end;
+        seen->elements.push_back({.comma = at < input_.size() && input_[at] == ','
+                                               ? at
+                                               : internal::ElementListSeen::kNoComma,
+                                  .tree_bytes = kept_tree_bytes_,
+                                  .small = end - begin < internal::ElementMemo::kMinBytes});
       }
     }
     out = Value(std::move(items));
@@ -251,7 +269,13 @@ class TreeBuilder {
         continue;
       }
       const bool elements = depth == 0 && type == ondemand::json_type::array && is_element_key(key);
-      if (!(elements ? build_array(child, member.value, depth + 1, true)
+      internal::ElementListSeen* list_here =
+          elements && list_seen_ != nullptr && !list_seen_->found ? list_seen_ : nullptr;
+      if (list_here != nullptr) {
+        list_here->found = true;
+        list_here->member = members.size() - 1;
+      }
+      if (!(elements ? build_array(child, member.value, depth + 1, true, list_here)
                      : build(child, type, member.value, depth + 1))) {
         prepend_path_key(key, error_.param);
         return false;
@@ -294,6 +318,7 @@ class TreeBuilder {
     if (seen != nullptr && seen->tree != nullptr) {
       if (!skip_container(child, type, seen->bytes.size())) return false;
       out = Value::shared(seen->tree);
+      kept_tree_bytes_ = seen->tree_bytes;
       return true;
     }
     if (!build(child, type, out, depth)) return false;
@@ -306,7 +331,10 @@ class TreeBuilder {
     }
     PG_DCHECK(seen->bytes.size() == bytes.size());
     // A tree too large to keep stays this document's own.
-    if (auto tree = memo.keep(*seen, out)) out = Value::shared(std::move(tree));
+    if (auto tree = memo.keep(*seen, out)) {
+      out = Value::shared(std::move(tree));
+      kept_tree_bytes_ = seen->tree_bytes;
+    }
     return true;
   }
 
@@ -457,6 +485,8 @@ class TreeBuilder {
   std::vector<MemberSpan>* root_members_;           // recorded when not null
   std::span<const std::string_view> shared_keys_;   // root members taken from SubtreeMemo
   std::span<const std::string_view> element_keys_;  // root lists whose elements ElementMemo holds
+  internal::ElementListSeen* list_seen_;            // the first such list, recorded when not null
+  std::size_t kept_tree_bytes_ = 0;                 // of the element just taken from ElementMemo
   ParseScratch& scratch_;
   std::vector<SeenKey>& seen_keys_ = scratch_.keys;  // after scratch_, which it refers to
   Error error_{ErrorCode::kInvalidJson, {}, {}};
@@ -491,12 +521,13 @@ Error from_iterate_error(simdjson::error_code err, std::string_view input) {
 
 Result<Value> parse_with(ondemand::parser& parser, simdjson::padded_string_view padded,
                          const ParseLimits& limits, std::vector<MemberSpan>* root_members,
-                         const MemoKeys& memo_keys) {
+                         const MemoKeys& memo_keys,
+                         internal::ElementListSeen* list_seen = nullptr) {
   const std::string_view input(padded.data(), padded.length());
   ondemand::document doc;
   if (auto err = parser.iterate(padded).get(doc)) return from_iterate_error(err, input);
   const ThreadScratch scratch;
-  TreeBuilder builder(input, limits, doc, root_members, memo_keys, scratch.scratch);
+  TreeBuilder builder(input, limits, doc, root_members, memo_keys, scratch.scratch, list_seen);
   Value root;
   if (!builder.build_root(root)) return builder.take_error();
   return root;
@@ -511,35 +542,158 @@ simdjson::padded_string_view padded_in(std::string& buffer, std::string_view tex
 
 static_assert(kParsePadding >= simdjson::SIMDJSON_PADDING);
 
-Result<Value> parse_text(std::string_view text, const ParseLimits& limits,
-                         std::vector<MemberSpan>* root_members, const MemoKeys& memo_keys = {}) {
-  if (text.size() > limits.max_bytes) return too_large(text.size(), limits.max_bytes);
+// The thread's parser for documents up to kReusableParserBytes.
+ondemand::parser& reusable_parser() {
+  thread_local ondemand::parser parser;
+  return parser;
+}
+
+// The whole of `text` parsed, recording its first element list in `list_seen` when given.
+Result<Value> parse_whole(std::string_view text, const ParseLimits& limits,
+                          std::vector<MemberSpan>* root_members, const MemoKeys& memo_keys,
+                          internal::ElementListSeen* list_seen) {
   // On Demand reads up to SIMDJSON_PADDING bytes past the end. A text whose buffer has them is
   // parsed where it lies (a 30 KB agent turn is 30 KB less to write and read again); otherwise
   // usual sizes are copied into the thread's padded buffer (no allocation per request), larger
   // ones into a copy of their own, so that one huge body does not keep its memory for the
   // thread's life.
   if (text.size() <= kReusableParserBytes) {
-    thread_local ondemand::parser reused;
+    ondemand::parser& reused = reusable_parser();
     if (limits.readable_past_end >= kParsePadding) {
       Result<Value> in_place =
           parse_with(reused,
                      simdjson::padded_string_view(text.data(), text.size(),
                                                   text.size() + limits.readable_past_end),
-                     limits, root_members, memo_keys);
+                     limits, root_members, memo_keys, list_seen);
       // What the padding holds can change which fault in a text that is not JSON simdjson
       // reports first (never whether it is JSON): an error is found again from the zeroed
       // padding of a copy, so that its message does not depend on how the body arrived.
       if (in_place.ok()) return in_place;
       if (root_members != nullptr) root_members->clear();
+      if (list_seen != nullptr) *list_seen = {};
     }
     thread_local std::string buffer;
-    return parse_with(reused, padded_in(buffer, text), limits, root_members, memo_keys);
+    return parse_with(reused, padded_in(buffer, text), limits, root_members, memo_keys, list_seen);
   }
   const simdjson::padded_string padded(text);
   if (padded.data() == nullptr) return too_large_to_parse(text.size());
   ondemand::parser once;
-  return parse_with(once, padded, limits, root_members, memo_keys);
+  return parse_with(once, padded, limits, root_members, memo_keys, list_seen);
+}
+
+// `text` parsed from where it stops sharing a body the document memo remembers
+// (json_document_memo.h): its bytes after the ',' at resume.comma, behind `{"<list key>":[0,`,
+// joined to the remembered members and elements. None when that part does not parse, or repeats
+// a key of the members before the list: the whole parse then says what is wrong.
+std::optional<Value> parse_resumed(std::string_view text, const ParseLimits& limits,
+                                   const internal::DocumentMemo::Resume& resume,
+                                   std::vector<MemberSpan>& root_members, const MemoKeys& memo_keys,
+                                   internal::ElementListSeen& list) {
+  const internal::DocumentMemo::Entry& e = *resume.entry;
+  const std::size_t list_member = e.head.size() - 1;
+  const std::string& list_key = e.head.back().key;
+  thread_local std::string buffer;
+  buffer.assign("{");
+  append_quoted(list_key, buffer);
+  buffer.append(":[0,");
+  const std::size_t wrapper = buffer.size();
+  const std::string_view rest = text.substr(resume.comma + 1);
+  buffer.append(rest);
+  buffer.append(simdjson::SIMDJSON_PADDING, '\0');
+  const std::size_t length = wrapper + rest.size();
+  // Reused: a request allocates none of them.
+  thread_local std::vector<MemberSpan> spans;
+  thread_local internal::ElementListSeen tail;
+  spans.clear();
+  tail.found = false;
+  tail.elements.clear();
+  Result<Value> parsed = parse_with(
+      reusable_parser(), simdjson::padded_string_view(buffer.data(), length, buffer.size()), limits,
+      &spans, memo_keys, &tail);
+  if (!parsed || !parsed->is_object() || !tail.found || tail.member != 0) return std::nullopt;
+  Object& tail_members = parsed->as_object();
+  if (tail_members.empty() || tail_members[0].key != list_key ||
+      !tail_members[0].value.is_array() || spans.size() != tail_members.size()) {
+    return std::nullopt;
+  }
+  for (std::size_t i = 1; i < tail_members.size(); ++i) {
+    for (std::size_t j = 0; j < list_member; ++j) {
+      if (tail_members[i].key == e.head[j].key) return std::nullopt;
+    }
+  }
+  // Offsets in the parsed part back to the body's.
+  const auto moved = [&](std::size_t offset) { return offset - wrapper + resume.comma + 1; };
+  Object members;
+  members.reserve(list_member + tail_members.size());
+  members.insert(members.end(), e.head.begin(),
+                 e.head.begin() + static_cast<std::ptrdiff_t>(list_member));
+  const Array& kept = e.head.back().value.as_array();
+  Array& new_items = tail_members[0].value.as_array();
+  Array items;
+  items.reserve(resume.elements + new_items.size() - 1);
+  items.insert(items.end(), kept.begin(),
+               kept.begin() + static_cast<std::ptrdiff_t>(resume.elements));
+  std::move(new_items.begin() + 1, new_items.end(), std::back_inserter(items));
+  // Taken from here, not through the element memo: used all the same.
+  internal::ElementMemo& element_memo = internal::ElementMemo::for_this_thread();
+  for (std::size_t i = 0; i < resume.elements; ++i) {
+    if (kept[i].is_shared()) element_memo.touch(kept[i]);
+  }
+  members.emplace_back(list_key, Value(std::move(items)));
+  std::move(tail_members.begin() + 1, tail_members.end(), std::back_inserter(members));
+
+  root_members.assign(e.head_spans.begin(),
+                      e.head_spans.begin() + static_cast<std::ptrdiff_t>(list_member));
+  root_members.push_back(MemberSpan{e.head_spans[list_member].begin, moved(spans[0].end)});
+  for (std::size_t i = 1; i < spans.size(); ++i) {
+    root_members.push_back(MemberSpan{moved(spans[i].begin), moved(spans[i].end)});
+  }
+  // The list as a whole parse would have recorded it: the kept elements', then the new ones'
+  // (the placeholder's ',' is the last kept element's).
+  list.found = true;
+  list.member = list_member;
+  list.elements.assign(e.elements.begin(),
+                       e.elements.begin() + static_cast<std::ptrdiff_t>(resume.elements));
+  for (std::size_t i = 1; i < tail.elements.size(); ++i) {
+    internal::ElementListSeen::Element element = tail.elements[i];
+    if (element.comma != internal::ElementListSeen::kNoComma) element.comma = moved(element.comma);
+    list.elements.push_back(element);
+  }
+  return Value(std::move(members));
+}
+
+Result<Value> parse_text(std::string_view text, const ParseLimits& limits,
+                         std::vector<MemberSpan>* root_members, const MemoKeys& memo_keys = {}) {
+  if (text.size() > limits.max_bytes) return too_large(text.size(), limits.max_bytes);
+  if (root_members == nullptr || memo_keys.elements.empty() ||
+      text.size() > internal::DocumentMemo::kMaxTextBytes) {
+    return parse_whole(text, limits, root_members, memo_keys, nullptr);
+  }
+  // A request body: from where it stops sharing one parsed lately, when it can.
+  internal::DocumentMemo& memo = internal::DocumentMemo::for_this_thread();
+  const std::uint64_t keys = internal::memo_keys_hash(memo_keys);
+  const auto resume = memo.find(text, limits.max_depth, keys);
+  thread_local internal::ElementListSeen list;
+  list.found = false;
+  list.elements.clear();
+  if (resume) {
+    if (std::optional<Value> joined =
+            parse_resumed(text, limits, *resume, *root_members, memo_keys, list)) {
+      memo.count_resume();
+      memo.remember(text, limits.max_depth, memo_keys, keys, *joined, *root_members, list, resume,
+                    true);
+      return std::move(*joined);
+    }
+    root_members->clear();
+    list.found = false;
+    list.elements.clear();
+  }
+  Result<Value> parsed = parse_whole(text, limits, root_members, memo_keys, &list);
+  if (parsed) {
+    memo.remember(text, limits.max_depth, memo_keys, keys, *parsed, *root_members, list, resume,
+                  false);
+  }
+  return parsed;
 }
 
 }  // namespace

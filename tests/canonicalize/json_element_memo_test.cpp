@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "json_document_memo.h"
 #include "json_memo_parse.h"
 #include "prefixgate/canonicalize/anthropic.h"
 #include "prefixgate/canonicalize/json.h"
@@ -69,8 +70,13 @@ std::size_t expect_elements_as_plain(std::string_view text, const ParseLimits& l
 
 class JsonElementMemoTest : public ::testing::Test {
  protected:
-  void SetUp() override { internal::ElementMemo::for_this_thread().clear(); }
-  void TearDown() override { internal::ElementMemo::for_this_thread().clear(); }
+  // The document memo (json_document_memo.h) holds kept elements too: both start empty.
+  void SetUp() override { clear(); }
+  void TearDown() override { clear(); }
+  static void clear() {
+    internal::ElementMemo::for_this_thread().clear();
+    internal::DocumentMemo::for_this_thread().clear();
+  }
 };
 
 TEST_F(JsonElementMemoTest, AnElementIsKeptFromItsSecondSightingAndSharedFromThen) {
