@@ -101,7 +101,9 @@ void check_visit_member(std::string_view text, const json::Value& doc) {
 
 // Parsed with its root members shared (the request parser's tool-list memo) and the elements
 // of root lists shared (its message memo), three times so that the memos note, keep and then
-// hand out what they can: the same outcome, tree, member spans and error as without them.
+// hand out what they can, and so that the document memo (json_document_memo.h) parses it from
+// where it stops sharing an earlier input or itself: the same outcome, tree, member spans and
+// error as without them.
 void check_shared_members(std::string_view text, const Result<json::Value>& plain_doc) {
   std::vector<json::MemberSpan> plain_spans;
   const auto plain = json::parse(text, {}, plain_spans);
