@@ -5,25 +5,9 @@
 
 #include "json_element_memo.h"
 #include "json_subtree_memo.h"
+#include "shared_prefix.h"
 
 namespace prefixgate::json::internal {
-namespace {
-
-// Leading bytes `a` and `b` share when that is more than `beaten`; otherwise some number at most
-// `beaten` (the byte after the best body's shared ones rules most others out at once).
-std::size_t shared_bytes(std::string_view a, std::string_view b, std::size_t beaten) {
-  const std::size_t n = std::min(a.size(), b.size());
-  if (n <= beaten || a[beaten] != b[beaten]) return 0;
-  // Long runs first, each a call to memcmp: a shared 30 KB costs about thirty of them.
-  std::size_t i = 0;
-  for (const std::size_t run : {std::size_t{1024}, std::size_t{64}, std::size_t{8}}) {
-    while (n - i >= run && std::memcmp(a.data() + i, b.data() + i, run) == 0) i += run;
-  }
-  while (i < n && a[i] == b[i]) ++i;
-  return i;
-}
-
-}  // namespace
 
 std::uint64_t memo_keys_hash(const MemoKeys& keys) {
   // FNV-1a over a few short keys, each followed by a 0 byte and each list by a 1: ["ab"] is not
@@ -51,7 +35,7 @@ std::optional<DocumentMemo::Resume> DocumentMemo::find(std::string_view text, st
   std::size_t best_shared = 0;
   for (Entry& e : entries_) {
     if (e.used == 0 || e.max_depth != max_depth || e.keys != keys) continue;
-    const std::size_t s = shared_bytes(text, e.text, best_shared);
+    const std::size_t s = canon::internal::shared_prefix_beyond(text, e.text, best_shared);
     if (s > best_shared) {
       best = &e;
       best_shared = s;

@@ -5,23 +5,10 @@
 
 #include "prefixgate/base/check.h"
 #include "prefixgate/canonicalize/block_hash.h"
+#include "shared_prefix.h"
 
 namespace prefixgate::canon {
 namespace {
-
-// Leading bytes `a` and `b` share when that is more than `beaten`; otherwise some number at most
-// `beaten`. The byte after the best prompt's shared ones rules out most remembered prompts
-// (other conversations) before their whole shared prefix is compared.
-std::size_t shared_bytes(std::string_view a, std::string_view b, std::size_t beaten) {
-  const std::size_t n = std::min(a.size(), b.size());
-  if (n <= beaten || a[beaten] != b[beaten]) return 0;
-  constexpr std::size_t kRun = 256;
-  std::size_t i = 0;
-  while (n - i >= kRun && std::memcmp(a.data() + i, b.data() + i, kRun) == 0) i += kRun;
-  while (n - i >= 8 && std::memcmp(a.data() + i, b.data() + i, 8) == 0) i += 8;
-  while (i < n && a[i] == b[i]) ++i;
-  return i;
-}
 
 // `v` resized to its first `keep` elements and `from`'s elements after them appended: what a
 // remembered prompt keeps when the next one shares its first `keep`.
@@ -51,7 +38,7 @@ PromptMemo::Reuse PromptMemo::analyze(std::string_view text, const Tokenizer& to
   std::size_t shared = 0;
   for (Entry& e : entries_) {
     if (e.used == 0 || e.tokenizer != identity) continue;
-    const std::size_t s = shared_bytes(text, e.text, shared);
+    const std::size_t s = internal::shared_prefix_beyond(text, e.text, shared);
     if (s > shared) {
       best = &e;
       shared = s;
