@@ -205,7 +205,9 @@ struct MemoKeys {
   // unchanged turn after turn, is built once).
   std::span<const std::string_view> shared = {};
   // Root members whose array values have their object and array elements kept one by one (a
-  // conversation's messages: every turn resends the earlier ones).
+  // conversation's messages: every turn resends the earlier ones). With them, a body that shares
+  // a body parsed lately up to a ',' in the first such list is also parsed from that ',' on,
+  // joined to what came before (json_document_memo.h).
   std::span<const std::string_view> elements = {};
 };
 // parse(), also recording each root member's span when the root is an object (nothing
