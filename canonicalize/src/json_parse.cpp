@@ -16,16 +16,13 @@
 #include <simdjson.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <iterator>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
-#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -41,11 +38,6 @@ namespace {
 
 namespace ondemand = simdjson::ondemand;
 using namespace parse_text_detail;  // this parser's own helpers
-
-// Documents up to this size reuse a per-thread parser (simdjson's advice: reuse parsers, their
-// buffers are sized to the largest input seen). Larger ones get a parser of their own, so a
-// thread does not keep tens of MiB of index buffers alive after one big request.
-constexpr std::size_t kReusableParserBytes = std::size_t{1} << 20;
 
 // Objects with more members than this are checked for duplicates by sorting, not pairwise.
 constexpr std::size_t kPairwiseDuplicateCheckMax = 32;
@@ -98,33 +90,6 @@ struct ThreadScratch {
 // container's vector (no move per element); most objects in requests have one to three
 // members, and a vector that grows at most doubles, so memory stays within twice the tree's.
 constexpr std::size_t kFirstElements = 2;
-
-enum class NumberRead { kOk, kInvalid, kTooLarge };
-
-// A number token's value, checked against RFC 8259's grammar (section 6) first. from_chars is
-// locale-independent and correctly rounded, and unlike simdjson's get_double() keeps no limit
-// on digits; it takes a leading '-' but the grammar allows no '+'. Too small a number rounds to
-// zero, as in ECMAScript; too large a one is kTooLarge.
-NumberRead read_number(std::string_view token, double& value) {
-  if (!is_json_number(token)) return NumberRead::kInvalid;
-  const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), value);
-  if (ec == std::errc::result_out_of_range) {
-    if (number_overflows(token)) return NumberRead::kTooLarge;
-    value = token[0] == '-' ? -0.0 : 0.0;
-    return NumberRead::kOk;
-  }
-  if (ec != std::errc() || end != token.data() + token.size()) return NumberRead::kInvalid;
-  return NumberRead::kOk;
-}
-
-// A literal token's value (true, false or null, checked on the raw token: simdjson's type()
-// looks at its first byte only); nullopt for anything else.
-std::optional<Value> read_literal(std::string_view token) {
-  if (token == "true") return Value(true);
-  if (token == "false") return Value(false);
-  if (token == "null") return Value();
-  return std::nullopt;
-}
 
 class TreeBuilder {
  public:
@@ -533,13 +498,6 @@ Result<Value> parse_with(ondemand::parser& parser, simdjson::padded_string_view 
   return root;
 }
 
-// `text` copied into `buffer` with the SIMDJSON_PADDING bytes On Demand reads past the end.
-simdjson::padded_string_view padded_in(std::string& buffer, std::string_view text) {
-  buffer.assign(text);
-  buffer.append(simdjson::SIMDJSON_PADDING, '\0');
-  return simdjson::padded_string_view(buffer.data(), text.size(), buffer.size());
-}
-
 static_assert(kParsePadding >= simdjson::SIMDJSON_PADDING);
 
 // The thread's parser for documents up to kReusableParserBytes.
@@ -700,91 +658,6 @@ Result<Value> parse_text(std::string_view text, const ParseLimits& limits,
 
 Result<Value> parse(std::string_view text, const ParseLimits& limits) {
   return parse_text(text, limits, nullptr);
-}
-
-namespace {
-
-// What a field's value is for visit_member_fields, its number read when it is one; false for a
-// value the walk cannot go on from.
-bool describe_field(ondemand::value& value, FieldSeen& seen) {
-  ondemand::json_type type;
-  if (value.type().get(type)) return false;
-  seen.number = 0;
-  switch (type) {
-    case ondemand::json_type::array: seen.type = Type::kArray; return true;
-    case ondemand::json_type::object: seen.type = Type::kObject; return true;
-    case ondemand::json_type::string: {
-      seen.type = Type::kString;
-      std::string_view text;
-      return !value.get_string().get(text);  // unescaped, so that a bad escape is an error
-    }
-    case ondemand::json_type::boolean:
-    case ondemand::json_type::null: {
-      const std::optional<Value> literal =
-          read_literal(trim_trailing_whitespace(value.raw_json_token()));
-      if (!literal) return false;
-      seen.type = literal->type();
-      return true;
-    }
-    case ondemand::json_type::number: {
-      seen.type = Type::kNumber;
-      return read_number(trim_trailing_whitespace(value.raw_json_token()), seen.number) ==
-             NumberRead::kOk;
-    }
-  }
-  return false;
-}
-
-// The fields of `object`, and of the objects directly inside it; `outer` names the field whose
-// value `object` is below the member (empty for the member itself).
-bool visit_fields(ondemand::object& object, std::string_view outer, bool descend,
-                  const std::function<void(const FieldSeen&)>& visit) {
-  for (auto result : object) {
-    ondemand::field field;
-    std::string_view name;
-    if (std::move(result).get(field) || field.unescaped_key().get(name)) return false;
-    ondemand::value& value = field.value();
-    FieldSeen seen{outer, name, Type::kNull, 0};
-    if (!describe_field(value, seen)) return false;
-    visit(seen);
-    if (descend && seen.type == Type::kObject) {
-      ondemand::object inner;
-      if (value.get_object().get(inner) || !visit_fields(inner, name, false, visit)) return false;
-    }
-  }
-  return true;
-}
-
-}  // namespace
-
-bool visit_member_fields(std::string_view text, std::string_view key,
-                         const std::function<void(const FieldSeen&)>& visit,
-                         const ParseLimits& limits) {
-  if (text.size() > limits.max_bytes) return false;
-  // As parse(): the thread's parser and padded buffer for usual sizes, its own for a larger text
-  // (so that one huge answer does not keep its memory for the thread's life).
-  const bool usual = text.size() <= kReusableParserBytes;
-  thread_local ondemand::parser reused;
-  thread_local std::string buffer;
-  std::optional<ondemand::parser> once;
-  std::optional<simdjson::padded_string> own;
-  if (!usual && own.emplace(text).data() == nullptr) return false;
-  const simdjson::padded_string_view padded =
-      usual ? padded_in(buffer, text) : simdjson::padded_string_view(*own);
-  ondemand::parser& parser = usual ? reused : once.emplace();
-  ondemand::document doc;
-  ondemand::object root;
-  if (parser.iterate(padded).get(doc) || doc.get_object().get(root)) return false;
-  for (auto result : root) {
-    ondemand::field field;
-    std::string_view name;
-    if (std::move(result).get(field) || field.unescaped_key().get(name)) return false;
-    if (name != key) continue;  // the loop skips the value
-    ondemand::object member;
-    if (field.value().get_object().get(member)) return false;
-    return visit_fields(member, {}, true, visit);
-  }
-  return false;
 }
 
 Result<Value> parse(std::string_view text, const ParseLimits& limits,

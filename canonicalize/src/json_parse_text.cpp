@@ -257,4 +257,29 @@ const char* describe_simdjson_error(simdjson::error_code code) {
   }
 }
 
+NumberRead read_number(std::string_view token, double& value) {
+  if (!is_json_number(token)) return NumberRead::kInvalid;
+  const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), value);
+  if (ec == std::errc::result_out_of_range) {
+    if (number_overflows(token)) return NumberRead::kTooLarge;
+    value = token[0] == '-' ? -0.0 : 0.0;
+    return NumberRead::kOk;
+  }
+  if (ec != std::errc() || end != token.data() + token.size()) return NumberRead::kInvalid;
+  return NumberRead::kOk;
+}
+
+std::optional<Value> read_literal(std::string_view token) {
+  if (token == "true") return Value(true);
+  if (token == "false") return Value(false);
+  if (token == "null") return Value();
+  return std::nullopt;
+}
+
+simdjson::padded_string_view padded_in(std::string& buffer, std::string_view text) {
+  buffer.assign(text);
+  buffer.append(simdjson::SIMDJSON_PADDING, '\0');
+  return simdjson::padded_string_view(buffer.data(), text.size(), buffer.size());
+}
+
 }  // namespace prefixgate::json::parse_text_detail

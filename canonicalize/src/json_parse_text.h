@@ -1,13 +1,17 @@
 // json::parse's checks on raw text and the wording of its errors: what simdjson does not check
-// (the number grammar, where its errors are), and the messages that say what is wrong and where.
-// Private to json_parse.cpp and json_parse_text.cpp.
+// (the number grammar and literals, where its errors are), the messages that say what is wrong
+// and where, and how a text is handed to simdjson. Private to the JSON reader's files
+// (json_parse.cpp, json_visit_fields.cpp, json_parse_text.cpp).
 #pragma once
 
 #include <simdjson.h>
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
+
+#include "prefixgate/canonicalize/json.h"
 
 namespace prefixgate::json::parse_text_detail {
 
@@ -45,5 +49,25 @@ std::string describe_key(std::string_view key);
 std::string located(std::string_view what, std::size_t offset, std::size_t input_size);
 
 const char* describe_simdjson_error(simdjson::error_code code);
+
+// Documents up to this size reuse a per-thread parser (simdjson's advice: reuse parsers, their
+// buffers are sized to the largest input seen). Larger ones get a parser of their own, so a
+// thread does not keep tens of MiB of index buffers alive after one big request.
+inline constexpr std::size_t kReusableParserBytes = std::size_t{1} << 20;
+
+// `text` copied into `buffer` with the SIMDJSON_PADDING bytes On Demand reads past the end.
+simdjson::padded_string_view padded_in(std::string& buffer, std::string_view text);
+
+enum class NumberRead { kOk, kInvalid, kTooLarge };
+
+// A number token's value, checked against RFC 8259's grammar (section 6) first. from_chars is
+// locale-independent and correctly rounded, and unlike simdjson's get_double() keeps no limit
+// on digits; it takes a leading '-' but the grammar allows no '+'. Too small a number rounds to
+// zero, as in ECMAScript; too large a one is kTooLarge.
+NumberRead read_number(std::string_view token, double& value);
+
+// A literal token's value (true, false or null, checked on the raw token: simdjson's type()
+// looks at its first byte only); nullopt for anything else.
+std::optional<Value> read_literal(std::string_view token);
 
 }  // namespace prefixgate::json::parse_text_detail
