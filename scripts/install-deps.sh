@@ -22,6 +22,7 @@ packages=(
   nodejs                    # test oracles (JSON.stringify, reference tokenizers); bundles npm
   chromium                  # the browser test of the gateway's /dashboard (playwright-core)
   iproute2                  # the network-fault tests (ip netns, veth, tc), run as root
+  wrk                       # load for the overhead benchmarks and the profile-guided build's training
 )
 
 missing=()

@@ -37,6 +37,11 @@ scripts/check-format.sh
 phase "static preset: configure and check the engine's link line"
 scripts/gpu-bundle.sh --check-config
 
+# The profile-guided build (scripts/build-pgo.sh: two builds and a training run, minutes): here
+# only that its two presets configure (seconds).
+phase "pgo presets: configure"
+scripts/build-pgo.sh --check-config
+
 phase "release build and tests"
 cmake --preset release >/dev/null
 cmake --build --preset release -j "$jobs"
