@@ -192,6 +192,7 @@ int main(int argc, char** argv) {
   spdlog::info("prompts: {} with {}", model->tokenizer->name(), model->chat_format.name());
 
   std::unique_ptr<engine::Device> device;
+  engine::SimDevice* sim_device = nullptr;  // when the device is the sim (owned by `device`)
   std::size_t num_pages = (f.kv_cache_tokens + f.block_size - 1) / f.block_size;
   std::size_t device_capacity_pages = std::numeric_limits<std::size_t>::max();
   if (f.device == "cpu") {
@@ -251,6 +252,7 @@ int main(int argc, char** argv) {
     std::vector<canon::TokenId> text = engine::server::standalone_text_tokens(
         *model->tokenizer, ordinary == 0 ? model->tokenizer->vocab_size() : ordinary);
     if (!text.empty()) sim->set_output_tokens(std::move(text));
+    sim_device = sim.get();
     device = std::move(sim);
   }
   // The device's shape sets costs and context; the loaded model's sets the token space (they
@@ -273,6 +275,7 @@ int main(int argc, char** argv) {
   config.scheduler.max_num_batched_tokens = f.max_num_batched_tokens;
   config.scheduler.max_num_seqs = f.max_num_seqs;
   config.scheduler.max_model_len = f.max_model_len > 0 ? f.max_model_len : spec.max_position;
+  if (sim_device != nullptr) sim_device->set_max_model_len(config.scheduler.max_model_len);
   config.scheduler.eos_token = tokens.eos_token;
 
   engine::server::ServedModel served;

@@ -51,8 +51,15 @@ void SimDevice::set_output_tokens(std::vector<canon::TokenId> tokens) {
   output_tokens_ = std::move(tokens);
 }
 
+void SimDevice::set_max_model_len(std::size_t max_model_len) {
+  max_positions_ = std::max(profile_.model.max_position, max_model_len);
+}
+
 SimDevice::SimDevice(SimProfile profile, double speedup)
-    : profile_(std::move(profile)), output_model_(profile_.model), speedup_(speedup) {
+    : profile_(std::move(profile)),
+      output_model_(profile_.model),
+      speedup_(speedup),
+      max_positions_(profile_.model.max_position) {
   PG_DCHECK(speedup_ > 0 && !std::isnan(speedup_));
 }
 
@@ -86,7 +93,7 @@ StepOutput SimDevice::execute(std::span<const SequenceStep> batch) {
     const std::size_t end = step.start_position + step.tokens.size();
     // The device a real one would be: its pages must hold every position it writes or reads.
     PG_DCHECK(!step.tokens.empty());
-    PG_DCHECK(end <= profile_.model.max_position);
+    PG_DCHECK(end <= max_positions_);
     PG_DCHECK(step.pages.size() * page_tokens_ >= end);
     for (std::size_t p = 0; p < (end + page_tokens_ - 1) / page_tokens_; ++p) {
       PG_DCHECK(step.pages[p] < num_pages_);

@@ -398,6 +398,23 @@ TEST(SimDeviceDeathTest, AssertsPageTablesCoverThePositions) {
   EXPECT_DEATH(device->init_kv_cache(kv_capacity_pages(device->profile(), 16) + 1, 16),
                "kv_capacity_pages");
 }
+
+// Positions stop at the modelled model's context (8,192 for builtin:tiny), unless the engine
+// serves a longer --max-model-len, which the sim then models (a long byte-tokenized prompt).
+TEST(SimDeviceDeathTest, PositionsStopAtTheContextTheEngineServes) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  auto device = device_of("h100:builtin:tiny", kInf);
+  ASSERT_EQ(device->profile().model.max_position, 8192u);
+  const Seq past_context(8192, 16, 0, 1);
+  const std::vector<SequenceStep> batch = {past_context.step()};
+  EXPECT_DEATH(device->execute(batch), "max_positions_");
+
+  device->set_max_model_len(4096);  // shorter than the model's context: the context stands
+  EXPECT_DEATH(device->execute(batch), "max_positions_");
+  device->set_max_model_len(65536);
+  EXPECT_EQ(device->execute(batch).tokens.size(), 1u);
+  EXPECT_EQ(device->steps(), 1u);
+}
 #endif
 
 }  // namespace

@@ -188,6 +188,11 @@ class SimDevice final : public Device {
   // Narrows the output to these tokens (non-empty; the served tokenizer's standalone text
   // tokens), so what a sim replica streams is readable text, each token as it is sampled.
   void set_output_tokens(std::vector<canon::TokenId> tokens);
+  // Positions a step may reach: the profile model's context, or the engine's --max-model-len
+  // when that is longer. The sim computes no attention, only its cost, which is defined at any
+  // length: benchmarks serve prompts longer than the modelled model's context this way (a 30 KB
+  // prompt is 30,000 tokens for the byte tokenizer of builtin:*, whose context is 8,192).
+  void set_max_model_len(std::size_t max_model_len);
 
   const SimProfile& profile() const { return profile_; }
   double speedup() const { return speedup_; }
@@ -203,6 +208,7 @@ class SimDevice final : public Device {
   ModelSpec output_model_;  // vocabulary of generated tokens; the profile's model by default
   std::vector<canon::TokenId> output_tokens_;  // when set, generated tokens come from these
   double speedup_;
+  std::size_t max_positions_;  // profile_.model.max_position, or a longer --max-model-len
   std::size_t num_pages_ = 0;
   std::size_t page_tokens_ = 0;
   std::vector<SimSequenceWork> work_;  // reused across steps
