@@ -29,10 +29,12 @@ elseif(PREFIXGATE_PGO STREQUAL "use")
                       $<$<COMPILE_LANGUAGE:C,CXX>:-fprofile-partial-training>
                       $<$<COMPILE_LANGUAGE:C,CXX>:-Wno-missing-profile>)
   # Profile-driven inlining moves std::optional members into places where GCC 12's
-  # -Wmaybe-uninitialized flow analysis reports them though they are set before use (the
-  # release build, which keeps the warning, compiles the same source).
+  # -Wmaybe-uninitialized flow analysis reports them though they are set before use. More
+  # generally, GCC's flow-sensitive warnings here depend on the training's counts, which differ
+  # from one run to the next: they are printed but do not fail this build. The release build,
+  # which CI runs with -Werror, compiles the same source.
   target_compile_options(prefixgate_warnings INTERFACE
-    $<$<COMPILE_LANGUAGE:CXX>:-Wno-maybe-uninitialized>)
+    $<$<COMPILE_LANGUAGE:CXX>:-Wno-maybe-uninitialized -Wno-error>)
 else()
   message(FATAL_ERROR "PREFIXGATE_PGO is '${PREFIXGATE_PGO}': expected empty, generate or use")
 endif()
