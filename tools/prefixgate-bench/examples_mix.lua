@@ -4,15 +4,16 @@
 -- requests that the profile-guided build's training (pgo_train.sh) does not send, to measure it
 -- on traffic it was not trained on:
 --   tools/prefixgate-bench/cpu_split.sh RELEASE_BIN PGO_BIN  with  LUA=.../examples_mix.lua
--- done() prints the same PGBENCH line as overhead_request.lua.
-local here = (debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "../../examples/prompts/"
+-- done() prints the PGBENCH line (pgbench_line.lua).
+local here = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
+local prompts = here .. "../../examples/prompts/"
 local names = {"agent-tools-v1.json", "agent-tools-v2.json", "claude-agent.json",
                "clean-assistant.json", "completion.json", "daily-digest.json",
                "hourly-report.json", "responses-agent.json", "support-agent.json",
                "system-prompt-v1.json", "system-prompt-v2.json"}
 local reqs = {}
 for _, n in ipairs(names) do
-  local f = assert(io.open(here .. n, "rb"))
+  local f = assert(io.open(prompts .. n, "rb"))
   local b = f:read("*a")
   f:close()
   b = b:gsub('"model":%s*"[^"]*"', '"model": "builtin:tiny"', 1)
@@ -35,11 +36,5 @@ function request()
   local r = reqs[i % #reqs + 1]
   return wrk.format(nil, r[1], nil, r[2])
 end
-function done(summary, latency, requests)
-  local e = summary.errors
-  io.write(string.format(
-    "PGBENCH requests=%d duration_us=%d errors=%d non2xx=%d rps=%.2f p50_us=%d p90_us=%d p99_us=%d\n",
-    summary.requests, summary.duration, e.connect + e.read + e.write + e.timeout, e.status,
-    summary.requests / (summary.duration / 1e6),
-    latency:percentile(50), latency:percentile(90), latency:percentile(99)))
-end
+done = dofile(here .. "pgbench_line.lua")()
+

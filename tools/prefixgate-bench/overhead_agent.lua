@@ -57,12 +57,5 @@ function request()
   return wrk.format(nil, nil, nil, body)
 end
 
-function done(summary, latency, requests)
-  local e = summary.errors
-  local errors = e.connect + e.read + e.write + e.timeout
-  io.write(string.format(
-    "PGBENCH requests=%d duration_us=%d errors=%d non2xx=%d rps=%.2f p50_us=%d p90_us=%d p99_us=%d body_bytes=%d\n",
-    summary.requests, summary.duration, errors, e.status,
-    summary.requests / (summary.duration / 1e6),
-    latency:percentile(50), latency:percentile(90), latency:percentile(99), #head + #tail + 40))
-end
+done = dofile(here .. "pgbench_line.lua")(#head + #tail + 40)
+

@@ -4,7 +4,7 @@
 -- Anthropic Messages request with a system prompt and tools, an OpenAI Responses request with
 -- instructions and a tool, a legacy completion, and a chat whose system prompt carries a
 -- timestamp that canonicalization rounds. Each request's last user text is new (a counter), as
--- real traffic's is. done() prints the PGBENCH line the other scripts print.
+-- real traffic's is. done() prints the PGBENCH line (pgbench_line.lua).
 local here = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 local file = assert(io.open(here .. "overhead_request.json", "rb"))
 local chat = file:read("*a"):gsub("%s+$", "")
@@ -56,12 +56,5 @@ function request()
   return wrk.format(nil, path, nil, body)
 end
 
-function done(summary, latency, requests)
-  local e = summary.errors
-  local errors = e.connect + e.read + e.write + e.timeout
-  io.write(string.format(
-    "PGBENCH requests=%d duration_us=%d errors=%d non2xx=%d rps=%.2f p50_us=%d p90_us=%d p99_us=%d\n",
-    summary.requests, summary.duration, errors, e.status,
-    summary.requests / (summary.duration / 1e6),
-    latency:percentile(50), latency:percentile(90), latency:percentile(99)))
-end
+done = dofile(here .. "pgbench_line.lua")()
+
