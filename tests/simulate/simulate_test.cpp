@@ -116,6 +116,20 @@ TEST(SimulateTest, RequestsPastTheContextAreRefusedAsErrors) {
   EXPECT_EQ(r->prompt_tokens, 0U);
 }
 
+// A --max-model-len past the profile model's context (llama3-8b's 8,192), as full-length
+// Mooncake runs ask for: the requests are served, not refused (and in builds with invariant
+// checks the sim device accepts their positions).
+TEST(SimulateTest, AMaxModelLenPastTheModelsContextServesLongerPrompts) {
+  const SimWorkload w = trace_workload(repeated(2, 20, 100));  // 10,240 tokens
+  SimConfig c = config(1, "round_robin");
+  c.replica.scheduler.max_model_len = 16384;
+  auto r = run_simulation(w, c);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->requests, 2U);
+  EXPECT_EQ(r->errors, 0U);
+  EXPECT_EQ(r->prompt_tokens, 2U * 10240);
+}
+
 TEST(SimulateTest, WarmupRequestsLoadTheCacheButAreNotMeasured) {
   const SimWorkload w = trace_workload(repeated(3, 4, 1000));
   SimConfig c = config(1, "round_robin");

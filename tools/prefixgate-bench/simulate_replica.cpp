@@ -13,6 +13,9 @@ SimReplica::SimReplica(const SimReplicaConfig& config)
       device_(engine::make_sim_device(config.profile, std::numeric_limits<double>::infinity())),
       speed_(engine::sim_speed(config.profile)) {
   device_->init_kv_cache(config.num_pages, config.page_tokens);
+  // As prefixgate-engine does: a --max-model-len past the profile model's context (a Mooncake
+  // trace at full length) is the sim's context too.
+  device_->set_max_model_len(config.scheduler.max_model_len);
 }
 
 SimReplica::~SimReplica() = default;
