@@ -265,8 +265,8 @@ std::vector<std::size_t> breakpoint_bytes(const ChatConversion& conversion,
 std::size_t breakpoint_tokens(const ChatConversion& conversion, const ParsedRequest& chat,
                               const AnalyzedPrompt& prompt) {
   const std::vector<std::size_t> bytes = breakpoint_bytes(conversion, chat, prompt.rendered);
-  if (bytes.empty() || bytes.back() == 0 || prompt.tokens.tokens.empty()) return 0;
-  return std::min(prompt.token_at_byte(bytes.back() - 1) + 1, prompt.tokens.tokens.size());
+  if (bytes.empty() || bytes.back() == 0 || prompt.tokens.size() == 0) return 0;
+  return std::min(prompt.token_at_byte(bytes.back() - 1) + 1, prompt.tokens.size());
 }
 
 }  // namespace prefixgate::canon

@@ -96,7 +96,7 @@ PromptLint lint_prompt(const AnalyzedPrompt& prompt, const LintOptions& options)
       out.findings.push_back(std::move(f));
     }
   }
-  out.stable_prefix_tokens = first_break >= r.text.size() ? prompt.tokens.tokens.size()
+  out.stable_prefix_tokens = first_break >= r.text.size() ? prompt.tokens.size()
                                                           : prompt.token_at_byte(first_break);
   return out;
 }

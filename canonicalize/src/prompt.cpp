@@ -16,7 +16,7 @@ std::size_t AnalyzedPrompt::token_at_byte(std::size_t offset) const {
 }
 
 std::size_t AnalyzedPrompt::stable_prefix_tokens() const {
-  if (rendered.volatile_tail_begin >= rendered.text.size()) return tokens.tokens.size();
+  if (rendered.volatile_tail_begin >= rendered.text.size()) return tokens.size();
   return token_at_byte(rendered.volatile_tail_begin);
 }
 
@@ -29,7 +29,7 @@ Result<AnalyzedPrompt> analyze_prompt(const ParsedRequest& request, const Prompt
 
 Status analyze_prompt_into(const ParsedRequest& request, const PromptModel& model,
                            AnalyzedPrompt& out, const ChatRenderOptions& options,
-                           ByteOffsets offsets) {
+                           ByteOffsets offsets, TokenIds ids) {
   PG_DCHECK(model.tokenizer != nullptr);
   auto rendered = model.chat_format.render(request, options);
   if (!rendered) return rendered.error();
@@ -45,7 +45,7 @@ Status analyze_prompt_into(const ParsedRequest& request, const PromptModel& mode
     // not the caller asked: they are how it resumes.
     thread_local PromptMemo memo;
     memo.analyze(out.rendered.text, *model.tokenizer, model.segment_cache, model.block_size, root,
-                 out.tokens, out.block_hashes);
+                 out.tokens, out.block_hashes, ids);
     return {};
   }
   tokenize_request_into(request, out.rendered, *model.tokenizer, model.segment_cache, out.tokens,

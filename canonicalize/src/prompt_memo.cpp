@@ -25,12 +25,19 @@ void fit(Vec& v, std::size_t needed) {
   if (v.capacity() > 4 * needed + kSlack) Vec().swap(v);
 }
 
+// Room for `needed` elements, growing by half at least: a place that a conversation grows in
+// turn after turn reallocates (and copies itself) a few times, not at every turn.
+template <class Vec>
+void grow_to(Vec& v, std::size_t needed) {
+  if (v.capacity() < needed) v.reserve(std::max(needed, v.capacity() + v.capacity() / 2));
+}
+
 }  // namespace
 
 PromptMemo::Reuse PromptMemo::analyze(std::string_view text, const Tokenizer& tokenizer,
                                       SegmentCache* cache, std::size_t block_size,
                                       std::uint64_t root, TokenizedPrompt& out,
-                                      std::vector<std::uint64_t>& hashes) {
+                                      std::vector<std::uint64_t>& hashes, TokenIds ids) {
   PG_DCHECK(block_size > 0);
   ++clock_;
   const std::uint64_t identity = tokenizer.identity();
@@ -45,9 +52,13 @@ PromptMemo::Reuse PromptMemo::analyze(std::string_view text, const Tokenizer& to
     }
   }
 
-  out.tokens.clear();
-  out.stretches.clear();
   out.byte_offsets.clear();
+  if (ids == TokenIds::kCount && !text.empty()) {
+    return count_in_place(text, tokenizer, cache, block_size, root, best, shared, out, hashes);
+  }
+  out.tokens.clear();
+  out.counted = 0;
+  out.stretches.clear();
   // At most one token per byte: one allocation, not a doubling series.
   out.tokens.reserve(text.size());
   std::size_t kept_stretches = 0;
@@ -109,6 +120,126 @@ PromptMemo::Reuse PromptMemo::analyze(std::string_view text, const Tokenizer& to
   return Reuse{.tokens = kept_tokens, .blocks = reused};
 }
 
+PromptMemo::Entry& PromptMemo::least_recently_used() {
+  return *std::min_element(entries_.begin(), entries_.end(),
+                           [](const Entry& a, const Entry& b) { return a.used < b.used; });
+}
+
+// The place is the one remember() would give the prompt: `best` when the prompt shares at least
+// half of it, else the least recently used one. The kept stretches and tokens stay where they
+// are (or, in another place, are copied once: the shared part of another conversation), the new
+// ones are encoded after them, and the blocks past the reused hashes that compare equal to the
+// remembered ones (saved first, as encoding overwrites them) keep their hashes.
+PromptMemo::Reuse PromptMemo::count_in_place(std::string_view text, const Tokenizer& tokenizer,
+                                             SegmentCache* cache, std::size_t block_size,
+                                             std::uint64_t root, Entry* best, std::size_t shared,
+                                             TokenizedPrompt& out,
+                                             std::vector<std::uint64_t>& hashes) {
+  const bool same_text = best != nullptr && shared == text.size() && shared == best->text.size();
+  std::size_t kept_stretches = 0;
+  if (same_text) {
+    kept_stretches = best->stretches.size();
+  } else if (best != nullptr) {
+    kept_stretches = tokenizer.resumable_stretches(best->stretches, best->tokens, shared);
+  }
+  std::size_t kept_tokens = 0;
+  std::size_t begin = 0;  // where encoding resumes
+  if (same_text) {
+    kept_tokens = best->tokens.size();
+    begin = text.size();
+  } else if (kept_stretches > 0) {
+    kept_tokens = best->stretches[kept_stretches - 1].token_end;
+    begin = best->stretches[kept_stretches - 1].byte_end;
+  }
+  // The remembered blocks whose hashes may be the new prompt's: those under the same root and
+  // block size, the first `reused` of them within the kept tokens.
+  const bool same_chain = best != nullptr && best->root == root && best->block_size == block_size;
+  const std::size_t old_blocks = same_chain ? best->hashes.size() : 0;
+  std::size_t reused = std::min(kept_tokens / block_size, old_blocks);
+
+  Entry* slot = best != nullptr && 2 * shared >= best->text.size() ? best : &least_recently_used();
+  if (slot == best) {
+    // Encoding overwrites the remembered tokens after the kept ones: those of the blocks that
+    // may still compare equal, and their hashes, are set aside first.
+    const std::size_t from = reused * block_size;
+    const std::size_t to = std::min(best->tokens.size(), old_blocks * block_size);
+    old_tokens_.assign(best->tokens.begin() + static_cast<std::ptrdiff_t>(std::min(from, to)),
+                       best->tokens.begin() + static_cast<std::ptrdiff_t>(to));
+    old_hashes_.assign(best->hashes.begin() + static_cast<std::ptrdiff_t>(reused),
+                       best->hashes.begin() + static_cast<std::ptrdiff_t>(old_blocks));
+    slot->text.resize(std::min(shared, text.size()));
+    slot->text.append(text.substr(slot->text.size()));
+    slot->tokens.resize(kept_tokens);
+    slot->stretches.resize(kept_stretches);
+    slot->hashes.resize(same_chain ? reused : 0);
+  } else {
+    old_tokens_.clear();
+    old_hashes_.clear();
+    fit(slot->text, text.size());
+    fit(slot->tokens, text.size());
+    slot->text.assign(text);
+    slot->tokens.clear();
+    slot->stretches.clear();
+    slot->hashes.clear();
+    if (best != nullptr) {
+      slot->tokens.assign(best->tokens.begin(),
+                          best->tokens.begin() + static_cast<std::ptrdiff_t>(kept_tokens));
+      slot->stretches.assign(best->stretches.begin(),
+                             best->stretches.begin() + static_cast<std::ptrdiff_t>(kept_stretches));
+      slot->hashes.assign(best->hashes.begin(),
+                          best->hashes.begin() + static_cast<std::ptrdiff_t>(reused));
+    }
+  }
+  slot->used = clock_;
+  slot->tokenizer = tokenizer.identity();
+  slot->root = root;
+  slot->block_size = block_size;
+
+  if (!same_text) {
+    grow_to(slot->tokens, text.size());  // at most one token per byte
+    tokenizer.encode(text, slot->tokens,
+                     EncodeOptions{.parse_special = true,
+                                   .segment_cache = cache,
+                                   .stretches = &slot->stretches,
+                                   .begin = begin});
+  }
+  const std::size_t blocks = slot->tokens.size() / block_size;
+  // Blocks after the reused ones that compare equal to the remembered ones (from `best`, or
+  // from what was set aside when `best` is being overwritten) keep their hashes.
+  const std::size_t first_compared = reused;
+  const std::size_t block_bytes = block_size * sizeof(TokenId);
+  while (reused < std::min(blocks, old_blocks)) {
+    const TokenId* now = slot->tokens.data() + reused * block_size;
+    const TokenId* then = slot == best
+                              ? (reused - first_compared + 1) * block_size <= old_tokens_.size()
+                                    ? old_tokens_.data() + (reused - first_compared) * block_size
+                                    : nullptr
+                              : best->tokens.data() + reused * block_size;
+    if (then == nullptr || std::memcmp(now, then, block_bytes) != 0) break;
+    slot->hashes.push_back(slot == best ? old_hashes_[reused - first_compared]
+                                        : best->hashes[reused]);
+    ++reused;
+  }
+  grow_to(slot->hashes, blocks);
+  std::uint64_t parent = reused > 0 ? slot->hashes.back() : root;
+  const std::span<const TokenId> tokens(slot->tokens);
+  for (std::size_t i = reused; i < blocks; ++i) {
+    parent = chain_block_hash(parent, tokens.subspan(i * block_size, block_size));
+    slot->hashes.push_back(parent);
+  }
+
+  out.tokens.clear();
+  out.counted = slot->tokens.size();
+  out.stretches.assign(slot->stretches.begin(), slot->stretches.end());
+  hashes.assign(slot->hashes.begin(), slot->hashes.end());
+  const Reuse reuse{.tokens = kept_tokens, .blocks = reused};
+  const std::size_t bytes = slot->text.size() + slot->tokens.size() * sizeof(TokenId) +
+                            slot->stretches.size() * sizeof(EncodedStretch) +
+                            slot->hashes.size() * sizeof(std::uint64_t);
+  if (bytes > kMaxEntryBytes) *slot = Entry{};  // not kept: its memory goes
+  return reuse;
+}
+
 void PromptMemo::remember(Entry* best, std::size_t shared_bytes, std::size_t kept_stretches,
                           std::size_t kept_blocks, std::string_view text,
                           const Tokenizer& tokenizer, std::uint64_t root, std::size_t block_size,
@@ -122,10 +253,7 @@ void PromptMemo::remember(Entry* best, std::size_t shared_bytes, std::size_t kep
   // Otherwise (nothing shared, or a system prompt only) it takes the least recently used place.
   Entry* slot = best;
   const bool replacing = best != nullptr && 2 * shared_bytes >= best->text.size();
-  if (!replacing) {
-    slot = &*std::min_element(entries_.begin(), entries_.end(),
-                              [](const Entry& a, const Entry& b) { return a.used < b.used; });
-  }
+  if (!replacing) slot = &least_recently_used();
   slot->used = clock_;
   slot->tokenizer = tokenizer.identity();
   if (replacing) {

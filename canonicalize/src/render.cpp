@@ -299,6 +299,7 @@ TokenizedPrompt tokenize_prompt(const RenderedPrompt& prompt, const Tokenizer& t
 void tokenize_request_into(const ParsedRequest& request, const RenderedPrompt& prompt,
                            const Tokenizer& tokenizer, SegmentCache* cache, TokenizedPrompt& out,
                            ByteOffsets offsets) {
+  out.counted = 0;  // the ids are kept
   if (has_token_prompt(request)) {
     out.tokens = request.prompts[0].token_ids;
     out.stretches.clear();

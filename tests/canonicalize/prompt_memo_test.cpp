@@ -43,13 +43,20 @@ bool same_stretches(const std::vector<EncodedStretch>& a, const std::vector<Enco
 }
 
 // Analyzes `text` through the memo and checks it against a fresh encoding; returns the reuse.
+// With TokenIds::kCount the ids may be left out, and their number must be right.
 PromptMemo::Reuse check(PromptMemo& memo, const Tokenizer& tok, std::string_view text,
-                        std::size_t block_size, std::uint64_t root, SegmentCache* cache = nullptr) {
+                        std::size_t block_size, std::uint64_t root, SegmentCache* cache = nullptr,
+                        TokenIds ids = TokenIds::kKeep) {
   TokenizedPrompt out;
+  out.counted = 12345;  // what an earlier analysis left: it must not show through
   std::vector<std::uint64_t> hashes;
-  const PromptMemo::Reuse reuse = memo.analyze(text, tok, cache, block_size, root, out, hashes);
+  const PromptMemo::Reuse reuse =
+      memo.analyze(text, tok, cache, block_size, root, out, hashes, ids);
   const Fresh fresh = encode_afresh(tok, text);
-  EXPECT_EQ(out.tokens, fresh.tokens) << text;
+  EXPECT_EQ(out.size(), fresh.tokens.size()) << text;
+  if (ids == TokenIds::kKeep || !out.tokens.empty()) {
+    EXPECT_EQ(out.tokens, fresh.tokens) << text;
+  }
   EXPECT_TRUE(same_stretches(out.stretches, fresh.stretches)) << text;
   EXPECT_TRUE(out.byte_offsets.empty());
   EXPECT_EQ(hashes, block_hashes(fresh.tokens, block_size, root)) << text;
@@ -114,7 +121,9 @@ std::size_t check_texts(const std::vector<const Tokenizer*>& toks,
     }
     const Tokenizer& tok = *toks[rng() % toks.size()];
     const std::size_t block_size = rng() % 4 == 0 ? 4 : 16;
-    reused_total += check(memo, tok, t, block_size, roots[rng() % 3 == 0], cache).tokens;
+    // Both ways of handing the tokens back, in turns on one memo.
+    const TokenIds ids = rng() % 2 == 0 ? TokenIds::kKeep : TokenIds::kCount;
+    reused_total += check(memo, tok, t, block_size, roots[rng() % 3 == 0], cache, ids).tokens;
     if (::testing::Test::HasFailure()) {
       ADD_FAILURE() << "step " << step;
       return reused_total;
@@ -255,15 +264,15 @@ std::string conversation(int turns) {
   return text + "<|start_header_id|>assistant<|end_header_id|>\n\n";
 }
 
-TEST(PromptMemoTest, AGrowingConversationEncodesOnlyWhatFollowsItsSharedPart) {
+void check_growing_conversation(TokenIds ids) {
   const auto tok = make_byte_tokenizer();
   PromptMemo memo;
   const std::uint64_t root = block_hash_root("m");
-  EXPECT_EQ(check(memo, *tok, conversation(1), 16, root).tokens, 0u);
+  EXPECT_EQ(check(memo, *tok, conversation(1), 16, root, nullptr, ids).tokens, 0u);
   for (int turns = 2; turns <= 8; ++turns) {
     const std::string before = conversation(turns - 1);
     const std::string text = conversation(turns);
-    const PromptMemo::Reuse reuse = check(memo, *tok, text, 16, root);
+    const PromptMemo::Reuse reuse = check(memo, *tok, text, 16, root, nullptr, ids);
     // Everything up to the earlier prompt's last <|start_header_id|> is taken as it was: what
     // is encoded again is "assistant<|end_header_id|>\n\n" and the new turn.
     const std::size_t last_header = before.rfind("<|start_header_id|>");
@@ -278,16 +287,24 @@ TEST(PromptMemoTest, AGrowingConversationEncodesOnlyWhatFollowsItsSharedPart) {
   // Sent again: nothing is encoded or hashed.
   const std::string text = conversation(8);
   const Fresh fresh = encode_afresh(*tok, text);
-  const PromptMemo::Reuse again = check(memo, *tok, text, 16, root);
+  const PromptMemo::Reuse again = check(memo, *tok, text, 16, root, nullptr, ids);
   EXPECT_EQ(again.tokens, fresh.tokens.size());
   EXPECT_EQ(again.blocks, fresh.tokens.size() / 16);
   // Under another root (another cache_salt) the tokens are still shared, the hashes are not.
-  const PromptMemo::Reuse salted = check(memo, *tok, text, 16, block_hash_root("m", "tenant"));
+  const PromptMemo::Reuse salted =
+      check(memo, *tok, text, 16, block_hash_root("m", "tenant"), nullptr, ids);
   EXPECT_EQ(salted.tokens, fresh.tokens.size());
   EXPECT_EQ(salted.blocks, 0u);
 }
 
-TEST(PromptMemoTest, ConversationsInTurnsKeepTheirPlacesUpToItsSize) {
+TEST(PromptMemoTest, AGrowingConversationEncodesOnlyWhatFollowsItsSharedPart) {
+  for (const TokenIds ids : {TokenIds::kKeep, TokenIds::kCount}) {
+    SCOPED_TRACE(ids == TokenIds::kKeep ? "ids kept" : "ids counted");
+    check_growing_conversation(ids);
+  }
+}
+
+void check_conversations_in_turns(TokenIds ids) {
   const auto tok = make_byte_tokenizer();
   PromptMemo memo;
   const std::uint64_t root = block_hash_root("m");
@@ -295,28 +312,44 @@ TEST(PromptMemoTest, ConversationsInTurnsKeepTheirPlacesUpToItsSize) {
     return "<|im_start|>system\nconversation " + std::to_string(c) + "<|im_end|>" +
            conversation(turns);
   };
-  for (std::size_t c = 0; c < PromptMemo::kEntries; ++c) check(memo, *tok, chat(c, 1), 16, root);
+  for (std::size_t c = 0; c < PromptMemo::kEntries; ++c)
+    check(memo, *tok, chat(c, 1), 16, root, nullptr, ids);
   // Each of kEntries conversations, a turn longer, finds its own earlier prompt.
   for (std::size_t c = 0; c < PromptMemo::kEntries; ++c) {
-    EXPECT_GT(check(memo, *tok, chat(c, 2), 16, root).tokens, 2000u) << c;
+    EXPECT_GT(check(memo, *tok, chat(c, 2), 16, root, nullptr, ids).tokens, 2000u) << c;
   }
   // One more conversation takes the least recently used place: conversation 0's.
-  check(memo, *tok, chat(PromptMemo::kEntries, 1), 16, root);
-  EXPECT_GT(check(memo, *tok, chat(1, 3), 16, root).tokens, 2000u);
-  EXPECT_LT(check(memo, *tok, chat(0, 3), 16, root).tokens, 100u);
+  check(memo, *tok, chat(PromptMemo::kEntries, 1), 16, root, nullptr, ids);
+  EXPECT_GT(check(memo, *tok, chat(1, 3), 16, root, nullptr, ids).tokens, 2000u);
+  EXPECT_LT(check(memo, *tok, chat(0, 3), 16, root, nullptr, ids).tokens, 100u);
 }
 
-TEST(PromptMemoTest, APromptOverItsBoundIsNotKept) {
+TEST(PromptMemoTest, ConversationsInTurnsKeepTheirPlacesUpToItsSize) {
+  for (const TokenIds ids : {TokenIds::kKeep, TokenIds::kCount}) {
+    SCOPED_TRACE(ids == TokenIds::kKeep ? "ids kept" : "ids counted");
+    check_conversations_in_turns(ids);
+  }
+}
+
+void check_prompt_over_bound(TokenIds ids) {
   const auto tok = make_byte_tokenizer();
   PromptMemo memo;
   const std::uint64_t root = block_hash_root("m");
   // A byte a token: 1 MiB of text is 5 MiB with its tokens, over the 4 MiB a place holds.
   const std::string big = "<|im_start|>user\n" + std::string(std::size_t{1} << 20, 'b');
-  EXPECT_EQ(check(memo, *tok, big, 16, root).tokens, 0u);
-  EXPECT_EQ(check(memo, *tok, big, 16, root).tokens, 0u);
+  EXPECT_EQ(check(memo, *tok, big, 16, root, nullptr, ids).tokens, 0u);
+  EXPECT_EQ(check(memo, *tok, big, 16, root, nullptr, ids).tokens, 0u);
   const std::string small = big.substr(0, 100000);
-  EXPECT_EQ(check(memo, *tok, small, 16, root).tokens, 0u);
-  EXPECT_EQ(check(memo, *tok, small, 16, root).tokens, encode_afresh(*tok, small).tokens.size());
+  EXPECT_EQ(check(memo, *tok, small, 16, root, nullptr, ids).tokens, 0u);
+  EXPECT_EQ(check(memo, *tok, small, 16, root, nullptr, ids).tokens,
+            encode_afresh(*tok, small).tokens.size());
+}
+
+TEST(PromptMemoTest, APromptOverItsBoundIsNotKept) {
+  for (const TokenIds ids : {TokenIds::kKeep, TokenIds::kCount}) {
+    SCOPED_TRACE(ids == TokenIds::kKeep ? "ids kept" : "ids counted");
+    check_prompt_over_bound(ids);
+  }
 }
 
 }  // namespace prompt_memo_test

@@ -66,7 +66,10 @@ Status analyze_request(PreparedRequest& out, const PrepOptions& options,
   const canon::ByteOffsets offsets = options.lint || conversion != nullptr
                                          ? canon::ByteOffsets::kOnDemand
                                          : canon::ByteOffsets::kSkip;
-  Status analyzed = canon::analyze_prompt_into(req, model, prompt, render, offsets);
+  // The ids themselves are never read here (routing takes the hashes, lint and the breakpoint
+  // a byte's token from the stretches): a long conversation's stay in the prompt memo.
+  Status analyzed =
+      canon::analyze_prompt_into(req, model, prompt, render, offsets, canon::TokenIds::kCount);
   if (!analyzed && options.template_errors != nullptr) {
     options.template_errors->add({entry.name.empty() ? "default" : entry.name,
                                   template_error_action_name(entry.template_errors)});
@@ -76,7 +79,7 @@ Status analyze_request(PreparedRequest& out, const PrepOptions& options,
     out.template_error = analyzed.error().message;
     canon::PromptModel plain = model;
     plain.chat_format = canon::ChatTemplate::kPlain;
-    analyzed = canon::analyze_prompt_into(req, plain, prompt, {}, offsets);
+    analyzed = canon::analyze_prompt_into(req, plain, prompt, {}, offsets, canon::TokenIds::kCount);
   }
   if (!analyzed) return analyzed.error();
   canon::LintOptions lint{.explain = false};
@@ -96,7 +99,7 @@ Status analyze_request(PreparedRequest& out, const PrepOptions& options,
     }
   }
   out.block_hashes = std::move(prompt.block_hashes);
-  out.prompt_tokens = prompt.tokens.tokens.size();
+  out.prompt_tokens = prompt.tokens.size();
   out.block_size = model.block_size;
   return {};
 }

@@ -68,9 +68,12 @@ Result<AnalyzedPrompt> analyze_prompt(const ParsedRequest& request, const Prompt
 // The same into `out`, reusing the capacity of its token and offset vectors: a caller that
 // analyzes one request after another on a thread keeps one AnalyzedPrompt and allocates them
 // once. On an error `out` is left unspecified.
+// `ids`: TokenIds::kCount lets the tokens' ids be left out (render.h); read the count with
+// tokens.size().
 Status analyze_prompt_into(const ParsedRequest& request, const PromptModel& model,
                            AnalyzedPrompt& out, const ChatRenderOptions& options = {},
-                           ByteOffsets offsets = ByteOffsets::kKeep);
+                           ByteOffsets offsets = ByteOffsets::kKeep,
+                           TokenIds ids = TokenIds::kKeep);
 
 // Tokens two token streams share from the start.
 std::size_t common_prefix_length(const std::vector<TokenId>& a, const std::vector<TokenId>& b);

@@ -13,10 +13,11 @@
 // block size.
 //
 // Memory: kEntries prompts per memo, each kept only while its text, tokens, stretches and hashes
-// come to at most kMaxEntryBytes: at most 32 MiB a thread. A prompt that shares at least half
-// of a remembered one (its conversation one turn longer) takes that one's place and copies only
-// what follows the shared part; any other takes the least recently used place. Not
-// thread-safe: one per thread.
+// come to at most kMaxEntryBytes: at most 32 MiB a thread (half as much again in capacity, with
+// TokenIds::kCount, whose places grow geometrically as their conversations do). A prompt that
+// shares at least half of a remembered one (its conversation one turn longer) takes that one's
+// place and copies only what follows the shared part; any other takes the least recently used
+// place. Not thread-safe: one per thread.
 //
 //   thread_local canon::PromptMemo memo;
 //   memo.analyze(rendered.text, *tokenizer, segment_cache, 16, root, tokenized, hashes);
@@ -50,10 +51,12 @@ class PromptMemo {
   // out.tokens and out.stretches as tokenizer.encode(text, out.tokens, {.parse_special = true,
   // .segment_cache = cache, .stretches = &out.stretches}) gives them (out.byte_offsets left
   // empty: ByteOffsets::kOnDemand), and hashes = block_hashes(out.tokens, block_size, root),
-  // each reusing its vector's capacity.
+  // each reusing its vector's capacity. With TokenIds::kCount, out.tokens is left empty and
+  // out.size() is their number: the new tokens are encoded straight into the memo's place for
+  // the prompt, and nothing the memo holds is copied out but the stretches and hashes.
   Reuse analyze(std::string_view text, const Tokenizer& tokenizer, SegmentCache* cache,
                 std::size_t block_size, std::uint64_t root, TokenizedPrompt& out,
-                std::vector<std::uint64_t>& hashes);
+                std::vector<std::uint64_t>& hashes, TokenIds ids = TokenIds::kKeep);
 
  private:
   struct Entry {
@@ -66,6 +69,11 @@ class PromptMemo {
     std::vector<EncodedStretch> stretches;
     std::vector<std::uint64_t> hashes;  // of tokens' whole blocks
   };
+  // analyze() with TokenIds::kCount, `best` sharing the first `shared` bytes of `text`.
+  Reuse count_in_place(std::string_view text, const Tokenizer& tokenizer, SegmentCache* cache,
+                       std::size_t block_size, std::uint64_t root, Entry* best, std::size_t shared,
+                       TokenizedPrompt& out, std::vector<std::uint64_t>& hashes);
+  Entry& least_recently_used();
   void remember(Entry* best, std::size_t shared_bytes, std::size_t kept_stretches,
                 std::size_t kept_blocks, std::string_view text, const Tokenizer& tokenizer,
                 std::uint64_t root, std::size_t block_size, const TokenizedPrompt& out,
@@ -73,6 +81,10 @@ class PromptMemo {
 
   std::array<Entry, kEntries> entries_;
   std::uint64_t clock_ = 0;
+  // count_in_place: the remembered tokens and hashes that encoding in place overwrites, kept
+  // to compare the new blocks with (reused capacity).
+  std::vector<TokenId> old_tokens_;
+  std::vector<std::uint64_t> old_hashes_;
 };
 
 }  // namespace prefixgate::canon
