@@ -96,8 +96,8 @@ PromptLint lint_prompt(const AnalyzedPrompt& prompt, const LintOptions& options)
       out.findings.push_back(std::move(f));
     }
   }
-  out.stable_prefix_tokens = first_break >= r.text.size() ? prompt.tokens.size()
-                                                          : prompt.token_at_byte(first_break);
+  out.stable_prefix_tokens =
+      first_break >= r.text.size() ? prompt.tokens.size() : prompt.token_at_byte(first_break);
   return out;
 }
 
