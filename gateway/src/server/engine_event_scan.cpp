@@ -142,6 +142,22 @@ bool parse_hex(std::string_view s, std::uint64_t& out) {
   return true;
 }
 
+// The 16 hex digits the engine writes for a block's hash, at `p`: parse_hex with the count
+// known, so the loop unrolls into a table load and a shift per digit (a quarter of a line's
+// scan went to the general loop).
+bool parse_hex16(const char* p, std::uint64_t& out) {
+  std::uint64_t v = 0;
+  std::uint8_t bad = 0;
+  for (std::size_t k = 0; k < 16; ++k) {
+    const std::uint8_t digit = kHexValue[static_cast<unsigned char>(p[k])];
+    bad |= digit;
+    v = v << 4 | (digit & 0x0F);
+  }
+  if (bad & 0x80) return false;
+  out = v;
+  return true;
+}
+
 // The lines prefixgate-engine writes (its kv_events handler), matched literally:
 //   {"type":"stored","seq":N,"hash":"<16 hex>","parent":"<16 hex>","salt":"S"}
 //   {"type":"removed","seq":N,"hash":"<16 hex>","salt":"S"}
@@ -178,14 +194,18 @@ class EngineLayout {
   }
 
  private:
-  bool literal(std::string_view t) {
-    if (s_.substr(i_, t.size()) != t) return false;
-    i_ += t.size();
+  // A literal's length known at compile time: the compare is a few word compares inline, not
+  // a call to memcmp per literal.
+  template <std::size_t N>
+  bool literal(const char (&t)[N]) {
+    constexpr std::size_t n = N - 1;
+    if (s_.size() - i_ < n || std::memcmp(s_.data() + i_, t, n) != 0) return false;
+    i_ += n;
     return true;
   }
   // The engine writes a block's hash as 16 hex digits.
   bool hex16(std::uint64_t& v) {
-    if (s_.size() - i_ < 16 || !parse_hex(s_.substr(i_, 16), v)) return false;
+    if (s_.size() - i_ < 16 || !parse_hex16(s_.data() + i_, v)) return false;
     i_ += 16;
     return true;
   }
