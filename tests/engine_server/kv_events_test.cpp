@@ -2,6 +2,9 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <string>
+#include <tuple>
+#include <vector>
 
 #include "prefixgate/canonicalize/block_hash.h"
 #include "test_client.h"
@@ -121,6 +124,64 @@ TEST(KvEventsTest, SinceZeroReplaysAndSnapshotMatchesTheEngine) {
   for (const CachedBlock& b : engine_snapshot.blocks)
     expected.insert(canon::hash_hex(b.block_hash));
   EXPECT_EQ(served, expected);
+}
+
+// Each block of `lines` as (type, seq, hash): a run's blocks one by one, from its first seq on.
+std::vector<std::tuple<std::string, double, std::string>> blocks_of(
+    const std::vector<json::Value>& lines) {
+  std::vector<std::tuple<std::string, double, std::string>> out;
+  for (const json::Value& v : lines) {
+    const std::string type = str(v, "type");
+    if (type != "stored" && type != "removed") continue;
+    if (const json::Value* run = v.find("hashes")) {
+      double seq = num(v, "seq");
+      for (const json::Value& h : run->as_array()) out.emplace_back(type, seq++, h.as_string());
+    } else {
+      out.emplace_back(type, num(v, "seq"), str(v, "hash"));
+    }
+  }
+  return out;
+}
+
+// ?batch=1: the same blocks in the same order under the same sequence numbers, a run of them
+// (a prompt's stored pages, an eviction's removed ones) on one line, each stored block of a run
+// the parent of the next.
+TEST(KvEventsTest, BatchPutsARunOfBlocksOnOneLine) {
+  TestServerConfig config;
+  config.num_pages = 12;
+  TestServer s(config);
+  // 5 + 5 pages cached, then 5 more evict the first prompt's.
+  for (const char c : {'a', 'b', 'c'}) {
+    ASSERT_EQ(post(s.port(), "/v1/completions", prompt_of(c, 5)).status, 200);
+  }
+  const std::uint64_t last = s.engine().kv_events().last_seq();
+  const auto read_all = [&](const std::string& target) {
+    Client c(s.port());
+    EXPECT_TRUE(c.send(http::verb::get, target));
+    EXPECT_TRUE(c.read_header());
+    EXPECT_TRUE(c.read_until([&](const std::string& b) {
+      const auto blocks = blocks_of(parse_ndjson(b));
+      return !blocks.empty() && std::get<1>(blocks.back()) >= static_cast<double>(last);
+    }));
+    return parse_ndjson(c.body());
+  };
+  const auto single = read_all("/v1/kv_events?since=0");
+  const auto batched = read_all("/v1/kv_events?batch=1&since=0");
+  EXPECT_EQ(blocks_of(batched), blocks_of(single));
+  std::size_t stored_runs = 0;
+  std::size_t removed_runs = 0;
+  for (const json::Value& v : batched) {
+    const json::Value* run = v.find("hashes");
+    if (run == nullptr) continue;
+    ASSERT_GE(run->as_array().size(), 2u);
+    EXPECT_EQ(v.find("hash"), nullptr);
+    if (str(v, "type") == "stored") ++stored_runs;
+    if (str(v, "type") == "removed") ++removed_runs;
+  }
+  EXPECT_GE(stored_runs, 3u);  // a line per prompt, not per page
+  EXPECT_GE(removed_runs, 1u);
+  // Without batch=1 every line is one block, as readers that predate runs expect.
+  for (const json::Value& v : single) EXPECT_EQ(v.find("hashes"), nullptr);
 }
 
 }  // namespace

@@ -1,8 +1,9 @@
 // The KV-event parsers on arbitrary bytes. The first byte picks the parser:
 //   even: a vLLM/SGLang msgpack payload (kv_events::decode_event_batch); a batch that decodes
 //         re-encodes (map and array form) to bytes that decode and re-encode to the same bytes;
-//   odd:  prefixgate-engine's /v1/kv_events JSON lines, split at '\n', each through the parser
-//         the gateway applies them with, which must decode it as the DOM parser alone does.
+//   odd:  prefixgate-engine's /v1/kv_events JSON lines (a block or a run of blocks each), split
+//         at '\n', each through the parser the gateway applies them with, which must decode it
+//         as the DOM parser alone does.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -47,11 +48,12 @@ void check_lines(std::string_view text) {
     const auto e = gateway::server::parse_engine_event_line(line);
     const auto dom = gateway::server::parse_engine_event_line_dom(line);
     if (e.kind != dom.kind || e.type != dom.type || e.seq != dom.seq || e.hash != dom.hash ||
-        e.hashes != dom.hashes) {
+        e.hashes != dom.hashes || e.blocks != dom.blocks) {
       fail("the scan and the DOM parser decode a line differently");
     }
-    if ((e.kind == Kind::kStored || e.kind == Kind::kRemoved) && !e.hashes.empty()) {
-      fail("a stored/removed line with a snapshot's hashes");
+    if ((e.kind == Kind::kStored || e.kind == Kind::kRemoved) &&
+        ((e.hash && !e.hashes.empty()) || e.hashes.size() > e.blocks)) {
+      fail("a stored/removed line with both a hash and a run, or more hashes than blocks");
     }
     if (e.kind == Kind::kSkip && !e.type.empty()) fail("a skipped line with a type");
     pos = nl + 1;

@@ -87,6 +87,43 @@ void expect_same_as_dom(std::string_view line) {
   EXPECT_EQ(e.seq, dom.seq) << line;
   EXPECT_EQ(e.hash, dom.hash) << line;
   EXPECT_EQ(e.hashes, dom.hashes) << line;
+  EXPECT_EQ(e.blocks, dom.blocks) << line;
+}
+
+TEST(EngineEventLineTest, ARunOfBlocksOnOneLineTakesASequenceNumberPerBlock) {
+  // As prefixgate-engine writes a run (?batch=1): scanned, and decoded as the DOM parser does.
+  const char* stored =
+      R"({"type":"stored","seq":20,"hashes":["00000000000000a1","00000000000000a2",)"
+      R"("00000000000000a3"],"parent":"00000000000000a0","salt":""})";
+  const char* removed =
+      R"({"type":"removed","seq":23,"hashes":["00000000000000b1","00000000000000b2"],"salt":"t"})";
+  for (const char* line : {stored, removed}) {
+    EXPECT_TRUE(scan_flat_event_line(line).has_value()) << line;
+    expect_same_as_dom(line);
+  }
+  const EngineEventLine run = parse_engine_event_line(stored);
+  ASSERT_EQ(run.kind, Kind::kStored);
+  EXPECT_EQ(run.seq, 20u);
+  EXPECT_EQ(run.blocks, 3u);
+  EXPECT_FALSE(run.hash.has_value());
+  EXPECT_EQ(run.hashes, (std::vector<std::uint64_t>{0xa1, 0xa2, 0xa3}));
+  EXPECT_EQ(parse_engine_event_line(removed).blocks, 2u);
+  // Other layouts go to the DOM parser, which reads them alike: a malformed hash keeps its
+  // place (blocks counts it), an empty run stands for no block.
+  const char* others[] = {
+      R"({"type":"stored","seq":5,"hashes":["1","zz","ff"]})",
+      R"({"type":"removed","seq":5,"hashes":[],"salt":""})",
+      R"({"type":"stored", "seq":5,"hashes":["00000000000000a1"],"salt":""})",
+      R"({"type":"stored","seq":5,"hashes":"00000000000000a1","salt":""})",  // not an array
+  };
+  for (const char* line : others) expect_same_as_dom(line);
+  const EngineEventLine mixed = parse_engine_event_line(others[0]);
+  EXPECT_EQ(mixed.blocks, 3u);
+  EXPECT_EQ(mixed.hashes, (std::vector<std::uint64_t>{0x1, 0xff}));
+  EXPECT_EQ(parse_engine_event_line(others[1]).blocks, 0u);
+  const EngineEventLine flat = parse_engine_event_line(others[3]);
+  EXPECT_EQ(flat.blocks, 1u);  // a one-block line without a hash
+  EXPECT_TRUE(flat.hashes.empty());
 }
 
 TEST(EngineEventLineTest, TheEnginesDeltaLinesAreScannedWithoutTheDomParser) {

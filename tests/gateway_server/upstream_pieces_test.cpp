@@ -174,17 +174,18 @@ TEST(UpstreamPiecesTest, AnswersInAnyPiecesAreRelayedWholeOnReusedConnections) {
 }
 
 TEST(UpstreamPiecesTest, AnEventBurstManyReadBuffersLongIsAppliedToTheLastLine) {
-  // A fresh 7 KB prompt makes the engine store about 440 blocks at once: a line each, 40 KB of
-  // /v1/kv_events in one chunk, longer than the gateway's 16 KiB read buffer.
+  // A fresh 16 KB prompt makes the engine store about 1,000 blocks at once: runs of up to 256
+  // blocks a line, 18 KB of /v1/kv_events in one chunk, longer than the gateway's 16 KiB read
+  // buffer; each run takes as many sequence numbers as it has blocks.
   std::uint16_t engine_port = 0;
-  auto engine = start_engine(engine_port);
+  auto engine = start_engine(engine_port, "inf", {"--max-model-len", "32768"});
   ASSERT_NE(engine_port, 0);
   std::uint16_t port = 0;
   auto gw = start_gateway(port, {"--upstream", upstream(engine_port)});
   ASSERT_NE(port, 0) << gw->output();
   ASSERT_TRUE(wait_healthy(port, 1));
   std::string text;
-  for (int i = 0; text.size() < 7000; ++i) text += "sentence " + std::to_string(i) + " of many. ";
+  for (int i = 0; text.size() < 16000; ++i) text += "sentence " + std::to_string(i) + " of many. ";
   const Reply r =
       post(port, "/v1/chat/completions",
            json::to_json(json::Object{
@@ -200,7 +201,7 @@ TEST(UpstreamPiecesTest, AnEventBurstManyReadBuffersLongIsAppliedToTheLastLine) 
   ASSERT_TRUE(prompt != nullptr && prompt->is_number()) << r.body;
   const double prompt_tokens = prompt->as_number().value;
   const double stored_blocks = std::floor(prompt_tokens / 16);  // the prompt's full blocks
-  ASSERT_GT(stored_blocks, 400);
+  ASSERT_GT(stored_blocks, 900);
   const std::string series =
       "prefixgate_kv_events_total{replica=\"" + upstream(engine_port) + "\",type=\"stored\"}";
   // The engine writes the burst as the prompt is prefilled, before it answers; the gateway

@@ -5,6 +5,9 @@
 //   {"type":"stored","seq":N,"hash":...,"parent":...,"salt":...}
 //   {"type":"removed","seq":N,"hash":...,"salt":...}
 //   {"type":"cleared","seq":N}
+//   with ?batch=1, runs of blocks as one line each (a stored run: each block the next's parent):
+//   {"type":"stored","seq":N,"hashes":[...],"parent":...,"salt":...}   blocks N, N+1, ...
+//   {"type":"removed","seq":N,"hashes":[...],"salt":...}
 //   {"type":"load","running":..,"waiting":..,"kv_pages_used":..,"kv_pages_total":..,
 //    "tokens_queued_for_prefill":..,"preemptions_total":..[,"prefill_seconds_per_token":..,
 //    "decode_seconds_per_sequence":..]}   at least every load_report_interval
@@ -18,6 +21,7 @@
 #include <charconv>
 #include <chrono>
 #include <optional>
+#include <span>
 
 #include "prefixgate/canonicalize/block_hash.h"
 #include "prefixgate/canonicalize/json.h"
@@ -76,6 +80,49 @@ std::string event_line(const KvEventLog::Entry& entry) {
   return json::to_json(o) + "\n";
 }
 
+// The most blocks one batched line lists: a long prompt's prefill stores thousands at once, and
+// a line stays a few KB for the reader's buffer.
+constexpr std::size_t kMaxBlocksPerLine = 256;
+
+// Whether `e` continues the run of blocks that `prev` ended, on one batched line.
+bool continues_run(const KvEventLog::Entry& prev, const KvEventLog::Entry& e) {
+  const CacheEvent& a = prev.event;
+  const CacheEvent& b = e.event;
+  if (b.kind != a.kind || b.kind == CacheEvent::Kind::kCleared || b.salt != a.salt ||
+      e.seq != prev.seq + 1) {
+    return false;
+  }
+  return b.kind == CacheEvent::Kind::kRemoved || b.parent_hash == a.block_hash;
+}
+
+// One line for the run `run` (at least two blocks) that continues_run() joined.
+std::string run_line(std::span<const KvEventLog::Entry> run) {
+  const CacheEvent& first = run.front().event;
+  const bool stored = first.kind == CacheEvent::Kind::kStored;
+  json::Array hashes;
+  hashes.reserve(run.size());
+  for (const KvEventLog::Entry& e : run) hashes.push_back(canon::hash_hex(e.event.block_hash));
+  json::Object o{{"type", stored ? "stored" : "removed"},
+                 {"seq", num(run.front().seq)},
+                 {"hashes", std::move(hashes)}};
+  if (stored) o.push_back({"parent", canon::hash_hex(first.parent_hash)});
+  o.push_back({"salt", first.salt});
+  return json::to_json(o) + "\n";
+}
+
+// The lines of `entries`, one per event, or with `batch` a line per run of blocks.
+void append_event_lines(std::span<const KvEventLog::Entry> entries, bool batch, std::string& out) {
+  for (std::size_t i = 0; i < entries.size();) {
+    std::size_t end = i + 1;
+    while (batch && end < entries.size() && end - i < kMaxBlocksPerLine &&
+           continues_run(entries[end - 1], entries[end])) {
+      ++end;
+    }
+    out += end - i == 1 ? event_line(entries[i]) : run_line(entries.subspan(i, end - i));
+    i = end;
+  }
+}
+
 std::string load_line(const EngineStats& s) {
   json::Object o{{"type", "load"},
                  {"running", num(s.scheduler.running)},
@@ -125,13 +172,17 @@ Awaitable<bool> handle_kv_events(Connection& c, ServerContext& ctx, const Reques
       serving::make_stream_head(req, http::status::ok, "application/x-ndjson", false);
   if (!co_await serving::write_stream_head(c, head)) co_return false;
 
+  // A reader that asks for runs of blocks on one line (the gateway does): a line per block
+  // otherwise, as earlier readers expect.
+  const bool batch =
+      serving::query_param(req.target(), "batch") == std::optional<std::string_view>("1");
   // Where the reader is: the seq of the last event it has seen.
   std::uint64_t last = 0;
   bool need_snapshot = true;
   if (const auto since = since_param(req.target()); since && *since <= log.last_seq()) {
     if (auto missed = log.since(*since)) {
       std::string out;
-      for (const KvEventLog::Entry& e : *missed) out += event_line(e);
+      append_event_lines(*missed, batch, out);
       last = missed->empty() ? *since : missed->back().seq;
       need_snapshot = false;
       if (!out.empty() && !co_await write_chunk(c, out)) co_return false;
@@ -149,7 +200,7 @@ Awaitable<bool> handle_kv_events(Connection& c, ServerContext& ctx, const Reques
       need_snapshot = false;
     }
     if (auto deltas = log.since(last)) {
-      for (const KvEventLog::Entry& e : *deltas) out += event_line(e);
+      append_event_lines(*deltas, batch, out);
       if (!deltas->empty()) last = deltas->back().seq;
     } else {
       need_snapshot = true;  // fell behind the log's history: start over

@@ -161,6 +161,7 @@ bool parse_hex16(const char* p, std::uint64_t& out) {
 // The lines prefixgate-engine writes (its kv_events handler), matched literally:
 //   {"type":"stored","seq":N,"hash":"<16 hex>","parent":"<16 hex>","salt":"S"}
 //   {"type":"removed","seq":N,"hash":"<16 hex>","salt":"S"}
+// or for a run of blocks (?batch=1) "hashes":["<16 hex>",...] in place of "hash",
 // with N of 1-19 digits and a salt of printable ASCII without escapes: a few
 // compares and two hex numbers instead of a scan per member. Anything else (other whitespace,
 // order or members) is the general scan's.
@@ -181,15 +182,25 @@ class EngineLayout {
     }
     std::uint64_t hash = 0;
     std::uint64_t parent = 0;
-    if (!read_uint(s_, i_, e.seq) || !literal(R"(,"hash":")") || !hex16(hash)) return std::nullopt;
-    if (e.kind == Kind::kStored && (!literal(R"(","parent":")") || !hex16(parent))) {
+    if (!read_uint(s_, i_, e.seq)) return std::nullopt;
+    const bool run = !literal(R"(,"hash":")");
+    if (run ? !literal(R"(,"hashes":[)") || !hash_array(e.hashes)
+            : !hex16(hash) || !literal("\"")) {
       return std::nullopt;
     }
-    if (!literal(R"(","salt":")") || !plain_string() || !literal("}") || i_ != s_.size()) {
+    if (e.kind == Kind::kStored &&
+        (!literal(R"(,"parent":")") || !hex16(parent) || !literal("\""))) {
+      return std::nullopt;
+    }
+    if (!literal(R"(,"salt":")") || !plain_string() || !literal("}") || i_ != s_.size()) {
       return std::nullopt;
     }
     e.type = e.kind == Kind::kStored ? "stored" : "removed";
-    e.hash = hash;
+    if (run) {
+      e.blocks = e.hashes.size();
+    } else {
+      e.hash = hash;
+    }
     return e;
   }
 
@@ -208,6 +219,17 @@ class EngineLayout {
     if (s_.size() - i_ < 16 || !parse_hex16(s_.data() + i_, v)) return false;
     i_ += 16;
     return true;
+  }
+  // The elements of a run's "hashes" up to and past its closing bracket: each a string of 16
+  // hex digits (anything else is the DOM parser's).
+  bool hash_array(std::vector<std::uint64_t>& out) {
+    if (literal("]")) return true;
+    do {
+      std::uint64_t h = 0;
+      if (!literal("\"") || !hex16(h) || !literal("\"")) return false;
+      out.push_back(h);
+    } while (literal(","));
+    return literal("]");
   }
   // The rest of a string up to and past its closing quote.
   bool plain_string() { return skip_plain_string(s_, i_); }

@@ -20,11 +20,17 @@ namespace dom = simdjson::dom;
 // gets a parser of its own, so that its buffers do not stay for the thread's life.
 constexpr std::size_t kReusableParserBytes = std::size_t{1} << 16;
 
-bool parse_hash(simdjson::simdjson_result<dom::element> v, std::uint64_t& out) {
+bool parse_hash(dom::element v, std::uint64_t& out) {
   std::string_view s;
   if (v.get_string().get(s)) return false;
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out, 16);
   return ec == std::errc() && end == s.data() + s.size();
+}
+
+// A member's hash; false when it is absent or malformed.
+bool parse_hash(simdjson::simdjson_result<dom::element> v, std::uint64_t& out) {
+  dom::element e;
+  return !v.get(e) && parse_hash(e, out);
 }
 
 // A number field as a double; nullopt when absent or not a number.
@@ -89,7 +95,17 @@ EngineEventLine decode(dom::object doc) {
     }
   } else if (type == "stored" || type == "removed") {
     e.kind = type == "stored" ? EngineEventLine::Kind::kStored : EngineEventLine::Kind::kRemoved;
-    if (parse_hash(doc["hash"], h)) e.hash = h;
+    dom::array run;
+    if (!doc.at_key("hashes").get_array().get(run)) {
+      // A run of blocks: each element takes its place in the sequence, well-formed or not.
+      e.blocks = run.size();
+      e.hashes.reserve(e.blocks);
+      for (dom::element b : run) {
+        if (parse_hash(b, h)) e.hashes.push_back(h);
+      }
+    } else if (parse_hash(doc["hash"], h)) {
+      e.hash = h;
+    }
   } else if (type == "cleared") {
     e.kind = EngineEventLine::Kind::kCleared;
   } else {

@@ -24,10 +24,15 @@ struct EngineEventLine {
   std::string type;       // the line's "type", for the events metric (kind != kSkip)
   std::uint64_t seq = 0;  // 0 when absent or not a positive number
   LoadReport load;        // kLoad
-  // kStored, kRemoved: the block's hash, none when it is malformed (the line still takes its
-  // place in the sequence). Not a vector: a line per block, and an allocation per line.
+  // kStored, kRemoved: how many blocks, and so sequence numbers from `seq` on, the line stands
+  // for: 1 for a line with "hash", the length of "hashes" for a run of blocks on one line (an
+  // engine asked with ?batch=1).
+  std::size_t blocks = 1;
+  // kStored, kRemoved with "hash": the block's hash, none when it is malformed (the line still
+  // takes its place in the sequence). Not a vector: a line per block, and an allocation per line.
   std::optional<std::uint64_t> hash;
-  std::vector<std::uint64_t> hashes;  // kSnapshot: every block whose hash is well-formed
+  // kSnapshot, and kStored or kRemoved with "hashes": every block whose hash is well-formed.
+  std::vector<std::uint64_t> hashes;
 };
 
 EngineEventLine parse_engine_event_line(std::string_view line);

@@ -33,7 +33,8 @@ Awaitable<void> sleep_for(std::chrono::milliseconds d) {
 
 // Follows one replica's /v1/kv_events stream: lines are applied in order, the stored and removed
 // blocks of one read in one batch (one lock of the replica set and one metrics update for all of
-// them instead of one per block: an engine sends a line per block it stores or evicts).
+// them instead of one per block: an engine sends a line per run of blocks it stores or evicts,
+// or per block).
 class EventFollower {
  public:
   EventFollower(GatewayContext& ctx, ReplicaId r)
@@ -56,12 +57,12 @@ class EventFollower {
       return true;
     }
     if (e.kind == Kind::kStored || e.kind == Kind::kRemoved) {
-      if (!in_sequence(e.seq)) return false;
-      ++(e.kind == Kind::kStored ? stored_lines_ : removed_lines_);
-      if (e.hash) {
-        batch_.push_back(
-            {*e.hash, e.kind == Kind::kStored ? KeyState::kPrimary : KeyState::kAbsent});
-      }
+      if (e.blocks == 0) return true;  // an empty run: no block, no place in the sequence
+      if (!in_sequence(e.seq, e.blocks)) return false;
+      (e.kind == Kind::kStored ? stored_blocks_ : removed_blocks_) += static_cast<double>(e.blocks);
+      const KeyState state = e.kind == Kind::kStored ? KeyState::kPrimary : KeyState::kAbsent;
+      if (e.hash) batch_.push_back({*e.hash, state});
+      for (const std::uint64_t h : e.hashes) batch_.push_back({h, state});
       return true;
     }
     flush();  // what comes next applies after the blocks before it
@@ -72,7 +73,7 @@ class EventFollower {
       have_seq_ = true;
       return true;
     }
-    if (!in_sequence(e.seq)) return false;
+    if (!in_sequence(e.seq, 1)) return false;
     if (e.kind == Kind::kCleared) ctx_.replicas->apply_cleared(r_);
     return true;
   }
@@ -81,19 +82,20 @@ class EventFollower {
   void flush() {
     if (!batch_.empty()) ctx_.replicas->apply_key_changes(r_, batch_);
     batch_.clear();
-    if (stored_lines_ > 0) ctx_.m.kv_events->add({name_, "stored"}, stored_lines_);
-    if (removed_lines_ > 0) ctx_.m.kv_events->add({name_, "removed"}, removed_lines_);
-    stored_lines_ = removed_lines_ = 0;
+    if (stored_blocks_ > 0) ctx_.m.kv_events->add({name_, "stored"}, stored_blocks_);
+    if (removed_blocks_ > 0) ctx_.m.kv_events->add({name_, "removed"}, removed_blocks_);
+    stored_blocks_ = removed_blocks_ = 0;
   }
 
  private:
-  bool in_sequence(std::uint64_t seq) {
+  // Whether a line of `count` events from `seq` on follows the last one applied.
+  bool in_sequence(std::uint64_t seq, std::size_t count) {
     if (!have_seq_ || seq != last_seq_ + 1) {
       spdlog::warn("kv_events {}: sequence gap ({} after {}); resyncing", name_, seq, last_seq_);
       have_seq_ = false;
       return false;
     }
-    last_seq_ = seq;
+    last_seq_ = seq + (count - 1);
     return true;
   }
 
@@ -104,8 +106,8 @@ class EventFollower {
   bool have_seq_ = false;
   std::uint64_t epoch_ = 0;  // the replica's index epoch as of the last snapshot applied
   std::vector<KeyChange> batch_;
-  double stored_lines_ = 0;
-  double removed_lines_ = 0;
+  double stored_blocks_ = 0;  // events counted per block, one line or a run
+  double removed_blocks_ = 0;
 };
 
 }  // namespace
@@ -117,9 +119,11 @@ Awaitable<void> run_kv_events(GatewayContext& ctx, ReplicaId r) {
     if (follower.forgotten()) follower.forget_seq();
     {
       Exchange ex(ctx, r);
+      // batch=1: runs of blocks on one line each (an engine that predates it ignores it).
       Request req{http::verb::get,
-                  follower.have_seq() ? "/v1/kv_events?since=" + std::to_string(follower.last_seq())
-                                      : "/v1/kv_events",
+                  follower.have_seq()
+                      ? "/v1/kv_events?batch=1&since=" + std::to_string(follower.last_seq())
+                      : "/v1/kv_events?batch=1",
                   11};
       req.set(http::field::user_agent, "prefixgate");
       const UpstreamFailure f = co_await ex.open(req);
