@@ -210,11 +210,12 @@ PromptMemo::Reuse PromptMemo::count_in_place(std::string_view text, const Tokeni
   const std::size_t block_bytes = block_size * sizeof(TokenId);
   while (reused < std::min(blocks, old_blocks)) {
     const TokenId* now = slot->tokens.data() + reused * block_size;
-    const TokenId* then = slot == best
-                              ? (reused - first_compared + 1) * block_size <= old_tokens_.size()
-                                    ? old_tokens_.data() + (reused - first_compared) * block_size
-                                    : nullptr
-                              : best->tokens.data() + reused * block_size;
+    const TokenId* then = nullptr;
+    if (slot != best) {
+      then = best->tokens.data() + reused * block_size;
+    } else if ((reused - first_compared + 1) * block_size <= old_tokens_.size()) {
+      then = old_tokens_.data() + (reused - first_compared) * block_size;
+    }
     if (then == nullptr || std::memcmp(now, then, block_bytes) != 0) break;
     slot->hashes.push_back(slot == best ? old_hashes_[reused - first_compared]
                                         : best->hashes[reused]);
