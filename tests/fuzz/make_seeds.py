@@ -119,6 +119,12 @@ write("fuzz_kv_events", "engine-lines", b"\x01" + "\n".join([
     '{"type":"cleared","seq":4}',
     '{"type":"load","running":2,"waiting":1e300,"kv_pages_used":-1,"kv_pages_total":64}',
     '{"type":"other","seq":5}', 'not json']).encode())
+write("fuzz_kv_events", "engine-runs", b"\x01" + "\n".join([
+    '{"type":"stored","seq":6,"hashes":["00000000000000a1","00000000000000a2"],'
+    '"parent":"00000000000000a0","salt":""}',
+    '{"type":"removed","seq":8,"hashes":["00000000000000a1","zz"],"salt":"t"}',
+    '{"type":"removed","seq":10,"hashes":[],"salt":""}',
+    '{"type":"stored","seq":10,"hashes":"00000000000000a1","hash":"1"}']).encode())
 
 # fuzz_config: the example configurations and the README's.
 for path in sorted(glob.glob(os.path.join(ROOT, "examples/*.yaml"))):
