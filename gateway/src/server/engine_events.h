@@ -29,7 +29,8 @@ struct EngineEventLine {
   // engine asked with ?batch=1).
   std::size_t blocks = 1;
   // kStored, kRemoved with "hash": the block's hash, none when it is malformed (the line still
-  // takes its place in the sequence). Not a vector: a line per block, and an allocation per line.
+  // takes its place in the sequence). Not a vector: one-block lines come by the dozen, and an
+  // allocation each would show.
   std::optional<std::uint64_t> hash;
   // kSnapshot, and kStored or kRemoved with "hashes": every block whose hash is well-formed.
   std::vector<std::uint64_t> hashes;
