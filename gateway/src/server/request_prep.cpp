@@ -93,7 +93,7 @@ Status analyze_request(PreparedRequest& out, const PrepOptions& options,
     out.findings.reserve(found.findings.size());
     for (canon::Finding& f : found.findings) {
       out.findings.push_back(
-          {std::string(canon::rule_id(f.rule)),
+          {canon::rule_id(f.rule),
            conversion != nullptr ? canon::source_field(*conversion, f.field) : std::move(f.field),
            std::move(f.excerpt), f.token_offset, f.prompt_begin});
     }

@@ -40,7 +40,7 @@ struct PrepOptions {
 };
 
 struct PromptFinding {
-  std::string rule;              // lint rule id
+  std::string_view rule;         // lint rule id (canon::rule_id: static text, no copy a finding)
   std::string field;             // "messages[0].content"
   std::string excerpt;           // the matched text, as sent: redact before logging it
   std::size_t token_offset = 0;  // first token of the match in the rendered prompt
