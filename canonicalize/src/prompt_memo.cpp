@@ -32,7 +32,40 @@ void grow_to(Vec& v, std::size_t needed) {
   if (v.capacity() < needed) v.reserve(std::max(needed, v.capacity() + v.capacity() / 2));
 }
 
+// `hashes` (the chained hashes of the first hashes.size() blocks of `tokens`) extended to every
+// whole block of `tokens`.
+void chain_remaining_blocks(std::span<const TokenId> tokens, std::size_t block_size,
+                            std::uint64_t root, std::vector<std::uint64_t>& hashes) {
+  std::uint64_t parent = hashes.empty() ? root : hashes.back();
+  for (std::size_t i = hashes.size(); i < tokens.size() / block_size; ++i) {
+    parent = chain_block_hash(parent, tokens.subspan(i * block_size, block_size));
+    hashes.push_back(parent);
+  }
+}
+
 }  // namespace
+
+PromptMemo::ResumePoint PromptMemo::resume_point(const Entry* best, std::size_t shared,
+                                                 std::string_view text,
+                                                 const Tokenizer& tokenizer) {
+  ResumePoint r;
+  if (best == nullptr) return r;
+  r.same_text = shared == text.size() && shared == best->text.size();
+  if (r.same_text) {
+    // A prompt sent again: its encoding is the remembered one, whole.
+    r.stretches = best->stretches.size();
+    r.tokens = best->tokens.size();
+    r.byte = text.size();
+    return r;
+  }
+  r.stretches = tokenizer.resumable_stretches(best->stretches, best->tokens, shared);
+  if (r.stretches > 0) {
+    const EncodedStretch& last = best->stretches[r.stretches - 1];
+    r.tokens = last.token_end;
+    r.byte = last.byte_end;
+  }
+  return r;
+}
 
 PromptMemo::Reuse PromptMemo::analyze(std::string_view text, const Tokenizer& tokenizer,
                                       SegmentCache* cache, std::size_t block_size,
@@ -61,34 +94,21 @@ PromptMemo::Reuse PromptMemo::analyze(std::string_view text, const Tokenizer& to
   out.stretches.clear();
   // At most one token per byte: one allocation, not a doubling series.
   out.tokens.reserve(text.size());
-  std::size_t kept_stretches = 0;
-  std::size_t kept_tokens = 0;
-  const bool same_text = best != nullptr && shared == text.size() && shared == best->text.size();
-  if (same_text) {
-    // A prompt sent again: its encoding is the remembered one, whole.
-    kept_stretches = best->stretches.size();
-    kept_tokens = best->tokens.size();
-    out.tokens.assign(best->tokens.begin(), best->tokens.end());
-    out.stretches.assign(best->stretches.begin(), best->stretches.end());
-  } else {
-    std::size_t begin = 0;
-    if (best != nullptr) {
-      kept_stretches = tokenizer.resumable_stretches(best->stretches, best->tokens, shared);
-    }
-    if (kept_stretches > 0) {
-      const EncodedStretch& last = best->stretches[kept_stretches - 1];
-      kept_tokens = last.token_end;
-      begin = last.byte_end;
-      out.tokens.assign(best->tokens.begin(),
-                        best->tokens.begin() + static_cast<std::ptrdiff_t>(kept_tokens));
-      out.stretches.assign(best->stretches.begin(),
-                           best->stretches.begin() + static_cast<std::ptrdiff_t>(kept_stretches));
-    }
+  const ResumePoint resume = resume_point(best, shared, text, tokenizer);
+  const std::size_t kept_stretches = resume.stretches;
+  const std::size_t kept_tokens = resume.tokens;
+  if (best != nullptr) {
+    out.tokens.assign(best->tokens.begin(),
+                      best->tokens.begin() + static_cast<std::ptrdiff_t>(kept_tokens));
+    out.stretches.assign(best->stretches.begin(),
+                         best->stretches.begin() + static_cast<std::ptrdiff_t>(kept_stretches));
+  }
+  if (!resume.same_text) {
     tokenizer.encode(text, out.tokens,
                      EncodeOptions{.parse_special = true,
                                    .segment_cache = cache,
                                    .stretches = &out.stretches,
-                                   .begin = begin});
+                                   .begin = resume.byte});
   }
 
   const std::size_t blocks = out.tokens.size() / block_size;
@@ -110,12 +130,7 @@ PromptMemo::Reuse PromptMemo::analyze(std::string_view text, const Tokenizer& to
   if (reused > 0) {
     hashes.assign(best->hashes.begin(), best->hashes.begin() + static_cast<std::ptrdiff_t>(reused));
   }
-  std::uint64_t parent = reused > 0 ? hashes.back() : root;
-  const std::span<const TokenId> tokens(out.tokens);
-  for (std::size_t i = reused; i < blocks; ++i) {
-    parent = chain_block_hash(parent, tokens.subspan(i * block_size, block_size));
-    hashes.push_back(parent);
-  }
+  chain_remaining_blocks(out.tokens, block_size, root, hashes);
   remember(best, shared, kept_stretches, reused, text, tokenizer, root, block_size, out, hashes);
   return Reuse{.tokens = kept_tokens, .blocks = reused};
 }
@@ -135,22 +150,9 @@ PromptMemo::Reuse PromptMemo::count_in_place(std::string_view text, const Tokeni
                                              std::uint64_t root, Entry* best, std::size_t shared,
                                              TokenizedPrompt& out,
                                              std::vector<std::uint64_t>& hashes) {
-  const bool same_text = best != nullptr && shared == text.size() && shared == best->text.size();
-  std::size_t kept_stretches = 0;
-  if (same_text) {
-    kept_stretches = best->stretches.size();
-  } else if (best != nullptr) {
-    kept_stretches = tokenizer.resumable_stretches(best->stretches, best->tokens, shared);
-  }
-  std::size_t kept_tokens = 0;
-  std::size_t begin = 0;  // where encoding resumes
-  if (same_text) {
-    kept_tokens = best->tokens.size();
-    begin = text.size();
-  } else if (kept_stretches > 0) {
-    kept_tokens = best->stretches[kept_stretches - 1].token_end;
-    begin = best->stretches[kept_stretches - 1].byte_end;
-  }
+  const ResumePoint resume = resume_point(best, shared, text, tokenizer);
+  const std::size_t kept_stretches = resume.stretches;
+  const std::size_t kept_tokens = resume.tokens;
   // The remembered blocks whose hashes may be the new prompt's: those under the same root and
   // block size, the first `reused` of them within the kept tokens.
   const bool same_chain = best != nullptr && best->root == root && best->block_size == block_size;
@@ -195,13 +197,13 @@ PromptMemo::Reuse PromptMemo::count_in_place(std::string_view text, const Tokeni
   slot->root = root;
   slot->block_size = block_size;
 
-  if (!same_text) {
+  if (!resume.same_text) {
     grow_to(slot->tokens, text.size());  // at most one token per byte
     tokenizer.encode(text, slot->tokens,
                      EncodeOptions{.parse_special = true,
                                    .segment_cache = cache,
                                    .stretches = &slot->stretches,
-                                   .begin = begin});
+                                   .begin = resume.byte});
   }
   const std::size_t blocks = slot->tokens.size() / block_size;
   // Blocks after the reused ones that compare equal to the remembered ones (from `best`, or
@@ -222,12 +224,7 @@ PromptMemo::Reuse PromptMemo::count_in_place(std::string_view text, const Tokeni
     ++reused;
   }
   grow_to(slot->hashes, blocks);
-  std::uint64_t parent = reused > 0 ? slot->hashes.back() : root;
-  const std::span<const TokenId> tokens(slot->tokens);
-  for (std::size_t i = reused; i < blocks; ++i) {
-    parent = chain_block_hash(parent, tokens.subspan(i * block_size, block_size));
-    slot->hashes.push_back(parent);
-  }
+  chain_remaining_blocks(slot->tokens, block_size, root, slot->hashes);
 
   out.tokens.clear();
   out.counted = slot->tokens.size();

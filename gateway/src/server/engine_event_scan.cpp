@@ -123,17 +123,14 @@ constexpr std::array<std::uint8_t, 256> kHexValue = [] {
   return t;
 }();
 
-// std::from_chars(base 16) over all of `s`, without its overflow check for the hashes the engine
-// writes: 16 digits or fewer cannot overflow.
-bool parse_hex(std::string_view s, std::uint64_t& out) {
-  if (s.empty() || s.size() > 16) {
-    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out, 16);
-    return ec == std::errc() && end == s.data() + s.size();
-  }
+// The value of the `n` (at most 16) hex digits at `p`; false if any byte is not one. Inlined, so
+// that where `n` is a constant (the engine's 16) the loop unrolls into a table load and a shift
+// per digit.
+inline bool hex_digits(const char* p, std::size_t n, std::uint64_t& out) {
   std::uint64_t v = 0;
   std::uint8_t bad = 0;  // the high bit of any byte that was not a digit
-  for (const char c : s) {
-    const std::uint8_t digit = kHexValue[static_cast<unsigned char>(c)];
+  for (std::size_t k = 0; k < n; ++k) {
+    const std::uint8_t digit = kHexValue[static_cast<unsigned char>(p[k])];
     bad |= digit;
     v = v << 4 | (digit & 0x0F);
   }
@@ -142,20 +139,14 @@ bool parse_hex(std::string_view s, std::uint64_t& out) {
   return true;
 }
 
-// The 16 hex digits the engine writes for a block's hash, at `p`: parse_hex with the count
-// known, so the loop unrolls into a table load and a shift per digit (a quarter of a line's
-// scan went to the general loop).
-bool parse_hex16(const char* p, std::uint64_t& out) {
-  std::uint64_t v = 0;
-  std::uint8_t bad = 0;
-  for (std::size_t k = 0; k < 16; ++k) {
-    const std::uint8_t digit = kHexValue[static_cast<unsigned char>(p[k])];
-    bad |= digit;
-    v = v << 4 | (digit & 0x0F);
+// std::from_chars(base 16) over all of `s`, without its overflow check for the hashes the engine
+// writes: 16 digits or fewer cannot overflow.
+bool parse_hex(std::string_view s, std::uint64_t& out) {
+  if (s.empty() || s.size() > 16) {
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out, 16);
+    return ec == std::errc() && end == s.data() + s.size();
   }
-  if (bad & 0x80) return false;
-  out = v;
-  return true;
+  return hex_digits(s.data(), s.size(), out);
 }
 
 // The lines prefixgate-engine writes (its kv_events handler), matched literally:
@@ -216,7 +207,7 @@ class EngineLayout {
   }
   // The engine writes a block's hash as 16 hex digits.
   bool hex16(std::uint64_t& v) {
-    if (s_.size() - i_ < 16 || !parse_hex16(s_.data() + i_, v)) return false;
+    if (s_.size() - i_ < 16 || !hex_digits(s_.data() + i_, 16, v)) return false;
     i_ += 16;
     return true;
   }

@@ -69,6 +69,16 @@ class PromptMemo {
     std::vector<EncodedStretch> stretches;
     std::vector<std::uint64_t> hashes;  // of tokens' whole blocks
   };
+  // Where encoding `text` picks up after `best` (null: from the start), which shares its first
+  // `shared` bytes: the remembered stretches and tokens kept, and the byte to resume at.
+  struct ResumePoint {
+    bool same_text = false;  // the remembered text itself: nothing to encode
+    std::size_t stretches = 0;
+    std::size_t tokens = 0;
+    std::size_t byte = 0;
+  };
+  static ResumePoint resume_point(const Entry* best, std::size_t shared, std::string_view text,
+                                  const Tokenizer& tokenizer);
   // analyze() with TokenIds::kCount, `best` sharing the first `shared` bytes of `text`.
   Reuse count_in_place(std::string_view text, const Tokenizer& tokenizer, SegmentCache* cache,
                        std::size_t block_size, std::uint64_t root, Entry* best, std::size_t shared,
