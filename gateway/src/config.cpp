@@ -242,6 +242,42 @@ Status apply_routing(const YAML::Node& t, RoutingConfig& out) {
   return {};
 }
 
+Status apply_peers(const YAML::Node& t, PeerConfig& out) {
+  if (!t.IsMap()) return bad("peers", "peers: expected a mapping (listen, addresses, ...)");
+  for (const auto& kv : t) {
+    const std::string k = kv.first.as<std::string>();
+    const std::string key = "peers." + k;
+    if (k == "listen") {
+      auto s = scalar<std::string>(kv.second, key);
+      if (!s) return s.error();
+      if (Status st = parse_peer_listen(*s, key, out); !st) return st;
+    } else if (k == "addresses") {
+      if (!kv.second.IsSequence()) return bad(key, key + ": expected a list of HOST:PORT");
+      out.addresses.clear();
+      for (std::size_t i = 0; i < kv.second.size(); ++i) {
+        const std::string item = key + "[" + std::to_string(i) + "]";
+        auto s = scalar<std::string>(kv.second[i], item);
+        if (!s) return s.error();
+        if (Status st = check_peer_address(*s, item); !st) return st;
+        out.addresses.push_back(*s);
+      }
+    } else if (k == "flush_ms") {
+      auto v = scalar<double>(kv.second, key);
+      if (!v) return v.error();
+      if (!(*v > 0 && *v <= 1000)) return bad(key, key + ": must be in (0, 1000]");
+      out.flush_us = static_cast<std::size_t>(*v * 1000);
+      if (out.flush_us == 0) out.flush_us = 1;
+    } else if (k == "timeout_ms") {
+      auto n = positive(kv.second, key);
+      if (!n) return n.error();
+      out.timeout_ms = *n;
+    } else {
+      return bad(key, key + ": unknown key (listen, addresses, flush_ms, timeout_ms)");
+    }
+  }
+  return {};
+}
+
 Status apply_model(const std::string& name, const YAML::Node& m, const std::string& key,
                    GatewayConfig& cfg) {
   ModelConfig mc;
@@ -359,6 +395,8 @@ Status apply_root(const YAML::Node& root, GatewayConfig& cfg) {
     } else if (k == "routing") {
       st =
           v.IsMap() ? apply_routing(v, cfg.routing) : Status(bad(k, "routing: expected a mapping"));
+    } else if (k == "peers") {
+      st = apply_peers(v, cfg.peers);
     } else if (k == "timeouts") {
       st = v.IsMap() ? apply_timeouts(v, cfg.timeouts)
                      : Status(bad(k, "timeouts: expected a mapping"));
@@ -594,6 +632,20 @@ Status validate(const GatewayConfig& config) {
                    "models: '" + config.models[i].name + "' is configured twice");
       }
     }
+  }
+  const PeerConfig& peers = config.peers;
+  if (peers.enabled() && peers.addresses.empty()) {
+    return bad("peers.addresses",
+               "peers.addresses: a peer listener needs the other gateways' addresses "
+               "(--peer HOST:PORT)");
+  }
+  if (!peers.enabled() && !peers.addresses.empty()) {
+    return bad("peers.listen",
+               "peers.listen: peer addresses need a listener of this gateway's own "
+               "(--peer-listen IP:PORT)");
+  }
+  if (peers.enabled() && peers.timeout_ms * 1000 < 4 * peers.flush_us) {
+    return bad("peers.timeout_ms", "peers.timeout_ms: must be at least four flush_ms");
   }
   return validate_admin(config);
 }

@@ -152,6 +152,21 @@ struct TokenizerCacheConfig {
   std::size_t min_segment_bytes = 64;  // shorter stretches are tokenized directly
 };
 
+// Peer gateways that share their sends (prefixgate/gateway/peer_sends.h), over UDP. Off unless
+// `listen` is set; every gateway of a fleet lists the others' addresses.
+struct PeerConfig {
+  std::string host;  // listen's IP address; "" = not peered
+  std::uint16_t port = 0;
+  std::vector<std::string> addresses;  // "HOST:PORT" of each other gateway's peer listener
+  std::size_t flush_us = 100;          // a send waits this long for others to go in one datagram
+  std::size_t timeout_ms = 3000;       // a peer silent this long is gone: its flights end
+  bool enabled() const { return !host.empty(); }
+};
+// "HOST:PORT" (an IP address; port 0 picks one) -> peers.host, peers.port. Errors name `param`.
+Status parse_peer_listen(std::string_view listen, const std::string& param, PeerConfig& peers);
+// "HOST:PORT" with a port 1-65535 (a host name is resolved when the gateway starts).
+Status check_peer_address(std::string_view address, const std::string& param);
+
 struct GatewayConfig {
   std::string host = "127.0.0.1";
   std::uint16_t port = 8080;
@@ -166,6 +181,7 @@ struct GatewayConfig {
   TokenizerCacheConfig tokenizer_cache;
   TenantConfig tenants;
   AdminConfig admin;
+  PeerConfig peers;
   // tenant_limits: and admission: (prefixgate/gateway/admission.h); off unless configured.
   AdmissionConfig admission;
   std::size_t eject_after_failures = 3;  // consecutive request failures that eject a replica

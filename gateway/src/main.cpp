@@ -63,6 +63,8 @@ int main(int argc, char** argv) {
   std::size_t threads = 0;
   std::string tokenizer_cache;
   std::string admin_listen;
+  std::string peer_listen;
+  std::vector<std::string> peer_addresses;
   CLI::App app{"prefixgate: an OpenAI-compatible proxy that routes by cached prefix and load"};
   app.add_option("--config", config_path, "YAML configuration file");
   app.add_option("--listen", listen, "HOST:PORT to listen on (port 0 picks a free one)");
@@ -82,6 +84,11 @@ int main(int argc, char** argv) {
       "--admin-listen", admin_listen,
       "HOST:PORT for the admin routes (/metrics, /stats, /dashboard, "
       "/prefixgate/explain), off --listen (admin_listen); the key: PREFIXGATE_ADMIN_KEY");
+  app.add_option("--peer-listen", peer_listen,
+                 "IP:PORT (UDP) on which this gateway hears its peers' sends (peers.listen)");
+  app.add_option("--peer", peer_addresses,
+                 "HOST:PORT of another gateway's --peer-listen, to share sends with; repeatable "
+                 "(peers.addresses)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -110,6 +117,18 @@ int main(int argc, char** argv) {
   if (!log_level.empty()) cfg.log_level = log_level;
   if (!tokenizer_cache.empty()) cfg.tokenizer_cache.enabled = tokenizer_cache == "on";
   add_env_keys(cfg);
+  if (!peer_listen.empty()) {
+    if (auto st = gw::parse_peer_listen(peer_listen, "--peer-listen", cfg.peers); !st) {
+      return invalid(st.error());
+    }
+  }
+  if (!peer_addresses.empty()) {
+    cfg.peers.addresses.clear();
+    for (const std::string& a : peer_addresses) {
+      if (auto st = gw::check_peer_address(a, "--peer"); !st) return invalid(st.error());
+      cfg.peers.addresses.push_back(a);
+    }
+  }
   if (!admin_listen.empty()) {
     if (auto st = gw::parse_admin_listen(admin_listen, "--admin-listen", cfg.admin); !st) {
       return invalid(st.error());
@@ -136,6 +155,7 @@ int main(int argc, char** argv) {
 
   const std::string host = cfg.host;
   const std::string admin_host = cfg.admin.host;
+  const std::string peer_host = cfg.peers.host;
   gw::server::Gateway gateway(std::move(cfg), {.handle_signals = true});
   auto port = gateway.start();
   if (!port) {
@@ -149,6 +169,10 @@ int main(int argc, char** argv) {
   std::cout << "listening on http://" << host << ":" << *port << std::endl;
   if (gateway.admin_port() != 0) {  // after the line above: tools take the first as the API's
     std::cout << "admin routes listening on http://" << admin_host << ":" << gateway.admin_port()
+              << std::endl;
+  }
+  if (gateway.peer_port() != 0) {
+    std::cout << "peers listening on udp://" << peer_host << ":" << gateway.peer_port()
               << std::endl;
   }
   gateway.run();

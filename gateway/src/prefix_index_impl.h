@@ -160,6 +160,16 @@ struct Rows {
 };
 
 struct ReplicaState {
+  // Moved, never copied, when the index's vector of replicas grows: a copy would leave lru_pos's
+  // iterators pointing into the old list. The deques' moves are not declared noexcept, so without
+  // this the vector would copy (a replica added after another's predictions, as a policy that
+  // grows its own index on first sight of a replica does).
+  ReplicaState() = default;
+  ReplicaState(ReplicaState&&) noexcept = default;
+  ReplicaState& operator=(ReplicaState&&) noexcept = default;
+  ReplicaState(const ReplicaState&) = delete;
+  ReplicaState& operator=(const ReplicaState&) = delete;
+
   ReplicaIndexConfig config;
   // Confirmed blocks, kept per replica too so cleared/reset/snapshot cost O(replica's blocks)
   // instead of a scan of the whole index. Their tier is in the index (Entry::offloaded).

@@ -137,7 +137,7 @@ Status apply_options(std::string_view options, CacheAwareConfig& c) {
           "cache_aware option '" + std::string(item) +
               "': expected memory_aware=true|false, cost_in_seconds=true|false, "
               "cold_rendezvous=true|false, cohort_wait=true|false, next_end_wait=true|false, "
-              "soonest_holder=true|false, prefill_drain=true|false, "
+              "soonest_holder=true|false, prefill_drain=true|false, peer_turns=true|false, "
               "eviction_weight=N, duplicate_weight=N, "
               "queue_duplicate_factor=N, tail_quantile=N, overload_factor=N, "
               "decode_weight=N, copy_headroom=N, share_copy_siblings=N, gateways=N, "
@@ -156,7 +156,7 @@ Status apply_options(std::string_view options, CacheAwareConfig& c) {
     }
     if (key == "memory_aware" || key == "cost_in_seconds" || key == "cold_rendezvous" ||
         key == "cohort_wait" || key == "next_end_wait" || key == "soonest_holder" ||
-        key == "prefill_drain") {
+        key == "prefill_drain" || key == "peer_turns") {
       if (value != "true" && value != "false") return bad();
       (key == "memory_aware"      ? c.memory_aware
        : key == "cost_in_seconds" ? c.cost_in_seconds
@@ -164,6 +164,7 @@ Status apply_options(std::string_view options, CacheAwareConfig& c) {
        : key == "cohort_wait"     ? c.cohort_wait
        : key == "next_end_wait"   ? c.next_end_wait
        : key == "soonest_holder"  ? c.soonest_holder
+       : key == "peer_turns"      ? c.peer_turns
                                   : c.prefill_drain) = value == "true";
       continue;
     }

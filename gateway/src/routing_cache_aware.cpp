@@ -51,12 +51,14 @@ class CacheAware final : public RoutingPolicy {
                  Clock::time_point now) override {
     (void)request;
     turns_.sent(decision.replica, now);
+    if (config_.peered) send_gaps_.add(now);  // every gateway's sends, as peers tell them
   }
 
   RouteDecision route(const RouteRequest& request, std::span<const ReplicaView> replicas,
                       const PrefixIndex& index, Clock::time_point now) override {
     const std::size_t n = replicas.size();
     load_model_.set_now(now);
+    now_ = now;
     match_blocks(request, replicas, index, now, blocks_, &offloaded_);
     if (config_.memory_aware) churn_.update(replicas, index, now);
     const bool seconds = config_.cost_in_seconds && CacheAwareLoad::timed(replicas);
@@ -364,10 +366,21 @@ class CacheAware final : public RoutingPolicy {
     }
     const double bound =
         best_cost + config_.near_tie_prefills * prompt * replicas[best].prefill_seconds_per_token;
-    return turns_.least_recently_sent(replicas.size(), best, [&](std::size_t r) {
+    auto within = [&](std::size_t r) {
       return replicas[r].healthy && eligible(r) &&
              load_[r] + miss_cost(request, replicas[r], r, true) <= bound;
-    });
+    };
+    if (config_.peered && config_.peer_turns && send_gaps_.seconds > 0) {
+      // Peers: the same least recently sent replica at every gateway; due ones first, in this
+      // gateway's own order (CacheAwareConfig::peered).
+      std::size_t candidates = 0;
+      for (std::size_t r = 0; r < replicas.size(); ++r) candidates += within(r) ? 1 : 0;
+      const double round = static_cast<double>(candidates) * send_gaps_.seconds;
+      const Clock::time_point due =
+          now_ - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(round));
+      if (const auto r = turns_.next_due(replicas.size(), due, within)) return *r;
+    }
+    return turns_.least_recently_sent(replicas.size(), best, within);
   }
 
   // gateway_spill_slack: `spill` (a replica holding less than the longest match) looks cheapest
@@ -638,13 +651,18 @@ class CacheAware final : public RoutingPolicy {
   // gateway_spread_prefills: this gateway's requests whose longest match saves little, the last
   // one's time and the smoothed interval between two of them (0 before the second).
   SmoothedInterval load_dominated_gaps_;
+  // peered: the smoothed interval between two sends of any gateway (0 before the second).
+  SmoothedInterval send_gaps_;
+  Clock::time_point now_{};             // this decision's time
   std::vector<std::size_t> blocks_;     // scratch, reused between calls
   std::vector<std::size_t> offloaded_;  // scratch
   std::vector<double> load_;            // scratch
   std::vector<double> queued_seconds_;  // scratch: each replica's queued prefill, when timed
   std::vector<double> footprint_;       // scratch
   bool seconds_ = false;                // this decision's cost is in seconds
-  SendTurns turns_;  // near_tie_prefills, gateway_spread_prefills: whose turn it is
+  // near_tie_prefills, gateway_spread_prefills: whose turn it is. Mutable: choosing a near tie
+  // in turn (a const query of the costs) moves its cursor.
+  mutable SendTurns turns_;
   EvictionChurn churn_;
   double best_saved_ = 0;        // the most prefill any healthy replica saves this request
   double duplicate_weight_ = 0;  // this request's charge for a duplicate prefill

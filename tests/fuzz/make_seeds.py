@@ -186,3 +186,26 @@ for name, raw in {
     "responses": "POST /v1/responses HTTP/1.1\r\nContent-Length: 13\r\n\r\n{\"input\":\"x\"}",
 }.items():
     write("fuzz_http", name, raw)
+
+# fuzz_peer_datagram: a peer gateway's datagrams (gateway/include/prefixgate/gateway/peer_sends.h),
+# replicas keyed 0-3 as the fuzz program lists them.
+import struct
+
+
+def peer_datagram(origin, records):
+    out = b"PGPS" + struct.pack("<BQ", 1, origin)
+    for kind, flight, routed in records:
+        out += struct.pack("<BQ", kind, flight)
+        if kind == 1:
+            replica, prompt, cached, block, hashes = routed
+            out += struct.pack("<QIIII", replica, prompt, cached, block, len(hashes))
+            out += b"".join(struct.pack("<Q", h) for h in hashes)
+    return out
+
+
+write("fuzz_peer_datagram", "heartbeat", peer_datagram(7, []))
+write("fuzz_peer_datagram", "lifecycle", peer_datagram(7, [
+    (1, 1, (2, 160, 48, 16, list(range(100, 110)))), (2, 1, None), (3, 1, None)]))
+write("fuzz_peer_datagram", "burst", peer_datagram(9, [
+    (1, f, (f % 5, 64 * f, 16, 16, [1000 + f, 2000 + f])) for f in range(1, 9)]
+    + [(3, f, None) for f in range(1, 9, 2)]))

@@ -486,3 +486,47 @@ TEST(CacheAwareTest, SeveralGatewaysKeepAHitThatSavesMuch) {
 
 }  // namespace
 }  // namespace prefixgate::gateway
+
+namespace prefixgate::gateway {
+namespace {
+
+// Peered gateways (CacheAwareConfig::peered) hear every send, so they share one view of whom was
+// sent to last: gateways deciding within the moment their sends take to reach each other would
+// all pick the same least recently sent replica. With peer_turns each goes first to the replicas
+// no gateway has sent to for a round, in an order of its own.
+ReplicaId peered_choice(std::uint64_t seed, bool peer_turns) {
+  TemplateFleet fleet;
+  // One gateway's view drains a report's queue from the report's arrival (prefill_drain).
+  fleet.views[7].report_beyond_own_tokens = fleet.views[7].tokens_queued_for_prefill;
+  PolicyConfig config;
+  config.seed = seed;
+  config.cache_aware.peered = true;
+  config.cache_aware.peer_turns = peer_turns;
+  auto p = policy("cache_aware", config);
+  // Every gateway's sends, as the peers told them: replicas 0..7 in order, a millisecond apart.
+  Clock::time_point now{};
+  for (ReplicaId r = 0; r < 8; ++r, now += std::chrono::milliseconds(1)) {
+    const auto h = prompt_hashes(7, 1, 1000 + r, 127);
+    RouteDecision d;
+    d.replica = r;
+    p->on_routed(request_for(h), d, now);
+  }
+  const auto h = prompt_hashes(7, 1, 2000, 127);
+  return p->route(request_for(h), fleet.views, fleet.index, std::chrono::milliseconds(100) + now)
+      .replica;
+}
+
+TEST(CacheAwareTest, PeeredGatewaysTakeNearTiesInTurnsOfTheirOwn) {
+  std::set<ReplicaId> alike, own;
+  for (std::uint64_t seed = 1; seed <= 6; ++seed) {
+    alike.insert(peered_choice(seed, /*peer_turns=*/false));
+    own.insert(peered_choice(seed, /*peer_turns=*/true));
+  }
+  EXPECT_EQ(alike, (std::set<ReplicaId>{0})) << "the same least recently sent replica for all";
+  EXPECT_GE(own.size(), 3U) << "every near tie is due: each gateway's own order decides";
+  EXPECT_FALSE(own.contains(7)) << "its queue is past the near ties";
+  EXPECT_FALSE(make_policy("cache_aware:peer_turns=maybe").ok());
+}
+
+}  // namespace
+}  // namespace prefixgate::gateway

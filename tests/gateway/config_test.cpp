@@ -147,3 +147,50 @@ TEST(ConfigTest, TokenizerCacheKeys) {
 
 }  // namespace
 }  // namespace prefixgate::gateway
+
+namespace prefixgate::gateway {
+namespace {
+
+TEST(ConfigTest, PeersKeysAndTheirRefusals) {
+  GatewayConfig cfg;
+  auto st = apply_config_yaml(R"(
+upstreams: [http://10.0.0.5:8000]
+peers:
+  listen: 10.0.0.1:7411
+  addresses: [10.0.0.2:7411, "gw-3.internal:7411", "[fd00::4]:7411"]
+  flush_ms: 0.25
+  timeout_ms: 5000
+)",
+                              cfg);
+  ASSERT_TRUE(st.ok()) << st.error().message;
+  EXPECT_TRUE(cfg.peers.enabled());
+  EXPECT_EQ(cfg.peers.host, "10.0.0.1");
+  EXPECT_EQ(cfg.peers.port, 7411);
+  EXPECT_EQ(cfg.peers.addresses.size(), 3U);
+  EXPECT_EQ(cfg.peers.flush_us, 250U);
+  EXPECT_EQ(cfg.peers.timeout_ms, 5000U);
+  EXPECT_TRUE(validate(cfg).ok());
+
+  const auto refused = [](const char* yaml) {
+    GatewayConfig c;
+    c.upstreams.push_back(*parse_upstream_url("http://10.0.0.5:8000"));
+    Status s = apply_config_yaml(yaml, c);
+    if (s.ok()) s = validate(c);
+    return s.ok() ? std::string() : s.error().param;
+  };
+  EXPECT_EQ(refused("peers: {listen: gw-1:7411, addresses: [10.0.0.2:7411]}"), "peers.listen");
+  EXPECT_EQ(refused("peers: {listen: 10.0.0.1:70000, addresses: [10.0.0.2:7411]}"), "peers.listen");
+  EXPECT_EQ(refused("peers: {listen: 10.0.0.1:7411, addresses: [10.0.0.2:0]}"),
+            "peers.addresses[0]");
+  EXPECT_EQ(refused("peers: {listen: 10.0.0.1:7411, addresses: [10.0.0.2]}"), "peers.addresses[0]");
+  EXPECT_EQ(refused("peers: {listen: 10.0.0.1:7411}"), "peers.addresses");
+  EXPECT_EQ(refused("peers: {addresses: [10.0.0.2:7411]}"), "peers.listen");
+  EXPECT_EQ(refused("peers: {listen: 10.0.0.1:7411, addresses: [10.0.0.2:7411], flush_ms: 0}"),
+            "peers.flush_ms");
+  EXPECT_EQ(refused("peers: {listen: 10.0.0.1:7411, addresses: [10.0.0.2:7411], gossip: 1}"),
+            "peers.gossip");
+  EXPECT_EQ(refused("peers: [10.0.0.2:7411]"), "peers");
+}
+
+}  // namespace
+}  // namespace prefixgate::gateway

@@ -552,3 +552,27 @@ TEST(PrefixIndexTest, AHoleInTheMiddleOfALongMatchMayBeSkipped) {
 
 }  // namespace
 }  // namespace prefixgate::gateway
+
+namespace prefixgate::gateway {
+namespace {
+
+// A policy that keeps its own index grows it as it first hears of a replica (sglang_cache_aware
+// hears of a peer gateway's send before it routes): replicas added after another replica's LRU
+// predictions must move that LRU, not copy it, or its positions point into a freed list.
+TEST(PrefixIndexTest, ReplicasAddedAfterLruPredictionsKeepTheLruWorking) {
+  PrefixIndex index;
+  index.add_replica({ReplicaKind::kOpenai, 8});
+  const std::vector<std::uint64_t> first{1, 2, 3, 4, 5, 6};
+  index.predict(0, first, {});
+  for (int i = 0; i < 100; ++i) index.add_replica({ReplicaKind::kOpenai, 8});
+  index.predict(0, first, {});  // touches the moved list's entries
+  index.predict(0, std::vector<std::uint64_t>{7, 8, 9, 10}, {});  // evicts two of them
+  std::vector<std::size_t> match(index.replica_count());
+  index.longest_match(first, {}, match);
+  EXPECT_EQ(match[0], 4U) << "the LRU took the first prompt's tail, its last two blocks";
+  EXPECT_EQ(index.blocks(0), 8U);
+  EXPECT_EQ(index.evicted_blocks(0), 2U);
+}
+
+}  // namespace
+}  // namespace prefixgate::gateway

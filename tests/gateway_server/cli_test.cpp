@@ -56,6 +56,14 @@ TEST(GatewayCliTest, RefusesInvalidConfigurationNamingTheKey) {
   EXPECT_EQ(run_to_exit({"--config", bad_mode}, out), 2);
   EXPECT_NE(out.find("canonicalization.timestamp"), std::string::npos) << out;
 
+  EXPECT_EQ(run_to_exit({"--upstream", "http://127.0.0.1:9", "--peer", "127.0.0.1:7411"}, out), 2);
+  EXPECT_NE(out.find("peers.listen"), std::string::npos) << out;
+  EXPECT_EQ(run_to_exit({"--upstream", "http://127.0.0.1:9", "--peer-listen", "127.0.0.1:0",
+                         "--peer", "127.0.0.1"},
+                        out),
+            2);
+  EXPECT_NE(out.find("--peer"), std::string::npos) << out;
+
   const std::string unknown = write_temp("upstreams: [http://127.0.0.1:9001]\ntimeout: 3\n");
   EXPECT_EQ(run_to_exit({"--config", unknown}, out), 2);
   EXPECT_NE(out.find("timeout"), std::string::npos) << out;

@@ -105,6 +105,31 @@ TEST(SimulateTest, EveryGatewayLearnsWhatEveryReplicaCaches) {
   EXPECT_LT(deaf->cached_tokens, heard->cached_tokens);
 }
 
+TEST(SimulateTest, PeeredGatewaysHearEachOthersSends) {
+  // least_load behind 3 gateways, the engines' reports never arriving: 8 long requests 10 ms
+  // apart over 8 replicas. A gateway sees only what it sent itself, so the gateways pile onto the
+  // same replicas; peered gateways are told of each send within a millisecond, and each request
+  // goes to a replica with nothing in flight.
+  const SimWorkload w = trace_workload(repeated(8, 2, 10, /*output=*/400));
+  SimConfig c = config(8, "least_load");
+  c.gateways = 3;
+  c.event_delay_s = 1e6;
+  auto alone = run_simulation(w, c);
+  ASSERT_TRUE(alone.ok());
+  EXPECT_LT(alone->peer_delay_s, 0);
+  EXPECT_GT(alone->imbalance, 1.0);
+  c.peer_delay_s = 0.001;
+  auto peered = run_simulation(w, c);
+  ASSERT_TRUE(peered.ok()) << peered.error().message;
+  EXPECT_EQ(peered->peer_delay_s, 0.001);
+  EXPECT_DOUBLE_EQ(peered->imbalance, 1.0) << "one request a replica";
+  // One gateway has no peers to hear.
+  c.gateways = 1;
+  auto one = run_simulation(w, c);
+  ASSERT_TRUE(one.ok());
+  EXPECT_LT(one->peer_delay_s, 0);
+}
+
 TEST(SimulateTest, RequestsPastTheContextAreRefusedAsErrors) {
   const SimWorkload w = trace_workload(repeated(3, 20, 100));  // 10,240 tokens
   SimConfig c = config(1, "round_robin");

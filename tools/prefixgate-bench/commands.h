@@ -66,6 +66,9 @@ struct CompareFlags {
   // How the gateways follow the engines (FleetOptions::upstream_kind): every (policy, rule set)
   // row runs once per kind, each on fresh replicas.
   std::vector<std::string> upstream_kinds{"prefixgate"};
+  // With --gateways > 1: "off" (each gateway sees its own sends), "on" (they share them over
+  // UDP, --peer-listen / --peer), or both, each row once per value.
+  std::vector<std::string> peers{"off"};
   std::vector<std::string> targets;  // NAME=URL: existing endpoints instead of a fleet
   std::string json_out;
   std::string svg_out;
@@ -90,6 +93,9 @@ struct SimulateFlags {
   std::size_t max_num_batched_tokens = 2048;
   std::size_t max_num_seqs = 64;
   double event_delay_ms = 50;
+  // Whether the gateways share their sends, each a grid value: "off", or the milliseconds a
+  // gateway's datagram takes to reach its peers.
+  std::vector<std::string> peer_delays_ms{"off"};
   double load_report_ms = 100;
   double prediction_ttl_ms = 2000;  // the gateway's IndexConfig::prediction_ttl
   std::size_t trace_copies = 1;

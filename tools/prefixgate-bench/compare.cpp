@@ -356,6 +356,10 @@ int run_compare(CompareFlags flags) {
       }
     }
     if (flags.upstream_kinds.empty()) return usage_error("--upstream-kinds: none given");
+    for (const std::string& p : flags.peers) {
+      if (p != "off" && p != "on") return usage_error("--peers: off or on, not '" + p + "'");
+    }
+    if (flags.peers.empty()) return usage_error("--peers: none given");
     if (!flags.rule_sets.empty() && !flags.fleet.gateway_config.empty()) {
       return usage_error("--rule-sets and --gateway-config: give one or the other");
     }
@@ -432,51 +436,57 @@ int run_compare(CompareFlags flags) {
     // With more than one upstream kind (or another than prefixgate), rows are named by it too.
     const bool name_kinds =
         flags.upstream_kinds.size() > 1 || flags.upstream_kinds.front() != "prefixgate";
-    for (const auto& [policy_rules, kind] :
-         rows_with_kinds(rows_of(flags.policies, rule_sets), flags.upstream_kinds)) {
-      const auto& [policy, rules] = policy_rules;
-      FleetOptions fleet_options = flags.fleet;
-      fleet_options.upstream_kind = kind;
-      if (!rules.empty()) {
-        auto config = write_rule_set_config(flags.fleet.log_dir, rules);
-        if (!config) {
-          std::cerr << "prefixgate-bench: " << config.error().message << "\n";
+    // With several gateways, each row once per --peers value (peered rows named so).
+    const std::vector<std::string> peer_modes =
+        flags.fleet.gateways > 1 ? flags.peers : std::vector<std::string>{"off"};
+    for (const std::string& peers : peer_modes)
+      for (const auto& [policy_rules, kind] :
+           rows_with_kinds(rows_of(flags.policies, rule_sets), flags.upstream_kinds)) {
+        const auto& [policy, rules] = policy_rules;
+        FleetOptions fleet_options = flags.fleet;
+        fleet_options.upstream_kind = kind;
+        fleet_options.peers = peers == "on";
+        if (!rules.empty()) {
+          auto config = write_rule_set_config(flags.fleet.log_dir, rules);
+          if (!config) {
+            std::cerr << "prefixgate-bench: " << config.error().message << "\n";
+            return 1;
+          }
+          fleet_options.gateway_config = *config;
+        }
+        std::string name = rules.empty() ? policy : policy + " (" + rules + ")";
+        if (name_kinds) name += " / " + kind;
+        if (fleet_options.peers) name += " (peered)";
+        // The fleet's CPU, for the report: its processes are reaped by stop(), so their time shows
+        // in RUSAGE_CHILDREN from then on.
+        const double cpu0 = process_tree_cpu_seconds();
+        const auto t0 = std::chrono::steady_clock::now();
+        Fleet fleet(fleet_options);  // fresh replicas, so every row starts from empty caches
+        if (auto s = fleet.start_engines(); !s) {
+          std::cerr << "prefixgate-bench: " << s.error().message << "\n";
           return 1;
         }
-        fleet_options.gateway_config = *config;
+        auto gateways = fleet.start_gateways(policy, policy + "-" + kind);
+        if (!gateways) {
+          std::cerr << "prefixgate-bench: " << policy << ": " << gateways.error().message << "\n";
+          return 1;
+        }
+        run_one(name, *gateways, flags.fleet.replicas);
+        if (!rules.empty()) {
+          report.results.back().ceiling_hit_rate = rules == "as-sent"     ? ceilings->as_sent
+                                                   : rules == "canonical" ? ceilings->canonical
+                                                                          : ceilings->engine;
+        }
+        fleet.stop();
+        const double span =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        HostCpuUse& cpu = report.results.back().host_cpu;
+        if (span > 0 && cpu.cores > 0) {
+          cpu.own_busy =
+              (process_tree_cpu_seconds() - cpu0) / (span * static_cast<double>(cpu.cores));
+        }
+        warn_if_saturated(report.results.back());
       }
-      std::string name = rules.empty() ? policy : policy + " (" + rules + ")";
-      if (name_kinds) name += " / " + kind;
-      // The fleet's CPU, for the report: its processes are reaped by stop(), so their time shows
-      // in RUSAGE_CHILDREN from then on.
-      const double cpu0 = process_tree_cpu_seconds();
-      const auto t0 = std::chrono::steady_clock::now();
-      Fleet fleet(fleet_options);  // fresh replicas, so every row starts from empty caches
-      if (auto s = fleet.start_engines(); !s) {
-        std::cerr << "prefixgate-bench: " << s.error().message << "\n";
-        return 1;
-      }
-      auto gateways = fleet.start_gateways(policy, policy + "-" + kind);
-      if (!gateways) {
-        std::cerr << "prefixgate-bench: " << policy << ": " << gateways.error().message << "\n";
-        return 1;
-      }
-      run_one(name, *gateways, flags.fleet.replicas);
-      if (!rules.empty()) {
-        report.results.back().ceiling_hit_rate = rules == "as-sent"     ? ceilings->as_sent
-                                                 : rules == "canonical" ? ceilings->canonical
-                                                                        : ceilings->engine;
-      }
-      fleet.stop();
-      const double span =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      HostCpuUse& cpu = report.results.back().host_cpu;
-      if (span > 0 && cpu.cores > 0) {
-        cpu.own_busy =
-            (process_tree_cpu_seconds() - cpu0) / (span * static_cast<double>(cpu.cores));
-      }
-      warn_if_saturated(report.results.back());
-    }
   }
 
   std::cout << "\n" << format_table(report) << std::flush;

@@ -1,5 +1,8 @@
 #include "fleet.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,6 +20,30 @@ Error failure(std::string message) {
 
 std::string tail(const std::string& s, std::size_t n = 2000) {
   return s.size() <= n ? s : "..." + s.substr(s.size() - n);
+}
+
+// `count` loopback UDP ports free right now: each gateway must know the others' ports before any
+// of them starts. All sockets stay open until every port is picked, so the ports differ.
+Result<std::vector<std::uint16_t>> free_udp_ports(std::size_t count) {
+  std::vector<int> fds;
+  std::vector<std::uint16_t> ports;
+  for (std::size_t i = 0; i < count; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof a;
+    if (fd < 0 || ::bind(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0 ||
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &length) != 0) {
+      if (fd >= 0) ::close(fd);
+      for (int f : fds) ::close(f);
+      return failure("cannot find a free UDP port on 127.0.0.1 for the peers");
+    }
+    fds.push_back(fd);
+    ports.push_back(ntohs(a.sin_port));
+  }
+  for (int f : fds) ::close(f);
+  return ports;
 }
 
 }  // namespace
@@ -146,22 +173,43 @@ Result<std::vector<HttpTarget>> Fleet::start_gateways(const std::string& policy,
   std::vector<HttpTarget> targets;
   // Each cache_aware gateway is told how many share the fleet (routing.gateways), as the
   // simulator tells its own, unless the policy names a count itself.
+  // Peered gateways see each other's sends and need no count.
+  const bool peered = options_.peers && options_.gateways > 1;
   std::string spec = policy;
-  if (options_.gateways > 1 && policy.starts_with("cache_aware") &&
+  if (options_.gateways > 1 && !peered && policy.starts_with("cache_aware") &&
       policy.find("gateways=") == std::string::npos) {
     spec += ":gateways=" + std::to_string(options_.gateways);
   }
+  // Peers: a loopback UDP port for each gateway, each told the others'.
+  std::vector<std::uint16_t> peer_ports;
+  if (peered) {
+    auto ports = free_udp_ports(options_.gateways);
+    if (!ports) return ports.error();
+    peer_ports = std::move(*ports);
+  }
   for (std::size_t g = 0; g < std::max<std::size_t>(1, options_.gateways); ++g) {
-    auto target = start_gateway(spec, options_.gateways > 1 ? tag + "-" + std::to_string(g) : tag);
+    std::vector<std::string> peer_args;
+    if (peered) {
+      peer_args = {"--peer-listen", "127.0.0.1:" + std::to_string(peer_ports[g])};
+      for (std::size_t h = 0; h < peer_ports.size(); ++h) {
+        if (h != g)
+          peer_args.insert(peer_args.end(),
+                           {"--peer", "127.0.0.1:" + std::to_string(peer_ports[h])});
+      }
+    }
+    auto target =
+        start_gateway(spec, options_.gateways > 1 ? tag + "-" + std::to_string(g) : tag, peer_args);
     if (!target) return target.error();
     targets.push_back(*target);
   }
   return targets;
 }
 
-Result<HttpTarget> Fleet::start_gateway(const std::string& policy, const std::string& tag) {
+Result<HttpTarget> Fleet::start_gateway(const std::string& policy, const std::string& tag,
+                                        const std::vector<std::string>& extra) {
   std::vector<std::string> args{"--listen", "127.0.0.1:0", "--policy",
                                 policy,     "--log-level", "warn"};
+  args.insert(args.end(), extra.begin(), extra.end());
   if (!options_.gateway_config.empty()) {
     args.insert(args.begin(), {"--config", options_.gateway_config});
   }

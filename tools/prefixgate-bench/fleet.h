@@ -36,6 +36,7 @@ struct FleetOptions {
   std::vector<std::string> engine_args = {};  // extra flags for every engine
   std::string gateway_config = {};            // a YAML file for every gateway ("": none)
   std::size_t gateways = 1;                   // gateway instances over the same engines
+  bool peers = false;  // with gateways > 1: they share their sends (--peer-listen / --peer)
   // How the gateway is told to follow the engines: prefixgate (their /v1/kv_events), vllm (they
   // publish vLLM's ZeroMQ KV events, the gateway subscribes as to vLLM), openai (no events).
   std::string upstream_kind = "prefixgate";
@@ -76,7 +77,8 @@ class Fleet {
   std::size_t restarts_ = 0;
   std::vector<std::unique_ptr<proc::Process>> engines_;
   std::vector<std::string> upstreams_;
-  Result<HttpTarget> start_gateway(const std::string& policy, const std::string& log_tag);
+  Result<HttpTarget> start_gateway(const std::string& policy, const std::string& log_tag,
+                                   const std::vector<std::string>& extra_args = {});
 
   std::vector<std::unique_ptr<proc::Process>> gateways_;
   std::size_t generation_ = 0;

@@ -160,6 +160,11 @@ int main(int argc, char** argv) {
                   "as-sent (every rule off), default (the gateway's defaults), canonical (every "
                   "rule rewrites); each row's ceiling uses the same rules")
       ->delimiter(',');
+  cmp->add_option("--peers", compare.peers,
+                  "with --gateways > 1: off, on (the gateways share their sends over UDP), or "
+                  "off,on (each row both ways)")
+      ->delimiter(',')
+      ->capture_default_str();
   cmp->add_option("--upstream-kinds", compare.upstream_kinds,
                   "how each gateway follows the engines, comma-separated, one row per kind: "
                   "prefixgate (/v1/kv_events), vllm (the engines publish vLLM's ZeroMQ KV events "
@@ -225,6 +230,12 @@ int main(int argc, char** argv) {
                    "a replica's cache events and load reports reach the gateways this late")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  simc->add_option("--peer-delay-ms", sim.peer_delays_ms,
+                   "whether the gateways share their sends (prefixgate's peers), comma-separated "
+                   "grid values: off, or the milliseconds a gateway's datagram takes to reach the "
+                   "others")
+      ->delimiter(',')
+      ->capture_default_str();
   simc->add_option("--load-report-ms", sim.load_report_ms, "the engines' load-report interval")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);

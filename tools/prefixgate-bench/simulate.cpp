@@ -2,7 +2,9 @@
 // ticks) sit in a min-heap by (time, sequence number), so equal times keep their order and a run
 // is deterministic. Cache events and load reports travel from a replica to the gateways with one
 // fixed delay, so they arrive in the order they were sent: a FIFO beside the heap, not heap
-// entries, and at equal times they land before anything else happens.
+// entries, and at equal times they land before anything else happens. Peered gateways' datagrams
+// to each other (peer_sends.h) travel the same way with their own delay, a second FIFO, landing
+// after the engines' deliveries of the same time and before timed events.
 #include "simulate.h"
 
 #include <algorithm>
@@ -10,8 +12,10 @@
 #include <cmath>
 #include <deque>
 #include <iostream>
+#include <memory>
 #include <queue>
 
+#include "prefixgate/gateway/peer_sends.h"
 #include "prefixgate/gateway/prefix_index.h"
 #include "prefixgate/gateway/replica_load.h"
 
@@ -76,6 +80,16 @@ struct SimGateway {
   gateway::PrefixIndex index;
   std::unique_ptr<gateway::RoutingPolicy> policy;
   std::vector<gateway::ReplicaView> views;
+  // With peer_delay_s >= 0: what it tells its peers, and what they told it.
+  gateway::PeerSendWriter peer_out;
+  gateway::PeerLedger peers;
+};
+
+// A datagram from one gateway to another, peer_delay_s after it was written.
+struct PeerDelivery {
+  double t = 0;
+  std::uint32_t to = 0;
+  std::shared_ptr<const std::string> datagram;
 };
 
 // One request, from its arrival at a gateway to its last token.
@@ -146,14 +160,21 @@ class Simulation {
       pc.seed = config_.seed + g;
       // Each gateway knows how many share the fleet, as a deployment's configuration says
       // (routing.gateways); a policy's own `gateways=N` option overrides it.
-      pc.cache_aware.gateways = config_.gateways;
+      // Peered gateways see every gateway's sends: each routes as the only one would.
+      pc.cache_aware.gateways = peered() ? 1 : config_.gateways;
+      pc.cache_aware.peered = peered();
       auto policy = gateway::make_policy(config_.policy, pc);
       if (!policy) return policy.error();
-      SimGateway& gw = gateways_.emplace_back(
-          SimGateway{gateway::PrefixIndex(config_.index_config), std::move(*policy), {}});
+      const std::uint64_t origin = g + 1;
+      SimGateway& gw = gateways_.emplace_back(SimGateway{gateway::PrefixIndex(config_.index_config),
+                                                         std::move(*policy),
+                                                         {},
+                                                         gateway::PeerSendWriter(origin),
+                                                         gateway::PeerLedger(origin)});
       for (std::size_t r = 0; r < config_.replicas; ++r) {
         gw.views.push_back({});
         gw.views.back().id = gw.index.add_replica({});
+        gw.peers.set_replica_key(r, gw.views.back().id);  // a replica's key: its index
       }
     }
     replicas_.reserve(config_.replicas);
@@ -180,13 +201,23 @@ class Simulation {
 
     while (true) {
       const bool have_delivery = !deliveries_.empty();
+      const bool have_peer = !peer_deliveries_.empty();
       const bool have_event = !heap_.empty();
-      if (!have_delivery && !have_event) break;
-      if (have_delivery && (!have_event || deliveries_.front().t <= heap_.top().t)) {
+      if (!have_delivery && !have_peer && !have_event) break;
+      const double event_t = have_event ? heap_.top().t : INFINITY;
+      const double peer_t = have_peer ? peer_deliveries_.front().t : INFINITY;
+      if (have_delivery && deliveries_.front().t <= std::min(event_t, peer_t)) {
         Delivery d = std::move(deliveries_.front());
         deliveries_.pop_front();
         now_ = d.t;
         deliver(d);
+        continue;
+      }
+      if (have_peer && peer_t <= event_t) {
+        PeerDelivery d = std::move(peer_deliveries_.front());
+        peer_deliveries_.pop_front();
+        now_ = d.t;
+        if (Status s = deliver_peer(d); !s) return s.error();
         continue;
       }
       const Event e = heap_.top();
@@ -206,6 +237,28 @@ class Simulation {
   }
 
  private:
+  bool peered() const { return config_.peer_delay_s >= 0 && config_.gateways > 1; }
+
+  // What gateway g wrote for its peers reaches each of them peer_delay_s from now.
+  void flush_peers(std::uint32_t g) {
+    if (!peered()) return;
+    for (std::string& datagram : gateways_[g].peer_out.take()) {
+      auto shared = std::make_shared<const std::string>(std::move(datagram));
+      for (std::uint32_t h = 0; h < gateways_.size(); ++h) {
+        if (h != g) peer_deliveries_.push_back({now_ + config_.peer_delay_s, h, shared});
+      }
+    }
+  }
+
+  Status deliver_peer(const PeerDelivery& d) {
+    SimGateway& gw = gateways_[d.to];
+    ++events_;
+    return gw.peers.apply(
+        *d.datagram, gw.index, *gw.policy,
+        [&gw](gateway::ReplicaId r) { return r < gw.views.size() ? &gw.views[r] : nullptr; },
+        virtual_time(now_));
+  }
+
   void push(double t, EventKind kind, std::uint32_t a, std::uint32_t b = 0) {
     heap_.push(Event{t, ++seq_, kind, a, b});
   }
@@ -268,8 +321,12 @@ class Simulation {
       return make_error(ErrorCode::kInternal, "simulate: no replica to route to");
     }
     gateway::record_routed(gw.index, *gw.policy, gw.views[d.replica], request, d, now);
-
     const auto id = static_cast<std::uint32_t>(flights_.size());
+    if (peered()) {
+      gw.peer_out.routed(id, d.replica, request, d);
+      flush_peers(g);
+    }
+
     Flight& f = flights_.emplace_back();
     f.session = session;
     f.turn = turn;
@@ -334,6 +391,10 @@ class Simulation {
         f.cached_tokens = u.cached_tokens;
         gateway::record_prefilled(gw.index, view, routed(f), f.uncached, virtual_time(now_));
         f.block_hashes = {};  // settled
+        if (peered()) {
+          gw.peer_out.prefilled(u.id);
+          flush_peers(f.gateway);
+        }
       } else if (f.measured) {
         itl_.add(now_ - f.last);
       }
@@ -344,6 +405,10 @@ class Simulation {
     gateway::record_finished(gw.index, *gw.policy, view, routed(f), f.decision, f.first >= 0,
                              f.first < 0 ? f.uncached : 0, virtual_time(now_));
     f.block_hashes = {};
+    if (peered()) {
+      gw.peer_out.finished(u.id);
+      flush_peers(f.gateway);
+    }
     ++finished_;
     if (f.first < 0) return;  // refused: a conversation cannot go on without its answer
     if (f.turn + 1 < workload_.turns(f.session)) {
@@ -407,6 +472,7 @@ class Simulation {
     SimResult r;
     r.replicas = config_.replicas;
     r.gateways = config_.gateways;
+    r.peer_delay_s = peered() ? config_.peer_delay_s : -1;
     r.policy = config_.policy;
     r.offered_rps = config_.request_rate;
     std::vector<double> ttft, e2e, queue;
@@ -475,6 +541,7 @@ class Simulation {
   std::vector<Flight> flights_;
   std::priority_queue<Event, std::vector<Event>, Later> heap_;
   std::deque<Delivery> deliveries_;
+  std::deque<PeerDelivery> peer_deliveries_;
   std::vector<bool> ticking_;
   std::vector<double> next_tick_;
   std::vector<std::size_t> per_replica_;

@@ -10,7 +10,9 @@
 //     model for each step's duration (simulate_replica.h);
 //   - between them: every replica's cache events (stored, removed) and its load reports (every
 //     load_report_interval) reach every gateway `event_delay` after they happen; a gateway's
-//     predictions stay its own.
+//     predictions stay its own, unless the gateways are peered (peer_delay_s >= 0): then each
+//     tells the others what it routed where, its first tokens and its ends, in the gateway's
+//     own datagrams (peer_sends.h), which reach them `peer_delay` later.
 //
 // Requests are sprayed uniformly at random over the gateways, as a plain load balancer would.
 // Time is virtual: nothing sleeps, and a run is as fast as the host can step the code.
@@ -45,6 +47,9 @@ struct SimConfig {
   std::vector<SimReplicaConfig> replica_kinds;
   double event_delay_s = 0.05;
   double load_report_interval_s = 0.1;  // prefixgate-engine's kv_events "load" line
+  // >= 0: the gateways share their sends (prefixgate's `peers`), each datagram reaching the
+  // others this long after it was written; < 0: each gateway sees only its own requests.
+  double peer_delay_s = -1;
   // Offered requests per second. Sessions of a generated workload arrive as a Poisson process
   // at request_rate / (turns per session); a trace's timestamps are scaled to it. <= 0: a
   // trace at its own timestamps, a generated workload all at once.
@@ -58,6 +63,7 @@ struct SimConfig {
 struct SimResult {
   std::size_t replicas = 0;
   std::size_t gateways = 0;
+  double peer_delay_s = -1;  // < 0: not peered (or one gateway)
   std::string policy;
   double load = 0;           // offered rate / modelled capacity (set by the caller)
   double offered_rps = 0;    // requests/s offered

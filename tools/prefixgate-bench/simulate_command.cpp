@@ -91,6 +91,20 @@ int run_simulate(const SimulateFlags& f) {
         "--concurrency and --duration are compare's; simulate takes --load or --rate");
   }
   if (f.ceiling.block_size == 0) return usage_error("--block-size must be positive");
+  std::vector<double> peer_delays_s;
+  for (const std::string& v : f.peer_delays_ms) {
+    if (v == "off") {
+      peer_delays_s.push_back(-1);
+      continue;
+    }
+    char* end = nullptr;
+    const double ms = std::strtod(v.c_str(), &end);
+    if (v.empty() || *end != '\0' || !(ms >= 0) || std::isinf(ms)) {
+      return usage_error("--peer-delay-ms: off, or a number of milliseconds >= 0, not '" + v + "'");
+    }
+    peer_delays_s.push_back(ms / 1000.0);
+  }
+  if (peer_delays_s.empty()) return usage_error("--peer-delay-ms needs at least one value");
 
   // "GPU:MODEL" or a list "h100:llama3-8b,l4:llama3-8b": a mixed fleet, replica r of the
   // (r mod n)-th profile. The first one names the run and sizes the context.
@@ -224,28 +238,35 @@ int run_simulate(const SimulateFlags& f) {
 
   for (std::size_t replicas : f.replicas) {
     for (std::size_t gateways : f.gateways) {
-      for (const auto& [load, value] : rates) {
-        for (const std::string& policy : f.policies) {
-          SimConfig c = base;
-          c.replicas = replicas;
-          c.gateways = gateways;
-          c.policy = policy;
-          c.request_rate = load > 0
-                               ? load * wp->capacity_rps_per_replica * static_cast<double>(replicas)
-                               : value;
-          auto r = run_simulation(*workload, c);
-          if (base.progress) std::cerr << "\n";
-          if (!r) {
-            std::cerr << "prefixgate-bench simulate: " << r.error().message << "\n";
-            return 1;
+      for (double peer_delay_s : peer_delays_s) {
+        // One gateway has no peers: its row once, not once per delay.
+        if (gateways == 1 && peer_delay_s != peer_delays_s.front()) continue;
+        for (const auto& [load, value] : rates) {
+          for (const std::string& policy : f.policies) {
+            SimConfig c = base;
+            c.replicas = replicas;
+            c.gateways = gateways;
+            c.peer_delay_s = gateways > 1 ? peer_delay_s : -1;
+            c.policy = policy;
+            c.request_rate =
+                load > 0 ? load * wp->capacity_rps_per_replica * static_cast<double>(replicas)
+                         : value;
+            auto r = run_simulation(*workload, c);
+            if (base.progress) std::cerr << "\n";
+            if (!r) {
+              std::cerr << "prefixgate-bench simulate: " << r.error().message << "\n";
+              return 1;
+            }
+            r->load = load;
+            r->ceiling_hit_rate = wp->ceiling_hit_rate;
+            std::cerr << policy << " x" << replicas << " (" << gateways << " gw"
+                      << (c.peer_delay_s >= 0 ? ", peered" : "") << ", load " << load
+                      << "): hit rate " << r->hit_rate * 100 << "%, TTFT p99 " << r->ttft_s.p99
+                      << " s, " << r->events << " events in " << r->wall_s << " s ("
+                      << (r->wall_s > 0 ? static_cast<double>(r->events) / r->wall_s : 0)
+                      << "/s)\n";
+            report.results.push_back(std::move(*r));
           }
-          r->load = load;
-          r->ceiling_hit_rate = wp->ceiling_hit_rate;
-          std::cerr << policy << " x" << replicas << " (" << gateways << " gw, load " << load
-                    << "): hit rate " << r->hit_rate * 100 << "%, TTFT p99 " << r->ttft_s.p99
-                    << " s, " << r->events << " events in " << r->wall_s << " s ("
-                    << (r->wall_s > 0 ? static_cast<double>(r->events) / r->wall_s : 0) << "/s)\n";
-          report.results.push_back(std::move(*r));
         }
       }
     }

@@ -18,15 +18,19 @@ std::string seconds(double s) {
   return fmt("%.2fs", s);
 }
 
-using Cell = std::tuple<std::size_t, std::size_t, double>;  // replicas, gateways, load
+// replicas, gateways, peer delay (< 0: not peered), load
+using Cell = std::tuple<std::size_t, std::size_t, double, double>;
 
 Cell cell_of(const SimResult& r) {
-  return {r.replicas, r.gateways, r.load};
+  return {r.replicas, r.gateways, r.peer_delay_s, r.load};
 }
 
 std::string cell_name(const Cell& c) {
+  const double peer_delay = std::get<2>(c);
   return std::to_string(std::get<0>(c)) + " replicas, " + std::to_string(std::get<1>(c)) +
-         (std::get<1>(c) == 1 ? " gateway" : " gateways") + ", load " + fmt("%.2f", std::get<2>(c));
+         (std::get<1>(c) == 1 ? " gateway" : " gateways") +
+         (peer_delay >= 0 ? " peered (" + fmt("%g", peer_delay * 1000) + " ms)" : "") + ", load " +
+         fmt("%.2f", std::get<3>(c));
 }
 
 // Cells in the order they were run.
@@ -95,46 +99,49 @@ std::string sim_to_json(const SimReport& report) {
   for (const SimResult& r : report.results) {
     json::Object reasons;
     for (const auto& [k, v] : r.route_reasons) reasons.push_back({k, static_cast<double>(v)});
-    json::Object o{{"replicas", static_cast<double>(r.replicas)},
-                   {"gateways", static_cast<double>(r.gateways)},
-                   {"policy", r.policy},
-                   {"load", r.load},
-                   {"offered_rps", r.offered_rps},
-                   {"hit_rate", r.hit_rate},
-                   {"ceiling_hit_rate", report.ceiling_hit_rate},
-                   {"hit_rate_of_ceiling",
-                    report.ceiling_hit_rate > 0 ? r.hit_rate / report.ceiling_hit_rate : 0.0},
-                   {"ttft_p50", r.ttft_s.p50},
-                   {"ttft_p90", r.ttft_s.p90},
-                   {"ttft_p99", r.ttft_s.p99},
-                   {"ttft_mean", r.ttft_s.mean},
-                   {"itl_p50", r.itl_s.p50},
-                   {"itl_p90", r.itl_s.p90},
-                   {"itl_p99", r.itl_s.p99},
-                   {"itl_mean", r.itl_s.mean},
-                   {"e2e_p50", r.e2e_s.p50},
-                   {"e2e_p99", r.e2e_s.p99},
-                   {"queue_p50", r.queue_s.p50},
-                   {"queue_p99", r.queue_s.p99},
-                   {"queue_mean", r.queue_s.mean},
-                   {"imbalance", r.imbalance},
-                   {"preemptions", static_cast<double>(r.preemptions)},
-                   {"gpu_seconds", r.gpu_seconds},
-                   {"gpu_hours_per_mtok", gpu_hours_per_mtok(r)},
-                   {"requests", static_cast<double>(r.requests)},
-                   {"errors", static_cast<double>(r.errors)},
-                   {"prompt_tokens", static_cast<double>(r.prompt_tokens)},
-                   {"cached_tokens", static_cast<double>(r.cached_tokens)},
-                   {"output_tokens", static_cast<double>(r.output_tokens)},
-                   {"throughput_rps", r.throughput_rps},
-                   {"output_tps", r.output_tps},
-                   {"makespan_s", r.makespan_s},
-                   {"route_reasons", std::move(reasons)},
-                   {"steps", static_cast<double>(r.steps)},
-                   {"events", static_cast<double>(r.events)},
-                   {"kv_events", static_cast<double>(r.kv_events)},
-                   {"wall_s", r.wall_s},
-                   {"events_per_s", r.wall_s > 0 ? static_cast<double>(r.events) / r.wall_s : 0.0}};
+    json::Object o{
+        {"replicas", static_cast<double>(r.replicas)},
+        {"gateways", static_cast<double>(r.gateways)},
+        {"peered", r.peer_delay_s >= 0},
+        {"peer_delay_s", r.peer_delay_s >= 0 ? json::Value(r.peer_delay_s) : json::Value(nullptr)},
+        {"policy", r.policy},
+        {"load", r.load},
+        {"offered_rps", r.offered_rps},
+        {"hit_rate", r.hit_rate},
+        {"ceiling_hit_rate", report.ceiling_hit_rate},
+        {"hit_rate_of_ceiling",
+         report.ceiling_hit_rate > 0 ? r.hit_rate / report.ceiling_hit_rate : 0.0},
+        {"ttft_p50", r.ttft_s.p50},
+        {"ttft_p90", r.ttft_s.p90},
+        {"ttft_p99", r.ttft_s.p99},
+        {"ttft_mean", r.ttft_s.mean},
+        {"itl_p50", r.itl_s.p50},
+        {"itl_p90", r.itl_s.p90},
+        {"itl_p99", r.itl_s.p99},
+        {"itl_mean", r.itl_s.mean},
+        {"e2e_p50", r.e2e_s.p50},
+        {"e2e_p99", r.e2e_s.p99},
+        {"queue_p50", r.queue_s.p50},
+        {"queue_p99", r.queue_s.p99},
+        {"queue_mean", r.queue_s.mean},
+        {"imbalance", r.imbalance},
+        {"preemptions", static_cast<double>(r.preemptions)},
+        {"gpu_seconds", r.gpu_seconds},
+        {"gpu_hours_per_mtok", gpu_hours_per_mtok(r)},
+        {"requests", static_cast<double>(r.requests)},
+        {"errors", static_cast<double>(r.errors)},
+        {"prompt_tokens", static_cast<double>(r.prompt_tokens)},
+        {"cached_tokens", static_cast<double>(r.cached_tokens)},
+        {"output_tokens", static_cast<double>(r.output_tokens)},
+        {"throughput_rps", r.throughput_rps},
+        {"output_tps", r.output_tps},
+        {"makespan_s", r.makespan_s},
+        {"route_reasons", std::move(reasons)},
+        {"steps", static_cast<double>(r.steps)},
+        {"events", static_cast<double>(r.events)},
+        {"kv_events", static_cast<double>(r.kv_events)},
+        {"wall_s", r.wall_s},
+        {"events_per_s", r.wall_s > 0 ? static_cast<double>(r.events) / r.wall_s : 0.0}};
     if (report.gpu_hour_usd > 0) {
       o.push_back({"usd_per_mtok", gpu_hours_per_mtok(r) * report.gpu_hour_usd});
     }

@@ -33,6 +33,8 @@ class Gateway {
   Result<std::uint16_t> start();
   // After start(): the port of admin_listen's listener (the admin routes), 0 without one.
   std::uint16_t admin_port() const;
+  // After start(): the UDP port peer gateways send to (peers.listen), 0 without peers.
+  std::uint16_t peer_port() const;
   // Serves on the configured threads until a shutdown request, then drains and returns.
   void run();
   // Any thread: stop accepting, let in-flight requests finish up to timeouts.drain, stop.

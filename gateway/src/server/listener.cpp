@@ -16,6 +16,7 @@
 #include "server/context.h"
 #include "server/gateway.h"
 #include "server/kv_events_zmq.h"
+#include "server/peer_link.h"
 #include "server/upstream_pool.h"
 
 namespace prefixgate::gateway::server {
@@ -236,7 +237,10 @@ struct Gateway::Impl {
   // The ZeroMQ followers of vllm and sglang upstreams: their thread writes into ctx.replicas and
   // ctx.m, so they are destroyed (their thread joined) first.
   std::unique_ptr<KvEventFollowers> followers;
+  // Peer gateways' datagrams: its thread writes into ctx.replicas too.
+  std::unique_ptr<PeerLink> peers;
   std::uint16_t admin_port = 0;
+  std::uint16_t peer_port = 0;
 };
 
 Gateway::Gateway(GatewayConfig config, GatewayOptions options) : impl_(std::make_unique<Impl>()) {
@@ -252,7 +256,13 @@ Result<std::uint16_t> Gateway::start() {
   if (auto ok = validate(ctx.config); !ok) return ok.error();
   PolicyConfig policy_config;
   policy_config.cache_aware.offload_hit_weight = ctx.config.routing.offload_hit_weight;
-  policy_config.cache_aware.gateways = ctx.config.routing.gateways;
+  // Peered gateways see each other's sends: each routes as the only gateway would, and the rules
+  // for gateways blind to each other's sends (routing.gateways) stay off.
+  policy_config.cache_aware.gateways = ctx.config.peers.enabled() ? 1 : ctx.config.routing.gateways;
+  if (ctx.config.peers.enabled() && ctx.config.routing.gateways > 1) {
+    spdlog::info("peers: routing.gateways ({}) is not used; peered gateways see each other's sends",
+                 ctx.config.routing.gateways);
+  }
   // A seed of this process's own: gateways behind one load balancer must not draw alike (random,
   // power_of_two) nor go round the replicas in the same order (cache_aware's turns).
   std::random_device entropy;
@@ -325,6 +335,13 @@ Result<std::uint16_t> Gateway::start() {
   }
   s.followers = std::make_unique<KvEventFollowers>(ctx);
   if (Status st = s.followers->start(); !st) return st.error();
+  if (ctx.config.peers.enabled()) {
+    s.peers = std::make_unique<PeerLink>(*ctx.replicas, ctx.config.peers);
+    auto peer_port = s.peers->start();
+    if (!peer_port) return peer_port.error();
+    s.peers->register_metrics(ctx.metrics);
+    s.peer_port = *peer_port;
+  }
   asio::co_spawn(asio::make_strand(ioc), run_stats_sampler(ctx), asio::detached);
   for (ReplicaId r = 0; r < ctx.config.upstreams.size(); ++r) {
     asio::co_spawn(asio::make_strand(ioc), run_health_checks(ctx, r), asio::detached);
@@ -342,6 +359,10 @@ std::uint16_t Gateway::admin_port() const {
   return impl_->admin_port;
 }
 
+std::uint16_t Gateway::peer_port() const {
+  return impl_->peer_port;
+}
+
 void Gateway::request_shutdown() {
   if (impl_->http) impl_->http->request_shutdown();
 }
@@ -351,6 +372,7 @@ void Gateway::run() {
   // Requests still queued belong to coroutines the io_context destroys: wake none of them.
   if (impl_->ctx.admission) impl_->ctx.admission->close();
   if (impl_->followers) impl_->followers->stop();
+  if (impl_->peers) impl_->peers->stop();
 }
 
 }  // namespace prefixgate::gateway::server

@@ -38,7 +38,7 @@ ReplicaSet::ReplicaSet(std::vector<UpstreamConfig> upstreams, std::unique_ptr<Ro
 
 RouteDecision ReplicaSet::route(const RouteRequest& request, std::span<const ReplicaId> exclude,
                                 Clock::time_point now, bool dry_run) {
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
   scratch_.clear();
   for (const State& s : state_) {
     scratch_.push_back(s.view);
@@ -54,25 +54,102 @@ RouteDecision ReplicaSet::route(const RouteRequest& request, std::span<const Rep
   if (d.reason == RouteReason::kNoHealthyReplica || d.replica >= state_.size()) {
     return RouteDecision{};
   }
-  if (!dry_run) record_routed(index_, *policy_, state_[d.replica].view, request, d, now);
+  if (dry_run) return d;
+  record_routed(index_, *policy_, state_[d.replica].view, request, d, now);
+  if (peer_out_) {
+    d.flight = ++next_flight_;
+    peer_out_->routed(d.flight, replica_keys_[d.replica], request, d);
+    if (peer_written_locked()) {
+      lock.unlock();
+      peer_wake_();
+    }
+  }
   return d;
 }
 
 void ReplicaSet::prefilled(const RouteDecision& d, std::span<const std::uint64_t> block_hashes,
                            std::size_t prompt_tokens) {
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
   RouteRequest request;
   request.block_hashes = block_hashes;
   record_prefilled(index_, state_[d.replica].view, request, prompt_tokens, Clock::now());
+  if (peer_out_ && d.flight != 0) {
+    peer_out_->prefilled(d.flight);
+    if (peer_written_locked()) {
+      lock.unlock();
+      peer_wake_();
+    }
+  }
 }
 
 void ReplicaSet::finish(const RouteDecision& d, std::span<const std::uint64_t> block_hashes,
                         bool prefilled, std::size_t prompt_tokens_if_not_prefilled) {
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
   RouteRequest request;
   request.block_hashes = block_hashes;
   record_finished(index_, *policy_, state_[d.replica].view, request, d, prefilled,
                   prompt_tokens_if_not_prefilled, Clock::now());
+  if (peer_out_ && d.flight != 0) {
+    peer_out_->finished(d.flight);
+    if (peer_written_locked()) {
+      lock.unlock();
+      peer_wake_();
+    }
+  }
+}
+
+bool ReplicaSet::peer_written_locked() {
+  if (peer_pending_ || !peer_wake_) return false;
+  peer_pending_ = true;
+  return true;
+}
+
+void ReplicaSet::set_peer_wake(std::function<void()> wake) {
+  std::lock_guard lock(mu_);
+  peer_wake_ = std::move(wake);
+}
+
+void ReplicaSet::enable_peers(std::uint64_t origin, PeerLedgerConfig config) {
+  std::lock_guard lock(mu_);
+  peer_out_ = std::make_unique<PeerSendWriter>(origin);
+  peers_ = std::make_unique<PeerLedger>(origin, config);
+  replica_keys_.clear();
+  for (const State& s : state_) {
+    replica_keys_.push_back(replica_key(upstreams_[s.view.id].url));
+    peers_->set_replica_key(replica_keys_.back(), s.view.id);
+  }
+}
+
+std::vector<std::string> ReplicaSet::take_peer_datagrams() {
+  std::lock_guard lock(mu_);
+  peer_pending_ = false;
+  if (!peer_out_) return {};
+  return peer_out_->take();
+}
+
+Status ReplicaSet::apply_peer_datagram(std::string_view datagram) {
+  std::lock_guard lock(mu_);
+  if (!peers_) return {};
+  return peers_->apply(datagram, index_, *policy_, view_of_locked(), Clock::now());
+}
+
+void ReplicaSet::expire_peer_flights() {
+  std::lock_guard lock(mu_);
+  if (peers_) peers_->expire(index_, *policy_, view_of_locked(), Clock::now());
+}
+
+ReplicaSet::PeerStats ReplicaSet::peer_stats() const {
+  std::lock_guard lock(mu_);
+  PeerStats out;
+  if (!peers_) return out;
+  out.counters = peers_->counters();
+  out.flights = peers_->flights();
+  out.live_peers = peers_->live_peers();
+  return out;
+}
+
+PeerLedger::ViewOf ReplicaSet::view_of_locked() {
+  return [this](ReplicaId id) { return id < state_.size() ? &state_[id].view : nullptr; };
 }
 
 std::optional<ReplicaId> ReplicaSet::any_healthy(std::span<const ReplicaId> exclude) {

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -20,6 +21,7 @@
 
 #include "config.h"
 #include "prefixgate/gateway/engine_block_keys.h"
+#include "prefixgate/gateway/peer_sends.h"
 #include "prefixgate/gateway/prefix_index.h"
 #include "prefixgate/gateway/replica_load.h"
 #include "prefixgate/gateway/routing.h"
@@ -104,6 +106,26 @@ class ReplicaSet {
   std::vector<ReplicaStatus> status() const;
   std::size_t index_size() const;
 
+  // Peer gateways (peer_sends.h). Before any traffic: from then on each route, first token and
+  // end is also written for the peers as `origin`, and their datagrams apply to this gateway's
+  // views, index and policy. A replica is known to the peers by replica_key() of its URL.
+  void enable_peers(std::uint64_t origin, PeerLedgerConfig config);
+  // Called (outside the lock, on the routing thread) when a route, first token or end is
+  // written for the peers and nothing else was waiting to be taken: the peer thread's wake-up.
+  void set_peer_wake(std::function<void()> wake);
+  // The datagrams written since the last call (none without peers).
+  std::vector<std::string> take_peer_datagrams();
+  // A peer's datagram, received now. Errors: it did not parse (nothing applied).
+  Status apply_peer_datagram(std::string_view datagram);
+  // Ends the flights of peers gone quiet (PeerLedger::expire).
+  void expire_peer_flights();
+  struct PeerStats {
+    PeerLedger::Counters counters;
+    std::size_t flights = 0;     // peers' requests in flight, as this gateway counts them
+    std::size_t live_peers = 0;  // peers heard from within the timeout
+  };
+  PeerStats peer_stats() const;
+
  private:
   struct State {
     ReplicaView view;
@@ -116,6 +138,7 @@ class ReplicaSet {
   };
   void touch_locked(ReplicaId id);
   void reset_index_locked(ReplicaId id);
+  PeerLedger::ViewOf view_of_locked();
 
   std::vector<UpstreamConfig> upstreams_;
   std::size_t eject_after_failures_;
@@ -125,6 +148,15 @@ class ReplicaSet {
   std::vector<State> state_;
   std::vector<ReplicaView> scratch_;  // views handed to the policy
   std::size_t next_any_ = 0;
+  // With peers: what this gateway tells them, what they told it, and the keys of its replicas.
+  std::unique_ptr<PeerSendWriter> peer_out_;
+  std::unique_ptr<PeerLedger> peers_;
+  std::vector<std::uint64_t> replica_keys_;
+  std::uint64_t next_flight_ = 0;
+  std::function<void()> peer_wake_;
+  bool peer_pending_ = false;  // written for the peers and not yet taken
+  // Under the lock, after writing for the peers: whether the peer thread needs waking.
+  bool peer_written_locked();
 };
 
 }  // namespace prefixgate::gateway::server

@@ -121,6 +121,9 @@ struct RouteDecision {
   // Set by route() of a policy that tracks the requests it routed (dynamo_kv), naming the request
   // to its on_routed/on_finished; 0 for the others.
   std::uint64_t ticket = 0;
+  // Set by the gateway when it shares its sends with peer gateways (peer_sends.h): the name its
+  // peers know the request by; 0 otherwise.
+  std::uint64_t flight = 0;
 };
 
 struct CacheAwareConfig {
@@ -276,6 +279,17 @@ struct CacheAwareConfig {
   // prefill). 0: off (the least cost, the earlier rule). With one gateway it does nothing
   // (near_tie_prefills applies there).
   double gateway_spread_prefills = 1.0;
+  // Set by the deployment, not a tuning knob: this gateway shares its sends with peer gateways
+  // (prefixgate's peers:, peer_sends.h) and applies theirs, a moment after they happen. It then
+  // routes as a single gateway would (`gateways` is taken as 1), but for near ties: every peer
+  // sees the same sends, so near_tie_prefills' least recently sent replica is the same at every
+  // gateway, and requests that reach several gateways within the moment their sends take to
+  // arrive all go there. With peer_turns, near ties go first to a replica that no gateway has
+  // sent to for a round (the replicas within the window x the smoothed interval between all the
+  // gateways' sends), in this gateway's own order, as gateway_spread_prefills does; otherwise to
+  // the least recently sent. false: the least recently sent, as one gateway.
+  bool peered = false;
+  bool peer_turns = true;
 };
 
 // sglang_cache_aware: SGLang router's cache_aware policy (sgl-router, policies/cache_aware.rs),
@@ -335,7 +349,7 @@ class RoutingPolicy {
 // parameters of `config` (memory_aware, cost_in_seconds, cold_rendezvous, cohort_wait,
 // eviction_weight, duplicate_weight, queue_duplicate_factor, overload_factor, decode_weight,
 // copy_headroom, share_copy_siblings, gateways, gateway_spill_slack, near_tie_prefills,
-// near_tie_max_saved), so variants run side by
+// near_tie_max_saved, peer_turns), so variants run side by
 // side (`prefixgate-bench compare --policies cache_aware,cache_aware:memory_aware=false`).
 // kInvalidValue for an unknown name or option, or an out-of-range config field (param names it).
 Result<std::unique_ptr<RoutingPolicy>> make_policy(std::string_view name,
