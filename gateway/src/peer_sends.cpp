@@ -168,15 +168,21 @@ Status PeerLedger::apply(std::string_view datagram, PrefixIndex& index, RoutingP
                          const ViewOf& view_of, Clock::time_point now) {
   auto parsed = parse_peer_datagram(datagram);
   if (!parsed) {
-    ++counters_.malformed;
+    note_malformed();
     return parsed.error();
   }
-  if (parsed->origin == self_) return {};
+  apply(std::move(*parsed), index, policy, view_of, now);
+  return {};
+}
+
+void PeerLedger::apply(PeerDatagram datagram, PrefixIndex& index, RoutingPolicy& policy,
+                       const ViewOf& view_of, Clock::time_point now) {
+  if (datagram.origin == self_) return;
   ++counters_.datagrams;
-  peers_[parsed->origin] = now;
-  for (PeerRecord& r : parsed->records) {
+  peers_[datagram.origin] = now;
+  for (PeerRecord& r : datagram.records) {
     ++counters_.records;
-    const FlightKey key{parsed->origin, r.flight};
+    const FlightKey key{datagram.origin, r.flight};
     if (r.kind == PeerRecordKind::kRouted) {
       const auto replica = replicas_.find(r.replica);
       ReplicaView* view = replica == replicas_.end() ? nullptr : view_of(replica->second);
@@ -223,7 +229,6 @@ Status PeerLedger::apply(std::string_view datagram, PrefixIndex& index, RoutingP
       flights_.erase(it);
     }
   }
-  return {};
 }
 
 void PeerLedger::end(Flight& f, PrefixIndex& index, RoutingPolicy& policy, ReplicaView& view,

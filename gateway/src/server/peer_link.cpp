@@ -244,10 +244,8 @@ void PeerLink::stop() {
     s.wake();
     s.thread.join();
   }
-  for (int* fd : {&s.fd, &s.wake_fd}) {
-    if (*fd >= 0) ::close(*fd);
-    *fd = -1;
-  }
+  if (s.fd >= 0) ::close(s.fd);
+  s.fd = -1;
 }
 
 void PeerLink::register_metrics(serving::Metrics& metrics) {

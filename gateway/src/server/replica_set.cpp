@@ -106,6 +106,7 @@ bool ReplicaSet::peer_written_locked() {
 
 void ReplicaSet::set_peer_wake(std::function<void()> wake) {
   std::lock_guard lock(mu_);
+  PG_CHECK(!peer_wake_);  // once, before any traffic: it is called outside the lock
   peer_wake_ = std::move(wake);
 }
 
@@ -128,9 +129,15 @@ std::vector<std::string> ReplicaSet::take_peer_datagrams() {
 }
 
 Status ReplicaSet::apply_peer_datagram(std::string_view datagram) {
+  auto parsed = parse_peer_datagram(datagram);  // outside the routing lock
   std::lock_guard lock(mu_);
   if (!peers_) return {};
-  return peers_->apply(datagram, index_, *policy_, view_of_locked(), Clock::now());
+  if (!parsed) {
+    peers_->note_malformed();
+    return parsed.error();
+  }
+  peers_->apply(std::move(*parsed), index_, *policy_, view_of_locked(), Clock::now());
+  return {};
 }
 
 void ReplicaSet::expire_peer_flights() {

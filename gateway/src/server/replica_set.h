@@ -112,6 +112,8 @@ class ReplicaSet {
   void enable_peers(std::uint64_t origin, PeerLedgerConfig config);
   // Called (outside the lock, on the routing thread) when a route, first token or end is
   // written for the peers and nothing else was waiting to be taken: the peer thread's wake-up.
+  // Set once, before any traffic, and never changed (it is read without the lock); it must stay
+  // callable as long as requests may end.
   void set_peer_wake(std::function<void()> wake);
   // The datagrams written since the last call (none without peers).
   std::vector<std::string> take_peer_datagrams();

@@ -137,6 +137,11 @@ class PeerLedger {
   // ignored. Errors: it did not parse (nothing applied).
   Status apply(std::string_view datagram, PrefixIndex& index, RoutingPolicy& policy,
                const ViewOf& view_of, Clock::time_point now);
+  // The same for a datagram parsed already (the gateway parses outside its routing lock); a
+  // parse error is counted with note_malformed().
+  void apply(PeerDatagram datagram, PrefixIndex& index, RoutingPolicy& policy,
+             const ViewOf& view_of, Clock::time_point now);
+  void note_malformed() { ++counters_.malformed; }
   // Ends the flights of peers silent for peer_timeout and those older than max_flight_age.
   void expire(PrefixIndex& index, RoutingPolicy& policy, const ViewOf& view_of,
               Clock::time_point now);
