@@ -46,5 +46,30 @@ TEST(SimReportTest, TheChartIsWideEnoughForItsLegendAndTitle) {
   }
 }
 
+TEST(SimReportTest, PeeredCellsAreTheirOwnInTheTableAndTheJson) {
+  SimReport report;
+  for (double peer_delay_s : {-1.0, 0.0002}) {
+    SimResult r;
+    r.replicas = 8;
+    r.gateways = 3;
+    r.load = 0.8;
+    r.policy = "cache_aware";
+    r.peer_delay_s = peer_delay_s;
+    report.results.push_back(r);
+  }
+  const std::string table = format_sim_table(report);
+  EXPECT_NE(table.find("8 replicas, 3 gateways, load 0.80"), std::string::npos) << table;
+  EXPECT_NE(table.find("8 replicas, 3 gateways peered (0.2 ms), load 0.80"), std::string::npos)
+      << table;
+  auto doc = json::parse(sim_to_json(report));
+  ASSERT_TRUE(doc.ok());
+  const json::Array& results = doc->find("results")->as_array();
+  ASSERT_EQ(results.size(), 2U);
+  EXPECT_FALSE(results[0].find("peered")->as_bool());
+  EXPECT_TRUE(results[0].find("peer_delay_s")->is_null());
+  EXPECT_TRUE(results[1].find("peered")->as_bool());
+  EXPECT_DOUBLE_EQ(results[1].find("peer_delay_s")->as_number().value, 0.0002);
+}
+
 }  // namespace
 }  // namespace prefixgate::bench

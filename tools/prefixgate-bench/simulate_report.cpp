@@ -103,7 +103,7 @@ std::string sim_to_json(const SimReport& report) {
         {"replicas", static_cast<double>(r.replicas)},
         {"gateways", static_cast<double>(r.gateways)},
         {"peered", r.peer_delay_s >= 0},
-        {"peer_delay_s", r.peer_delay_s >= 0 ? json::Value(r.peer_delay_s) : json::Value(nullptr)},
+        {"peer_delay_s", r.peer_delay_s >= 0 ? json::Value(r.peer_delay_s) : json::Value()},
         {"policy", r.policy},
         {"load", r.load},
         {"offered_rps", r.offered_rps},
