@@ -2,36 +2,22 @@
 // --admin-listen) and what only the whole configuration tells about them.
 #include <arpa/inet.h>
 
-#include <charconv>
 #include <cstring>
 
 #include "config.h"
+#include "host_port.h"
 
 namespace prefixgate::gateway {
-namespace {
-
-Error bad(const std::string& param, std::string message) {
-  return make_error(ErrorCode::kInvalidValue, param + ": " + std::move(message), param);
-}
-
-// The host part of HOST:PORT without IPv6 brackets ("[::1]:80" -> "::1").
-std::string_view unbracket(std::string_view host) {
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    return host.substr(1, host.size() - 2);
-  }
-  return host;
-}
-
-}  // namespace
 
 Status set_admin_key(std::string_view key, const std::string& param, AdminConfig& admin) {
   if (key.size() < kMinAdminKeyBytes) {
-    return bad(param, "must be at least " + std::to_string(kMinAdminKeyBytes) +
-                          " characters (e.g. the output of `openssl rand -hex 24`)");
+    return config_error(param, "must be at least " + std::to_string(kMinAdminKeyBytes) +
+                                   " characters (e.g. the output of `openssl rand -hex 24`)");
   }
   for (const char ch : key) {
     if (ch <= ' ' || ch > '~') {
-      return bad(param, "only printable ASCII without spaces (it is sent as a bearer token)");
+      return config_error(param,
+                          "only printable ASCII without spaces (it is sent as a bearer token)");
     }
   }
   admin.key = std::string(key);
@@ -51,38 +37,21 @@ bool is_loopback_host(std::string_view host) {
 }
 
 Status parse_admin_listen(std::string_view listen, const std::string& param, AdminConfig& admin) {
-  const std::size_t colon = listen.rfind(':');
-  if (colon == std::string_view::npos || colon == 0) {
-    return bad(param, "'" + std::string(listen) + "' is not HOST:PORT");
-  }
-  const std::string_view host = unbracket(listen.substr(0, colon));
-  const std::string text(host);
-  unsigned char addr[16];
-  if (inet_pton(AF_INET, text.c_str(), addr) != 1 && inet_pton(AF_INET6, text.c_str(), addr) != 1) {
-    return bad(param, "'" + text + "' is not an IP address (e.g. 127.0.0.1:9090)");
-  }
-  const std::string_view digits = listen.substr(colon + 1);
-  unsigned port = 0;
-  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), port);
-  if (ec != std::errc() || end != digits.data() + digits.size() || port > 65535) {
-    return bad(param, "bad port in '" + std::string(listen) + "'");
-  }
-  admin.host = text;
-  admin.port = static_cast<std::uint16_t>(port);
-  return {};
+  return split_ip_port(listen, param, "127.0.0.1:9090", admin.host, admin.port);
 }
 
 Status validate_admin(const GatewayConfig& config) {
   const AdminConfig& admin = config.admin;
   if (!admin.host.empty() && admin.port != 0 && admin.port == config.port &&
       unbracket(admin.host) == unbracket(config.host)) {
-    return bad("admin_listen", "is the same address as listen (" + config.host + ":" +
-                                   std::to_string(config.port) + ")");
+    return config_error("admin_listen", "is the same address as listen (" + config.host + ":" +
+                                            std::to_string(config.port) + ")");
   }
   for (std::size_t i = 0; i < config.tenants.api_keys.size(); ++i) {
     if (!admin.key.empty() && config.tenants.api_keys[i].key == admin.key) {
-      return bad("admin_key", "is also api_keys[" + std::to_string(i) +
-                                  "]: an application's key must not open the admin routes");
+      return config_error("admin_key",
+                          "is also api_keys[" + std::to_string(i) +
+                              "]: an application's key must not open the admin routes");
     }
   }
   return {};

@@ -20,12 +20,10 @@
 #include <thread>
 #include <vector>
 
+#include "host_port.h"
+
 namespace prefixgate::gateway::server {
 namespace {
-
-Error bad(const std::string& param, std::string message) {
-  return make_error(ErrorCode::kInvalidValue, param + ": " + std::move(message), param);
-}
 
 // A socket address's IP and port, to compare a datagram's source with the peers': a peer sends
 // from the port it listens on, so another process on its host is not taken for it.
@@ -69,18 +67,16 @@ struct PeerLink::Impl {
       const std::string param = "peers.addresses[" + std::to_string(i) + "]";
       const std::string& text = config.addresses[i];
       const std::size_t colon = text.rfind(':');
-      std::string host = text.substr(0, colon);
-      if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-        host = host.substr(1, host.size() - 2);
-      }
+      const std::string host(unbracket(std::string_view(text).substr(0, colon)));
       addrinfo hints{};
       hints.ai_family = family;
       hints.ai_socktype = SOCK_DGRAM;
       addrinfo* found = nullptr;
       const int rc = getaddrinfo(host.c_str(), text.substr(colon + 1).c_str(), &hints, &found);
       if (rc != 0 || found == nullptr) {
-        return bad(param, "cannot resolve '" + text + "' for the peer listener's address family" +
-                              (rc != 0 ? std::string(": ") + gai_strerror(rc) : std::string()));
+        return config_error(param,
+                            "cannot resolve '" + text + "' for the peer listener's address family" +
+                                (rc != 0 ? std::string(": ") + gai_strerror(rc) : std::string()));
       }
       Peer p;
       std::memcpy(&p.address, found->ai_addr, found->ai_addrlen);
@@ -203,13 +199,14 @@ Result<std::uint16_t> PeerLink::start() {
     v6->sin6_port = htons(s.config.port);
     listen_length = sizeof *v6;
   } else {
-    return bad("peers.listen", "'" + s.config.host + "' is not an IP address");
+    return config_error("peers.listen", "'" + s.config.host + "' is not an IP address");
   }
   if (Status st = s.resolve_peers(listen.ss_family); !st) return st.error();
   s.wake_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (s.wake_fd < 0) return bad("peers.listen", std::string("eventfd: ") + std::strerror(errno));
+  if (s.wake_fd < 0)
+    return config_error("peers.listen", std::string("eventfd: ") + std::strerror(errno));
   s.fd = ::socket(listen.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (s.fd < 0) return bad("peers.listen", std::string("socket: ") + std::strerror(errno));
+  if (s.fd < 0) return config_error("peers.listen", std::string("socket: ") + std::strerror(errno));
   // Room for a burst of peers' datagrams while the thread applies the ones before.
   const int buffer_bytes = 4 << 20;
   ::setsockopt(s.fd, SOL_SOCKET, SO_RCVBUF, &buffer_bytes, sizeof buffer_bytes);
@@ -217,8 +214,8 @@ Result<std::uint16_t> PeerLink::start() {
     const std::string why = std::strerror(errno);
     ::close(s.fd);
     s.fd = -1;
-    return bad("peers.listen", "cannot bind " + s.config.host + ":" +
-                                   std::to_string(s.config.port) + " (UDP): " + why);
+    return config_error("peers.listen", "cannot bind " + s.config.host + ":" +
+                                            std::to_string(s.config.port) + " (UDP): " + why);
   }
   sockaddr_storage bound{};
   socklen_t bound_length = sizeof bound;
