@@ -151,6 +151,15 @@ TEST(ConfigTest, TokenizerCacheKeys) {
 namespace prefixgate::gateway {
 namespace {
 
+TEST(ConfigTest, ThePeeredExampleIsValid) {
+  auto cfg =
+      load_config_file(std::string(PREFIXGATE_SOURCE_DIR) + "/examples/gateways-peered.yaml");
+  ASSERT_TRUE(cfg.ok()) << cfg.error().message;
+  EXPECT_TRUE(validate(*cfg).ok());
+  EXPECT_TRUE(cfg->peers.enabled());
+  EXPECT_EQ(cfg->peers.addresses.size(), 2U);
+}
+
 TEST(ConfigTest, PeersKeysAndTheirRefusals) {
   GatewayConfig cfg;
   auto st = apply_config_yaml(R"(
