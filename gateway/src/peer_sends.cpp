@@ -201,13 +201,18 @@ void PeerLedger::apply(PeerDatagram datagram, PrefixIndex& index, RoutingPolicy&
       f.decision.predicted_cached_tokens = r.cached_tokens;
       f.decision.ticket = kPeerTicketBit | ++next_ticket_;
       f.routed_at = now;
-      f.hashes = std::move(r.hashes);
       RouteRequest request;
-      request.block_hashes = f.hashes;
+      request.block_hashes = r.hashes;
       request.prompt_tokens = r.prompt_tokens;
       request.block_size = std::max<std::uint32_t>(1, r.block_size);
       f.uncached = uncached_prompt_tokens(request, f.decision);
       record_routed(index, policy, *view, request, f.decision, now);
+      // Kept to settle its predictions at the first token, within the bound; past it they
+      // expire after the index's max_prefill_wait instead.
+      if (stored_blocks_ + r.hashes.size() <= config_.max_stored_blocks) {
+        stored_blocks_ += r.hashes.size();
+        f.hashes = std::move(r.hashes);
+      }
       continue;
     }
     const auto it = flights_.find(key);
@@ -223,6 +228,7 @@ void PeerLedger::apply(PeerDatagram datagram, PrefixIndex& index, RoutingPolicy&
       request.block_hashes = f.hashes;
       record_prefilled(index, *view, request, f.uncached, now);
       f.prefilled = true;
+      stored_blocks_ -= f.hashes.size();
       f.hashes = {};  // settled
     } else {
       end(f, index, policy, *view, now);
@@ -237,6 +243,8 @@ void PeerLedger::end(Flight& f, PrefixIndex& index, RoutingPolicy& policy, Repli
   request.block_hashes = f.hashes;
   record_finished(index, policy, view, request, f.decision, f.prefilled,
                   f.prefilled ? 0 : f.uncached, now);
+  stored_blocks_ -= f.hashes.size();
+  f.hashes = {};
 }
 
 void PeerLedger::expire(PrefixIndex& index, RoutingPolicy& policy, const ViewOf& view_of,

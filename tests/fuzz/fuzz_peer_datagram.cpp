@@ -72,6 +72,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   (void)ledger.apply(bytes, index, **policy, view_of, Clock::time_point{});
   ledger.expire(index, **policy, view_of, Clock::time_point{} + std::chrono::hours(1));
   check(ledger.flights() == 0, "flights left after every peer timed out");
+  check(ledger.stored_blocks() == 0, "block hashes kept for no flight");
   for (const ReplicaView& v : views) {
     check(v.inflight_requests == 0 && v.inflight_prompt_tokens == 0, "load left behind");
   }

@@ -207,6 +207,25 @@ TEST(PeerSendsTest, APeerGoneQuietHasItsRequestsEnded) {
   EXPECT_EQ(gw.ledger.flights(), 0U);
 }
 
+TEST(PeerSendsTest, TheBlocksKeptToSettleAreBounded) {
+  PeerLedgerConfig config;
+  config.max_stored_blocks = 15;
+  PeeredGateway gw(/*self=*/1, config);
+  PeerSendWriter peer(2);
+  const auto a = prompt_hashes(8, 10), b = prompt_hashes(9, 10);
+  peer.routed(1, 100, request_for(a), RouteDecision{});
+  peer.routed(2, 101, request_for(b), RouteDecision{});
+  ASSERT_TRUE(gw.apply(one(peer)));
+  EXPECT_EQ(gw.ledger.stored_blocks(), 10U) << "the second prompt's would pass 15";
+  EXPECT_EQ(gw.match(b, 1), 10U) << "still predicted where it went";
+  EXPECT_EQ(gw.views[1].inflight_requests, 1U);
+  peer.prefilled(1);
+  peer.finished(2);
+  ASSERT_TRUE(gw.apply(one(peer)));
+  EXPECT_EQ(gw.ledger.stored_blocks(), 0U);
+  EXPECT_EQ(gw.views[1].inflight_requests, 0U);
+}
+
 TEST(PeerSendsTest, ReplicaKeysAreTheUrlsHash) {
   EXPECT_EQ(replica_key("http://10.0.0.5:8000"), replica_key("http://10.0.0.5:8000"));
   EXPECT_NE(replica_key("http://10.0.0.5:8000"), replica_key("http://10.0.0.6:8000"));

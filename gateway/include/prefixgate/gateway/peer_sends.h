@@ -114,6 +114,10 @@ struct PeerLedgerConfig {
   std::chrono::milliseconds max_flight_age{std::chrono::minutes(10)};
   // Flights kept at most; past it a new routed record is dropped (counted).
   std::size_t max_flights = 1 << 18;
+  // Block hashes kept, over all flights, to settle their predictions at the first token (8 bytes
+  // each: 64 MiB). Past it a flight keeps none: its predictions expire after the index's
+  // max_prefill_wait instead of prediction_ttl after its first token.
+  std::size_t max_stored_blocks = std::size_t{1} << 23;
 };
 
 // The other gateways' requests in flight, applied to this gateway's views, index and policy with
@@ -147,6 +151,7 @@ class PeerLedger {
               Clock::time_point now);
 
   std::size_t flights() const { return flights_.size(); }
+  std::size_t stored_blocks() const { return stored_blocks_; }
   std::size_t live_peers() const { return peers_.size(); }
   const Counters& counters() const { return counters_; }
 
@@ -176,6 +181,7 @@ class PeerLedger {
   boost::unordered_flat_map<FlightKey, Flight, FlightKeyHash> flights_;
   boost::unordered_flat_map<std::uint64_t, Clock::time_point> peers_;  // origin: last heard
   std::uint64_t next_ticket_ = 0;
+  std::size_t stored_blocks_ = 0;  // over all flights' `hashes`
   Counters counters_;
 };
 
