@@ -44,7 +44,11 @@ namespace {
 class CacheAware final : public RoutingPolicy {
  public:
   // `seed` orders this gateway's turn over the replicas (send_turns.h).
-  CacheAware(const CacheAwareConfig& config, std::uint64_t seed) : config_(config), turns_(seed) {}
+  CacheAware(const CacheAwareConfig& config, std::uint64_t seed) : config_(config), turns_(seed) {
+    // The fleet's rate of sends, over its last hundred or so: whether peer_turns applies must
+    // not flip with each short gap of a Poisson stream.
+    send_gaps_.weight = 1.0 / 64;
+  }
   std::string_view name() const override { return "cache_aware"; }
 
   void on_routed(const RouteRequest& request, const RouteDecision& decision,
@@ -351,6 +355,10 @@ class CacheAware final : public RoutingPolicy {
     return h;
   }
 
+  // peer_turns applies while two sends come within the peers' delay often enough for the tail
+  // to feel it: one request in a hundred (the fleet's interval between sends under 100 delays).
+  static constexpr double kPeerTurnGaps = 100;
+
   // near_tie_prefills: `best` (cost `best_cost`) or, when the cache saves this request little,
   // the healthy `eligible` replica within near_tie_prefills of its own prefill of that cost that
   // this gateway sent to least recently. One gateway only: behind several, each gateway's turn
@@ -370,7 +378,8 @@ class CacheAware final : public RoutingPolicy {
       return replicas[r].healthy && eligible(r) &&
              load_[r] + miss_cost(request, replicas[r], r, true) <= bound;
     };
-    if (config_.peered && config_.peer_turns && send_gaps_.seconds > 0) {
+    if (config_.peered && config_.peer_turns && send_gaps_.seconds > 0 &&
+        send_gaps_.seconds < kPeerTurnGaps * config_.peer_delay_seconds) {
       // Peers: the same least recently sent replica at every gateway; due ones first, in this
       // gateway's own order (CacheAwareConfig::peered).
       std::size_t candidates = 0;

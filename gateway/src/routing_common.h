@@ -55,10 +55,11 @@ struct SmoothedInterval {
   Clock::time_point last{};
   double seconds = 0;
   bool seen = false;
+  double weight = 0.25;  // of each new interval: 0.25 follows the last few
   double add(Clock::time_point now) {
     if (seen) {
       const double dt = std::max(0.0, std::chrono::duration<double>(now - last).count());
-      seconds = seconds > 0 ? seconds + 0.25 * (dt - seconds) : dt;
+      seconds = seconds > 0 ? seconds + weight * (dt - seconds) : dt;
     }
     seen = true;
     last = now;

@@ -494,7 +494,8 @@ namespace {
 // sent to last: gateways deciding within the moment their sends take to reach each other would
 // all pick the same least recently sent replica. With peer_turns each goes first to the replicas
 // no gateway has sent to for a round, in an order of its own.
-ReplicaId peered_choice(std::uint64_t seed, bool peer_turns) {
+ReplicaId peered_choice(std::uint64_t seed, bool peer_turns,
+                        Clock::duration gap = std::chrono::milliseconds(1)) {
   TemplateFleet fleet;
   // One gateway's view drains a report's queue from the report's arrival (prefill_drain).
   fleet.views[7].report_beyond_own_tokens = fleet.views[7].tokens_queued_for_prefill;
@@ -503,16 +504,16 @@ ReplicaId peered_choice(std::uint64_t seed, bool peer_turns) {
   config.cache_aware.peered = true;
   config.cache_aware.peer_turns = peer_turns;
   auto p = policy("cache_aware", config);
-  // Every gateway's sends, as the peers told them: replicas 0..7 in order, a millisecond apart.
+  // Every gateway's sends, as the peers told them: replicas 0..7 in order, `gap` apart.
   Clock::time_point now{};
-  for (ReplicaId r = 0; r < 8; ++r, now += std::chrono::milliseconds(1)) {
+  for (ReplicaId r = 0; r < 8; ++r, now += gap) {
     const auto h = prompt_hashes(7, 1, 1000 + r, 127);
     RouteDecision d;
     d.replica = r;
     p->on_routed(request_for(h), d, now);
   }
   const auto h = prompt_hashes(7, 1, 2000, 127);
-  return p->route(request_for(h), fleet.views, fleet.index, std::chrono::milliseconds(100) + now)
+  return p->route(request_for(h), fleet.views, fleet.index, now + std::chrono::milliseconds(100))
       .replica;
 }
 
@@ -525,6 +526,13 @@ TEST(CacheAwareTest, PeeredGatewaysTakeNearTiesInTurnsOfTheirOwn) {
   EXPECT_EQ(alike, (std::set<ReplicaId>{0})) << "the same least recently sent replica for all";
   EXPECT_GE(own.size(), 3U) << "every near tie is due: each gateway's own order decides";
   EXPECT_FALSE(own.contains(7)) << "its queue is past the near ties";
+  // Sends 30 ms apart, more than 100 peer delays (0.2 ms): two seldom meet within one, and the
+  // least recently sent keeps the rotation even.
+  std::set<ReplicaId> rare;
+  for (std::uint64_t seed = 1; seed <= 6; ++seed) {
+    rare.insert(peered_choice(seed, /*peer_turns=*/true, std::chrono::milliseconds(30)));
+  }
+  EXPECT_EQ(rare, (std::set<ReplicaId>{0}));
   EXPECT_FALSE(make_policy("cache_aware:peer_turns=maybe").ok());
 }
 

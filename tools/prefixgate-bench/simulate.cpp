@@ -163,6 +163,7 @@ class Simulation {
       // Peered gateways see every gateway's sends: each routes as the only one would.
       pc.cache_aware.gateways = peered() ? 1 : config_.gateways;
       pc.cache_aware.peered = peered();
+      if (peered()) pc.cache_aware.peer_delay_seconds = config_.peer_delay_s;
       auto policy = gateway::make_policy(config_.policy, pc);
       if (!policy) return policy.error();
       const std::uint64_t origin = g + 1;

@@ -290,6 +290,11 @@ struct CacheAwareConfig {
   // the least recently sent. false: the least recently sent, as one gateway.
   bool peered = false;
   bool peer_turns = true;
+  // Set by the deployment with `peered`: how late a peer's send arrives (the gateway's flush
+  // interval plus a network hop). peer_turns applies only while the gateways' sends come less
+  // than 100 of these apart: rarer, two requests seldom meet within the delay, and the least
+  // recently sent keeps the rotation even.
+  double peer_delay_seconds = 0.0002;
 };
 
 // sglang_cache_aware: SGLang router's cache_aware policy (sgl-router, policies/cache_aware.rs),
