@@ -382,12 +382,9 @@ class CacheAware final : public RoutingPolicy {
         send_gaps_.seconds < kPeerTurnGaps * config_.peer_delay_seconds) {
       // Peers: the same least recently sent replica at every gateway; due ones first, in this
       // gateway's own order (CacheAwareConfig::peered).
-      std::size_t candidates = 0;
-      for (std::size_t r = 0; r < replicas.size(); ++r) candidates += within(r) ? 1 : 0;
-      const double round = static_cast<double>(candidates) * send_gaps_.seconds;
-      const Clock::time_point due =
-          now_ - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(round));
-      if (const auto r = turns_.next_due(replicas.size(), due, within)) return *r;
+      if (const auto r = turns_.due_this_round(replicas.size(), now_, send_gaps_.seconds, within)) {
+        return *r;
+      }
     }
     return turns_.least_recently_sent(replicas.size(), best, within);
   }
@@ -466,12 +463,10 @@ class CacheAware final : public RoutingPolicy {
       return replicas[r].healthy &&
              cost(r) <= least + slack_tokens * replicas[r].prefill_seconds_per_token;
     };
-    std::size_t eligible = 0;
-    for (std::size_t r = 0; r < replicas.size(); ++r) eligible += within(r) ? 1 : 0;
-    const double round = static_cast<double>(eligible) * load_dominated_gaps_.seconds;
-    const Clock::time_point due =
-        now - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(round));
-    if (const auto r = turns_.next_due(replicas.size(), due, within)) return *r;
+    if (const auto r =
+            turns_.due_this_round(replicas.size(), now, load_dominated_gaps_.seconds, within)) {
+      return *r;
+    }
     return turns_.least_recently_sent(replicas.size(), chosen, within);
   }
 

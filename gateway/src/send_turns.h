@@ -6,6 +6,7 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -49,6 +50,19 @@ class SendTurns {
       best_score = score(r);
     }
     return best;
+  }
+
+  // next_due with a round of `gap_seconds` per `within` replica: the first of them, in this
+  // gateway's order, not sent to for as many intervals between sends as there are of them.
+  template <class Within>
+  std::optional<std::size_t> due_this_round(std::size_t n, Clock::time_point now,
+                                            double gap_seconds, Within within) {
+    std::size_t members = 0;
+    for (std::size_t r = 0; r < n; ++r) members += within(r) ? 1 : 0;
+    const double round = static_cast<double>(members) * gap_seconds;
+    return next_due(
+        n, now - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(round)),
+        within);
   }
 
   // The first `within` replica among n, in this gateway's order from where the last one it

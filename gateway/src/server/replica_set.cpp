@@ -59,10 +59,7 @@ RouteDecision ReplicaSet::route(const RouteRequest& request, std::span<const Rep
   if (peer_out_) {
     d.flight = ++next_flight_;
     peer_out_->routed(d.flight, replica_keys_[d.replica], request, d);
-    if (peer_written_locked()) {
-      lock.unlock();
-      peer_wake_();
-    }
+    wake_peer_thread(lock);
   }
   return d;
 }
@@ -75,10 +72,7 @@ void ReplicaSet::prefilled(const RouteDecision& d, std::span<const std::uint64_t
   record_prefilled(index_, state_[d.replica].view, request, prompt_tokens, Clock::now());
   if (peer_out_ && d.flight != 0) {
     peer_out_->prefilled(d.flight);
-    if (peer_written_locked()) {
-      lock.unlock();
-      peer_wake_();
-    }
+    wake_peer_thread(lock);
   }
 }
 
@@ -91,17 +85,15 @@ void ReplicaSet::finish(const RouteDecision& d, std::span<const std::uint64_t> b
                   prompt_tokens_if_not_prefilled, Clock::now());
   if (peer_out_ && d.flight != 0) {
     peer_out_->finished(d.flight);
-    if (peer_written_locked()) {
-      lock.unlock();
-      peer_wake_();
-    }
+    wake_peer_thread(lock);
   }
 }
 
-bool ReplicaSet::peer_written_locked() {
-  if (peer_pending_ || !peer_wake_) return false;
+void ReplicaSet::wake_peer_thread(std::unique_lock<std::mutex>& lock) {
+  if (peer_pending_ || !peer_wake_) return;  // already woken for what is pending
   peer_pending_ = true;
-  return true;
+  lock.unlock();  // the wake-up is a system call: not under the routing lock
+  peer_wake_();
 }
 
 void ReplicaSet::set_peer_wake(std::function<void()> wake) {

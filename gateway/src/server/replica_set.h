@@ -157,8 +157,9 @@ class ReplicaSet {
   std::uint64_t next_flight_ = 0;
   std::function<void()> peer_wake_;
   bool peer_pending_ = false;  // written for the peers and not yet taken
-  // Under the lock, after writing for the peers: whether the peer thread needs waking.
-  bool peer_written_locked();
+  // After writing for the peers under `lock`: wakes the peer thread, after releasing the lock,
+  // unless it was woken already for records still pending.
+  void wake_peer_thread(std::unique_lock<std::mutex>& lock);
 };
 
 }  // namespace prefixgate::gateway::server
