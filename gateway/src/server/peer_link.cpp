@@ -66,13 +66,14 @@ struct PeerLink::Impl {
     for (std::size_t i = 0; i < config.addresses.size(); ++i) {
       const std::string param = "peers.addresses[" + std::to_string(i) + "]";
       const std::string& text = config.addresses[i];
-      const std::size_t colon = text.rfind(':');
-      const std::string host(unbracket(std::string_view(text).substr(0, colon)));
+      std::string host;
+      std::uint16_t port = 0;
+      if (Status st = split_host_port(text, param, 1, host, port); !st) return st;
       addrinfo hints{};
       hints.ai_family = family;
       hints.ai_socktype = SOCK_DGRAM;
       addrinfo* found = nullptr;
-      const int rc = getaddrinfo(host.c_str(), text.substr(colon + 1).c_str(), &hints, &found);
+      const int rc = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found);
       if (rc != 0 || found == nullptr) {
         return config_error(param,
                             "cannot resolve '" + text + "' for the peer listener's address family" +
