@@ -2,6 +2,7 @@
 // responses_request.cpp): JSON paths for Error::param and the errors that name them.
 #pragma once
 
+#include <charconv>
 #include <cmath>
 #include <string>
 #include <string_view>
@@ -11,12 +12,25 @@
 
 namespace prefixgate::canon::checks {
 
+// Written in one allocation at most: a tool list's paths are built on every request.
 inline std::string index_path(std::string_view base, std::size_t i) {
-  return std::string(base) + "[" + std::to_string(i) + "]";
+  char digits[24];
+  const char* end = std::to_chars(digits, digits + sizeof digits, i).ptr;
+  std::string out;
+  out.reserve(base.size() + static_cast<std::size_t>(end - digits) + 2);
+  out.append(base)
+      .append(1, '[')
+      .append(digits, static_cast<std::size_t>(end - digits))
+      .append(1, ']');
+  return out;
 }
 
 inline std::string field_path(std::string_view base, std::string_view field) {
-  return base.empty() ? std::string(field) : std::string(base) + "." + std::string(field);
+  if (base.empty()) return std::string(field);
+  std::string out;
+  out.reserve(base.size() + 1 + field.size());
+  out.append(base).append(1, '.').append(field);
+  return out;
 }
 
 inline Error wrong_type(const std::string& path, std::string_view expected,

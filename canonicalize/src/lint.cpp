@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "volatile_internal.h"
+
 namespace prefixgate::canon {
 namespace {
 
@@ -72,7 +74,8 @@ PromptLint lint_prompt(const AnalyzedPrompt& prompt, const LintOptions& options)
   for (const Segment& seg : r.segments) {
     if (seg.source == "template") continue;  // markup is the model's, not the application's
     const std::string_view text = std::string_view(r.text).substr(seg.begin, seg.end - seg.begin);
-    for (const VolatileSpan& span : find_volatile(text)) {
+    // The scanner's own candidates (its thread's memo), not find_volatile's copies of them.
+    for (const volatile_detail::Candidate& span : volatile_detail::scan(text)) {
       Finding f;
       f.rule = span.rule;
       f.kind = span.kind;
@@ -84,7 +87,9 @@ PromptLint lint_prompt(const AnalyzedPrompt& prompt, const LintOptions& options)
       f.field = seg.source;
       f.excerpt = std::string(text.substr(span.begin, span.end - span.begin));
       if (options.explain) {
-        f.message = finding_message(span, f.in_volatile_tail);
+        f.message =
+            finding_message(VolatileSpan{span.rule, span.severity, span.begin, span.end, span.kind},
+                            f.in_volatile_tail);
         f.hint = f.in_volatile_tail ? "none needed: the final user message is not cached as prefix"
                                     : finding_hint(span.rule);
       }

@@ -24,7 +24,7 @@ using checks::wrong_type;
 // naming the field instead of an upstream error after it was routed.
 Status check_common_fields(const Value& body) {
   struct Rule {
-    const char* name;
+    std::string_view name;
     enum { kBool, kNumber, kInteger, kString, kStop, kObjectOrString, kObject } kind;
   };
   static constexpr Rule kRules[] = {
@@ -45,42 +45,57 @@ Status check_common_fields(const Value& body) {
       {"response_format", Rule::kObject},
       {"stream_options", Rule::kObject},
   };
-  for (const Rule& rule : kRules) {
-    const Value* v = body.find(rule.name);
+  // One pass over the body's members, each rule's first member kept (as Value::find gives
+  // it), then the rules in their order: not a search through the members per rule.
+  std::array<const Value*, std::size(kRules)> found{};
+  if (body.is_object()) {
+    for (const json::Member& m : body.as_object()) {
+      for (std::size_t r = 0; r < std::size(kRules); ++r) {
+        if (m.key.size() == kRules[r].name.size() && m.key == kRules[r].name) {
+          if (found[r] == nullptr) found[r] = &m.value;
+          break;
+        }
+      }
+    }
+  }
+  for (std::size_t r = 0; r < std::size(kRules); ++r) {
+    const Rule& rule = kRules[r];
+    const Value* v = found[r];
     if (v == nullptr || v->is_null()) continue;
-    const std::string path = rule.name;
+    const auto path = [&rule] { return std::string(rule.name); };  // for an error only
     switch (rule.kind) {
       case Rule::kBool:
-        if (!v->is_bool()) return wrong_type(path, "a boolean", *v);
+        if (!v->is_bool()) return wrong_type(path(), "a boolean", *v);
         break;
       case Rule::kNumber:
-        if (!v->is_number()) return wrong_type(path, "a number", *v);
+        if (!v->is_number()) return wrong_type(path(), "a number", *v);
         break;
       case Rule::kInteger:
-        if (!is_integer(*v)) return wrong_type(path, "an integer", *v);
+        if (!is_integer(*v)) return wrong_type(path(), "an integer", *v);
         if (v->as_number().value < 0) {
-          return make_error(ErrorCode::kInvalidValue, "'" + path + "' must not be negative", path);
+          return make_error(ErrorCode::kInvalidValue, "'" + path() + "' must not be negative",
+                            path());
         }
         break;
       case Rule::kString:
-        if (!v->is_string()) return wrong_type(path, "a string", *v);
+        if (!v->is_string()) return wrong_type(path(), "a string", *v);
         break;
       case Rule::kStop:
         if (v->is_string()) break;
-        if (!v->is_array()) return wrong_type(path, "a string or an array of strings", *v);
+        if (!v->is_array()) return wrong_type(path(), "a string or an array of strings", *v);
         for (std::size_t i = 0; i < v->as_array().size(); ++i) {
           if (!v->as_array()[i].is_string()) {
-            return wrong_type(index_path(path, i), "a string", v->as_array()[i]);
+            return wrong_type(index_path(rule.name, i), "a string", v->as_array()[i]);
           }
         }
         break;
       case Rule::kObjectOrString:
         if (!v->is_object() && !v->is_string()) {
-          return wrong_type(path, "a string or an object", *v);
+          return wrong_type(path(), "a string or an object", *v);
         }
         break;
       case Rule::kObject:
-        if (!v->is_object()) return wrong_type(path, "an object", *v);
+        if (!v->is_object()) return wrong_type(path(), "an object", *v);
         break;
     }
   }
@@ -180,20 +195,25 @@ Status parse_message(const Value& v, std::size_t index, Message& msg) {
 }
 
 // A function definition: {"name": string, "description"?: string, "parameters"?: object}.
-Status check_function(const Value& fn, const std::string& path, std::string& name_out) {
-  if (!fn.is_object()) return wrong_type(path, "an object", fn);
+// `fn` at `parent`.`field` (or `field` alone): the path is built only for an error.
+Status check_function(const Value& fn, std::string_view parent, std::string_view field,
+                      std::string& name_out) {
+  const auto path = [&](std::string_view member = {}) {
+    const std::string at = field_path(parent, field);
+    return member.empty() ? at : field_path(at, member);
+  };
+  if (!fn.is_object()) return wrong_type(path(), "an object", fn);
   const Value* name = fn.find("name");
-  if (name == nullptr) return missing(field_path(path, "name"));
-  if (!name->is_string()) return wrong_type(field_path(path, "name"), "a string", *name);
+  if (name == nullptr) return missing(path("name"));
+  if (!name->is_string()) return wrong_type(path("name"), "a string", *name);
   if (name->as_string().empty()) {
-    return make_error(ErrorCode::kInvalidValue, "'" + field_path(path, "name") + "' is empty",
-                      field_path(path, "name"));
+    return make_error(ErrorCode::kInvalidValue, "'" + path("name") + "' is empty", path("name"));
   }
   if (const Value* d = fn.find("description"); d != nullptr && !d->is_string()) {
-    return wrong_type(field_path(path, "description"), "a string", *d);
+    return wrong_type(path("description"), "a string", *d);
   }
   if (const Value* p = fn.find("parameters"); p != nullptr && !p->is_object()) {
-    return wrong_type(field_path(path, "parameters"), "an object", *p);
+    return wrong_type(path("parameters"), "an object", *p);
   }
   name_out = name->as_string();
   return {};
@@ -203,17 +223,17 @@ Status parse_tools(const Value& body, ParsedRequest& req) {
   if (const Value* tools = body.find("tools"); tools != nullptr && !tools->is_null()) {
     if (!tools->is_array()) return wrong_type("tools", "an array", *tools);
     for (std::size_t i = 0; i < tools->as_array().size(); ++i) {
-      const std::string path = index_path("tools", i);
+      ToolDef def{{}, index_path("tools", i)};
+      const std::string& path = def.path;
       const Value& tool = tools->as_array()[i];
       if (!tool.is_object()) return wrong_type(path, "an object", tool);
       const Value* type = tool.find("type");
       if (type == nullptr) return missing(field_path(path, "type"));
       if (!type->is_string()) return wrong_type(field_path(path, "type"), "a string", *type);
-      ToolDef def{{}, path};
       if (type->as_string() == "function") {
         const Value* fn = tool.find("function");
         if (fn == nullptr) return missing(field_path(path, "function"));
-        if (Status s = check_function(*fn, field_path(path, "function"), def.name); !s) return s;
+        if (Status s = check_function(*fn, path, "function", def.name); !s) return s;
       } else if (const Value* name = tool.find("name"); name != nullptr && name->is_string()) {
         def.name = name->as_string();  // custom tools carry their name at the top level
       }
@@ -224,7 +244,7 @@ Status parse_tools(const Value& body, ParsedRequest& req) {
     if (!fns->is_array()) return wrong_type("functions", "an array", *fns);
     for (std::size_t i = 0; i < fns->as_array().size(); ++i) {
       ToolDef def{{}, index_path("functions", i)};
-      if (Status s = check_function(fns->as_array()[i], def.path, def.name); !s) return s;
+      if (Status s = check_function(fns->as_array()[i], {}, def.path, def.name); !s) return s;
       req.tools.push_back(std::move(def));
     }
   }

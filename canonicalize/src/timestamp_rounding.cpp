@@ -2,6 +2,7 @@
 // rounded down, so a prompt that states "now" changes once per granularity instead of once
 // per request.
 #include <algorithm>
+#include <charconv>
 #include <cstdint>
 #include <numeric>
 #include <string>
@@ -28,9 +29,12 @@ std::int64_t step_for(std::int64_t granularity_s, std::int64_t precision_s) {
 }
 
 void append_padded(std::string& out, std::int64_t value, std::size_t width) {
-  const std::string digits = std::to_string(value);
-  if (digits.size() < width) out.append(width - digits.size(), '0');
-  out += digits;
+  char digits[24];
+  const auto [end, ec] = std::to_chars(digits, digits + sizeof digits, value);
+  PG_DCHECK(ec == std::errc());
+  const std::size_t n = static_cast<std::size_t>(end - digits);
+  if (n < width) out.append(width - n, '0');
+  out.append(digits, n);
 }
 
 // Copies text[from, to) to out and returns `to`.
@@ -39,7 +43,10 @@ std::size_t copy_until(std::string_view text, std::size_t from, std::size_t to, 
   return to;
 }
 
-std::string rewrite_clock(std::string_view text, const Candidate& c, std::int64_t granularity_s) {
+// The rounded text of a time of day, written into `out` (cleared first, so that one buffer serves
+// every timestamp of a text without an allocation each).
+void rewrite_clock(std::string_view text, const Candidate& c, std::int64_t granularity_s,
+                   std::string& out) {
   const TimeOfDay& t = c.time;
   // A leap second (23:59:60) is rounded as 23:59:59 so it stays within its day.
   const std::int64_t original =
@@ -48,7 +55,7 @@ std::string rewrite_clock(std::string_view text, const Candidate& c, std::int64_
   const std::int64_t rounded = original / step * step;
   const std::int64_t hour24 = rounded / 3600;
 
-  std::string out;
+  out.clear();
   std::size_t at = copy_until(text, c.begin, t.hour_pos, out);
   std::int64_t hour_written = hour24;
   if (t.meridiem != Meridiem::kNone) hour_written = hour24 % 12 == 0 ? 12 : hour24 % 12;
@@ -76,10 +83,22 @@ std::string rewrite_clock(std::string_view text, const Candidate& c, std::int64_
     at += 1;
   }
   copy_until(text, at, c.end, out);
-  return out;
 }
 
-std::string rewrite_epoch(std::string_view text, const Candidate& c, std::int64_t granularity_s) {
+// Whether rounding leaves a written time of day as it is, told without writing it: its value is
+// already on a step and every field would be written back as it reads (no leap or out-of-range
+// second or minute, no nonzero fraction, an hour its meridiem writes back). Most of a prompt's
+// clock times are whole hours ("open 09:00-17:00") that an hourly granularity keeps.
+bool clock_kept(const TimeOfDay& t, std::int64_t granularity_s) {
+  if (t.minute >= 60 || t.second >= 60 || t.fraction_nonzero) return false;
+  if (t.meridiem == Meridiem::kNone ? t.hour > 23 : t.hour < 1 || t.hour > 12) return false;
+  const std::int64_t original = t.hour24() * 3600 + t.minute * 60 + t.second;
+  return original % step_for(granularity_s, t.precision_s()) == 0;
+}
+
+// The rounded text of an epoch timestamp, written into `out` (cleared first).
+void rewrite_epoch(std::string_view text, const Candidate& c, std::int64_t granularity_s,
+                   std::string& out) {
   std::int64_t value = 0;
   for (std::size_t i = c.begin; i < c.begin + c.epoch_digits; ++i)
     value = value * 10 + (text[i] - '0');
@@ -90,14 +109,14 @@ std::string rewrite_epoch(std::string_view text, const Candidate& c, std::int64_
   const std::int64_t step = step_for(granularity_s, 1);
   const std::int64_t second_of_day = seconds % kSecondsPerDay;
   const std::int64_t rounded = seconds - second_of_day + second_of_day / step * step;
-  std::string out = std::to_string(millis ? rounded * 1000 : rounded);
+  out.clear();
+  append_padded(out, millis ? rounded * 1000 : rounded, 0);
   // The detector's range starts at a midnight with the full width, so the width is kept.
   PG_DCHECK(out.size() == c.epoch_digits);
   if (c.time.fraction_pos != kNoPos) {
     out += '.';
     out.append(c.time.fraction_len, '0');
   }
-  return out;
 }
 
 }  // namespace
@@ -108,12 +127,18 @@ namespace {
 // order; round_timestamps and count_timestamps_to_round differ only in what they do with it.
 template <class OnRounded>
 void for_each_rounding(std::string_view text, std::int64_t granularity_s, OnRounded&& on_rounded) {
+  thread_local std::string rounded;
   for (const Candidate& c : volatile_detail::scan(text)) {
-    std::string rounded;
     if (c.epoch != EpochUnit::kNone) {
-      rounded = rewrite_epoch(text, c, granularity_s);
+      rewrite_epoch(text, c, granularity_s, rounded);
     } else if (c.has_time) {
-      rounded = rewrite_clock(text, c, granularity_s);
+      if (clock_kept(c.time, granularity_s)) {
+        PG_DCHECK((rewrite_clock(text, c, granularity_s, rounded),
+                   rounded == text.substr(c.begin, c.end - c.begin)),
+                  "clock_kept() agrees with the rewrite");
+        continue;
+      }
+      rewrite_clock(text, c, granularity_s, rounded);
     } else {
       continue;  // dates and identifiers are left as they are
     }

@@ -165,7 +165,9 @@ void detect_hex_nonce(std::string_view text, const Token& token, std::vector<Can
 std::size_t detect_base64_run(std::string_view text, std::size_t token_begin,
                               std::vector<Candidate>& out);
 
-// Every detector over the whole text, overlaps resolved (longest wins): sorted by begin.
-std::vector<Candidate> scan(std::string_view text);
+// Every detector over the whole text, overlaps resolved (longest wins): sorted by begin. The
+// result is the thread's (memoized per text, volatile_scan.cpp) and lives until the thread's
+// next scan: a caller that needs it longer copies it.
+const std::vector<Candidate>& scan(std::string_view text);
 
 }  // namespace prefixgate::canon::volatile_detail

@@ -90,8 +90,9 @@ class ScanMemo {
   static constexpr std::size_t kSets = 64;
   static constexpr std::size_t kWays = 4;
 
-  std::vector<Candidate> scan(std::string_view text) {
-    if (text.size() < kMinBytes) return scan_uncached(text);
+  // The result lives here until the next call.
+  const std::vector<Candidate>& scan(std::string_view text) {
+    if (text.size() < kMinBytes) return scratch_ = scan_uncached(text);
     const internal::Hash128 hash = internal::bulk_hash128(text);
     std::array<Entry, kWays>& set = sets_[hash.low % kSets];
     ++clock_;
@@ -104,10 +105,9 @@ class ScanMemo {
       if (e.used < victim->used) victim = &e;
     }
     std::vector<Candidate> found = scan_uncached(text);
-    if (found.size() <= kMaxCandidates) {
-      *victim = Entry{.used = clock_, .hash = hash, .size = text.size(), .found = found};
-    }
-    return found;
+    if (found.size() > kMaxCandidates) return scratch_ = std::move(found);
+    *victim = Entry{.used = clock_, .hash = hash, .size = text.size(), .found = std::move(found)};
+    return victim->found;
   }
 
  private:
@@ -119,11 +119,12 @@ class ScanMemo {
   };
   std::array<std::array<Entry, kWays>, kSets> sets_;
   std::uint64_t clock_ = 0;
+  std::vector<Candidate> scratch_;  // a result not kept
 };
 
 }  // namespace
 
-std::vector<Candidate> scan(std::string_view text) {
+const std::vector<Candidate>& scan(std::string_view text) {
   thread_local ScanMemo memo;
   return memo.scan(text);
 }

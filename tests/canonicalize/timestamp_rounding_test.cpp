@@ -173,6 +173,47 @@ TEST(TimestampRoundingTest, RoundsEveryTimestampInAPromptAndCountsThem) {
   }
 }
 
+// Every minute of the day, written in 24- and 12-hour forms, with and without seconds, against
+// the time rounded down by hand: the times already on a step are told apart from the others
+// without being written (timestamp_rounding.cpp's clock_kept), so both kinds are swept.
+TEST(TimestampRoundingTest, EveryMinuteOfTheDayRoundsToItsStepInEachForm) {
+  const auto two = [](int v) { return (v < 10 ? "0" : "") + std::to_string(v); };
+  const auto twelve = [&](int minute_of_day, bool upper) {
+    const int h = minute_of_day / 60;
+    const std::string meridiem = h < 12 ? (upper ? "AM" : "am") : (upper ? "PM" : "pm");
+    return std::to_string(h % 12 == 0 ? 12 : h % 12) + ":" + two(minute_of_day % 60) + " " +
+           meridiem;
+  };
+  for (const int step_minutes : {15, 60}) {
+    const seconds granularity = minutes(step_minutes);
+    for (int m = 0; m < 24 * 60; ++m) {
+      const int down = m / step_minutes * step_minutes;
+      const std::string hhmm = two(m / 60) + ":" + two(m % 60);
+      const std::string hhmm_down = two(down / 60) + ":" + two(down % 60);
+      struct Written {
+        std::string before, after;
+      };
+      const std::vector<Written> cases = {
+          {"open at " + hhmm + " today", "open at " + hhmm_down + " today"},
+          {"open at " + hhmm + ":00 today", "open at " + hhmm_down + ":00 today"},
+          {"open at " + hhmm + ":30 today", "open at " + hhmm_down + ":00 today"},
+          {"open at " + hhmm + ":00.000 today", "open at " + hhmm_down + ":00.000 today"},
+          {"open at " + hhmm + ":00.250 today", "open at " + hhmm_down + ":00.000 today"},
+          {"open at " + twelve(m, true) + " today", "open at " + twelve(down, true) + " today"},
+          {"open at " + twelve(m, false) + " today", "open at " + twelve(down, false) + " today"},
+      };
+      for (const Written& c : cases) {
+        const TimestampRounding r = round_timestamps(c.before, granularity);
+        ASSERT_EQ(r.text, c.after) << "granularity " << step_minutes << " min";
+        ASSERT_EQ(r.rewritten, c.before == c.after ? 0u : 1u) << c.before;
+        ASSERT_EQ(count_timestamps_to_round(c.before, granularity), r.rewritten) << c.before;
+      }
+    }
+  }
+  // A leap second is on no step: rounded within its minute's day, never kept as written.
+  expect_rounds(hours(1), {{"at 23:59:60 UTC", "at 23:00:00 UTC"}});
+}
+
 TEST(TimestampRoundingTest, RoundingTwiceEqualsRoundingOnce) {
   const std::string text =
       "2026-08-20T14:33:07.123+02:00 | 20260820T143307Z | Thu, 20 Aug 2026 23:59:60 +0000 | "

@@ -319,10 +319,12 @@ TEST(LiveStatsTest, PrepRecorderRecordsAsTheSingleCallsDo) {
   o.max_findings = 2;
   LiveStats one_by_one(o, {"http://r0"}, "cache_aware", kT0);
   LiveStats batched(o, {"http://r0"}, "cache_aware", kT0);
+  // Ends with a run of findings in one row: the batch writes only the run's last excerpt.
   const LiveFinding findings[] = {{"volatile-timestamp", "messages[0].content", "2026-08-20", 4, 9},
                                   {"volatile-id", "messages[1].content", "req_8f3a", 7, 30},
                                   {"volatile-id", "messages[2].content", "abc", 8, 40},
-                                  {"volatile-timestamp", "messages[0].content", "14:33", 5, 11}};
+                                  {"volatile-timestamp", "messages[0].content", "14:33", 5, 11},
+                                  {"volatile-timestamp", "messages[0].content", "noon", 6, 20}};
   const LiveChange changes[] = {{"tool-json", "rewrite", "tools[0].function.parameters"},
                                 {"timestamp", "observe", "messages[0].content"}};
   for (int request = 0; request < 3; ++request) {
@@ -337,7 +339,7 @@ TEST(LiveStatsTest, PrepRecorderRecordsAsTheSingleCallsDo) {
   batched.tick(kT0 + 1000, replicas(1));  // the recorders' locks are released
   EXPECT_EQ(batched.to_json(), one_by_one.to_json());
   const json::Value doc = parse(batched.to_json());
-  EXPECT_EQ(number(*doc.find("totals"), "findings"), 12);
+  EXPECT_EQ(number(*doc.find("totals"), "findings"), 15);
 }
 
 TEST(LiveStatsTest, MemoryStaysBoundedUnderLongRuns) {

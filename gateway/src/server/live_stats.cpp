@@ -301,17 +301,26 @@ void LiveStats::record_change(const LiveChange& c, std::int64_t now_ms) {
 // its lookup and no allocation.
 void LiveStats::PrepRecorder::finding(const LiveFinding& f) {
   ++stats_.current_.findings;
-  FindingRow& row = stats_.top_k_row_locked(stats_.findings_, f.rule, f.field, now_ms_);
-  if (row.count == 0) {
-    row.rule.assign(f.rule);
-    row.field.assign(f.field);
+  if (row_ == nullptr || row_->rule != f.rule || row_->field != f.field) {
+    write_excerpt();
+    row_ = &stats_.top_k_row_locked(stats_.findings_, f.rule, f.field, now_ms_);
+    if (row_->count == 0) {
+      row_->rule.assign(f.rule);
+      row_->field.assign(f.field);
+    }
   }
-  ++row.count;
-  row.last_seen_ms = now_ms_;
-  row.excerpt.clear();
-  append_redacted_excerpt(f.excerpt, kExcerptBytes, row.excerpt);
-  row.token_offset = f.token_offset;
-  row.byte_offset = f.byte_offset;
+  ++row_->count;
+  row_->last_seen_ms = now_ms_;
+  row_->token_offset = f.token_offset;
+  row_->byte_offset = f.byte_offset;
+  excerpt_ = f.excerpt;
+}
+
+void LiveStats::PrepRecorder::write_excerpt() {
+  if (row_ == nullptr) return;
+  row_->excerpt.clear();
+  append_redacted_excerpt(excerpt_, kExcerptBytes, row_->excerpt);
+  row_ = nullptr;
 }
 
 void LiveStats::PrepRecorder::change(const LiveChange& c) {

@@ -100,18 +100,30 @@ class LiveStats {
   //   LiveStats::PrepRecorder rec = stats.prep_recorder(now_ms);
   //   for (...) rec.finding({...});
   //   for (...) rec.change({...});
+ private:
+  struct FindingRow;
+
+ public:
   class PrepRecorder {
    public:
     void finding(const LiveFinding& f);
     void change(const LiveChange& c);
+    ~PrepRecorder() { write_excerpt(); }
+    PrepRecorder(const PrepRecorder&) = delete;
+    PrepRecorder& operator=(const PrepRecorder&) = delete;
 
    private:
     friend class LiveStats;
     PrepRecorder(LiveStats& stats, std::int64_t now_ms)
         : stats_(stats), lock_(stats.mu_), now_ms_(now_ms) {}
+    // A row keeps its last finding's excerpt: of a request's run of findings in one row (a
+    // system prompt's several times), only the last is redacted into it, here.
+    void write_excerpt();
     LiveStats& stats_;
     std::lock_guard<std::mutex> lock_;
     std::int64_t now_ms_;
+    FindingRow* row_ = nullptr;  // the last finding's row, its excerpt not yet written
+    std::string_view excerpt_;
   };
   PrepRecorder prep_recorder(std::int64_t now_ms) { return PrepRecorder(*this, now_ms); }
 
