@@ -24,6 +24,40 @@ std::uint64_t memo_keys_hash(const MemoKeys& keys) {
   return h;
 }
 
+namespace {
+
+constexpr std::size_t kNoTail = static_cast<std::size_t>(-1);
+
+// What the root members after the list would hold of trees if remembered (kept trees counted at
+// kSharedTreePerByte their bytes, as before the list), or kNoTail when they are not remembered:
+// a tool list the subtree memo has only noted (its next sighting is kept there), or too much
+// of a tree of their own.
+std::size_t tail_tree_bytes(std::string_view text, const MemoKeys& memo_keys, const Object& members,
+                            const std::vector<MemberSpan>& spans, std::size_t list_member) {
+  if (spans.size() != members.size()) return kNoTail;
+  const std::size_t list_end = spans[list_member].end;  // one past the list's ']'
+  if (list_end == 0 || list_end > text.size() || text[list_end - 1] != ']') return kNoTail;
+  std::size_t shared_bytes = 0, own_bytes = 0;
+  for (std::size_t i = list_member + 1; i < members.size(); ++i) {
+    const Value& value = members[i].value;
+    const std::size_t bytes = spans[i].end - spans[i].begin;
+    if (value.is_shared()) {
+      shared_bytes += DocumentMemo::kSharedTreePerByte * bytes;
+      continue;
+    }
+    const bool shareable = (value.is_array() || value.is_object()) &&
+                           bytes >= SubtreeMemo::kMinBytes && bytes <= SubtreeMemo::kMaxBytes &&
+                           std::find(memo_keys.shared.begin(), memo_keys.shared.end(),
+                                     members[i].key) != memo_keys.shared.end();
+    if (shareable) return kNoTail;
+    own_bytes += approx_tree_bytes(value);
+    if (own_bytes > DocumentMemo::kMaxOwnTreeBytes) return kNoTail;
+  }
+  return shared_bytes + own_bytes;
+}
+
+}  // namespace
+
 DocumentMemo& DocumentMemo::for_this_thread() {
   thread_local DocumentMemo memo;
   return memo;
@@ -97,10 +131,13 @@ void DocumentMemo::remember(std::string_view text, std::size_t max_depth, const 
     head_bytes += own_bytes;
     if (head_bytes > kMaxTreeBytes) return;
   }
+  // The members after the list, by the same rule as those before it, within what is left.
+  const std::size_t tail_bytes = tail_tree_bytes(text, memo_keys, members, spans, list.member);
+  const bool keep_tail = tail_bytes != kNoTail && head_bytes + tail_bytes <= kMaxTreeBytes;
   // The leading elements followed by a ',' that are kept trees, or small trees of their own.
   const Array& items = members[list.member].value.as_array();
   const std::size_t candidates = std::min(items.size(), list.elements.size());
-  std::size_t tree_bytes = head_bytes;
+  std::size_t tree_bytes = head_bytes + (keep_tail ? tail_bytes : 0);
   for (std::size_t i = 0; i < known; ++i) tree_bytes += resumed->entry->elements[i].tree_bytes;
   std::vector<ElementListSeen::Element>& counted = scratch_;
   counted.clear();
@@ -152,12 +189,25 @@ void DocumentMemo::remember(std::string_view text, std::size_t max_depth, const 
               items.begin() + static_cast<std::ptrdiff_t>(usable));
   slot->elements.resize(known);
   slot->elements.insert(slot->elements.end(), counted.begin(), counted.end());
+  slot->tail.clear();
+  slot->tail_spans_from_end.clear();
+  slot->tail_from_end = 0;
+  if (keep_tail) {
+    const auto after = members.begin() + static_cast<std::ptrdiff_t>(list.member + 1);
+    slot->tail.assign(after, members.end());
+    for (std::size_t i = list.member + 1; i < members.size(); ++i) {
+      slot->tail_spans_from_end.push_back(
+          MemberSpan{text.size() - spans[i].begin, text.size() - spans[i].end});
+    }
+    slot->tail_from_end = text.size() - (spans[list.member].end - 1);
+  }
 }
 
 void DocumentMemo::clear() {
   entries_ = {};
   clock_ = 0;
   resumes_ = 0;
+  tail_resumes_ = 0;
 }
 
 }  // namespace prefixgate::json::internal

@@ -15,6 +15,14 @@
 // body; a key after the list that repeats one before it, or anything that fails, sends the body
 // through the whole parse, for its exact error.
 //
+// The members after the list (a chat's `tools`, `max_tokens`) are remembered too, with where the
+// list's closing ']' lies counted from the body's end: a body that also ends with the
+// remembered bytes from that ']' on (the same tools, a new last message) is parsed only between
+// the ',' and the ']', as `{"<list key>":[0,` + those bytes + `]}`, and takes the members after
+// the list as they were. Exact for the same reason: the bytes before the ',' and from the ']' on
+// are the remembered body's, read in the same state (inside the list after an element, then
+// after the list), and the bytes between them are checked now as the list's elements.
+//
 // Bounds: kEntries bodies of at most kMaxTextBytes; an element is remembered only when it is a
 // tree the element memo keeps (counted by that tree's bytes) or too small for it (its own tree,
 // counted by approx_tree_bytes), at most kMaxTreeBytes of trees a body: an element that the
@@ -75,6 +83,11 @@ class DocumentMemo {
     std::vector<MemberSpan> head_spans;  // of head's members; the list's: its begin only
     std::size_t head_tree_bytes = 0;     // of the members before the list
     std::vector<ElementListSeen::Element> elements;  // the remembered ones, as met
+    // The members after the list, their values' offsets counted back from the text's end, and
+    // the list's closing ']' at tail_from_end bytes from the end; 0: not remembered.
+    Object tail;
+    std::vector<MemberSpan> tail_spans_from_end;
+    std::size_t tail_from_end = 0;
   };
   // Where a body may pick up: `elements` of the entry's list taken, the ',' after the last of
   // them at `comma`.
@@ -99,7 +112,12 @@ class DocumentMemo {
 
   // Bodies parsed from a remembered one on (tests, benchmarks).
   std::size_t resumes() const { return resumes_; }
-  void count_resume() { ++resumes_; }
+  // Of them, those that also took the members after the list.
+  std::size_t tail_resumes() const { return tail_resumes_; }
+  void count_resume(bool tail) {
+    ++resumes_;
+    if (tail) ++tail_resumes_;
+  }
 
   // Forgets everything (tests).
   void clear();
@@ -108,6 +126,7 @@ class DocumentMemo {
   std::array<Entry, kEntries> entries_;
   std::uint64_t clock_ = 0;
   std::size_t resumes_ = 0;
+  std::size_t tail_resumes_ = 0;
   std::vector<ElementListSeen::Element> scratch_;
 };
 

@@ -546,19 +546,28 @@ Result<Value> parse_whole(std::string_view text, const ParseLimits& limits,
 std::optional<Value> parse_resumed(std::string_view text, const ParseLimits& limits,
                                    const internal::DocumentMemo::Resume& resume,
                                    std::vector<MemberSpan>& root_members, const MemoKeys& memo_keys,
-                                   internal::ElementListSeen& list) {
+                                   internal::ElementListSeen& list, bool& tail_taken) {
   const internal::DocumentMemo::Entry& e = *resume.entry;
   const std::size_t list_member = e.head.size() - 1;
   const std::string& list_key = e.head.back().key;
+  // A body that also ends as the remembered one does from its list's ']' on (the same members
+  // after the list) is parsed only up to that ']', and takes those members as they were.
+  const std::size_t suffix = e.tail_from_end;
+  const bool tail_kept = suffix != 0 && text.size() >= suffix &&
+                         text.size() - suffix > resume.comma + 1 &&
+                         text.ends_with(std::string_view(e.text).substr(e.text.size() - suffix));
   thread_local std::string buffer;
   buffer.assign("{");
   append_quoted(list_key, buffer);
   buffer.append(":[0,");
   const std::size_t wrapper = buffer.size();
-  const std::string_view rest = text.substr(resume.comma + 1);
+  const std::string_view rest =
+      tail_kept ? text.substr(resume.comma + 1, text.size() - suffix - (resume.comma + 1))
+                : text.substr(resume.comma + 1);
   buffer.append(rest);
+  if (tail_kept) buffer.append("]}");
+  const std::size_t length = buffer.size();
   buffer.append(simdjson::SIMDJSON_PADDING, '\0');
-  const std::size_t length = wrapper + rest.size();
   // Reused: a request allocates none of them.
   thread_local std::vector<MemberSpan> spans;
   thread_local internal::ElementListSeen tail;
@@ -571,7 +580,8 @@ std::optional<Value> parse_resumed(std::string_view text, const ParseLimits& lim
   if (!parsed || !parsed->is_object() || !tail.found || tail.member != 0) return std::nullopt;
   Object& tail_members = parsed->as_object();
   if (tail_members.empty() || tail_members[0].key != list_key ||
-      !tail_members[0].value.is_array() || spans.size() != tail_members.size()) {
+      !tail_members[0].value.is_array() || spans.size() != tail_members.size() ||
+      (tail_kept && tail_members.size() != 1)) {
     return std::nullopt;
   }
   for (std::size_t i = 1; i < tail_members.size(); ++i) {
@@ -582,7 +592,7 @@ std::optional<Value> parse_resumed(std::string_view text, const ParseLimits& lim
   // Offsets in the parsed part back to the body's.
   const auto moved = [&](std::size_t offset) { return offset - wrapper + resume.comma + 1; };
   Object members;
-  members.reserve(list_member + tail_members.size());
+  members.reserve(list_member + tail_members.size() + (tail_kept ? e.tail.size() : 0));
   members.insert(members.end(), e.head.begin(),
                  e.head.begin() + static_cast<std::ptrdiff_t>(list_member));
   const Array& kept = e.head.back().value.as_array();
@@ -599,12 +609,24 @@ std::optional<Value> parse_resumed(std::string_view text, const ParseLimits& lim
   }
   members.emplace_back(list_key, Value(std::move(items)));
   std::move(tail_members.begin() + 1, tail_members.end(), std::back_inserter(members));
+  if (tail_kept) {
+    internal::SubtreeMemo& subtree_memo = internal::SubtreeMemo::for_this_thread();
+    for (const Member& m : e.tail) {
+      if (m.value.is_shared()) subtree_memo.touch(m.value);  // used as if parsed
+      members.push_back(m);
+    }
+  }
 
   root_members.assign(e.head_spans.begin(),
                       e.head_spans.begin() + static_cast<std::ptrdiff_t>(list_member));
   root_members.push_back(MemberSpan{e.head_spans[list_member].begin, moved(spans[0].end)});
   for (std::size_t i = 1; i < spans.size(); ++i) {
     root_members.push_back(MemberSpan{moved(spans[i].begin), moved(spans[i].end)});
+  }
+  if (tail_kept) {
+    for (const MemberSpan& from_end : e.tail_spans_from_end) {
+      root_members.push_back(MemberSpan{text.size() - from_end.begin, text.size() - from_end.end});
+    }
   }
   // The list as a whole parse would have recorded it: the kept elements', then the new ones'
   // (the placeholder's ',' is the last kept element's).
@@ -617,6 +639,7 @@ std::optional<Value> parse_resumed(std::string_view text, const ParseLimits& lim
     if (element.comma != internal::ElementListSeen::kNoComma) element.comma = moved(element.comma);
     list.elements.push_back(element);
   }
+  tail_taken = tail_kept;
   return Value(std::move(members));
 }
 
@@ -635,9 +658,10 @@ Result<Value> parse_text(std::string_view text, const ParseLimits& limits,
   list.found = false;
   list.elements.clear();
   if (resume) {
+    bool tail_taken = false;
     if (std::optional<Value> joined =
-            parse_resumed(text, limits, *resume, *root_members, memo_keys, list)) {
-      memo.count_resume();
+            parse_resumed(text, limits, *resume, *root_members, memo_keys, list, tail_taken)) {
+      memo.count_resume(tail_taken);
       memo.remember(text, limits.max_depth, memo_keys, keys, *joined, *root_members, list, resume,
                     true);
       return std::move(*joined);

@@ -43,6 +43,9 @@ class SubtreeMemo {
   // Notes a value's bytes seen for the first time, replacing the least recently used entry.
   // Ignored outside [kMinBytes, kMaxBytes].
   void note(std::string_view key, std::size_t max_depth, std::string_view bytes);
+  // Marks the entry whose kept tree `value` refers to as just used (a body that took it from
+  // the document memo instead of finding it here).
+  void touch(const Value& value);
 
  private:
   LruSlots<Entry, kEntries> entries_;

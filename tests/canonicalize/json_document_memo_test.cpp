@@ -115,6 +115,50 @@ TEST_F(JsonDocumentMemoTest, WhatFollowsTheSharedPartGivesThePlainParsersErrors)
   EXPECT_GE(memo().resumes(), 2u);
 }
 
+// A chat's tools after its messages: the next turn is parsed only between the shared ',' and the
+// list's ']', the members after the list taken as they were; bodies that end as the remembered
+// one does but differ between (the list closed early, a key again, an open string) are parsed
+// as the plain parser parses them.
+TEST_F(JsonDocumentMemoTest, MembersAfterTheListAreTakenWhenTheBodyEndsAsTheRememberedOne) {
+  const std::string after =
+      R"(,"tools":[{"type":"function","function":{"name":"read_file","description":"Reads a )"
+      R"(file","parameters":{"type":"object"}}}],"max_tokens":64)";
+  std::vector<std::string> turns = {message("system", turn_text(-1)), message("user", "hi")};
+  for (int i = 0; i < 3; ++i) parse_both(body(turns, "", after));  // the tools kept from here
+  const std::size_t tails = memo().tail_resumes();
+  turns.back() = message("user", "what is in main.cpp?");
+  const auto next = parse_both(body(turns, "", after));
+  ASSERT_TRUE(next.doc.ok());
+  EXPECT_EQ(memo().tail_resumes(), tails + 1);
+  EXPECT_TRUE(next.doc->find("tools")->is_shared());
+  // The body is remembered with its tail: the turn after it is taken the same way.
+  turns.push_back(message("assistant", turn_text(1)));
+  parse_both(body(turns, "", after));
+  EXPECT_EQ(memo().tail_resumes(), tails + 2);
+  // Another tail: parsed after the list as usual.
+  parse_both(body(turns, "", R"(,"max_tokens":32)"));
+  EXPECT_EQ(memo().tail_resumes(), tails + 2);
+
+  parse_both(body(turns, "", after));
+  parse_both(body(turns, "", after));
+  const std::string start = R"({"model":"m","messages":[)" + turns[0] + "," + turns[1] + ",";
+  const std::string end = "]" + after + "}";
+  const std::vector<std::string> tricky = {
+      start + turns[2] + R"(],"x":[1)" + end,              // the list closed in between
+      start + turns[2] + R"(],"tools":[1)" + end,          // the tools' key twice
+      start + turns[2] + R"(],"messages":[1)" + end,       // the list's key twice
+      start + R"({"role":"user","content":"open)" + end,   // a string left open
+      start + end,                                         // nothing between: a trailing ','
+      start + "[1" + end,                                  // an array left open
+      start + turns[2] + " , " + turns[2] + " \n " + end,  // fine, spaced
+      start + turns[2] + end + " ",                        // fine, trailing space
+  };
+  for (const std::string& text : tricky) {
+    parse_both(text);
+    if (::testing::Test::HasFailure()) return;
+  }
+}
+
 TEST_F(JsonDocumentMemoTest, BodiesUnderOtherLimitsOrKeysAreNotTakenForEachOther) {
   std::vector<std::string> turns = {message("system", turn_text(-1)),
                                     message("user", turn_text(0))};
@@ -221,6 +265,7 @@ TEST_F(JsonDocumentMemoTest, RandomConversationsParseAsThePlainParser) {
     }
   }
   EXPECT_GT(memo().resumes(), 50u);
+  EXPECT_GT(memo().tail_resumes(), 10u);
 }
 
 }  // namespace document_memo_test

@@ -57,8 +57,16 @@ void record_prep(GatewayContext& ctx, const RequestInfo& info, const PreparedReq
                    info.request_id, ch.rule, ch.path, ch.detail);
     }
   }
+  // A run of findings of one rule (a system prompt's several times) is one series lookup.
+  for (std::size_t i = 0; i < prep.findings.size();) {
+    std::size_t run = 1;
+    while (i + run < prep.findings.size() && prep.findings[i + run].rule == prep.findings[i].rule) {
+      ++run;
+    }
+    ctx.m.findings->add({prep.findings[i].rule}, static_cast<double>(run));
+    i += run;
+  }
   for (const PromptFinding& f : prep.findings) {
-    ctx.m.findings->add({f.rule});
     if (log_allowed()) {
       spdlog::info("prompt finding: request {} rule {} path {} excerpt \"{}\"", info.request_id,
                    f.rule, f.field, redacted_excerpt(f.excerpt));
