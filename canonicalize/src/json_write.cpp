@@ -211,10 +211,28 @@ void append_quoted(std::string_view s, std::string& out) {
   // (lowercase hex) for the other controls, every other character (including DEL, '/' and all
   // non-ASCII) as raw UTF-8. Safe runs are copied in one append.
   static constexpr char kHex[] = "0123456789abcdef";
+  // The plain bytes up to the first that needs an escape. Most strings written (keys, names)
+  // have none: written with one growth and one copy.
+  std::size_t plain = 0;
+  while (plain + 8 <= s.size() && !word_needs_escape(s.data() + plain)) plain += 8;
+  while (plain < s.size()) {
+    const auto c = static_cast<unsigned char>(s[plain]);
+    if (c < 0x20 || c == '"' || c == '\\') break;
+    ++plain;
+  }
+  if (plain == s.size()) {
+    const std::size_t at = out.size();
+    out.resize(at + s.size() + 2);
+    char* p = out.data() + at;
+    *p = '"';
+    if (!s.empty()) std::memcpy(p + 1, s.data(), s.size());
+    p[s.size() + 1] = '"';
+    return;
+  }
   out.reserve(out.size() + s.size() + 2);
   out += '"';
   std::size_t run_start = 0;
-  for (std::size_t i = 0; i < s.size(); ++i) {
+  for (std::size_t i = plain; i < s.size(); ++i) {
     // Eight bytes at a time while none needs escaping (prompts are long runs of plain text).
     while (i + 8 <= s.size() && !word_needs_escape(s.data() + i)) i += 8;
     if (i >= s.size()) break;

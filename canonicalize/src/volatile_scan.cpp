@@ -3,9 +3,11 @@
 // longest winning. Results for long texts are memoized per thread (see ScanMemo).
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <iterator>
 #include <map>
 #include <numeric>
+#include <string>
 
 #include "bulk_hash.h"
 #include "volatile_internal.h"
@@ -75,30 +77,38 @@ std::vector<Candidate> scan_uncached(std::string_view text);
 
 // The same text is scanned again and again: a system prompt or a tool schema repeats verbatim
 // across requests (the premise of prefix caching), and the gateway scans it twice per request
-// (timestamp rule, then prompt lint). A small memo per thread, keyed by the text's XXH3-128 and
-// length, returns the earlier result. It is set-associative (kWays entries per set, least
-// recently used replaced): a direct-mapped table of the same size let two segments of one
-// conversation that landed on the same slot evict each other on every request, so a 30 KB agent
-// turn rescanned most of its earlier turns. Bounded: kSets * kWays entries (a system prompt, its
-// tools' descriptions, the turns of a few conversations), texts of at least kMinBytes (below
-// that, hashing costs about what scanning does) and results of at most kMaxCandidates spans, so
-// an adversarial text cannot pin memory.
+// (timestamp rule, then prompt lint). A small memo per thread returns the earlier result. It is
+// set-associative (kWays entries per set, least recently used replaced): a direct-mapped table of
+// the same size let two segments of one conversation that landed on the same slot evict each
+// other on every request, so a 30 KB agent turn rescanned most of its earlier turns.
+//
+// A text of up to kMaxKeptBytes is kept and compared byte for byte, its set chosen by a hash of
+// its length and its first and last bytes: comparing 2 KB that match costs a fifth of hashing
+// them. A longer one is named by its XXH3-128 and length, as comparing would keep too much.
+// Bounded: kSets * kWays entries (a system prompt, its tools' descriptions, the turns of a few
+// conversations; at most kMaxKeptBytes of text each), texts of at least kMinBytes (below that,
+// looking up costs about what scanning does) and results of at most kMaxCandidates spans, so an
+// adversarial text cannot pin memory.
 class ScanMemo {
  public:
   static constexpr std::size_t kMinBytes = 48;
+  static constexpr std::size_t kMaxKeptBytes = std::size_t{8} << 10;
   static constexpr std::size_t kMaxCandidates = 64;
   static constexpr std::size_t kSets = 64;
   static constexpr std::size_t kWays = 4;
+  static constexpr std::size_t kSampleBytes = 32;
 
   // The result lives here until the next call.
   const std::vector<Candidate>& scan(std::string_view text) {
     if (text.size() < kMinBytes) return scratch_ = scan_uncached(text);
-    const internal::Hash128 hash = internal::bulk_hash128(text);
+    const bool kept = text.size() <= kMaxKeptBytes;
+    const internal::Hash128 hash = kept ? sample_hash(text) : internal::bulk_hash128(text);
     std::array<Entry, kWays>& set = sets_[hash.low % kSets];
     ++clock_;
     Entry* victim = &set[0];
     for (Entry& e : set) {
-      if (e.used != 0 && e.size == text.size() && e.hash == hash) {
+      if (e.used != 0 && e.size == text.size() && e.hash == hash &&
+          (!kept || std::memcmp(e.text.data(), text.data(), text.size()) == 0)) {
         e.used = clock_;
         return e.found;
       }
@@ -106,7 +116,16 @@ class ScanMemo {
     }
     std::vector<Candidate> found = scan_uncached(text);
     if (found.size() > kMaxCandidates) return scratch_ = std::move(found);
-    *victim = Entry{.used = clock_, .hash = hash, .size = text.size(), .found = std::move(found)};
+    victim->used = clock_;
+    victim->hash = hash;
+    victim->size = text.size();
+    if (kept) {
+      victim->text.assign(text);
+    } else {
+      victim->text.clear();
+      victim->text.shrink_to_fit();
+    }
+    victim->found = std::move(found);
     return victim->found;
   }
 
@@ -115,8 +134,20 @@ class ScanMemo {
     std::uint64_t used = 0;  // clock_ at the last hit or store; 0: empty
     internal::Hash128 hash{};
     std::size_t size = 0;
+    std::string text;  // a kept text's bytes; empty for a longer one
     std::vector<Candidate> found;
   };
+
+  // The hash of a text's length and its first and last kSampleBytes: it only picks the set and
+  // rules entries out, the bytes decide.
+  static internal::Hash128 sample_hash(std::string_view text) {
+    if (text.size() <= 2 * kSampleBytes) return internal::bulk_hash128(text, text.size());
+    char sample[2 * kSampleBytes];
+    std::memcpy(sample, text.data(), kSampleBytes);
+    std::memcpy(sample + kSampleBytes, text.data() + text.size() - kSampleBytes, kSampleBytes);
+    return internal::bulk_hash128(std::string_view(sample, sizeof sample), text.size());
+  }
+
   std::array<std::array<Entry, kWays>, kSets> sets_;
   std::uint64_t clock_ = 0;
   std::vector<Candidate> scratch_;  // a result not kept
