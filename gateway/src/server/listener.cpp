@@ -44,9 +44,9 @@ bool identify(const GatewayContext& ctx, const Request& req, RequestInfo& info,
   // bearer token was the admin key (explain), only x-api-key can name a tenant, and the admin
   // may explain without one.
   std::string_view key;
-  const std::string_view auth = req[http::field::authorization];
+  const std::string_view auth = serving::field_value(req, http::field::authorization);
   if (auth.starts_with("Bearer ") && !info.admin_bearer) key = auth.substr(7);
-  if (key.empty()) key = req["x-api-key"];
+  if (key.empty()) key = serving::field_value(req, "x-api-key");
   if (!t.api_keys.empty() && !(info.admin_bearer && key.empty())) {
     // Every configured key is compared, whichever matches.
     auto it = t.api_keys.end();

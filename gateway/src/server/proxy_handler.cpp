@@ -76,7 +76,7 @@ void record_prep(GatewayContext& ctx, const RequestInfo& info, const PreparedReq
 
 UpstreamPost upstream_post(const Request& req, const RequestInfo& info, json::SplicedJson body,
                            std::string_view target) {
-  const std::string_view accept = req[http::field::accept];
+  const std::string_view accept = serving::field_value(req, http::field::accept);
   return UpstreamPost{target, accept.empty() ? std::string_view("*/*") : accept, info.request_id,
                       std::move(body)};
 }
@@ -201,8 +201,8 @@ Awaitable<bool> handle_completion(Connection& c, const Request& req, RequestInfo
     }
     ctx.replicas->record_success(d.replica);
     p.status = static_cast<int>(ex.parser().get().result_int());
-    const bool is_sse =
-        ex.parser().get()[http::field::content_type].starts_with("text/event-stream");
+    const bool is_sse = serving::field_value(ex.parser().get(), http::field::content_type)
+                            .starts_with("text/event-stream");
     if (ticket) p.admission = &ticket;  // settled by record_usage(), released by the relay
     if (p.translated) {
       if (prep->stream && is_sse) co_return co_await relay_translated_stream(c, req, p, ex);

@@ -25,7 +25,7 @@ Awaitable<bool> relay_body(Connection& c, const Request& req, ProxiedRequest& p,
   // The answer's head as text, in the connection's head buffer (nothing else writes to the
   // client before it is sent): the bytes a Response built by the same calls would give.
   serving::HeadText res(c.io.head_scratch, up.result(), req.version());
-  res.set(http::field::content_type, up[http::field::content_type]);
+  res.set(http::field::content_type, serving::field_value(up, http::field::content_type));
   res.keep_alive(p.info.keep_alive);
   res.set("x-prefixgate-route-reason", route_reason_name(p.decision.reason));
   res.set("x-prefixgate-predicted-cached-tokens",
