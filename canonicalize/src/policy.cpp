@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <memory>
 
+#include "field_checks.h"
 #include "prefixgate/canonicalize/volatile.h"
 #include "tool_list_memo.h"
 
@@ -281,8 +282,7 @@ void rebuild_tool_defs(const Value& body, std::vector<ToolDef>& defs) {
     if (list == nullptr || !list->is_array()) continue;
     for (std::size_t i = 0; i < list->as_array().size(); ++i) {
       const std::string* name = tool_name(list->as_array()[i]);
-      defs.push_back(ToolDef{name != nullptr ? *name : std::string(),
-                             std::string(key) + "[" + std::to_string(i) + "]"});
+      defs.push_back(ToolDef{name != nullptr ? *name : std::string(), checks::index_path(key, i)});
     }
   }
 }
