@@ -71,7 +71,10 @@ PromptLint lint_prompt(const AnalyzedPrompt& prompt, const LintOptions& options)
   const RenderedPrompt& r = prompt.rendered;
   std::size_t first_break = r.volatile_tail_begin;
   const std::size_t declared = declared_end(options);
+  const std::size_t lint_end =
+      options.volatile_tail ? r.text.size() : std::max(r.volatile_tail_begin, declared);
   for (const Segment& seg : r.segments) {
+    if (seg.begin >= lint_end) continue;
     if (seg.source == "template") continue;  // markup is the model's, not the application's
     const std::string_view text = std::string_view(r.text).substr(seg.begin, seg.end - seg.begin);
     // The scanner's own candidates (its thread's memo), not find_volatile's copies of them.

@@ -13,7 +13,7 @@ struct Linted {
   AnalyzedPrompt prompt;
 };
 
-Linted lint_messages(std::string_view body) {
+Linted lint_messages(std::string_view body, bool volatile_tail = true) {
   auto m = parse_messages_request(body);
   EXPECT_TRUE(m) << m.error().message;
   auto chat = parse_request_value(m->chat.body, Endpoint::kChatCompletions);
@@ -24,6 +24,7 @@ Linted lint_messages(std::string_view body) {
   EXPECT_TRUE(prompt);
   LintOptions options;
   options.breakpoints = breakpoint_bytes(m->chat, *chat, prompt->rendered);
+  options.volatile_tail = volatile_tail;
   return Linted{lint_request(*chat, model, *prompt, options), std::move(*prompt)};
 }
 
@@ -55,6 +56,36 @@ TEST(LintBreakpointTest, ABreakpointOnTheLastTurnCoversTheVolatileTail) {
   EXPECT_TRUE(l.lint.findings[0].in_volatile_tail);
   EXPECT_TRUE(l.lint.findings[0].before_breakpoint);
   EXPECT_EQ(l.lint.findings[0].severity, Severity::kError);
+}
+
+// Without the volatile tail (the gateway's lint): the final user message is not looked into,
+// except up to a breakpoint declared in it; what is found before it, and the stable prefix, stay.
+TEST(LintBreakpointTest, WithoutTheVolatileTailOnlyWhatCanBreakThePrefixIsFound) {
+  const std::string_view after_breakpoint = R"({"max_tokens": 8,
+      "system": [{"type": "text", "text": "Today is 2026-08-20.", "cache_control": {"type": "ephemeral"}}],
+      "messages": [{"role": "user", "content": "Remind me at 2026-08-20T17:00:00Z"}]})";
+  const Linted all = lint_messages(after_breakpoint);
+  const Linted head = lint_messages(after_breakpoint, false);
+  ASSERT_EQ(all.lint.findings.size(), 2u);
+  ASSERT_EQ(head.lint.findings.size(), 1u);
+  EXPECT_EQ(head.lint.findings[0].rule, Rule::kDate);
+  EXPECT_EQ(head.lint.findings[0].severity, Severity::kError);
+  EXPECT_EQ(head.lint.stable_prefix_tokens, all.lint.stable_prefix_tokens);
+
+  const Linted on_last_turn = lint_messages(R"({"max_tokens": 8, "system": "Stable.",
+      "messages": [{"role": "user", "content": [{"type": "text",
+        "text": "trace 123e4567-e89b-12d3-a456-426614174000", "cache_control": {"type": "ephemeral"}}]}]})",
+                                            false);
+  ASSERT_EQ(on_last_turn.lint.findings.size(), 1u);
+  EXPECT_TRUE(on_last_turn.lint.findings[0].before_breakpoint);
+
+  const Linted plain = lint_messages(R"({"max_tokens": 8, "system": "Stable.",
+      "messages": [{"role": "user", "content": "my order 123e4567-e89b-12d3-a456-426614174000"}]})",
+                                     false);
+  EXPECT_TRUE(plain.lint.findings.empty());
+  EXPECT_EQ(plain.lint.stable_prefix_tokens, lint_messages(R"({"max_tokens": 8, "system": "Stable.",
+      "messages": [{"role": "user", "content": "my order 123e4567-e89b-12d3-a456-426614174000"}]})")
+                                                 .lint.stable_prefix_tokens);
 }
 
 TEST(LintBreakpointTest, WithoutBreakpointsSeveritiesAreTheDetectors) {

@@ -82,7 +82,8 @@ Status analyze_request(PreparedRequest& out, const PrepOptions& options,
     analyzed = canon::analyze_prompt_into(req, plain, prompt, {}, offsets, canon::TokenIds::kCount);
   }
   if (!analyzed) return analyzed.error();
-  canon::LintOptions lint{.explain = false};
+  // What breaks the prefix: the final user message (past any breakpoint) is not looked into.
+  canon::LintOptions lint{.explain = false, .volatile_tail = false};
   if (conversion != nullptr) {
     lint.breakpoints = canon::breakpoint_bytes(*conversion, req, prompt.rendered);
     out.agent.breakpoint_tokens = canon::breakpoint_tokens(*conversion, req, prompt);

@@ -51,6 +51,11 @@ struct LintOptions {
   // Byte offsets in the rendered prompt where the client's cache breakpoints end
   // (chat_conversion.h's breakpoint_bytes()); the last one bounds the declared-stable prefix.
   std::vector<std::size_t> breakpoints = {};
+  // Look into the volatile tail too (the final user message, past any declared breakpoint):
+  // what is found there is for information only, as the tail is never served from cache. A
+  // gateway that counts what breaks prefixes leaves it out: every request brings a new tail, and
+  // scanning it cost more than linting the rest of the prompt, whose texts repeat.
+  bool volatile_tail = true;
 };
 
 PromptLint lint_prompt(const AnalyzedPrompt& prompt, const LintOptions& options = {});
