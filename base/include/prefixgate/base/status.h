@@ -59,7 +59,10 @@ bool is_client_error(ErrorCode code);
 template <class T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : state_(std::in_place_index<0>, std::move(value)) {}      // NOLINT
+  // A value is moved in once (taken by value, it would be moved twice: a prepared request is
+  // a few hundred bytes of members).
+  Result(T&& value) : state_(std::in_place_index<0>, std::move(value)) {}    // NOLINT
+  Result(const T& value) : state_(std::in_place_index<0>, value) {}          // NOLINT
   Result(Error error) : state_(std::in_place_index<1>, std::move(error)) {}  // NOLINT
 
   bool ok() const { return state_.index() == 0; }
