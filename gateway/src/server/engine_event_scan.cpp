@@ -215,6 +215,9 @@ class EngineLayout {
   // hex digits (anything else is the DOM parser's).
   bool hash_array(std::vector<std::uint64_t>& out) {
     if (literal("]")) return true;
+    // Room for as many hashes as the rest of the line can hold ("<16 hex>", 19 bytes each), so
+    // that a run of a few dozen is not grown by doubling.
+    out.reserve((s_.size() - i_) / 19 + 1);
     do {
       std::uint64_t h = 0;
       if (!literal("\"") || !hex16(h) || !literal("\"")) return false;
