@@ -26,19 +26,18 @@ std::uint64_t memo_keys_hash(const MemoKeys& keys) {
 
 namespace {
 
-constexpr std::size_t kNoTail = static_cast<std::size_t>(-1);
+constexpr std::size_t kNotKept = static_cast<std::size_t>(-1);
 
-// What the root members after the list would hold of trees if remembered (kept trees counted at
-// kSharedTreePerByte their bytes, as before the list), or kNoTail when they are not remembered:
-// a tool list the subtree memo has only noted (its next sighting is kept there), or too much
-// of a tree of their own.
-std::size_t tail_tree_bytes(std::string_view text, const MemoKeys& memo_keys, const Object& members,
-                            const std::vector<MemberSpan>& spans, std::size_t list_member) {
-  if (spans.size() != members.size()) return kNoTail;
-  const std::size_t list_end = spans[list_member].end;  // one past the list's ']'
-  if (list_end == 0 || list_end > text.size() || text[list_end - 1] != ']') return kNoTail;
+// What root members [begin, end) would hold of trees if a body remembered them, or kNotKept:
+// small ones are copied into every body taken from the memo (counted by approx_tree_bytes, at
+// most kMaxOwnTreeBytes together), a tool list the subtree memo keeps is a reference (counted at
+// kSharedTreePerByte its bytes), and one that memo has only noted is not remembered, so that its
+// next sighting is kept there.
+std::size_t members_tree_bytes(const MemoKeys& memo_keys, const Object& members,
+                               const std::vector<MemberSpan>& spans, std::size_t begin,
+                               std::size_t end) {
   std::size_t shared_bytes = 0, own_bytes = 0;
-  for (std::size_t i = list_member + 1; i < members.size(); ++i) {
+  for (std::size_t i = begin; i < end; ++i) {
     const Value& value = members[i].value;
     const std::size_t bytes = spans[i].end - spans[i].begin;
     if (value.is_shared()) {
@@ -49,11 +48,21 @@ std::size_t tail_tree_bytes(std::string_view text, const MemoKeys& memo_keys, co
                            bytes >= SubtreeMemo::kMinBytes && bytes <= SubtreeMemo::kMaxBytes &&
                            std::find(memo_keys.shared.begin(), memo_keys.shared.end(),
                                      members[i].key) != memo_keys.shared.end();
-    if (shareable) return kNoTail;
+    if (shareable) return kNotKept;
     own_bytes += approx_tree_bytes(value);
-    if (own_bytes > DocumentMemo::kMaxOwnTreeBytes) return kNoTail;
+    if (own_bytes > DocumentMemo::kMaxOwnTreeBytes) return kNotKept;
   }
   return shared_bytes + own_bytes;
+}
+
+// members_tree_bytes() of the members after the list, or kNotKept also when their offsets
+// cannot be counted from the list's closing ']'.
+std::size_t tail_tree_bytes(std::string_view text, const MemoKeys& memo_keys, const Object& members,
+                            const std::vector<MemberSpan>& spans, std::size_t list_member) {
+  if (spans.size() != members.size()) return kNotKept;
+  const std::size_t list_end = spans[list_member].end;  // one past the list's ']'
+  if (list_end == 0 || list_end > text.size() || text[list_end - 1] != ']') return kNotKept;
+  return members_tree_bytes(memo_keys, members, spans, list_member + 1, members.size());
 }
 
 }  // namespace
@@ -108,32 +117,14 @@ void DocumentMemo::remember(std::string_view text, std::size_t max_depth, const 
   const std::size_t known = extending ? resumed->elements : 0;
   std::size_t head_bytes = extending ? resumed->entry->head_tree_bytes : 0;
   if (!extending) {
-    // The members before the list are copied into every body taken from here: small ones, or
-    // a tool list the subtree memo keeps (a reference; counted at kSharedTreePerByte its
-    // bytes). One that memo has only noted is not remembered, so that its next sighting is
-    // kept there.
-    std::size_t own_bytes = 0;
-    for (std::size_t i = 0; i < list.member; ++i) {
-      const Value& value = members[i].value;
-      const std::size_t bytes = spans[i].end - spans[i].begin;
-      if (value.is_shared()) {
-        head_bytes += kSharedTreePerByte * bytes;
-        continue;
-      }
-      const bool shareable = (value.is_array() || value.is_object()) &&
-                             bytes >= SubtreeMemo::kMinBytes && bytes <= SubtreeMemo::kMaxBytes &&
-                             std::find(memo_keys.shared.begin(), memo_keys.shared.end(),
-                                       members[i].key) != memo_keys.shared.end();
-      if (shareable) return;
-      own_bytes += approx_tree_bytes(value);
-      if (own_bytes > kMaxOwnTreeBytes) return;
-    }
-    head_bytes += own_bytes;
+    const std::size_t before = members_tree_bytes(memo_keys, members, spans, 0, list.member);
+    if (before == kNotKept) return;
+    head_bytes += before;
     if (head_bytes > kMaxTreeBytes) return;
   }
   // The members after the list, by the same rule as those before it, within what is left.
   const std::size_t tail_bytes = tail_tree_bytes(text, memo_keys, members, spans, list.member);
-  const bool keep_tail = tail_bytes != kNoTail && head_bytes + tail_bytes <= kMaxTreeBytes;
+  const bool keep_tail = tail_bytes != kNotKept && head_bytes + tail_bytes <= kMaxTreeBytes;
   // The leading elements followed by a ',' that are kept trees, or small trees of their own.
   const Array& items = members[list.member].value.as_array();
   const std::size_t candidates = std::min(items.size(), list.elements.size());

@@ -107,7 +107,7 @@ void ElementMemo::evict_last() {
   order_.erase(victim);
 }
 
-const void* ElementMemo::tree_identity(const Value& value) {
+const void* tree_identity(const Value& value) {
   if (value.is_object()) return &value.as_object();
   if (value.is_array()) return &value.as_array();
   return nullptr;

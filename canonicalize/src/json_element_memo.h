@@ -30,6 +30,10 @@ namespace prefixgate::json::internal {
 // allocator rounds up is not counted).
 std::size_t approx_tree_bytes(const Value& value);
 
+// A kept tree's identity: the address of its object or array, the same through any value that
+// refers to it (nullptr for a scalar).
+const void* tree_identity(const Value& value);
+
 class ElementMemo {
  public:
   // Smaller elements cost about as much to find as to build.
@@ -82,9 +86,6 @@ class ElementMemo {
   void trim(const Slot* spare);
 
   Order order_;
-  // A kept tree's identity: the address of its object or array, the same through any value
-  // that refers to it.
-  static const void* tree_identity(const Value& value);
 
   std::unordered_multimap<std::uint64_t, Order::iterator> by_window_;
   std::unordered_map<const void*, Order::iterator> by_tree_;

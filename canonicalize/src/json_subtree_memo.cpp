@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "json_element_memo.h"
+
 namespace prefixgate::json::internal {
 
 SubtreeMemo& SubtreeMemo::for_this_thread() {
@@ -18,14 +20,10 @@ SubtreeMemo::Entry* SubtreeMemo::find(std::string_view key, std::size_t max_dept
 }
 
 void SubtreeMemo::touch(const Value& value) {
-  const auto identity = [](const Value& v) -> const void* {
-    if (v.is_array()) return &v.as_array();
-    if (v.is_object()) return &v.as_object();
-    return nullptr;
-  };
-  const void* target = identity(value);
+  const void* target = tree_identity(value);
   if (target == nullptr) return;
-  entries_.find([&](const Entry& e) { return e.tree != nullptr && identity(*e.tree) == target; });
+  entries_.find(
+      [&](const Entry& e) { return e.tree != nullptr && tree_identity(*e.tree) == target; });
 }
 
 void SubtreeMemo::note(std::string_view key, std::size_t max_depth, std::string_view bytes) {
