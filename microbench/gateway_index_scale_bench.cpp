@@ -6,6 +6,10 @@
 //   BM_IndexLongestMatch            lookups/s of a 2,048-block prompt matched to the end
 //   BM_IndexLongestMatchScattered/lengths:L
 //                                   the same prompt held by L replicas, to L different lengths
+//   BM_IndexLongestMatchShort/blocks:N
+//                                   a short prompt of N blocks (a 3 KB chat is about 45) held by
+//                                   one replica, a different prompt each time, so its entries
+//                                   come from memory as a busy gateway's would
 //   BM_IndexApplyEvents             events/s: a stored and a removed block per iteration, as a
 //                                   replica's cache turns over, on the full index
 //   BM_RouteDecision32k/policy:P    one routing decision for a 32k-token prompt (2,048 blocks)
@@ -165,6 +169,32 @@ BENCHMARK(BM_IndexLongestMatchScattered)
     ->Arg(8)
     ->Arg(32)
     ->Arg(1000)
+    ->Unit(benchmark::kMicrosecond);
+
+void BM_IndexLongestMatchShort(benchmark::State& state) {
+  Fleet& f = fleet(1);
+  const auto blocks = static_cast<std::size_t>(state.range(0));
+  // The leading blocks of every stored prompt: chained hashes, so a prompt's first N blocks are
+  // a prompt of N blocks that its one replica holds whole.
+  std::vector<std::vector<std::uint64_t>> prompts;
+  prompts.reserve(kPrompts);
+  for (std::size_t p = 0; p < kPrompts; ++p) prompts.push_back(chain(p, blocks));
+  std::vector<std::size_t> out(kReplicas);
+  std::size_t next = 0;
+  for (auto _ : state) {
+    f.index->longest_match(prompts[next], Clock::time_point{}, out);
+    benchmark::DoNotOptimize(out.data());
+    next = next + 1 == kPrompts ? 0 : next + 1;
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()));
+}
+BENCHMARK(BM_IndexLongestMatchShort)
+    ->ArgName("blocks")
+    ->Arg(8)
+    ->Arg(16)
+    ->Arg(32)
+    ->Arg(48)
+    ->Arg(63)
     ->Unit(benchmark::kMicrosecond);
 
 void BM_IndexApplyEvents(benchmark::State& state) {

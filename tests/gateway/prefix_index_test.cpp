@@ -471,11 +471,12 @@ TEST(PrefixIndexTest, GallopingMatchEqualsTheLinearWalkWhenHoldersArePrefixClose
     const std::size_t replicas = round % 2 == 0 ? 1 + pick(63) : 65 + pick(200);
     PrefixIndex index({ttl, ttl});  // predictions live ttl from routing
     for (std::size_t r = 0; r < replicas; ++r) index.add_replica({});
-    // Prompts of 64 to 600 blocks sharing their first `shared` blocks.
-    const std::size_t shared = pick(300);
+    // Prompts of 16 to 650 blocks (galloped from 16) sharing their first `shared` blocks; a
+    // third of the rounds keep them short.
+    const std::size_t shared = pick(round % 3 == 0 ? 32 : 300);
     std::vector<std::vector<std::uint64_t>> prompts;
     for (std::uint64_t p = 0; p < 4; ++p) {
-      prompts.push_back(prompt_hashes(round, shared, p, 64 + pick(300)));
+      prompts.push_back(prompt_hashes(round, shared, p, 16 + pick(round % 3 == 0 ? 48 : 348)));
     }
     // The plain model: confirmed blocks, and each predicted block's latest expiry.
     std::vector<std::set<std::uint64_t>> confirmed(replicas);
@@ -539,14 +540,19 @@ TEST(PrefixIndexTest, AHoleInTheMiddleOfALongMatchMayBeSkipped) {
   store(index, 1, h, 1, 200);  // no block 0
   // The probes (0, then 1, 2, 4, ..., 128 and 199) all miss the hole.
   EXPECT_EQ(match(index, h), (std::vector<std::size_t>{200, 0}));
-  const std::vector<std::uint64_t> short_prompt(h.begin(), h.begin() + 63);
   store(index, 0, h, 100, 101);
-  index.apply_removed(0, h[40]);
-  EXPECT_EQ(match(index, short_prompt), (std::vector<std::size_t>{40, 0}));
+  index.apply_removed(0, h[10]);
+  // From 16 blocks on a prompt is galloped too: probes 0, 1, 3, 7, 15 and 47 miss block 10.
+  const std::vector<std::uint64_t> prompt48(h.begin(), h.begin() + 48);
+  EXPECT_EQ(match(index, prompt48), (std::vector<std::size_t>{48, 0}));
+  // Under 16 blocks it is walked block by block, which finds the hole.
+  const std::vector<std::uint64_t> short_prompt(h.begin(), h.begin() + 15);
+  EXPECT_EQ(match(index, short_prompt), (std::vector<std::size_t>{10, 0}));
+  // So is any prompt whose lower-tier blocks are counted.
   index.apply_stored(1, h[5], CacheTier::kOffload);
   std::vector<std::size_t> blocks(2), offloaded(2);
   index.longest_match(h, {}, blocks, offloaded);
-  EXPECT_EQ(blocks, (std::vector<std::size_t>{40, 0}));
+  EXPECT_EQ(blocks, (std::vector<std::size_t>{10, 0}));
   EXPECT_EQ(match(index, h), (std::vector<std::size_t>{200, 0}));  // the gallop skips it
 }
 

@@ -113,7 +113,7 @@ class PrefixIndex {
   // predicted and not expired). out.size() must equal replica_count(). When `offloaded` has
   // replica_count() entries too, offloaded[r] = how many of those out[r] blocks r holds only on a
   // lower tier (confirmed kOffload).
-  // Prompts of 64 blocks or more are searched (galloping, then binary search) rather than walked
+  // Prompts of 16 blocks or more are searched (galloping, then binary search) rather than walked
   // block by block, which relies on a prefix cache's property: what r holds of `hashes` is a
   // leading run. Where r has a hole in the middle of its run instead, out[r] may skip the hole:
   // it is then some i with block i - 1 held and block i not, never less than the first hole.
