@@ -85,6 +85,20 @@ bool SegmentCache::lookup(const Key& key, std::size_t segment_bytes, std::vector
   return false;
 }
 
+std::optional<std::size_t> SegmentCache::tokens_through(const Key& key, std::size_t offset) {
+  Shard& shard = shard_for(key);
+  std::lock_guard lock(shard.mu);
+  const auto it = shard.index.find(key);
+  if (it == shard.index.end()) return std::nullopt;
+  shard.lru.splice(shard.lru.begin(), shard.lru, it->second);
+  const Shard::Entry& e = *it->second;
+  // Offsets never decrease along a segment, and each fits in 32 bits (insert() checks).
+  const std::uint32_t* rel = e.data.get() + e.token_count;
+  if (offset >= UINT32_MAX) return e.token_count;
+  return static_cast<std::size_t>(
+      std::upper_bound(rel, rel + e.token_count, static_cast<std::uint32_t>(offset)) - rel);
+}
+
 void SegmentCache::insert(const Key& key, std::size_t segment_bytes,
                           std::span<const TokenId> tokens, std::span<const std::size_t> offsets,
                           std::size_t base) {

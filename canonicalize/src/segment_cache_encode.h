@@ -2,6 +2,7 @@
 // (segment_cache.h says why that is exact).
 #pragma once
 
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -10,6 +11,18 @@
 #include "prefixgate/canonicalize/tokenizer.h"
 
 namespace prefixgate::canon::internal {
+
+// The key encode_segment finds `segment` (starting at byte `begin` of its text) by, or nullopt
+// when it would encode it without the cache.
+inline std::optional<SegmentCache::Key> segment_key(const EncodeOptions& options,
+                                                    std::uint64_t tokenizer_identity,
+                                                    std::string_view segment, std::size_t begin) {
+  const SegmentCache* cache = options.segment_cache;
+  if (cache == nullptr || segment.size() < cache->min_segment_bytes()) return std::nullopt;
+  const std::uint32_t flags = (options.parse_special ? SegmentCache::kParseSpecial : 0u) |
+                              (begin == 0 ? SegmentCache::kTextStart : 0u);
+  return SegmentCache::key(tokenizer_identity, flags, segment);
+}
 
 // Appends the tokens (and offsets, when given) of text[begin, begin + segment.size()) to `out`:
 // from the cache when it holds them, else through `encode(out, offsets)`, whose result is then
@@ -20,14 +33,14 @@ void encode_segment(const EncodeOptions& options, std::uint64_t tokenizer_identi
                     std::string_view segment, std::size_t begin, std::vector<TokenId>& out,
                     std::vector<std::size_t>* offsets, std::vector<std::size_t>& scratch,
                     Encode&& encode) {
-  SegmentCache* cache = options.segment_cache;
-  if (cache == nullptr || segment.size() < cache->min_segment_bytes()) {
+  const std::optional<SegmentCache::Key> found_key =
+      segment_key(options, tokenizer_identity, segment, begin);
+  if (!found_key) {
     encode(out, offsets);
     return;
   }
-  const std::uint32_t flags = (options.parse_special ? SegmentCache::kParseSpecial : 0u) |
-                              (begin == 0 ? SegmentCache::kTextStart : 0u);
-  const SegmentCache::Key key = SegmentCache::key(tokenizer_identity, flags, segment);
+  SegmentCache* cache = options.segment_cache;
+  const SegmentCache::Key& key = *found_key;
   if (cache->lookup(key, segment.size(), out, offsets, begin)) return;
   std::vector<std::size_t>& offs = offsets != nullptr ? *offsets : scratch;
   if (offsets == nullptr) scratch.clear();

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "prefixgate/canonicalize/tokenizer.h"
+#include "segment_cache_encode.h"
 
 namespace prefixgate::canon {
 
@@ -25,13 +26,25 @@ std::size_t Tokenizer::token_at_byte(std::string_view text,
   if (s.added_token || offset >= s.byte_end) return s.token_end - 1;
   if (one_token_per_stretch_byte()) return s.token_begin + (offset - s.byte_begin);
   const auto index = static_cast<std::size_t>(after - 1 - stretches.begin());
+  EncodeOptions plain = options;
+  plain.stretches = nullptr;
   if (scratch.stretch != index) {
+    scratch.stretch = index;
     scratch.tokens.clear();
     scratch.offsets.clear();
-    EncodeOptions plain = options;
-    plain.stretches = nullptr;
+    const std::string_view segment = text.substr(s.byte_begin, s.byte_end - s.byte_begin);
+    scratch.key = internal::segment_key(plain, identity(), segment, s.byte_begin);
+  }
+  // The cache holds the stretch's encoding as encode() made it (the same bytes, start and
+  // parse_special): its offsets, searched in place, give the answer without a copy of them.
+  if (scratch.key) {
+    if (const auto n = options.segment_cache->tokens_through(*scratch.key, offset - s.byte_begin)) {
+      return *n == 0 ? before : s.token_begin + *n - 1;
+    }
+    scratch.key.reset();  // let go since: encoded once more, below
+  }
+  if (scratch.tokens.empty()) {
     encode_stretch(text, s.byte_begin, s.byte_end, plain, scratch.tokens, scratch.offsets);
-    scratch.stretch = index;
   }
   const auto it = std::upper_bound(scratch.offsets.begin(), scratch.offsets.end(), offset);
   if (it == scratch.offsets.begin()) return before;

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <random>
@@ -267,6 +268,37 @@ TEST(SegmentCacheTest, AnEntryLargerThanTheBoundIsNotStored) {
   EXPECT_EQ(out.size(), 4096u);
   EXPECT_EQ(cache.stats().entries, 0u);
   EXPECT_EQ(cache.stats().bytes, 0u);
+}
+
+// A cached segment's tokens up to a byte are counted in place, as the offsets the lookup would
+// copy out say, and asking counts as neither a hit nor a miss.
+TEST(SegmentCacheTest, TokensThroughAnOffsetAreCountedFromTheEntry) {
+  SegmentCache cache({.min_segment_bytes = 1, .shards = 2});
+  const SegmentCache::Key key = SegmentCache::key(7, 0, "the segment");
+  EXPECT_FALSE(cache.tokens_through(key, 0)) << "not stored yet";
+  // Three tokens at segment offsets 0, 4 and 4 (a token of no bytes of its own) and 8, stored
+  // from a text where the segment begins at byte 100.
+  const std::vector<TokenId> tokens{11, 12, 13, 14};
+  const std::vector<std::size_t> offsets{100, 104, 104, 108};
+  cache.insert(key, 11, tokens, offsets, 100);
+  const std::vector<std::pair<std::size_t, std::size_t>> expect{{0, 1}, {3, 1},  {4, 3},   {7, 3},
+                                                                {8, 4}, {10, 4}, {1000, 4}};
+  for (const auto& [offset, count] : expect) {
+    EXPECT_EQ(cache.tokens_through(key, offset), count) << "offset " << offset;
+  }
+  EXPECT_EQ(cache.stats().hits + cache.stats().misses, 0u);
+  // The same answer as the offsets a lookup copies out.
+  std::vector<TokenId> out;
+  std::vector<std::size_t> out_offsets;
+  ASSERT_TRUE(cache.lookup(key, 11, out, &out_offsets, 0));
+  for (const auto& [offset, count] : expect) {
+    EXPECT_EQ(
+        static_cast<std::size_t>(std::upper_bound(out_offsets.begin(), out_offsets.end(), offset) -
+                                 out_offsets.begin()),
+        count);
+  }
+  EXPECT_FALSE(cache.tokens_through(SegmentCache::key(8, 0, "the segment"), 0))
+      << "another tokenizer's key";
 }
 
 }  // namespace

@@ -28,6 +28,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -76,6 +77,10 @@ class SegmentCache {
   // `base` (where the segment starts in the text) to `offsets`, and returns true.
   bool lookup(const Key& key, std::size_t segment_bytes, std::vector<TokenId>& tokens,
               std::vector<std::size_t>* offsets, std::size_t base);
+  // How many of a cached segment's tokens have an offset (from the segment's start) of at most
+  // `offset`, found in the entry without copying it out; nullopt when the segment is not held.
+  // A question about an encoding already made, not an encode: it counts as no hit or miss.
+  std::optional<std::size_t> tokens_through(const Key& key, std::size_t offset);
   // Stores a segment's tokens and their offsets in the text (`base` = where it starts); the
   // offsets must lie in [base, base + segment_bytes]. Replaces nothing already held.
   void insert(const Key& key, std::size_t segment_bytes, std::span<const TokenId> tokens,
