@@ -83,9 +83,9 @@ void BpeTokenizer::encode(std::string_view text, std::vector<TokenId>& out,
   // Metaspace's prepend_scheme "first") and parse_special: what the segment cache is keyed by.
   const auto section = [&](std::size_t begin, std::size_t end) {
     const std::size_t first = out.size();
-    encode_cached_section(text, begin, end, options, out, byte_offsets, scratch);
+    auto key = encode_cached_section(text, begin, end, options, out, byte_offsets, scratch);
     if (options.stretches != nullptr) {
-      options.stretches->push_back({begin, end, first, out.size(), false});
+      options.stretches->push_back({begin, end, first, out.size(), false, key});
     }
   };
   // Resuming after an added token (EncodeOptions::begin) is where the search stood after it.
@@ -110,15 +110,14 @@ void BpeTokenizer::encode_stretch(std::string_view text, std::size_t begin, std:
   encode_cached_section(text, begin, end, options, out, &byte_offsets, scratch);
 }
 
-void BpeTokenizer::encode_cached_section(std::string_view text, std::size_t begin, std::size_t end,
-                                         const EncodeOptions& options, std::vector<TokenId>& out,
-                                         std::vector<std::size_t>* byte_offsets,
-                                         Scratch& scratch) const {
-  internal::encode_segment(options, identity_, text.substr(begin, end - begin), begin, out,
-                           byte_offsets, scratch.segment_offsets,
-                           [&](std::vector<TokenId>& o, std::vector<std::size_t>* offs) {
-                             encode_section(text, begin, end, options, o, offs, scratch);
-                           });
+std::optional<SegmentCache::Key> BpeTokenizer::encode_cached_section(
+    std::string_view text, std::size_t begin, std::size_t end, const EncodeOptions& options,
+    std::vector<TokenId>& out, std::vector<std::size_t>* byte_offsets, Scratch& scratch) const {
+  return internal::encode_segment(options, identity_, text.substr(begin, end - begin), begin, out,
+                                  byte_offsets, scratch.segment_offsets,
+                                  [&](std::vector<TokenId>& o, std::vector<std::size_t>* offs) {
+                                    encode_section(text, begin, end, options, o, offs, scratch);
+                                  });
 }
 
 void BpeTokenizer::encode_section(std::string_view text, std::size_t begin, std::size_t end,

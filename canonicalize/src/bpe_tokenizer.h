@@ -68,10 +68,11 @@ class BpeTokenizer final : public Tokenizer {
     std::vector<std::uint32_t> lengths;
     std::vector<std::size_t> segment_offsets;
   };
-  // encode_section through the segment cache (when options has one).
-  void encode_cached_section(std::string_view text, std::size_t begin, std::size_t end,
-                             const EncodeOptions& options, std::vector<TokenId>& out,
-                             std::vector<std::size_t>* byte_offsets, Scratch& scratch) const;
+  // encode_section through the segment cache (when options has one); returns the key it was
+  // looked up by there.
+  std::optional<SegmentCache::Key> encode_cached_section(
+      std::string_view text, std::size_t begin, std::size_t end, const EncodeOptions& options,
+      std::vector<TokenId>& out, std::vector<std::size_t>* byte_offsets, Scratch& scratch) const;
   // Encodes text[begin, end), which holds no raw added token.
   void encode_section(std::string_view text, std::size_t begin, std::size_t end,
                       const EncodeOptions& options, std::vector<TokenId>& out,

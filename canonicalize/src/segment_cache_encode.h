@@ -27,21 +27,22 @@ inline std::optional<SegmentCache::Key> segment_key(const EncodeOptions& options
 // Appends the tokens (and offsets, when given) of text[begin, begin + segment.size()) to `out`:
 // from the cache when it holds them, else through `encode(out, offsets)`, whose result is then
 // stored. `encode` must append the segment's tokens and offsets exactly as an uncached encode
-// does. `scratch` collects offsets when the caller wants none.
+// does. `scratch` collects offsets when the caller wants none. Returns the segment's cache key
+// (nullopt when it was encoded without the cache).
 template <class Encode>
-void encode_segment(const EncodeOptions& options, std::uint64_t tokenizer_identity,
-                    std::string_view segment, std::size_t begin, std::vector<TokenId>& out,
-                    std::vector<std::size_t>* offsets, std::vector<std::size_t>& scratch,
-                    Encode&& encode) {
+std::optional<SegmentCache::Key> encode_segment(
+    const EncodeOptions& options, std::uint64_t tokenizer_identity, std::string_view segment,
+    std::size_t begin, std::vector<TokenId>& out, std::vector<std::size_t>* offsets,
+    std::vector<std::size_t>& scratch, Encode&& encode) {
   const std::optional<SegmentCache::Key> found_key =
       segment_key(options, tokenizer_identity, segment, begin);
   if (!found_key) {
     encode(out, offsets);
-    return;
+    return std::nullopt;
   }
   SegmentCache* cache = options.segment_cache;
   const SegmentCache::Key& key = *found_key;
-  if (cache->lookup(key, segment.size(), out, offsets, begin)) return;
+  if (cache->lookup(key, segment.size(), out, offsets, begin)) return found_key;
   std::vector<std::size_t>& offs = offsets != nullptr ? *offsets : scratch;
   if (offsets == nullptr) scratch.clear();
   const std::size_t first_token = out.size();
@@ -50,6 +51,7 @@ void encode_segment(const EncodeOptions& options, std::uint64_t tokenizer_identi
   cache->insert(key, segment.size(), std::span<const TokenId>(out).subspan(first_token),
                 std::span<const std::size_t>(offs).subspan(first_offset), begin);
   if (offsets == nullptr) scratch.clear();
+  return found_key;
 }
 
 }  // namespace prefixgate::canon::internal

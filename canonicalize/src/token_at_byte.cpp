@@ -32,8 +32,12 @@ std::size_t Tokenizer::token_at_byte(std::string_view text,
     scratch.stretch = index;
     scratch.tokens.clear();
     scratch.offsets.clear();
-    const std::string_view segment = text.substr(s.byte_begin, s.byte_end - s.byte_begin);
-    scratch.key = internal::segment_key(plain, identity(), segment, s.byte_begin);
+    if (options.segment_cache != nullptr && s.cache_key) {
+      scratch.key = s.cache_key;  // as encode() made it: the same bytes, start and options
+    } else {
+      const std::string_view segment = text.substr(s.byte_begin, s.byte_end - s.byte_begin);
+      scratch.key = internal::segment_key(plain, identity(), segment, s.byte_begin);
+    }
   }
   // The cache holds the stretch's encoding as encode() made it (the same bytes, start and
   // parse_special): its offsets, searched in place, give the answer without a copy of them.

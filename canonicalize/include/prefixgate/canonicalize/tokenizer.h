@@ -49,6 +49,9 @@ struct EncodedStretch {
   std::size_t token_begin = 0;  // index in encode()'s `out` of its first token
   std::size_t token_end = 0;
   bool added_token = false;
+  // The segment cache key encode() looked the stretch up by, when it went through a cache: what
+  // token_at_byte finds its offsets by, without hashing its bytes again.
+  std::optional<SegmentCache::Key> cache_key = {};
 };
 
 struct EncodeOptions {
