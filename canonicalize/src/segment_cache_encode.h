@@ -12,18 +12,6 @@
 
 namespace prefixgate::canon::internal {
 
-// The key encode_segment finds `segment` (starting at byte `begin` of its text) by, or nullopt
-// when it would encode it without the cache.
-inline std::optional<SegmentCache::Key> segment_key(const EncodeOptions& options,
-                                                    std::uint64_t tokenizer_identity,
-                                                    std::string_view segment, std::size_t begin) {
-  const SegmentCache* cache = options.segment_cache;
-  if (cache == nullptr || segment.size() < cache->min_segment_bytes()) return std::nullopt;
-  const std::uint32_t flags = (options.parse_special ? SegmentCache::kParseSpecial : 0u) |
-                              (begin == 0 ? SegmentCache::kTextStart : 0u);
-  return SegmentCache::key(tokenizer_identity, flags, segment);
-}
-
 // Appends the tokens (and offsets, when given) of text[begin, begin + segment.size()) to `out`:
 // from the cache when it holds them, else through `encode(out, offsets)`, whose result is then
 // stored. `encode` must append the segment's tokens and offsets exactly as an uncached encode
@@ -34,15 +22,15 @@ std::optional<SegmentCache::Key> encode_segment(
     const EncodeOptions& options, std::uint64_t tokenizer_identity, std::string_view segment,
     std::size_t begin, std::vector<TokenId>& out, std::vector<std::size_t>* offsets,
     std::vector<std::size_t>& scratch, Encode&& encode) {
-  const std::optional<SegmentCache::Key> found_key =
-      segment_key(options, tokenizer_identity, segment, begin);
-  if (!found_key) {
+  SegmentCache* cache = options.segment_cache;
+  if (cache == nullptr || segment.size() < cache->min_segment_bytes()) {
     encode(out, offsets);
     return std::nullopt;
   }
-  SegmentCache* cache = options.segment_cache;
-  const SegmentCache::Key& key = *found_key;
-  if (cache->lookup(key, segment.size(), out, offsets, begin)) return found_key;
+  const std::uint32_t flags = (options.parse_special ? SegmentCache::kParseSpecial : 0u) |
+                              (begin == 0 ? SegmentCache::kTextStart : 0u);
+  const SegmentCache::Key key = SegmentCache::key(tokenizer_identity, flags, segment);
+  if (cache->lookup(key, segment.size(), out, offsets, begin)) return key;
   std::vector<std::size_t>& offs = offsets != nullptr ? *offsets : scratch;
   if (offsets == nullptr) scratch.clear();
   const std::size_t first_token = out.size();
@@ -51,7 +39,7 @@ std::optional<SegmentCache::Key> encode_segment(
   cache->insert(key, segment.size(), std::span<const TokenId>(out).subspan(first_token),
                 std::span<const std::size_t>(offs).subspan(first_offset), begin);
   if (offsets == nullptr) scratch.clear();
-  return found_key;
+  return key;
 }
 
 }  // namespace prefixgate::canon::internal

@@ -4,7 +4,6 @@
 #include <algorithm>
 
 #include "prefixgate/canonicalize/tokenizer.h"
-#include "segment_cache_encode.h"
 
 namespace prefixgate::canon {
 
@@ -26,21 +25,15 @@ std::size_t Tokenizer::token_at_byte(std::string_view text,
   if (s.added_token || offset >= s.byte_end) return s.token_end - 1;
   if (one_token_per_stretch_byte()) return s.token_begin + (offset - s.byte_begin);
   const auto index = static_cast<std::size_t>(after - 1 - stretches.begin());
-  EncodeOptions plain = options;
-  plain.stretches = nullptr;
   if (scratch.stretch != index) {
     scratch.stretch = index;
     scratch.tokens.clear();
     scratch.offsets.clear();
-    if (options.segment_cache != nullptr && s.cache_key) {
-      scratch.key = s.cache_key;  // as encode() made it: the same bytes, start and options
-    } else {
-      const std::string_view segment = text.substr(s.byte_begin, s.byte_end - s.byte_begin);
-      scratch.key = internal::segment_key(plain, identity(), segment, s.byte_begin);
-    }
+    // The key encode() found the stretch by in this cache (the same bytes, start and options).
+    scratch.key = options.segment_cache != nullptr ? s.cache_key : std::nullopt;
   }
-  // The cache holds the stretch's encoding as encode() made it (the same bytes, start and
-  // parse_special): its offsets, searched in place, give the answer without a copy of them.
+  // The cache holds the stretch's encoding as encode() made it: its offsets, searched in place,
+  // give the answer without a copy of them.
   if (scratch.key) {
     if (const auto n = options.segment_cache->tokens_through(*scratch.key, offset - s.byte_begin)) {
       return *n == 0 ? before : s.token_begin + *n - 1;
@@ -48,6 +41,8 @@ std::size_t Tokenizer::token_at_byte(std::string_view text,
     scratch.key.reset();  // let go since: encoded once more, below
   }
   if (scratch.tokens.empty()) {
+    EncodeOptions plain = options;
+    plain.stretches = nullptr;
     encode_stretch(text, s.byte_begin, s.byte_end, plain, scratch.tokens, scratch.offsets);
   }
   const auto it = std::upper_bound(scratch.offsets.begin(), scratch.offsets.end(), offset);

@@ -103,9 +103,10 @@ class Tokenizer {
   // What TokenizedPrompt::token_at_byte gives from the byte offsets of encode(text, out,
   // options), found from the stretches encode() listed instead: the index of the last token
   // whose offset is at most `offset` (0 when none is). The stretch that `offset` lies in is read
-  // from the segment cache where it holds it (its offsets searched in place), else encoded again
-  // into `scratch`. `scratch` is reused, so that asking about several bytes of one stretch hashes
-  // or encodes it once; clear it when `text` changes.
+  // from the segment cache by the key encode() gave it, where the cache still holds it (its
+  // offsets searched in place), else encoded again into `scratch`. `scratch` is reused, so that
+  // asking about several bytes of one stretch encodes it at most once; clear it when `text`
+  // changes.
   struct StretchScratch {
     std::size_t stretch = static_cast<std::size_t>(-1);  // the stretch the scratch is about
     // Its segment cache key, when it has one: then `tokens` and `offsets` are not filled unless
