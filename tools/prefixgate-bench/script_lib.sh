@@ -16,14 +16,28 @@ require_tools() {
   done
 }
 
-# Sets GATEWAYS to the gateway binaries given (this build's when none is) and checks that they
-# and $ENGINE exist; exits with status 2 otherwise. Needs ROOT and ENGINE set.
+# Sets GATEWAYS to the gateway targets given (this build's when none is), GATEWAY_NAMES to their
+# names, and checks that each binary and $ENGINE exist; exits with status 2 otherwise. Needs ROOT
+# and ENGINE set. A target is one word: a binary's path, optionally followed by extra gateway
+# arguments and preceded by a name, e.g. "nocache=build/release/gateway/prefixgate
+# --tokenizer-cache off"; unnamed targets are gateway0, gateway1, ... Start target I with
+#   read -r -a cmd <<<"${GATEWAYS[I]}"; "${cmd[@]}" --listen ...
 gateway_binaries() {
-  GATEWAYS=("$@")
-  [[ ${#GATEWAYS[@]} -gt 0 ]] || GATEWAYS=("$ROOT/build/release/gateway/prefixgate")
+  GATEWAYS=()
+  GATEWAY_NAMES=()
+  local targets=("$@") target name
+  [[ ${#targets[@]} -gt 0 ]] || targets=("$ROOT/build/release/gateway/prefixgate")
   [[ -x $ENGINE ]] || { echo "$(basename "$0"): build the release preset first" >&2; exit 2; }
-  for g in "${GATEWAYS[@]}"; do
-    [[ -x $g ]] || { echo "$(basename "$0"): no gateway binary at $g" >&2; exit 2; }
+  for target in "${targets[@]}"; do
+    name="gateway${#GATEWAYS[@]}"
+    if [[ $target =~ ^([A-Za-z0-9_.-]+)=(.*)$ ]]; then
+      name="${BASH_REMATCH[1]}"
+      target="${BASH_REMATCH[2]}"
+    fi
+    [[ $name != nginx ]] || { echo "$(basename "$0"): nginx is the comparison's own name" >&2; exit 2; }
+    [[ -x ${target%% *} ]] || { echo "$(basename "$0"): no gateway binary at ${target%% *}" >&2; exit 2; }
+    GATEWAYS+=("$target")
+    GATEWAY_NAMES+=("$name")
   done
 }
 

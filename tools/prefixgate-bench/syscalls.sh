@@ -71,13 +71,14 @@ EOF
 
 for i in "${!GATEWAYS[@]}"; do
   port="$(free_port)"
-  "${GATEWAYS[$i]}" --listen "127.0.0.1:$port" --upstream "http://127.0.0.1:$ENGINE_PORT" \
+  read -r -a cmd <<<"${GATEWAYS[$i]}"
+  "${cmd[@]}" --listen "127.0.0.1:$port" --upstream "http://127.0.0.1:$ENGINE_PORT" \
     --threads 1 --log-level warn ${GATEWAY_ARGS:-} >"$TMP/gateway$i.log" 2>&1 &
   pid=$!
   pids+=("$pid")
   wait_ready "$port"
-  echo "gateway$i: ${GATEWAYS[$i]}"
-  measure "gateway$i" "$pid" "http://127.0.0.1:$port"
+  echo "${GATEWAY_NAMES[$i]}: ${GATEWAYS[$i]}"
+  measure "${GATEWAY_NAMES[$i]}" "$pid" "http://127.0.0.1:$port"
 done
 
 NGINX_PORT="$(free_port)"
