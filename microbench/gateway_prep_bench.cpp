@@ -2,7 +2,8 @@
 // tenant salt, stream usage, render, tokenize, block hashes, prompt lint) on the request that
 // `prefixgate-bench overhead` sends through wrk, with the gateway's default rules and model. This
 // is the part of the overhead that is ours rather than the kernel's TCP; compare runs side by
-// side.
+// side. BM_RequestPathThreads adds the route through the shared ReplicaSet, from one server
+// thread and from two.
 #include <benchmark/benchmark.h>
 
 #include <fstream>
@@ -10,9 +11,12 @@
 #include <stdexcept>
 #include <string>
 
+#include "prefixgate/gateway/engine_block_keys.h"
+#include "prefixgate/gateway/routing.h"
 #include "prefixgate/serving/request_body.h"
 #include "server/canonicalize_stage.h"
 #include "server/model_registry.h"
+#include "server/replica_set.h"
 #include "server/request_prep.h"
 
 namespace prefixgate::gateway::server {
@@ -152,6 +156,62 @@ BENCHMARK_CAPTURE(BM_PrepareAgentRequest, messages, canon::Api::kMessages)
     ->Arg(2)
     ->Arg(20)
     ->Unit(benchmark::kMicrosecond);
+
+// The gateway's own work per request, from one server thread and from two at once: the 3 KB chat
+// prepared as above, then routed through the one ReplicaSet every server thread shares (route, the
+// first token settling its predictions, the end). Each thread keeps its own memos and caches, so
+// the ReplicaSet's lock is all the threads share on this path, and with a core free per thread
+// the requests/s of two threads against one's shows what that sharing costs. The live `overhead`
+// run cannot show it on a 2-core host, where the engine and wrk take the CPU a second proxy
+// thread would need.
+ReplicaSet& path_replicas() {
+  static ReplicaSet* set = [] {
+    std::vector<UpstreamConfig> upstreams(8);
+    for (std::size_t r = 0; r < upstreams.size(); ++r) {
+      upstreams[r].url = "http://127.0.0.1:" + std::to_string(9000 + r);
+    }
+    auto* s = new ReplicaSet(std::move(upstreams), std::move(*make_policy("cache_aware")),
+                             IndexConfig{}, 3);
+    for (ReplicaId r = 0; r < 8; ++r) {
+      s->health_check_result(r, true);
+      s->set_events_link(r, true);
+    }
+    return s;
+  }();
+  return *set;
+}
+
+void BM_RequestPathThreads(benchmark::State& state) {
+  static const Gateway gw(CanonicalizationConfig{});
+  ReplicaSet& replicas = path_replicas();
+  std::string body = overhead_request_body();
+  body.reserve(body.size() + serving::kReadablePastEnd);
+  std::vector<KeyChange> stored;
+  for (auto _ : state) {
+    auto prep = prepare_request(body, canon::Api::kChatCompletions, Tenant{}, gw.prep,
+                                serving::readable_past_end(body));
+    if (!prep) {
+      state.SkipWithError(prep.error().message.c_str());
+      return;
+    }
+    const RouteRequest request{prep->block_hashes, prep->prompt_tokens, prep->block_size, {}};
+    const RouteDecision d = replicas.route(request, {}, Clock::now());
+    replicas.prefilled(d, prep->block_hashes, prep->prompt_tokens);
+    const std::size_t cached_blocks = d.predicted_cached_tokens / prep->block_size;
+    if (cached_blocks < prep->block_hashes.size()) {
+      // The engine's events for the blocks it stored, as they come after a prefill.
+      stored.clear();
+      for (std::size_t i = cached_blocks; i < prep->block_hashes.size(); ++i) {
+        stored.push_back({prep->block_hashes[i], KeyState::kPrimary});
+      }
+      replicas.apply_key_changes(d.replica, stored);
+    }
+    replicas.finish(d, prep->block_hashes, true, 0);
+  }
+  state.counters["requests_per_s"] =
+      benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_RequestPathThreads)->Threads(1)->Threads(2)->UseRealTime();
 
 }  // namespace
 }  // namespace prefixgate::gateway::server
