@@ -48,7 +48,9 @@ struct Gateway {
   }
 };
 
-void run(benchmark::State& state, const CanonicalizationConfig& rules) {
+// Prepares the overhead request once an iteration, handing each prepared request to `then`.
+template <class Then>
+void prepare_each(benchmark::State& state, const CanonicalizationConfig& rules, Then then) {
   const Gateway gw(rules);
   // As the server reads it: with the JSON parser's padding past its end.
   std::string body = overhead_request_body();
@@ -60,9 +62,15 @@ void run(benchmark::State& state, const CanonicalizationConfig& rules) {
       state.SkipWithError(prep.error().message.c_str());
       return;
     }
-    benchmark::DoNotOptimize(prep->block_hashes.data());
+    then(*prep);
   }
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * body.size()));
+}
+
+void run(benchmark::State& state, const CanonicalizationConfig& rules) {
+  prepare_each(state, rules, [](const PreparedRequest& prep) {
+    benchmark::DoNotOptimize(prep.block_hashes.data());
+  });
 }
 
 // The defaults: tool rules rewritten, timestamps observed (with the prompt lint).
@@ -182,32 +190,23 @@ ReplicaSet& path_replicas() {
 }
 
 void BM_RequestPathThreads(benchmark::State& state) {
-  static const Gateway gw(CanonicalizationConfig{});
   ReplicaSet& replicas = path_replicas();
-  std::string body = overhead_request_body();
-  body.reserve(body.size() + serving::kReadablePastEnd);
   std::vector<KeyChange> stored;
-  for (auto _ : state) {
-    auto prep = prepare_request(body, canon::Api::kChatCompletions, Tenant{}, gw.prep,
-                                serving::readable_past_end(body));
-    if (!prep) {
-      state.SkipWithError(prep.error().message.c_str());
-      return;
-    }
-    const RouteRequest request{prep->block_hashes, prep->prompt_tokens, prep->block_size, {}};
+  prepare_each(state, CanonicalizationConfig{}, [&](const PreparedRequest& prep) {
+    const RouteRequest request{prep.block_hashes, prep.prompt_tokens, prep.block_size, {}};
     const RouteDecision d = replicas.route(request, {}, Clock::now());
-    replicas.prefilled(d, prep->block_hashes, prep->prompt_tokens);
-    const std::size_t cached_blocks = d.predicted_cached_tokens / prep->block_size;
-    if (cached_blocks < prep->block_hashes.size()) {
+    replicas.prefilled(d, prep.block_hashes, prep.prompt_tokens);
+    const std::size_t cached_blocks = d.predicted_cached_tokens / prep.block_size;
+    if (cached_blocks < prep.block_hashes.size()) {
       // The engine's events for the blocks it stored, as they come after a prefill.
       stored.clear();
-      for (std::size_t i = cached_blocks; i < prep->block_hashes.size(); ++i) {
-        stored.push_back({prep->block_hashes[i], KeyState::kPrimary});
+      for (std::size_t i = cached_blocks; i < prep.block_hashes.size(); ++i) {
+        stored.push_back({prep.block_hashes[i], KeyState::kPrimary});
       }
       replicas.apply_key_changes(d.replica, stored);
     }
-    replicas.finish(d, prep->block_hashes, true, 0);
-  }
+    replicas.finish(d, prep.block_hashes, true, 0);
+  });
   state.counters["requests_per_s"] =
       benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }

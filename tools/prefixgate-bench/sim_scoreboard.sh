@@ -8,8 +8,9 @@
 # Usage: tools/prefixgate-bench/sim_scoreboard.sh [OUT_DIR]   (default build/results/scoreboard)
 # Every run's JSON stays in OUT_DIR; the table goes to stdout and OUT_DIR/scoreboard.md. Each
 # workload is sized to the fleet (a shared prefix's groups and a multi-turn's conversations grow
-# with the replicas); at 1,000 replicas only shared prefix and the Mooncake trace run, the other
-# workloads' runs at that size would take hours on 2 cores. About 12 minutes on 2 cores.
+# with the replicas; at 1,000 replicas multi-turn has 8 conversations a replica and agent 4 runs,
+# and volatile prompts do not run, which at that size would take hours). About 19 minutes on 2
+# cores.
 #
 # Environment: ONLY=REGEX runs only the rows whose name matches (e.g. ONLY='^volatile').
 set -euo pipefail
@@ -36,8 +37,10 @@ ROWS=(
   "multi-turn-64conv|64|--workload multi-turn"
   "multi-turn|8|--workload multi-turn --conversations 512"
   "multi-turn|64|--workload multi-turn --conversations 4096"
+  "multi-turn|1000|--workload multi-turn --conversations 8000"
   "agent|8|--workload agent --agents 256 --max-model-len 32768"
   "agent|64|--workload agent --agents 2048 --max-model-len 32768"
+  "agent|1000|--workload agent --agents 4000 --max-model-len 32768"
   "volatile|8|--workload volatile --requests 4096"
   "volatile|64|--workload volatile --requests 32768"
 )
