@@ -89,7 +89,7 @@ void ReplicaSet::finish(const RouteDecision& d, std::span<const std::uint64_t> b
   }
 }
 
-void ReplicaSet::wake_peer_thread(std::unique_lock<std::mutex>& lock) {
+void ReplicaSet::wake_peer_thread(std::unique_lock<AdaptiveMutex>& lock) {
   if (peer_pending_ || !peer_wake_) return;  // already woken for what is pending
   peer_pending_ = true;
   lock.unlock();  // the wake-up is a system call: not under the routing lock

@@ -1,7 +1,8 @@
 // The replicas behind the gateway and everything shared about them: their load and health
 // (ReplicaView), the PrefixIndex, and the RoutingPolicy. One mutex serializes it all: the index
 // and the policies are plain data structures, not thread-safe, and every operation here is
-// short (a route over 64 replicas is microseconds), so a lock beats hopping to a strand.
+// short (a route over 64 replicas is microseconds), so a lock beats hopping to a strand. The lock
+// spins briefly before it sleeps (adaptive_mutex.h says why).
 //
 //   ReplicaSet replicas(config.upstreams, std::move(policy), index_config, eject_after);
 //   auto d = replicas.route(req, exclude, now);     // also predicts and counts it in flight
@@ -25,6 +26,7 @@
 #include "prefixgate/gateway/prefix_index.h"
 #include "prefixgate/gateway/replica_load.h"
 #include "prefixgate/gateway/routing.h"
+#include "server/adaptive_mutex.h"
 
 namespace prefixgate::gateway::server {
 
@@ -144,7 +146,7 @@ class ReplicaSet {
 
   std::vector<UpstreamConfig> upstreams_;
   std::size_t eject_after_failures_;
-  mutable std::mutex mu_;
+  mutable AdaptiveMutex mu_;
   std::unique_ptr<RoutingPolicy> policy_;
   PrefixIndex index_;
   std::vector<State> state_;
@@ -159,7 +161,7 @@ class ReplicaSet {
   bool peer_pending_ = false;  // written for the peers and not yet taken
   // After writing for the peers under `lock`: wakes the peer thread, after releasing the lock,
   // unless it was woken already for records still pending.
-  void wake_peer_thread(std::unique_lock<std::mutex>& lock);
+  void wake_peer_thread(std::unique_lock<AdaptiveMutex>& lock);
 };
 
 }  // namespace prefixgate::gateway::server
