@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "config.h"
+#include "healthy_replica_set.h"
 #include "prefixgate/gateway/engine_block_keys.h"
 #include "prefixgate/gateway/routing.h"
 #include "server/replica_set.h"
@@ -31,28 +32,19 @@ constexpr std::size_t kPrefixes = 64;       // conversations in flight across th
 constexpr std::size_t kTurnsHeld = 4096;    // each thread's newest turns the caches keep
 
 ReplicaSet& shared_set() {
-  static ReplicaSet* set = [] {
-    std::vector<UpstreamConfig> upstreams(kReplicas);
-    for (std::size_t r = 0; r < kReplicas; ++r) {
-      upstreams[r].url = "http://127.0.0.1:" + std::to_string(9000 + r);
-    }
-    auto* s = new ReplicaSet(std::move(upstreams), std::move(*make_policy("cache_aware")),
-                             IndexConfig{}, 3);
-    for (ReplicaId r = 0; r < kReplicas; ++r) {
-      s->health_check_result(r, true);
-      s->set_events_link(r, true);
-    }
+  static ReplicaSet& set = []() -> ReplicaSet& {
+    ReplicaSet& s = server::healthy_replica_set(kReplicas);
     // Each conversation's shared blocks already cached on one replica, as its events told.
     for (std::size_t p = 0; p < kPrefixes; ++p) {
       std::vector<KeyChange> held;
       for (std::uint64_t h : synthetic_hashes::chain(p, kSharedBlocks)) {
         held.push_back({h, KeyState::kPrimary});
       }
-      s->apply_key_changes(static_cast<ReplicaId>(p % kReplicas), held);
+      s.apply_key_changes(static_cast<ReplicaId>(p % kReplicas), held);
     }
     return s;
   }();
-  return *set;
+  return set;
 }
 
 void BM_ReplicaSetRequestCycle(benchmark::State& state) {

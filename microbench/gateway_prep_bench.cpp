@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "healthy_replica_set.h"
 #include "prefixgate/gateway/engine_block_keys.h"
 #include "prefixgate/gateway/routing.h"
 #include "prefixgate/serving/request_body.h"
@@ -172,25 +173,8 @@ BENCHMARK_CAPTURE(BM_PrepareAgentRequest, messages, canon::Api::kMessages)
 // the requests/s of two threads against one's shows what that sharing costs. The live `overhead`
 // run cannot show it on a 2-core host, where the engine and wrk take the CPU a second proxy
 // thread would need.
-ReplicaSet& path_replicas() {
-  static ReplicaSet* set = [] {
-    std::vector<UpstreamConfig> upstreams(8);
-    for (std::size_t r = 0; r < upstreams.size(); ++r) {
-      upstreams[r].url = "http://127.0.0.1:" + std::to_string(9000 + r);
-    }
-    auto* s = new ReplicaSet(std::move(upstreams), std::move(*make_policy("cache_aware")),
-                             IndexConfig{}, 3);
-    for (ReplicaId r = 0; r < 8; ++r) {
-      s->health_check_result(r, true);
-      s->set_events_link(r, true);
-    }
-    return s;
-  }();
-  return *set;
-}
-
 void BM_RequestPathThreads(benchmark::State& state) {
-  ReplicaSet& replicas = path_replicas();
+  static ReplicaSet& replicas = healthy_replica_set(8);
   std::vector<KeyChange> stored;
   prepare_each(state, CanonicalizationConfig{}, [&](const PreparedRequest& prep) {
     const RouteRequest request{prep.block_hashes, prep.prompt_tokens, prep.block_size, {}};

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "gateway/fleet_sim.h"
 #include "prefixgate/gateway/engine_block_keys.h"
 #include "prefixgate/gateway/routing.h"
 #include "server/replica_set.h"
@@ -25,20 +26,12 @@ constexpr std::size_t kConversations = 8;  // per thread
 constexpr std::size_t kSharedBlocks = 20;  // a conversation's earlier turns
 constexpr std::size_t kNewBlocks = 2;      // each request's own
 
-std::uint64_t mix(std::uint64_t x) {  // splitmix64's finalizer: distinct inputs, distinct hashes
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
+using gateway::testing::prompt_hashes;
+using gateway::testing::request_for;
 
-// A chained prompt: conversation `c` of thread `t`'s shared blocks, then request `i`'s own.
+// Conversation `c` of thread `t`: its shared blocks, then request `i`'s own.
 std::vector<std::uint64_t> prompt(std::size_t t, std::size_t c, std::size_t i) {
-  std::vector<std::uint64_t> hashes;
-  std::uint64_t h = mix((t << 32) | c);
-  for (std::size_t b = 0; b < kSharedBlocks; ++b) hashes.push_back(h = mix(h + b));
-  for (std::size_t b = 0; b < kNewBlocks; ++b) hashes.push_back(h = mix(h ^ (i << 8) ^ b));
-  return hashes;
+  return prompt_hashes(t * kConversations + c, kSharedBlocks, (t << 32) | i, kNewBlocks);
 }
 
 TEST(ReplicaSetThreadsTest, ConcurrentRequestsLeaveNothingInFlightAndTheirBlocksHeld) {
@@ -69,7 +62,7 @@ TEST(ReplicaSetThreadsTest, ConcurrentRequestsLeaveNothingInFlightAndTheirBlocks
       std::vector<KeyChange> stored;
       for (std::size_t i = 0; i < kRequestsPerThread; ++i) {
         const std::vector<std::uint64_t> hashes = prompt(t, i % kConversations, i);
-        const RouteRequest request{hashes, hashes.size() * 16, 16, {}};
+        const RouteRequest request = request_for(hashes);
         const RouteDecision d = set.route(request, {}, Clock::now());
         ASSERT_NE(d.reason, RouteReason::kNoHealthyReplica);
         set.prefilled(d, hashes, request.prompt_tokens);
