@@ -8,9 +8,9 @@
 # Usage: tools/prefixgate-bench/sim_scoreboard.sh [OUT_DIR]   (default build/results/scoreboard)
 # Every run's JSON stays in OUT_DIR; the table goes to stdout and OUT_DIR/scoreboard.md. Each
 # workload is sized to the fleet (a shared prefix's groups and a multi-turn's conversations grow
-# with the replicas; at 1,000 replicas multi-turn has 8 conversations a replica and agent 4 runs,
-# and volatile prompts do not run, which at that size would take hours). About 19 minutes on 2
-# cores.
+# with the replicas; at 1,000 replicas multi-turn has 8 conversations a replica, agent 4 runs and
+# volatile prompts the 32,768 of the 64-replica run: fleet-sized, they would take hours). About 26
+# minutes on 2 cores, 7 of them volatile prompts at 1,000 replicas.
 #
 # Environment: ONLY=REGEX runs only the rows whose name matches (e.g. ONLY='^volatile').
 set -euo pipefail
@@ -43,6 +43,7 @@ ROWS=(
   "agent|1000|--workload agent --agents 4000 --max-model-len 32768"
   "volatile|8|--workload volatile --requests 4096"
   "volatile|64|--workload volatile --requests 32768"
+  "volatile|1000|--workload volatile --requests 32768"
 )
 
 for row in "${ROWS[@]}"; do
