@@ -14,6 +14,14 @@
 #   LUA=PATH              the wrk script (e.g. overhead_agent.lua, with its TURNS)
 #   ENGINE_ARGS="..."     more prefixgate-engine arguments (e.g. --tokenizer F --chat-template T)
 #   GATEWAY_ARGS="..."    more gateway arguments (e.g. --config overhead_llama3.yaml)
+#   CACHE_SIM=1           also simulate the data caches (callgrind --cache-sim; about 1.5x slower)
+#                         and print the misses per request, reads and writes together:
+#                           d1_misses_per_request=M ll_misses_per_request=L
+#                         of a modelled 48 KB 12-way L1d and, as the last level, a 2 MB 16-way L2
+#                         (CACHE_D1 / CACHE_LL override them, as valgrind's size,assoc,line). An
+#                         instruction that misses costs more than one that hits: a pass over a
+#                         long prompt's bytes (a copy, a comparison) is few instructions and many
+#                         misses, which instruction counts alone do not show.
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -40,8 +48,12 @@ pids+=($!)
 # as one instruction per byte: a 120 KB copy would weigh 120,000 instructions, as much as hashing
 # it. With the threshold out of reach glibc's vector loops run instead, counted as what they do
 # (about 32 bytes an instruction), so a copy weighs what it costs beside the code around it.
+cache_sim=()
+if [[ ${CACHE_SIM:-0} == 1 ]]; then
+  cache_sim=(--cache-sim=yes "--D1=${CACHE_D1:-49152,12,64}" "--LL=${CACHE_LL:-2097152,16,64}")
+fi
 GLIBC_TUNABLES="${GLIBC_TUNABLES:-glibc.cpu.x86_rep_movsb_threshold=2147483647:glibc.cpu.x86_rep_stosb_threshold=2147483647}" \
-valgrind --tool=callgrind --callgrind-out-file="$TMP/callgrind.out" "$GATEWAY" \
+valgrind --tool=callgrind "${cache_sim[@]}" --callgrind-out-file="$TMP/callgrind.out" "$GATEWAY" \
   --listen "127.0.0.1:$GATEWAY_PORT" --upstream "http://127.0.0.1:$ENGINE_PORT" --threads 1 \
   --log-level warn ${GATEWAY_ARGS:-} >"$TMP/gateway.log" 2>&1 &
 GATEWAY_PID=$!
@@ -61,6 +73,20 @@ sleep 1
 requests="$(grep -o 'requests=[0-9]*' <<<"$line" | cut -d= -f2)"
 # The dump after zeroing is the profile's first part (.1): exactly the measured requests.
 cp "$TMP/callgrind.out.1" "$OUT/callgrind.gateway.out"
-instructions="$(callgrind_annotate "$OUT/callgrind.gateway.out" 2>/dev/null |
-  awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1; exit }')"
-echo "requests=$requests instructions=$instructions instructions_per_request=$((instructions / requests))"
+# The totals line lists every event in the order of the `events:` line (Ir, and with the cache
+# simulation Dr Dw I1mr D1mr D1mw ILmr DLmr DLmw).
+totals="$(callgrind_annotate "$OUT/callgrind.gateway.out" 2>/dev/null |
+  awk '/PROGRAM TOTALS/ { for (i = 1; i <= NF; ++i) if ($i ~ /^[0-9,]+$/) { gsub(",", "", $i); printf "%s ", $i }; exit }')"
+events="$(awk '/^events:/ { $1 = ""; print; exit }' "$OUT/callgrind.gateway.out")"
+read -r -a names <<<"$events"
+read -r -a counts <<<"$totals"
+declare -A total=()
+for i in "${!names[@]}"; do total[${names[$i]}]=${counts[$i]:-0}; done
+instructions=${total[Ir]}
+line="requests=$requests instructions=$instructions instructions_per_request=$((instructions / requests))"
+if [[ -n ${total[D1mr]:-} ]]; then
+  d1=$((total[D1mr] + total[D1mw]))
+  ll=$((total[DLmr] + total[DLmw]))
+  line+=" d1_misses_per_request=$((d1 / requests)) ll_misses_per_request=$((ll / requests))"
+fi
+echo "$line"
