@@ -1,7 +1,9 @@
 #include "prefixgate/canonicalize/lint.h"
 
 #include <algorithm>
+#include <utility>
 
+#include "scanned_ranges.h"
 #include "volatile_internal.h"
 
 namespace prefixgate::canon {
@@ -35,6 +37,42 @@ void apply_breakpoint(Finding& f, std::size_t declared, bool explain) {
         "stable, and its cache entry will not be read back)";
     if (f.in_volatile_tail) f.hint = finding_hint(f.rule);
   }
+}
+
+using ScannedRange = PromptMemo::ScannedRange;
+
+// Where the range [begin, end) of the prompt's text is, or goes, among `ranges` (sorted by begin,
+// then end).
+template <class Ranges>
+auto range_position(Ranges& ranges, std::size_t begin, std::size_t end) {
+  return std::lower_bound(
+      ranges.begin(), ranges.end(), std::pair{begin, end},
+      [](const ScannedRange& r, const std::pair<std::size_t, std::size_t>& key) {
+        return std::pair{r.begin, r.end} < key;
+      });
+}
+
+// The kept range [begin, end) of the prompt's text, if any.
+const ScannedRange* find_range(const std::vector<ScannedRange>& ranges, std::size_t begin,
+                               std::size_t end) {
+  const auto at = range_position(ranges, begin, end);
+  return at != ranges.end() && at->begin == begin && at->end == end ? &*at : nullptr;
+}
+
+// Keeps what the scanner found in [begin, end), room permitting, in its place among `ranges`.
+void keep_range(std::vector<ScannedRange>& ranges, std::size_t begin, std::size_t end,
+                const std::vector<volatile_detail::Candidate>& found) {
+  if (ranges.size() >= PromptMemo::kMaxScannedRanges ||
+      found.size() > PromptMemo::kMaxScannedSpans) {
+    return;
+  }
+  ScannedRange range{.begin = begin, .end = end, .spans = {}};
+  range.spans.reserve(found.size());
+  for (const volatile_detail::Candidate& c : found) {
+    range.spans.push_back(
+        {.begin = c.begin, .end = c.end, .rule = c.rule, .severity = c.severity, .kind = c.kind});
+  }
+  ranges.insert(range_position(ranges, begin, end), std::move(range));
 }
 
 }  // namespace
@@ -73,12 +111,15 @@ PromptLint lint_prompt(const AnalyzedPrompt& prompt, const LintOptions& options)
   const std::size_t declared = declared_end(options);
   const std::size_t lint_end =
       options.volatile_tail ? r.text.size() : std::max(r.volatile_tail_begin, declared);
+  // The ranges kept with the text (prompt_memo.h): a segment the previous prompt also had is
+  // looked up rather than scanned, and one scanned is kept for the next prompt.
+  std::vector<ScannedRange>* kept = internal::scanned_ranges_of(prompt);
+  internal::ScannedRangeCounts& counts = internal::scanned_range_counts();
   for (const Segment& seg : r.segments) {
     if (seg.begin >= lint_end) continue;
     if (seg.source == "template") continue;  // markup is the model's, not the application's
     const std::string_view text = std::string_view(r.text).substr(seg.begin, seg.end - seg.begin);
-    // The scanner's own candidates (its thread's memo), not find_volatile's copies of them.
-    for (const volatile_detail::Candidate& span : volatile_detail::scan(text)) {
+    const auto add = [&](const ScannedRange::Span& span) {
       Finding f;
       f.rule = span.rule;
       f.kind = span.kind;
@@ -102,6 +143,19 @@ PromptLint lint_prompt(const AnalyzedPrompt& prompt, const LintOptions& options)
       // room for them at once instead of moving each Finding's strings at every doubling.
       if (out.findings.empty()) out.findings.reserve(8);
       out.findings.push_back(std::move(f));
+    };
+    if (const ScannedRange* range =
+            kept != nullptr ? find_range(*kept, seg.begin, seg.end) : nullptr) {
+      ++counts.looked_up;
+      for (const ScannedRange::Span& span : range->spans) add(span);
+      continue;
+    }
+    // The scanner's own candidates (its thread's memo), not find_volatile's copies of them.
+    const std::vector<volatile_detail::Candidate>& found = volatile_detail::scan(text);
+    ++counts.scanned;
+    if (kept != nullptr) keep_range(*kept, seg.begin, seg.end, found);
+    for (const volatile_detail::Candidate& c : found) {
+      add({.begin = c.begin, .end = c.end, .rule = c.rule, .severity = c.severity, .kind = c.kind});
     }
   }
   out.stable_prefix_tokens =

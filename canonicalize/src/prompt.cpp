@@ -5,8 +5,32 @@
 #include "prefixgate/base/check.h"
 #include "prefixgate/canonicalize/block_hash_memo.h"
 #include "prefixgate/canonicalize/prompt_memo.h"
+#include "scanned_ranges.h"
 
 namespace prefixgate::canon {
+namespace {
+
+// The thread's memo of the prompts it analyzed lately (prompt_memo.h).
+PromptMemo& thread_prompt_memo() {
+  thread_local PromptMemo memo;
+  return memo;
+}
+
+}  // namespace
+
+namespace internal {
+
+std::vector<PromptMemo::ScannedRange>* scanned_ranges_of(const AnalyzedPrompt& prompt) {
+  if (prompt.memo_generation == 0) return nullptr;
+  return thread_prompt_memo().scanned_ranges(prompt.memo_generation, prompt.rendered.text.size());
+}
+
+ScannedRangeCounts& scanned_range_counts() {
+  thread_local ScannedRangeCounts counts;
+  return counts;
+}
+
+}  // namespace internal
 
 std::size_t AnalyzedPrompt::token_at_byte(std::size_t offset) const {
   if (tokens.stretches.empty() || tokenizer == nullptr) return tokens.token_at_byte(offset);
@@ -38,14 +62,16 @@ Status analyze_prompt_into(const ParsedRequest& request, const PromptModel& mode
   out.tokenizer = model.tokenizer;
   out.segment_cache = model.segment_cache;
   out.stretch_scratch.clear();
+  out.memo_generation = 0;
   const std::uint64_t root = block_hash_root(model.model_id, request.cache_salt);
   if (model.remember_block_hashes && offsets != ByteOffsets::kKeep && !has_token_prompt(request)) {
     // Encoded and hashed from where a prompt this thread saw lately stops sharing its text: an
     // agent's next turn costs its new turn. The memo lists the stretches (kOnDemand) whether or
     // not the caller asked: they are how it resumes.
-    thread_local PromptMemo memo;
+    PromptMemo& memo = thread_prompt_memo();
     memo.analyze(out.rendered.text, *model.tokenizer, model.segment_cache, model.block_size, root,
                  out.tokens, out.block_hashes, ids);
+    out.memo_generation = memo.generation();
     return {};
   }
   tokenize_request_into(request, out.rendered, *model.tokenizer, model.segment_cache, out.tokens,

@@ -1,6 +1,7 @@
 #include "prefixgate/canonicalize/prompt_memo.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include "prefixgate/base/check.h"
@@ -45,6 +46,34 @@ void chain_remaining_blocks(std::span<const TokenId> tokens, std::size_t block_s
 
 }  // namespace
 
+PromptMemo::PromptMemo() {
+  // Numbers from 1, so that a generation is never 0 (AnalyzedPrompt's "none").
+  static std::atomic<std::uint64_t> memos{0};
+  id_ = memos.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+
+std::vector<PromptMemo::ScannedRange>* PromptMemo::scanned_ranges(std::uint64_t generation,
+                                                                  std::size_t text_size) {
+  if (generation == 0 || generation != generation_ || last_ == nullptr ||
+      last_->text.size() != text_size) {
+    return nullptr;
+  }
+  return &last_->scanned;
+}
+
+void PromptMemo::carry_scanned(const Entry* best, std::size_t shared, Entry& slot) {
+  const auto changed = [shared](const ScannedRange& r) { return r.end > shared; };
+  if (best == &slot) {
+    std::erase_if(slot.scanned, changed);
+    return;
+  }
+  slot.scanned.clear();
+  if (best == nullptr) return;
+  for (const ScannedRange& r : best->scanned) {
+    if (!changed(r)) slot.scanned.push_back(r);
+  }
+}
+
 PromptMemo::ResumePoint PromptMemo::resume_point(const Entry* best, std::size_t shared,
                                                  std::string_view text,
                                                  const Tokenizer& tokenizer) {
@@ -73,6 +102,8 @@ PromptMemo::Reuse PromptMemo::analyze(std::string_view text, const Tokenizer& to
                                       std::vector<std::uint64_t>& hashes, TokenIds ids) {
   PG_DCHECK(block_size > 0);
   ++clock_;
+  generation_ = (id_ << kClockBits) | (clock_ & ((std::uint64_t{1} << kClockBits) - 1));
+  last_ = nullptr;  // until a place keeps the text
   const std::uint64_t identity = tokenizer.identity();
   Entry* best = nullptr;
   std::size_t shared = 0;
@@ -171,6 +202,7 @@ PromptMemo::Reuse PromptMemo::count_in_place(std::string_view text, const Tokeni
                        best->hashes.begin() + static_cast<std::ptrdiff_t>(old_blocks));
     slot->text.resize(std::min(shared, text.size()));
     slot->text.append(text.substr(slot->text.size()));
+    carry_scanned(best, std::min(shared, text.size()), *slot);
     slot->tokens.resize(kept_tokens);
     slot->stretches.resize(kept_stretches);
     slot->hashes.resize(same_chain ? reused : 0);
@@ -180,6 +212,7 @@ PromptMemo::Reuse PromptMemo::count_in_place(std::string_view text, const Tokeni
     fit(slot->text, text.size());
     fit(slot->tokens, text.size());
     slot->text.assign(text);
+    carry_scanned(best, std::min(shared, text.size()), *slot);
     slot->tokens.clear();
     slot->stretches.clear();
     slot->hashes.clear();
@@ -234,7 +267,11 @@ PromptMemo::Reuse PromptMemo::count_in_place(std::string_view text, const Tokeni
   const std::size_t bytes = slot->text.size() + slot->tokens.size() * sizeof(TokenId) +
                             slot->stretches.size() * sizeof(EncodedStretch) +
                             slot->hashes.size() * sizeof(std::uint64_t);
-  if (bytes > kMaxEntryBytes) *slot = Entry{};  // not kept: its memory goes
+  if (bytes > kMaxEntryBytes) {
+    *slot = Entry{};  // not kept: its memory goes
+  } else {
+    last_ = slot;
+  }
   return reuse;
 }
 
@@ -260,6 +297,7 @@ void PromptMemo::remember(Entry* best, std::size_t shared_bytes, std::size_t kep
     const std::size_t kept_tokens =
         kept_stretches > 0 ? slot->stretches[kept_stretches - 1].token_end : 0;
     keep_then_append(slot->text, std::min(shared_bytes, text.size()), text);
+    carry_scanned(best, std::min(shared_bytes, text.size()), *slot);
     keep_then_append(slot->tokens, kept_tokens, out.tokens);
     keep_then_append(slot->stretches, kept_stretches, out.stretches);
     keep_then_append(slot->hashes, kept_blocks, hashes);
@@ -269,12 +307,14 @@ void PromptMemo::remember(Entry* best, std::size_t shared_bytes, std::size_t kep
     fit(slot->stretches, out.stretches.size());
     fit(slot->hashes, hashes.size());
     slot->text.assign(text);
+    carry_scanned(best, std::min(shared_bytes, text.size()), *slot);
     slot->tokens.assign(out.tokens.begin(), out.tokens.end());
     slot->stretches.assign(out.stretches.begin(), out.stretches.end());
     slot->hashes.assign(hashes.begin(), hashes.end());
   }
   slot->root = root;
   slot->block_size = block_size;
+  last_ = slot;
 }
 
 }  // namespace prefixgate::canon

@@ -45,6 +45,11 @@ struct AnalyzedPrompt {
   // token_at_byte re-encodes a stretch with when tokens.stretches stand in for the offsets.
   const Tokenizer* tokenizer = nullptr;
   SegmentCache* segment_cache = nullptr;
+  // The thread's PromptMemo analysis that encoded it (PromptMemo::generation(); 0: none): while
+  // it is that memo's last, lint_prompt on the same thread looks up the volatile-content scans
+  // kept with the text instead of scanning again (so a prompt's text must not be changed between
+  // its analysis and its lint).
+  std::uint64_t memo_generation = 0;
 
   // The stretch token_at_byte encoded last, kept for the next question about it.
   mutable Tokenizer::StretchScratch stretch_scratch;

@@ -12,6 +12,11 @@
 // within tokens that compare equal after them, are the new prompt's, under the same root and
 // block size.
 //
+// Each remembered text also keeps what lint_prompt found scanning ranges of it for volatile
+// content (ScannedRange): those within the bytes the next prompt shares are the same bytes, with
+// the same spans, so its lint looks them up instead of scanning its earlier turns again (whose
+// texts the scanner's own memo would compare, byte for byte, with its copies of them).
+//
 // Memory: kEntries prompts per memo, each kept only while its text, tokens, stretches and hashes
 // come to at most kMaxEntryBytes: at most 32 MiB a thread (half as much again in capacity, with
 // TokenIds::kCount, whose places grow geometrically as their conversations do). A prompt that
@@ -34,6 +39,7 @@
 
 #include "prefixgate/canonicalize/render.h"
 #include "prefixgate/canonicalize/tokenizer.h"
+#include "prefixgate/canonicalize/volatile.h"
 
 namespace prefixgate::canon {
 
@@ -58,6 +64,36 @@ class PromptMemo {
                 std::size_t block_size, std::uint64_t root, TokenizedPrompt& out,
                 std::vector<std::uint64_t>& hashes, TokenIds ids = TokenIds::kKeep);
 
+  // A range of a remembered text that lint_prompt scanned for volatile content, and the spans it
+  // found there (offsets within the range; `kind` is a detector's static name). Kept while the
+  // text's bytes up to `end` stay the same.
+  struct ScannedRange {
+    struct Span {
+      std::size_t begin = 0;
+      std::size_t end = 0;
+      Rule rule = Rule::kTimestamp;
+      Severity severity = Severity::kError;
+      const char* kind = "";
+    };
+    std::size_t begin = 0;
+    std::size_t end = 0;
+    std::vector<Span> spans;
+  };
+  // Ranges a text keeps at most, and spans a kept range holds at most (bounded memory whatever
+  // the prompts).
+  static constexpr std::size_t kMaxScannedRanges = 1024;
+  static constexpr std::size_t kMaxScannedSpans = 64;
+
+  // The number of the last analyze(): unique in the process (the memo's own number in its high
+  // bits), never 0. AnalyzedPrompt::memo_generation holds it for lint_prompt.
+  std::uint64_t generation() const { return generation_; }
+  // The ranges kept with the text that analyze() number `generation` was given, sorted by begin,
+  // while that call is this memo's last and the memo kept the text (of `text_size` bytes); null
+  // otherwise. Ranges lint_prompt adds must lie within the text.
+  std::vector<ScannedRange>* scanned_ranges(std::uint64_t generation, std::size_t text_size);
+
+  PromptMemo();
+
  private:
   struct Entry {
     std::uint64_t used = 0;  // clock_ at the last use; 0: empty
@@ -68,7 +104,11 @@ class PromptMemo {
     std::vector<TokenId> tokens;
     std::vector<EncodedStretch> stretches;
     std::vector<std::uint64_t> hashes;  // of tokens' whole blocks
+    std::vector<ScannedRange> scanned;  // of `text`, sorted by begin
   };
+  // `slot`'s scanned ranges once its text holds the new prompt, whose first `shared` bytes are
+  // `best`'s: those of `best` within them (the others scanned bytes that changed).
+  static void carry_scanned(const Entry* best, std::size_t shared, Entry& slot);
   // Where encoding `text` picks up after `best` (null: from the start), which shares its first
   // `shared` bytes: the remembered stretches and tokens kept, and the byte to resume at.
   struct ResumePoint {
@@ -91,6 +131,10 @@ class PromptMemo {
 
   std::array<Entry, kEntries> entries_;
   std::uint64_t clock_ = 0;
+  std::uint64_t id_ = 0;          // this memo's number, from a process-wide count
+  std::uint64_t generation_ = 0;  // (id_ << kClockBits) | clock_ of the last analyze()
+  Entry* last_ = nullptr;         // where the last analyze() kept its text; null: not kept
+  static constexpr unsigned kClockBits = 40;
   // count_in_place: the remembered tokens and hashes that encoding in place overwrites, kept
   // to compare the new blocks with (reused capacity).
   std::vector<TokenId> old_tokens_;
