@@ -149,6 +149,27 @@ TEST(ScannedRangesTest, FindingsEqualAFreshScanWhenTurnsGrowChangeOrRestart) {
   EXPECT_GT(looked_up, 300u) << "earlier turns were looked up";
 }
 
+TEST(ScannedRangesTest, ARangeWithMoreSpansThanAreKeptIsScannedEachTime) {
+  ScannedRangesFixture fx;
+  std::string dates;
+  for (std::size_t i = 0; i < PromptMemo::kMaxScannedSpans + 4; ++i) {
+    dates += "on 2026-11-" + std::to_string(10 + i) + ", ";
+  }
+  std::vector<std::string> contents = {dates, "first question"};
+  expect_same_as_fresh(fx.analyze(contents), {}, "first");
+  contents.push_back("an answer");
+  contents.push_back("second question");
+  const AnalyzedPrompt prompt = fx.analyze(contents);
+  const internal::ScannedRangeCounts before = internal::scanned_range_counts();
+  const PromptLint lint = lint_prompt(prompt, {});
+  const internal::ScannedRangeCounts& after = internal::scanned_range_counts();
+  EXPECT_GT(lint.findings.size(), PromptMemo::kMaxScannedSpans);
+  // The system prompt's range was not kept: scanned again, with the two new messages.
+  EXPECT_EQ(after.scanned - before.scanned, 3u);
+  EXPECT_EQ(after.looked_up - before.looked_up, 1u);
+  expect_same_as_fresh(prompt, {}, "second");
+}
+
 TEST(ScannedRangesTest, APromptTheMemoNoLongerHoldsLastIsScanned) {
   ScannedRangesFixture fx;
   const AnalyzedPrompt first = fx.analyze({"System at 2026-12-01T00:00:00Z.", "hello"});
