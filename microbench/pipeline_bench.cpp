@@ -93,6 +93,31 @@ BENCHMARK(BM_ParseCanonicalizeRenderHashWithOffsets)->Arg(32 << 10);
 BENCHMARK(BM_ParseCanonicalizeRenderHashLint)->Arg(32 << 10);
 BENCHMARK(BM_ParseCanonicalizeRenderHashLintWithOffsets)->Arg(32 << 10);
 
+// Lint of a 32 KB conversation as the gateway runs it (the volatile tail left out), its prompt
+// analyzed through the thread's prompt memo: with the scans kept with its text looked up
+// (range(0) = 1, an agent's next turn finds its earlier turns' there), or every segment handed
+// to the scanner (0), whose own memo compares each with its copy.
+void BM_LintConversation(benchmark::State& state) {
+  const std::string body = make_request(32 << 10);
+  auto tokenizer = make_byte_tokenizer();
+  PromptModel model{ChatTemplate::kLlama3, tokenizer.get(), 16, "builtin:tiny"};
+  model.remember_block_hashes = true;
+  auto req = parse_request(body, Endpoint::kChatCompletions);
+  AnalyzedPrompt p;
+  if (!req || !analyze_prompt_into(*req, model, p, {}, ByteOffsets::kOnDemand, TokenIds::kCount)) {
+    state.SkipWithError("analyze_prompt_into failed");
+    return;
+  }
+  if (state.range(0) == 0) p.memo_generation = 0;  // not the memo's: scanned
+  const LintOptions options{.explain = false, .volatile_tail = false};
+  benchmark::DoNotOptimize(lint_prompt(p, options).stable_prefix_tokens);  // keeps the scans
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(lint_prompt(p, options).stable_prefix_tokens);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * p.rendered.text.size()));
+}
+BENCHMARK(BM_LintConversation)->Arg(0)->Arg(1);
+
 void BM_BlockHashes(benchmark::State& state) {
   std::vector<TokenId> tokens(static_cast<std::size_t>(state.range(0)));
   std::mt19937 rng(7);
