@@ -67,11 +67,7 @@ void keep_range(std::vector<ScannedRange>& ranges, std::size_t begin, std::size_
     return;
   }
   ScannedRange range{.begin = begin, .end = end, .spans = {}};
-  range.spans.reserve(found.size());
-  for (const volatile_detail::Candidate& c : found) {
-    range.spans.push_back(
-        {.begin = c.begin, .end = c.end, .rule = c.rule, .severity = c.severity, .kind = c.kind});
-  }
+  range.spans.assign(found.begin(), found.end());  // each candidate's VolatileHit
   ranges.insert(range_position(ranges, begin, end), std::move(range));
 }
 
@@ -119,7 +115,7 @@ PromptLint lint_prompt(const AnalyzedPrompt& prompt, const LintOptions& options)
     if (seg.begin >= lint_end) continue;
     if (seg.source == "template") continue;  // markup is the model's, not the application's
     const std::string_view text = std::string_view(r.text).substr(seg.begin, seg.end - seg.begin);
-    const auto add = [&](const ScannedRange::Span& span) {
+    const auto add = [&](const VolatileHit& span) {
       Finding f;
       f.rule = span.rule;
       f.kind = span.kind;
@@ -147,16 +143,14 @@ PromptLint lint_prompt(const AnalyzedPrompt& prompt, const LintOptions& options)
     if (const ScannedRange* range =
             kept != nullptr ? find_range(*kept, seg.begin, seg.end) : nullptr) {
       ++counts.looked_up;
-      for (const ScannedRange::Span& span : range->spans) add(span);
+      for (const VolatileHit& span : range->spans) add(span);
       continue;
     }
     // The scanner's own candidates (its thread's memo), not find_volatile's copies of them.
     const std::vector<volatile_detail::Candidate>& found = volatile_detail::scan(text);
     ++counts.scanned;
     if (kept != nullptr) keep_range(*kept, seg.begin, seg.end, found);
-    for (const volatile_detail::Candidate& c : found) {
-      add({.begin = c.begin, .end = c.end, .rule = c.rule, .severity = c.severity, .kind = c.kind});
-    }
+    for (const volatile_detail::Candidate& c : found) add(c);
   }
   out.stable_prefix_tokens =
       first_break >= r.text.size() ? prompt.tokens.size() : prompt.token_at_byte(first_break);

@@ -123,12 +123,7 @@ struct TimeOfDay {
 enum class EpochUnit : std::uint8_t { kNone, kSeconds, kMillis };
 
 // One recognised span before overlaps are resolved.
-struct Candidate {
-  std::size_t begin = 0;
-  std::size_t end = 0;
-  Rule rule = Rule::kTimestamp;
-  Severity severity = Severity::kError;
-  const char* kind = "";
+struct Candidate : VolatileHit {
   int priority = 0;  // breaks ties between overlapping spans of equal length: higher wins
   bool has_time = false;
   EpochUnit epoch = EpochUnit::kNone;

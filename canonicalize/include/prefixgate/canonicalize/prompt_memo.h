@@ -65,19 +65,11 @@ class PromptMemo {
                 std::vector<std::uint64_t>& hashes, TokenIds ids = TokenIds::kKeep);
 
   // A range of a remembered text that lint_prompt scanned for volatile content, and the spans it
-  // found there (offsets within the range; `kind` is a detector's static name). Kept while the
-  // text's bytes up to `end` stay the same.
+  // found there (offsets within the range). Kept while the text's bytes up to `end` stay the same.
   struct ScannedRange {
-    struct Span {
-      std::size_t begin = 0;
-      std::size_t end = 0;
-      Rule rule = Rule::kTimestamp;
-      Severity severity = Severity::kError;
-      const char* kind = "";
-    };
     std::size_t begin = 0;
     std::size_t end = 0;
-    std::vector<Span> spans;
+    std::vector<VolatileHit> spans;
   };
   // Ranges a text keeps at most, and spans a kept range holds at most (a range with more is
   // scanned each time): whatever the prompts, under 600 KB a text, 4.5 MB a memo.

@@ -54,6 +54,16 @@ struct VolatileSpan {
 // All volatile spans in `text`, sorted by begin, non-overlapping (the longest match wins).
 std::vector<VolatileSpan> find_volatile(std::string_view text);
 
+// A VolatileSpan as the detectors make it, its kind one of their static names: what the scanner
+// finds and what a prompt memo keeps of it (prompt_memo.h), without a string to allocate.
+struct VolatileHit {
+  std::size_t begin = 0;
+  std::size_t end = 0;
+  Rule rule = Rule::kTimestamp;
+  Severity severity = Severity::kError;
+  const char* kind = "";
+};
+
 struct TimestampRounding {
   std::string text;           // the input with timestamps rounded down
   std::size_t rewritten = 0;  // how many timestamps changed
