@@ -61,7 +61,8 @@ std::vector<PromptMemo::ScannedRange>* PromptMemo::scanned_ranges(std::uint64_t 
   return &last_->scanned;
 }
 
-void PromptMemo::carry_scanned(const Entry* best, std::size_t shared, Entry& slot) {
+void PromptMemo::kept_text(const Entry* best, std::size_t shared, Entry& slot) {
+  last_ = &slot;
   const auto changed = [shared](const ScannedRange& r) { return r.end > shared; };
   if (best == &slot) {
     std::erase_if(slot.scanned, changed);
@@ -202,7 +203,6 @@ PromptMemo::Reuse PromptMemo::count_in_place(std::string_view text, const Tokeni
                        best->hashes.begin() + static_cast<std::ptrdiff_t>(old_blocks));
     slot->text.resize(std::min(shared, text.size()));
     slot->text.append(text.substr(slot->text.size()));
-    carry_scanned(best, std::min(shared, text.size()), *slot);
     slot->tokens.resize(kept_tokens);
     slot->stretches.resize(kept_stretches);
     slot->hashes.resize(same_chain ? reused : 0);
@@ -212,7 +212,6 @@ PromptMemo::Reuse PromptMemo::count_in_place(std::string_view text, const Tokeni
     fit(slot->text, text.size());
     fit(slot->tokens, text.size());
     slot->text.assign(text);
-    carry_scanned(best, std::min(shared, text.size()), *slot);
     slot->tokens.clear();
     slot->stretches.clear();
     slot->hashes.clear();
@@ -270,7 +269,7 @@ PromptMemo::Reuse PromptMemo::count_in_place(std::string_view text, const Tokeni
   if (bytes > kMaxEntryBytes) {
     *slot = Entry{};  // not kept: its memory goes
   } else {
-    last_ = slot;
+    kept_text(best, std::min(shared, text.size()), *slot);
   }
   return reuse;
 }
@@ -297,7 +296,6 @@ void PromptMemo::remember(Entry* best, std::size_t shared_bytes, std::size_t kep
     const std::size_t kept_tokens =
         kept_stretches > 0 ? slot->stretches[kept_stretches - 1].token_end : 0;
     keep_then_append(slot->text, std::min(shared_bytes, text.size()), text);
-    carry_scanned(best, std::min(shared_bytes, text.size()), *slot);
     keep_then_append(slot->tokens, kept_tokens, out.tokens);
     keep_then_append(slot->stretches, kept_stretches, out.stretches);
     keep_then_append(slot->hashes, kept_blocks, hashes);
@@ -307,14 +305,13 @@ void PromptMemo::remember(Entry* best, std::size_t shared_bytes, std::size_t kep
     fit(slot->stretches, out.stretches.size());
     fit(slot->hashes, hashes.size());
     slot->text.assign(text);
-    carry_scanned(best, std::min(shared_bytes, text.size()), *slot);
     slot->tokens.assign(out.tokens.begin(), out.tokens.end());
     slot->stretches.assign(out.stretches.begin(), out.stretches.end());
     slot->hashes.assign(hashes.begin(), hashes.end());
   }
   slot->root = root;
   slot->block_size = block_size;
-  last_ = slot;
+  kept_text(best, std::min(shared_bytes, text.size()), *slot);
 }
 
 }  // namespace prefixgate::canon

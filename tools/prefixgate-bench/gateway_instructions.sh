@@ -33,6 +33,17 @@ for tool in valgrind callgrind_control callgrind_annotate wrk curl python3; do
 done
 [[ -x $GATEWAY && -x $ENGINE ]] || { echo "gateway_instructions.sh: build the release preset first" >&2; exit 2; }
 
+cache_sim=()
+if [[ ${CACHE_SIM:-0} == 1 ]]; then
+  for geometry in "${CACHE_D1:-49152,12,64}" "${CACHE_LL:-2097152,16,64}"; do
+    [[ $geometry =~ ^[0-9]+,[0-9]+,[0-9]+$ ]] || {
+      echo "gateway_instructions.sh: a cache is SIZE,ASSOC,LINE in bytes (e.g. 49152,12,64), not '$geometry'" >&2
+      exit 2
+    }
+  done
+  cache_sim=(--cache-sim=yes "--D1=${CACHE_D1:-49152,12,64}" "--LL=${CACHE_LL:-2097152,16,64}")
+fi
+
 OUT="$ROOT/build/results"
 mkdir -p "$OUT"
 # shellcheck source=tools/prefixgate-bench/script_lib.sh
@@ -48,10 +59,6 @@ pids+=($!)
 # as one instruction per byte: a 120 KB copy would weigh 120,000 instructions, as much as hashing
 # it. With the threshold out of reach glibc's vector loops run instead, counted as what they do
 # (about 32 bytes an instruction), so a copy weighs what it costs beside the code around it.
-cache_sim=()
-if [[ ${CACHE_SIM:-0} == 1 ]]; then
-  cache_sim=(--cache-sim=yes "--D1=${CACHE_D1:-49152,12,64}" "--LL=${CACHE_LL:-2097152,16,64}")
-fi
 GLIBC_TUNABLES="${GLIBC_TUNABLES:-glibc.cpu.x86_rep_movsb_threshold=2147483647:glibc.cpu.x86_rep_stosb_threshold=2147483647}" \
 valgrind --tool=callgrind "${cache_sim[@]}" --callgrind-out-file="$TMP/callgrind.out" "$GATEWAY" \
   --listen "127.0.0.1:$GATEWAY_PORT" --upstream "http://127.0.0.1:$ENGINE_PORT" --threads 1 \

@@ -98,9 +98,10 @@ class PromptMemo {
     std::vector<std::uint64_t> hashes;  // of tokens' whole blocks
     std::vector<ScannedRange> scanned;  // of `text`, sorted by begin
   };
-  // `slot`'s scanned ranges once its text holds the new prompt, whose first `shared` bytes are
-  // `best`'s: those of `best` within them (the others scanned bytes that changed).
-  static void carry_scanned(const Entry* best, std::size_t shared, Entry& slot);
+  // `slot` kept the new prompt, whose first `shared` bytes are `best`'s: it becomes the last
+  // analysis's place, and its scanned ranges those of `best` within the shared bytes (the others
+  // scanned bytes that changed).
+  void kept_text(const Entry* best, std::size_t shared, Entry& slot);
   // Where encoding `text` picks up after `best` (null: from the start), which shares its first
   // `shared` bytes: the remembered stretches and tokens kept, and the byte to resume at.
   struct ResumePoint {
