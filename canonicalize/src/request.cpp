@@ -7,6 +7,7 @@
 
 #include "body_parse.h"
 #include "field_checks.h"
+#include "message_memo.h"
 
 namespace prefixgate::canon {
 namespace {
@@ -430,8 +431,17 @@ Result<ParsedRequest> parse_request_value(json::Value body, Endpoint endpoint,
                         "messages");
     }
     req.messages.resize(list.size());
+    // An earlier turn that the parser handed back as the tree it built before was parsed into
+    // its message before too (message_memo.h).
+    internal::MessageMemo& memo = internal::MessageMemo::for_this_thread();
     for (std::size_t i = 0; i < list.size(); ++i) {
+      if (const Message* kept = memo.find(list[i])) {
+        req.messages[i] = *kept;
+        req.messages[i].index = i;
+        continue;
+      }
       if (Status s = parse_message(list[i], i, req.messages[i]); !s) return s.error();
+      memo.keep(list[i], req.messages[i]);
     }
     if (Status s = parse_tools(body, req); !s) return s.error();
   } else {
