@@ -23,6 +23,7 @@
 
 #include "prefixgate/base/status.h"
 #include "prefixgate/canonicalize/json.h"
+#include "prefixgate/canonicalize/shared_text.h"
 #include "prefixgate/canonicalize/tokenizer.h"
 
 namespace prefixgate::canon {
@@ -36,7 +37,7 @@ const char* role_name(Role role);
 // file, ...) carry their JSON so that two requests with different images never look alike.
 struct ContentPart {
   std::string type;   // "text", "image_url", ...
-  std::string text;   // for text-like parts ("text", "refusal")
+  SharedText text;    // for text-like parts ("text", "refusal"); copies share it
   json::Value value;  // the whole part as sent; null for content sent as a plain string
   bool is_text() const { return type == "text" || type == "refusal"; }
 };
