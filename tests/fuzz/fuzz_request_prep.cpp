@@ -72,12 +72,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (prep.error().message.empty()) fail("an error without a message");
     return 0;
   }
-  const auto upstream = json::parse(prep->upstream_body.flattened());
-  if (!upstream) fail("the upstream body is not JSON", prep->upstream_body.flattened());
+  const auto upstream = json::parse(prep->upstream_body().flattened());
+  if (!upstream) fail("the upstream body is not JSON", prep->upstream_body().flattened());
   // Members nothing rewrote are forwarded as the client's bytes, the rest written again: the
   // result must still be the body the rules produced.
   if (json::to_json(*upstream) != json::to_json(prep->parsed.body)) {
-    fail("the upstream body is not the prepared body", prep->upstream_body.flattened());
+    fail("the upstream body is not the prepared body", prep->upstream_body().flattened());
   }
   if (!prep->agent.native_body.flattened().empty() &&
       !json::parse(prep->agent.native_body.flattened())) {
@@ -93,7 +93,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // memos: it must prepare exactly as the first time.
   auto again = prepare_request(body, api, tenant, setup->options);
   if (!again) fail("a request prepared once fails the second time", again.error().message);
-  if (again->upstream_body.flattened() != prep->upstream_body.flattened() ||
+  if (again->upstream_body().flattened() != prep->upstream_body().flattened() ||
       again->agent.native_body.flattened() != prep->agent.native_body.flattened() ||
       again->block_hashes != prep->block_hashes) {
     fail("a request prepared again differs", prep->agent.native_body.flattened());

@@ -177,14 +177,14 @@ TEST(AgentPrep, RepeatedToolListsPrepareAsWithoutTheMemos) {
     std::thread([&] { first = prepare_request(body, api, tenant, p.options); }).join();
     ASSERT_TRUE(first.ok());
     EXPECT_EQ(prep->agent.native_body.flattened(), first->agent.native_body.flattened());
-    EXPECT_EQ(prep->upstream_body.flattened(), first->upstream_body.flattened());
+    EXPECT_EQ(prep->upstream_body().flattened(), first->upstream_body().flattened());
     EXPECT_EQ(prep->block_hashes, first->block_hashes);
     EXPECT_EQ(describe(prep->changes), describe(first->changes));
 
     if (tenant.isolate) continue;  // the reference has no tenant salt
     const Reference ref = reference(body, api, p);
     EXPECT_EQ(normalized(prep->agent.native_body.flattened()), ref.native);
-    EXPECT_EQ(normalized(prep->upstream_body.flattened()), ref.chat);
+    EXPECT_EQ(normalized(prep->upstream_body().flattened()), ref.chat);
   }
 }
 

@@ -38,16 +38,16 @@ struct Prep {
 };
 
 // The prepared body and the one sent are the same document.
-void ExpectSent(const PreparedRequest& prep) {
-  auto sent = json::parse(prep.upstream_body.flattened());
-  ASSERT_TRUE(sent.ok()) << prep.upstream_body.flattened();
+void ExpectSent(PreparedRequest& prep) {
+  auto sent = json::parse(prep.upstream_body().flattened());
+  ASSERT_TRUE(sent.ok()) << prep.upstream_body().flattened();
   EXPECT_EQ(json::to_json(*sent), json::to_json(prep.parsed.body));
 }
 
 TEST(UpstreamBody, UnchangedBodyIsForwardedAsSent) {
   Prep p;
   const std::string body = R"({ "model" : "m", "messages" : [ {"role":"user","content":"hi"} ] })";
-  EXPECT_EQ(p.run(body).upstream_body.flattened(), body);
+  EXPECT_EQ(p.run(body).upstream_body().flattened(), body);
 }
 
 TEST(UpstreamBody, OnlyRewrittenMembersAreWrittenAgain) {
@@ -57,15 +57,15 @@ TEST(UpstreamBody, OnlyRewrittenMembersAreWrittenAgain) {
                            R"(, "tools":[{"type":"function","function":{"name":"b","parameters":)"
                            R"({"type":"object","properties":{"z":{},"a":{}}}}},)"
                            R"({"type":"function","function":{"name":"a"}}], "stream": true})";
-  const PreparedRequest prep = p.run(body);
+  PreparedRequest prep = p.run(body);
   ExpectSent(prep);
   // The messages as the client spaced them; the tools sorted, in canonical form.
-  EXPECT_NE(prep.upstream_body.flattened().find(R"("messages":)" + messages), std::string::npos)
-      << prep.upstream_body.flattened();
-  EXPECT_NE(prep.upstream_body.flattened().find(R"("tools":[{"function":{"name":"a"})"),
+  EXPECT_NE(prep.upstream_body().flattened().find(R"("messages":)" + messages), std::string::npos)
+      << prep.upstream_body().flattened();
+  EXPECT_NE(prep.upstream_body().flattened().find(R"("tools":[{"function":{"name":"a"})"),
             std::string::npos)
-      << prep.upstream_body.flattened();
-  EXPECT_NE(prep.upstream_body.flattened().find(R"("stream_options":{"include_usage":true})"),
+      << prep.upstream_body().flattened();
+  EXPECT_NE(prep.upstream_body().flattened().find(R"("stream_options":{"include_usage":true})"),
             std::string::npos);
 }
 
@@ -74,11 +74,11 @@ TEST(UpstreamBody, RewrittenMessagesAndSaltAreWrittenAgain) {
   const std::string body =
       R"({"model":"m","cache_salt":"c","messages":[{"role":"system","content":)"
       R"("Today is 2026-12-02T10:31:07Z.  \r\n"},{"role":"user","content":"hi"}]})";
-  const PreparedRequest prep = p.run(body, Tenant{.name = "team", .isolate = true});
+  PreparedRequest prep = p.run(body, Tenant{.name = "team", .isolate = true});
   ExpectSent(prep);
-  EXPECT_EQ(prep.upstream_body.flattened().find("10:31:07"), std::string::npos)
-      << prep.upstream_body.flattened();
-  EXPECT_NE(prep.upstream_body.flattened().find("prefixgate-tenant:team/c"), std::string::npos);
+  EXPECT_EQ(prep.upstream_body().flattened().find("10:31:07"), std::string::npos)
+      << prep.upstream_body().flattened();
+  EXPECT_NE(prep.upstream_body().flattened().find("prefixgate-tenant:team/c"), std::string::npos);
 }
 
 // Random requests over every rule: whatever was rewritten, the sent body is the prepared one.
@@ -122,14 +122,14 @@ TEST(UpstreamBody, ARepeatedToolListPreparesAsOnItsFirstSight) {
   std::thread([&] { first = p.run(body); }).join();
   ExpectSent(first);
   for (int i = 0; i < 3; ++i) {
-    const PreparedRequest again = p.run(body);
+    PreparedRequest again = p.run(body);
     ExpectSent(again);
-    EXPECT_EQ(again.upstream_body.flattened(), first.upstream_body.flattened());
+    EXPECT_EQ(again.upstream_body().flattened(), first.upstream_body().flattened());
     EXPECT_EQ(again.block_hashes, first.block_hashes);
   }
-  EXPECT_NE(first.upstream_body.flattened().find(R"("tools":[{"function":{"name":"alpha"})"),
+  EXPECT_NE(first.upstream_body().flattened().find(R"("tools":[{"function":{"name":"alpha"})"),
             std::string::npos)
-      << first.upstream_body.flattened();
+      << first.upstream_body().flattened();
 }
 
 // A Messages request: its chat equivalent is sent with each tool list written once (the text the
@@ -147,7 +147,7 @@ TEST(UpstreamBody, AMessagesRequestSendsItsChatBodyAndRendersItsToolsFromOneText
   const canon::ToolListText* text = canon::tool_list_text(prep->parsed, "tools");
   ASSERT_NE(text, nullptr);
   EXPECT_EQ(text->json, json::to_json(*prep->parsed.body.find("tools")));
-  EXPECT_NE(prep->upstream_body.flattened().find(text->json), std::string::npos);
+  EXPECT_NE(prep->upstream_body().flattened().find(text->json), std::string::npos);
   canon::ParsedRequest from_tree = prep->parsed;
   from_tree.tool_texts.clear();
   const auto analyzed =

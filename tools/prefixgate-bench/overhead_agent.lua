@@ -2,10 +2,15 @@
 -- request is overhead_request.json with `TURNS` earlier turns (~2.7 KB each, alternating user
 -- and assistant) before its user message, and that user message made new by a per-request
 -- counter: what an agent loop sends, where only the last turn is new. TURNS is read from the
--- environment (default 10: a ~30 KB body). done() prints the same PGBENCH line as
+-- environment (default 10: a ~30 KB body). API=messages sends the same conversation to the
+-- Anthropic Messages API (overhead_request_messages.json: the system prompt as `system`, the
+-- tools with `input_schema`) instead of Chat Completions. done() prints the same PGBENCH line as
 -- overhead_request.lua.
 local here = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
-local file = assert(io.open(here .. "overhead_request.json", "rb"))
+local api = os.getenv("API") or "chat"
+assert(api == "chat" or api == "messages", "API is chat or messages, not " .. api)
+local file = assert(io.open(here .. (api == "messages" and "overhead_request_messages.json"
+                                                      or "overhead_request.json"), "rb"))
 local base = file:read("*a"):gsub("%s+$", "")
 file:close()
 
@@ -40,7 +45,7 @@ local user_start = '{"role":"user","content":"'
 local tail = base:sub(at + #user_start)
 
 wrk.method = "POST"
-wrk.path = "/v1/chat/completions"
+wrk.path = api == "messages" and "/v1/messages" or "/v1/chat/completions"
 wrk.headers["Content-Type"] = "application/json"
 
 local counter = 0
@@ -58,4 +63,3 @@ function request()
 end
 
 done = dofile(here .. "pgbench_line.lua")(#head + #tail + 40)
-

@@ -81,6 +81,16 @@ canon::SourceShape shape_of(canon::Api api) {
 
 }  // namespace
 
+json::SplicedJson& PreparedRequest::upstream_body() {
+  if (upstream_body_pending_) {
+    upstream_body_pending_ = false;
+    std::vector<json::SourceMember> tool_texts;
+    for (const auto& text : parsed.tool_texts) tool_texts.push_back({text->key, text->json});
+    json::append_json_reusing(parsed.body, tool_texts, {}, upstream_body_.text);
+  }
+  return upstream_body_;
+}
+
 Result<PreparedRequest> prepare_agent_request(std::string_view body, canon::Api api,
                                               const Tenant& tenant, const PrepOptions& options,
                                               std::size_t readable_past_end) {
@@ -116,9 +126,7 @@ Result<PreparedRequest> prepare_agent_request(std::string_view body, canon::Api 
   // Each tool list serialized once, for the chat body sent upstream and for the prompt: by the
   // stage when it saw the client's bytes, here otherwise.
   if (out.parsed.tool_texts.empty()) canon::keep_tool_list_texts(out.parsed);
-  std::vector<json::SourceMember> tool_texts;
-  for (const auto& text : out.parsed.tool_texts) tool_texts.push_back({text->key, text->json});
-  json::append_json_reusing(out.parsed.body, tool_texts, {}, out.upstream_body.text);
+  out.defer_upstream_body();
   if (client_modified) {
     const std::vector<std::string_view> names(rewritten.begin(), rewritten.end());
     json::append_json_spliced(client, source, names, body, out.agent.native_body);

@@ -144,7 +144,7 @@ Awaitable<bool> handle_explain(Connection& c, const Request& req, RequestInfo& i
       {"reason", route_reason_name(d.reason)},
       {"predicted_cached_tokens", static_cast<double>(d.predicted_cached_tokens)},
       {"replicas", std::move(per_replica)},
-      {"upstream_body", prep->upstream_body.flattened()}};
+      {"upstream_body", prep->upstream_body().flattened()}};
   if (api == canon::Api::kMessages || api == canon::Api::kResponses) {
     out.push_back({"native_body", prep->agent.native_body.flattened()});
     out.push_back({"breakpoint_tokens", static_cast<double>(prep->agent.breakpoint_tokens)});

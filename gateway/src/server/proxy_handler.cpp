@@ -135,7 +135,8 @@ Awaitable<bool> handle_completion(Connection& c, const Request& req, RequestInfo
   const auto request_for = [&](bool native) -> const UpstreamPost& {
     std::optional<UpstreamPost>& slot = native ? as_sent : as_chat;
     if (!slot) {
-      json::SplicedJson& body = agent_api && native ? prep->agent.native_body : prep->upstream_body;
+      json::SplicedJson& body =
+          agent_api && native ? prep->agent.native_body : prep->upstream_body();
       const std::string_view target =
           native ? std::string_view(req.target().data(), req.target().size())
                  : std::string_view(canon::api_path(canon::Api::kChatCompletions));

@@ -166,12 +166,12 @@ Result<PreparedRequest> prepare_request(std::string_view body, canon::Api api, c
     }
   }
   if (!modified) {
-    out.upstream_body = json::SplicedJson::borrowing(body);
+    out.upstream_body_to_set() = json::SplicedJson::borrowing(body);
   } else if (rewritten_known) {
-    json::append_json_spliced(req.body, source, rewritten, body, out.upstream_body);
+    json::append_json_spliced(req.body, source, rewritten, body, out.upstream_body_to_set());
   } else {
     // A change without a member: write it all.
-    out.upstream_body = json::SplicedJson(json::to_json(req.body));
+    out.upstream_body_to_set() = json::SplicedJson(json::to_json(req.body));
   }
   if (Status s = analyze_request(out, options, nullptr); !s) return s.error();
   return out;

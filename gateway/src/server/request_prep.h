@@ -7,7 +7,7 @@
 //
 //   auto prep = prepare_request(body, canon::Api::kChatCompletions, tenant, ctx);
 //   if (!prep) return reply_error(prep.error());           // 400 / 413, in the API's shape
-//   route(prep->block_hashes, prep->prompt_tokens); forward(prep->upstream_body);
+//   route(prep->block_hashes, prep->prompt_tokens); forward(prep->upstream_body());
 #pragma once
 
 #include <cstdint>
@@ -62,7 +62,17 @@ struct PreparedRequest {
   canon::ParsedRequest parsed;  // after canonicalization and salting (the chat equivalent)
   // What an upstream of the chat API receives. Its unchanged members are the client's bytes,
   // the large ones not copied (json_splice.h): valid while the body prepare_request() read is.
-  json::SplicedJson upstream_body;
+  // For a Messages or Responses request it is written from `parsed` when first asked for
+  // (defer_upstream_body): most upstreams take those APIs as sent (agent.native_body), and
+  // writing a long conversation's chat equivalent on every request was most of the cost of
+  // preparing it.
+  json::SplicedJson& upstream_body();
+  void defer_upstream_body() { upstream_body_pending_ = true; }
+  // The chat body, to be set now (a chat or completions request's).
+  json::SplicedJson& upstream_body_to_set() {
+    upstream_body_pending_ = false;
+    return upstream_body_;
+  }
   bool stream = false;
   bool client_wants_usage = false;  // stream: the client asked for the usage chunk itself
   std::vector<std::uint64_t> block_hashes;
@@ -75,6 +85,10 @@ struct PreparedRequest {
   std::string template_error;
   std::string model;       // the registry entry's name ("" for the default), for metric labels
   AgentRequestInfo agent;  // api kMessages or kResponses
+
+ private:
+  json::SplicedJson upstream_body_;
+  bool upstream_body_pending_ = false;
 };
 
 // The cache_salt an isolated tenant's requests carry ("" when not isolated).
