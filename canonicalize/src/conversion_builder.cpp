@@ -129,10 +129,73 @@ void ConversionBuilder::mark_last_message(std::string source_text) {
       {std::move(source_text), "messages[" + std::to_string(messages_.size() - 1) + "]", {}});
 }
 
+std::optional<ConvertedTurn> ConversionBuilder::converted_since(Mark from,
+                                                                std::size_t client_index) {
+  if (conv_.breakpoints.size() != from.breakpoints) return std::nullopt;
+  ConvertedTurn turn;
+  turn.index = client_index;
+  turn.open_assistant = open_assistant_;
+  for (std::size_t k = from.messages; k < messages_.size(); ++k) {
+    auto tree = std::make_shared<const Value>(std::move(messages_[k]));
+    messages_[k] = Value::shared(tree);
+    turn.messages.push_back(std::move(tree));
+    turn.origins.push_back(conv_.messages[k]);
+  }
+  return turn;
+}
+
+namespace {
+
+// `path`, which names the client message `from` (messages[from]...), for the message now at
+// `to`.
+void move_path(JsonPath& path, std::size_t from, std::size_t to) {
+  if (path.size() >= 2 && path[0].key == "messages" && path[1].is_index && path[1].index == from) {
+    path[1].index = to;
+  }
+}
+
+}  // namespace
+
+void ConversionBuilder::add_converted(const ConvertedTurn& turn, std::size_t client_index) {
+  for (std::size_t k = 0; k < turn.messages.size(); ++k) {
+    messages_.push_back(Value::shared(turn.messages[k]));
+    MessageOrigin origin = turn.origins[k];
+    if (client_index != turn.index) {
+      move_path(origin.source, turn.index, client_index);
+      for (PartOrigin& part : origin.parts) move_path(part.source, turn.index, client_index);
+      for (JsonPath& call : origin.tool_calls) move_path(call, turn.index, client_index);
+    }
+    conv_.messages.push_back(std::move(origin));
+  }
+  open_assistant_ = turn.open_assistant;
+}
+
 void ConversionBuilder::finish(json::Object& chat, json::Object options) {
   chat.push_back({"messages", Value(std::move(messages_))});
   if (!tools_.empty()) chat.push_back({"tools", Value(std::move(tools_))});
   for (json::Member& m : options) chat.push_back(std::move(m));
 }
 
+namespace internal {
+
+ConvertedTurnMemo& ConvertedTurnMemo::for_this_thread() {
+  thread_local ConvertedTurnMemo memo;
+  return memo;
+}
+
+void ConvertedTurnMemo::keep(const json::Value& tree, ConvertedTurn turn) {
+  std::size_t bytes = turn.messages.capacity() * sizeof(turn.messages[0]);
+  for (const auto& message : turn.messages) {
+    bytes += sizeof(Value) + json::internal::approx_tree_bytes(*message);
+  }
+  for (const MessageOrigin& origin : turn.origins) {
+    std::size_t steps = origin.source.size();
+    for (const PartOrigin& part : origin.parts) steps += part.source.size() + 1;
+    for (const JsonPath& call : origin.tool_calls) steps += call.size() + 1;
+    bytes += sizeof(MessageOrigin) + steps * sizeof(PathStep);
+  }
+  SharedTreeMemo::keep(tree, std::move(turn), bytes);
+}
+
+}  // namespace internal
 }  // namespace prefixgate::canon

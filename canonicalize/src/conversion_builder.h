@@ -4,11 +4,15 @@
 // blocks are content parts, tool definitions in RFC 8785 member order).
 #pragma once
 
+#include <cstddef>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "prefixgate/canonicalize/chat_conversion.h"
+#include "shared_tree_memo.h"
 
 namespace prefixgate::canon {
 
@@ -47,6 +51,16 @@ struct ToolCallBlock {
   bool breakpoint = false;
 };
 
+// What converting one client message added, to add again for the same message in a later
+// request (its tree shared by the parser, anthropic_request.cpp): its chat messages, made shared
+// trees, and their origins, whose paths name the client message's index `index`.
+struct ConvertedTurn {
+  std::vector<std::shared_ptr<const json::Value>> messages;
+  std::vector<MessageOrigin> origins;
+  std::size_t index = 0;
+  bool open_assistant = false;  // the builder's state after it (add_tool_call)
+};
+
 class ConversionBuilder {
  public:
   explicit ConversionBuilder(ChatConversion& conversion) : conv_(conversion) {}
@@ -74,6 +88,19 @@ class ConversionBuilder {
   // Ends an assistant message that add_tool_call() may extend.
   void close_turn() { open_assistant_ = false; }
 
+  // Where the next client message's output begins.
+  struct Mark {
+    std::size_t messages = 0;
+    std::size_t breakpoints = 0;
+  };
+  Mark mark() const { return Mark{messages_.size(), conv_.breakpoints.size()}; }
+  // What the client message at `client_index`, converted since `from`, added, its chat
+  // messages made shared trees where they lie; nullopt when it added a breakpoint (whose chat
+  // field names a chat message's index, which another request may place elsewhere).
+  std::optional<ConvertedTurn> converted_since(Mark from, std::size_t client_index);
+  // Adds `turn` again for the client message now at `client_index`.
+  void add_converted(const ConvertedTurn& turn, std::size_t client_index);
+
   // Moves the messages and tools into `chat`, then `options`' members.
   void finish(json::Object& chat, json::Object options);
 
@@ -87,4 +114,21 @@ class ConversionBuilder {
   bool open_assistant_ = false;
 };
 
+namespace internal {
+
+// The thread's converted turns, by the client message's shared tree: at most 1,024 turns and
+// 16 MiB a thread.
+class ConvertedTurnMemo : public SharedTreeMemo<ConvertedTurn> {
+ public:
+  static constexpr std::size_t kMaxEntries = 1024;
+  static constexpr std::size_t kMaxTotalBytes = std::size_t{16} << 20;
+
+  ConvertedTurnMemo() : SharedTreeMemo(kMaxEntries, kMaxTotalBytes) {}
+  static ConvertedTurnMemo& for_this_thread();
+
+  // Keeps `turn`, converted from `tree` (see SharedTreeMemo::keep).
+  void keep(const json::Value& tree, ConvertedTurn turn);
+};
+
+}  // namespace internal
 }  // namespace prefixgate::canon

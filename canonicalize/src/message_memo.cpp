@@ -1,7 +1,5 @@
 #include "message_memo.h"
 
-#include "json_element_memo.h"
-
 namespace prefixgate::canon::internal {
 namespace {
 
@@ -23,38 +21,9 @@ MessageMemo& MessageMemo::for_this_thread() {
   return memo;
 }
 
-const Message* MessageMemo::find(const json::Value& tree) {
-  if (!tree.is_shared()) return nullptr;
-  const auto it = by_tree_.find(json::internal::tree_identity(tree));
-  if (it == by_tree_.end()) return nullptr;
-  order_.splice(order_.begin(), order_, it->second);
-  return &it->second->message;
-}
-
 void MessageMemo::keep(const json::Value& tree, const Message& message) {
-  if (!tree.is_shared()) return;
-  const void* identity = json::internal::tree_identity(tree);
-  if (identity == nullptr || by_tree_.contains(identity)) return;
-  const std::size_t bytes =
-      sizeof(Entry) + approx_message_bytes(message) + json::internal::approx_tree_bytes(tree);
-  if (bytes > kMaxTotalBytes / 16) return;
-  order_.push_front(Entry{tree, message, bytes});
-  by_tree_.emplace(identity, order_.begin());
-  total_bytes_ += bytes;
-  while (by_tree_.size() > kMaxEntries || total_bytes_ > kMaxTotalBytes) evict_last();
-}
-
-void MessageMemo::evict_last() {
-  const Entry& victim = order_.back();
-  by_tree_.erase(json::internal::tree_identity(victim.tree));
-  total_bytes_ -= victim.bytes;
-  order_.pop_back();
-}
-
-void MessageMemo::clear() {
-  by_tree_.clear();
-  order_.clear();
-  total_bytes_ = 0;
+  if (!tree.is_shared()) return;  // before the copy the memo would take
+  SharedTreeMemo::keep(tree, message, approx_message_bytes(message));
 }
 
 }  // namespace prefixgate::canon::internal
