@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <utility>
 
 namespace prefixgate::canon {
 namespace {
@@ -37,6 +38,22 @@ bool has_anthropic_feature(const Value& body) {
     }
   }
   return false;
+}
+
+// The value at `path`, read without changing anything: a mutable walk gives each shared tree it
+// passes through a copy of its own (json.h), which a comparison does not need.
+const Value* resolve(const Value& root, const JsonPath& path) {
+  const Value* v = &root;
+  for (const PathStep& step : path) {
+    if (step.is_index) {
+      if (!v->is_array() || step.index >= v->as_array().size()) return nullptr;
+      v = &v->as_array()[step.index];
+    } else {
+      v = v->find(step.key);
+      if (v == nullptr) return nullptr;
+    }
+  }
+  return v;
 }
 
 Value* resolve(Value& root, const JsonPath& path) {
@@ -229,10 +246,10 @@ std::vector<std::string> write_back(const ChatConversion& conversion,
       for (const PartOrigin& po : conversion.messages[i].parts) {
         if (!po.is_text) continue;
         const std::string* text = chat_text(list[i], po.part);
-        Value* target = resolve(client_body, po.source);
-        if (text == nullptr || target == nullptr || !target->is_string()) continue;
-        if (target->as_string() == *text) continue;
-        target->as_string() = *text;
+        const Value* current = resolve(std::as_const(client_body), po.source);
+        if (text == nullptr || current == nullptr || !current->is_string()) continue;
+        if (current->as_string() == *text) continue;
+        resolve(client_body, po.source)->as_string() = *text;
         if (!po.source.empty()) note(po.source.front().key);
       }
     }
