@@ -40,24 +40,12 @@ bool has_anthropic_feature(const Value& body) {
   return false;
 }
 
-// The value at `path`, read without changing anything: a mutable walk gives each shared tree it
-// passes through a copy of its own (json.h), which a comparison does not need.
-const Value* resolve(const Value& root, const JsonPath& path) {
-  const Value* v = &root;
-  for (const PathStep& step : path) {
-    if (step.is_index) {
-      if (!v->is_array() || step.index >= v->as_array().size()) return nullptr;
-      v = &v->as_array()[step.index];
-    } else {
-      v = v->find(step.key);
-      if (v == nullptr) return nullptr;
-    }
-  }
-  return v;
-}
-
-Value* resolve(Value& root, const JsonPath& path) {
-  Value* v = &root;
+// The value at `path`: for a Value, a walk for writing (each shared tree it passes through gets a
+// copy of its own, json.h); for a const Value, a read that changes nothing, which a comparison
+// needs.
+template <class V>
+V* resolve(V& root, const JsonPath& path) {
+  V* v = &root;
   for (const PathStep& step : path) {
     if (step.is_index) {
       if (!v->is_array() || step.index >= v->as_array().size()) return nullptr;
