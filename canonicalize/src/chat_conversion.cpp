@@ -4,6 +4,8 @@
 #include <charconv>
 #include <utility>
 
+#include "json_element_memo.h"
+
 namespace prefixgate::canon {
 namespace {
 
@@ -228,9 +230,18 @@ std::vector<std::string> write_back(const ChatConversion& conversion,
   };
   if (tools && write_back_tools(conversion, canonical.body, client_body)) note("tools");
   const Value* messages = canonical.body.find("messages");
+  const Value* converted = conversion.body.find("messages");
   if (messages != nullptr && messages->is_array()) {
     const json::Array& list = messages->as_array();
     for (std::size_t i = 0; i < conversion.messages.size() && i < list.size(); ++i) {
+      // A message canonicalization left as the conversion made it (the same shared tree, which
+      // nothing changes: a converted turn kept for the next request) holds the client's texts.
+      if (converted != nullptr && converted->is_array() && i < converted->as_array().size() &&
+          list[i].is_shared() && converted->as_array()[i].is_shared() &&
+          json::internal::tree_identity(list[i]) ==
+              json::internal::tree_identity(converted->as_array()[i])) {
+        continue;
+      }
       for (const PartOrigin& po : conversion.messages[i].parts) {
         if (!po.is_text) continue;
         const std::string* text = chat_text(list[i], po.part);

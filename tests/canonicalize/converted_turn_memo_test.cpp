@@ -8,6 +8,7 @@
 #include <random>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "conversion_builder.h"
@@ -198,6 +199,34 @@ TEST_F(ConvertedTurnMemoTest, ChangingAChatBodyLeavesTheKeptTurn) {
   json::Value& message = first->chat.body.find("messages")->as_array()[1];
   ASSERT_TRUE(message.is_shared());
   message.set("content", "rewritten");
+  expect_as_plain(body);
+}
+
+// write_back() passes over a kept turn that canonicalization left alone, and carries back a
+// change canonicalization made to one.
+TEST_F(ConvertedTurnMemoTest, WriteBackSkipsOnlyTheKeptTurnsLeftAlone) {
+  const std::vector<std::string> turns = {turn_json(0, "kept turn", false),
+                                          turn_json(1, "kept answer", false),
+                                          turn_json(0, "new question", false)};
+  const std::string body = messages_body(turns);
+  for (int round = 0; round < 2; ++round) ASSERT_TRUE(parse_shared(body).ok());
+  auto m = parse_shared(body);
+  ASSERT_TRUE(m.ok());
+  // Chat message 0 is the system prompt; 1 is the client's first turn.
+  ASSERT_TRUE(std::as_const(m->chat.body).find("messages")->as_array()[1].is_shared());
+  auto canonical = parse_request_value(m->chat.body, Endpoint::kChatCompletions);
+  ASSERT_TRUE(canonical.ok());
+  json::Value client = m->body;
+  EXPECT_TRUE(write_back(m->chat, *canonical, client, /*tools=*/false).empty());
+  EXPECT_EQ(client, m->body);
+
+  // As a canonicalization rule rewrites a text: the request's own copy of the kept turn.
+  json::Value& first = canonical->body.find("messages")->as_array()[1];
+  first.set("content", "rewritten");
+  EXPECT_EQ(write_back(m->chat, *canonical, client, /*tools=*/false),
+            std::vector<std::string>{"messages"});
+  EXPECT_EQ(client.find("messages")->as_array()[0].find("content")->as_string(), "rewritten");
+  // The kept turn itself is unchanged: the next request converts as without the memo.
   expect_as_plain(body);
 }
 
