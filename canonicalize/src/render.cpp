@@ -1,6 +1,9 @@
 #include "prefixgate/canonicalize/render.h"
 
 #include <algorithm>
+#include <iterator>
+#include <string>
+#include <utility>
 
 #include "prefixgate/base/check.h"
 
@@ -32,17 +35,17 @@ class Builder {
   }
 
   void add(std::string_view text, std::string_view source, int message_index) {
-    if (text.empty()) return;
-    const std::size_t begin = out_.text.size();
-    out_.text.append(text);
-    if (!out_.segments.empty() && out_.segments.back().source == source &&
-        out_.segments.back().message_index == message_index) {
-      out_.segments.back().end = out_.text.size();
-      return;
-    }
-    out_.segments.push_back(Segment{begin, out_.text.size(), std::string(source), message_index});
+    if (appended_to_last(text, source, message_index)) return;
+    out_.segments.push_back(
+        Segment{last_begin_, out_.text.size(), std::string(source), message_index});
   }
-  void markup(std::string_view text) { add(text, "template", -1); }
+  // The same, the source a path made for this text (moved into its segment, not copied).
+  void add(std::string_view text, std::string&& source, int message_index) {
+    if (appended_to_last(text, source, message_index)) return;
+    out_.segments.push_back(
+        Segment{last_begin_, out_.text.size(), std::move(source), message_index});
+  }
+  void markup(std::string_view text) { add(text, std::string_view("template"), -1); }
   std::size_t size() const { return out_.text.size(); }
   RenderedPrompt finish(std::size_t volatile_tail_begin) && {
     out_.volatile_tail_begin = std::min(volatile_tail_begin, out_.text.size());
@@ -50,20 +53,41 @@ class Builder {
   }
 
  private:
+  // Appends `text`; true when it needs no segment of its own (empty, or the last segment's
+  // source and message continue), else the new segment starts at last_begin_.
+  bool appended_to_last(std::string_view text, std::string_view source, int message_index) {
+    if (text.empty()) return true;
+    last_begin_ = out_.text.size();
+    out_.text.append(text);
+    if (!out_.segments.empty() && out_.segments.back().source == source &&
+        out_.segments.back().message_index == message_index) {
+      out_.segments.back().end = out_.text.size();
+      return true;
+    }
+    return false;
+  }
+
   RenderedPrompt out_;
+  std::size_t last_begin_ = 0;
 };
 
+// "messages[3].content", made in one allocation.
 std::string content_path(const Message& m) {
-  return "messages[" + std::to_string(m.index) + "].content";
+  const std::string index = std::to_string(m.index);
+  std::string path;
+  path.reserve(std::size("messages[].content") + index.size());
+  path.append("messages[").append(index).append("].content");
+  return path;
 }
 
 // A message's content as the template renders it: text parts verbatim, other parts as their
 // JSON (so a different image is a different prompt).
 void add_content(Builder& b, const Message& m, bool trim_edges) {
-  const std::string path = content_path(m);
+  std::string path = content_path(m);
   const int idx = static_cast<int>(m.index);
   if (m.parts.size() == 1 && m.parts[0].is_text()) {
-    b.add(trim_edges ? trim(m.parts[0].text) : std::string_view(m.parts[0].text), path, idx);
+    b.add(trim_edges ? trim(m.parts[0].text) : std::string_view(m.parts[0].text), std::move(path),
+          idx);
     return;
   }
   for (std::size_t i = 0; i < m.parts.size(); ++i) {
