@@ -146,10 +146,10 @@ std::optional<ConvertedTurn> ConversionBuilder::converted_since(Mark from,
 
 namespace {
 
-// `path`, which names the client message `from` (messages[from]...), for the message now at
-// `to`.
+// `path`, which names the client's list entry `from` (messages[from]..., input[from]...), for
+// the entry now at `to`.
 void move_path(JsonPath& path, std::size_t from, std::size_t to) {
-  if (path.size() >= 2 && path[0].key == "messages" && path[1].is_index && path[1].index == from) {
+  if (path.size() >= 2 && !path[0].is_index && path[1].is_index && path[1].index == from) {
     path[1].index = to;
   }
 }

@@ -51,9 +51,11 @@ struct ToolCallBlock {
   bool breakpoint = false;
 };
 
-// What converting one client message added, to add again for the same message in a later
-// request (its tree shared by the parser, anthropic_request.cpp): its chat messages, made shared
-// trees, and their origins, whose paths name the client message's index `index`.
+// What converting one client message (a Messages turn, a Responses input item) added, to add
+// again for the same message in a later request (its tree shared by the parser): its chat
+// messages, made shared trees, and their origins, whose paths name its index `index` in the
+// client's list. Only a message whose conversion adds chat messages without reading or changing
+// those before it is kept (not a Responses function call, which may extend the message before).
 struct ConvertedTurn {
   std::vector<std::shared_ptr<const json::Value>> messages;
   std::vector<MessageOrigin> origins;

@@ -147,8 +147,16 @@ Status convert_input(const Value& body, const RequestLimits& limits, ConversionB
                           " items; the limit is " + std::to_string(limits.max_messages),
                       "input");
   }
+  // An earlier item that the parser handed back as the tree it built before converted into its
+  // chat messages before too (conversion_builder.h), unless it was a function call.
+  internal::ConvertedTurnMemo& memo = internal::ConvertedTurnMemo::for_this_thread();
   for (std::size_t i = 0; i < input->as_array().size(); ++i) {
     const Value& item = input->as_array()[i];
+    if (const ConvertedTurn* kept = memo.find(item)) {
+      b.add_converted(*kept, i);
+      continue;
+    }
+    const ConversionBuilder::Mark from = b.mark();
     const std::string path = index_path("input", i);
     const JsonPath at{key_step("input"), index_step(i)};
     if (!item.is_object()) return wrong_type(path, "an object", item);
@@ -174,6 +182,11 @@ Status convert_input(const Value& body, const RequestLimits& limits, ConversionB
       return unsupported(field_path(path, "type"), "'" + type + "' items are not supported");
     }
     if (!s) return s;
+    if (item.is_shared() && type != "function_call") {
+      if (std::optional<ConvertedTurn> turn = b.converted_since(from, i)) {
+        memo.keep(item, std::move(*turn));
+      }
+    }
   }
   return {};
 }

@@ -19,6 +19,7 @@
 #include "prefixgate/canonicalize/chat_conversion.h"
 #include "prefixgate/canonicalize/json.h"
 #include "prefixgate/canonicalize/request.h"
+#include "prefixgate/canonicalize/responses_api.h"
 
 namespace prefixgate::canon {
 namespace {
@@ -228,6 +229,75 @@ TEST_F(ConvertedTurnMemoTest, WriteBackSkipsOnlyTheKeptTurnsLeftAlone) {
   EXPECT_EQ(client.find("messages")->as_array()[0].find("content")->as_string(), "rewritten");
   // The kept turn itself is unchanged: the next request converts as without the memo.
   expect_as_plain(body);
+}
+
+// Responses input items of every kind, long enough for the element memo. A function call is
+// never kept (it may extend the assistant message before it); the others are.
+std::string item_json(std::size_t kind, std::string_view tag) {
+  const std::string text = words(tag, 160);
+  switch (kind % 6) {
+    case 0: return R"({"role":"user","content":")" + text + R"("})";
+    case 1: return R"({"type":"message","role":"assistant","content":")" + text + R"("})";
+    case 2:
+      return R"({"type":"function_call","call_id":"c1","name":"grep","arguments":"{\"q\":\")" +
+             text + R"(\"}"})";
+    case 3: return R"({"type":"function_call_output","call_id":"c1","output":")" + text + R"("})";
+    case 4: return R"({"role":"developer","content":")" + text + R"("})";
+    default:
+      return R"({"role":"user","content":[{"type":"input_text","text":")" + text +
+             R"("},{"type":"input_image","image_url":"https://x/a.png"}]})";
+  }
+}
+
+std::string responses_body(const std::vector<std::string>& items) {
+  std::string list;
+  for (const std::string& t : items) list += (list.empty() ? "" : ",") + t;
+  return R"({"model":"m","instructions":"You are terse.",)"
+         R"("tools":[{"type":"function","name":"grep","parameters":{"type":"object"}}],)"
+         R"("input":[)" +
+         list + "]}";
+}
+
+// Random Responses conversations (items of every kind, added, replaced and dropped) convert as
+// without the memo: chat body, origins and the chat request parsed from it.
+TEST_F(ConvertedTurnMemoTest, RandomResponsesInputsConvertAsWithoutTheMemo) {
+  std::mt19937_64 rng(20261207);
+  std::vector<std::string> items;
+  std::size_t shared_seen = 0;
+  for (int request = 0; request < 300; ++request) {
+    const std::size_t action = rng() % 6;
+    const auto fresh = [&] { return item_json(rng(), "i" + std::to_string(rng() % 16)); };
+    if (action == 0 && items.size() > 2) {
+      items.erase(items.begin() + static_cast<std::ptrdiff_t>(rng() % 2));
+    } else if (action == 1 && !items.empty()) {
+      items.back() = fresh();
+    } else if (action == 2 && items.size() > 6) {
+      items.resize(2);
+    } else {
+      items.push_back(fresh());
+    }
+    const std::string body = responses_body(items);
+    std::vector<json::SourceMember> source;
+    auto got = parse_responses_request(body, RequestLimits{}, source);
+    auto want = parse_responses_request(body);
+    ASSERT_EQ(got.ok(), want.ok()) << body;
+    if (!want.ok()) continue;
+    EXPECT_EQ(json::to_json(got->chat.body), json::to_json(want->chat.body)) << body;
+    EXPECT_EQ(origin_lines(got->chat), origin_lines(want->chat)) << body;
+    for (const json::Value& m : std::as_const(got->chat.body).find("messages")->as_array()) {
+      shared_seen += m.is_shared() ? 1 : 0;
+    }
+    auto got_chat = parse_request_value(got->chat.body, Endpoint::kChatCompletions);
+    auto want_chat = parse_request_value(want->chat.body, Endpoint::kChatCompletions);
+    ASSERT_EQ(got_chat.ok(), want_chat.ok()) << body;
+    if (!want_chat.ok()) continue;
+    ASSERT_EQ(got_chat->messages.size(), want_chat->messages.size());
+    for (std::size_t i = 0; i < want_chat->messages.size(); ++i) {
+      EXPECT_EQ(got_chat->messages[i].text(), want_chat->messages[i].text()) << i;
+      EXPECT_EQ(got_chat->messages[i].tool_calls, want_chat->messages[i].tool_calls) << i;
+    }
+  }
+  EXPECT_GT(shared_seen, 100u);  // kept items were added again, shared
 }
 
 }  // namespace

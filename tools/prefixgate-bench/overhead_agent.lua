@@ -4,13 +4,17 @@
 -- counter: what an agent loop sends, where only the last turn is new. TURNS is read from the
 -- environment (default 10: a ~30 KB body). API=messages sends the same conversation to the
 -- Anthropic Messages API (overhead_request_messages.json: the system prompt as `system`, the
--- tools with `input_schema`) instead of Chat Completions. done() prints the same PGBENCH line as
--- overhead_request.lua.
+-- tools with `input_schema`), API=responses to the OpenAI Responses API
+-- (overhead_request_responses.json: `instructions` and `input`), instead of Chat Completions.
+-- done() prints the same PGBENCH line as overhead_request.lua.
 local here = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
 local api = os.getenv("API") or "chat"
-assert(api == "chat" or api == "messages", "API is chat or messages, not " .. api)
-local file = assert(io.open(here .. (api == "messages" and "overhead_request_messages.json"
-                                                      or "overhead_request.json"), "rb"))
+local bodies = {chat = "overhead_request.json", messages = "overhead_request_messages.json",
+                responses = "overhead_request_responses.json"}
+local paths = {chat = "/v1/chat/completions", messages = "/v1/messages",
+               responses = "/v1/responses"}
+assert(bodies[api], "API is chat, messages or responses, not " .. api)
+local file = assert(io.open(here .. bodies[api], "rb"))
 local base = file:read("*a"):gsub("%s+$", "")
 file:close()
 
@@ -45,7 +49,7 @@ local user_start = '{"role":"user","content":"'
 local tail = base:sub(at + #user_start)
 
 wrk.method = "POST"
-wrk.path = api == "messages" and "/v1/messages" or "/v1/chat/completions"
+wrk.path = paths[api]
 wrk.headers["Content-Type"] = "application/json"
 
 local counter = 0
