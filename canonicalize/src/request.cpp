@@ -179,7 +179,9 @@ Status parse_message(const Value& v, std::size_t index, Message& msg) {
     if (!tool_calls->is_array()) {
       return wrong_type(message_field(index, "tool_calls"), "an array", *tool_calls);
     }
-    msg.tool_calls = *tool_calls;
+    // Shared with `v` where the parser shares it: the message memo's copies then copy a
+    // reference, not the calls.
+    msg.tool_calls = v.share_part(*tool_calls);
   }
   if (const Value* name = v.find("name"); name != nullptr && !name->is_null()) {
     if (!name->is_string()) return wrong_type(message_field(index, "name"), "a string", *name);
