@@ -251,13 +251,9 @@ Status convert_messages(const Value& body, const RequestLimits& limits, Conversi
   }
   // An earlier turn that the parser handed back as the tree it built before converted into
   // its chat messages before too (conversion_builder.h): they are added again, shared.
-  internal::ConvertedTurnMemo& memo = internal::ConvertedTurnMemo::for_this_thread();
   for (std::size_t i = 0; i < messages->as_array().size(); ++i) {
     const Value& m = messages->as_array()[i];
-    if (const ConvertedTurn* kept = memo.find(m)) {
-      b.add_converted(*kept, i);
-      continue;
-    }
+    if (b.add_kept(m, i)) continue;
     const ConversionBuilder::Mark from = b.mark();
     const std::string path = index_path("messages", i);
     const JsonPath at{key_step("messages"), index_step(i)};
@@ -281,11 +277,7 @@ Status convert_messages(const Value& body, const RequestLimits& limits, Conversi
       return invalid(field_path(path, "role"), "must be user or assistant, got '" + **role + "'");
     }
     if (!s) return s;
-    if (m.is_shared()) {
-      if (std::optional<ConvertedTurn> turn = b.converted_since(from, i)) {
-        memo.keep(m, std::move(*turn));
-      }
-    }
+    b.keep_converted(m, from, i);
   }
   return {};
 }

@@ -129,19 +129,18 @@ void ConversionBuilder::mark_last_message(std::string source_text) {
       {std::move(source_text), "messages[" + std::to_string(messages_.size() - 1) + "]", {}});
 }
 
-std::optional<ConvertedTurn> ConversionBuilder::converted_since(Mark from,
-                                                                std::size_t client_index) {
-  if (conv_.breakpoints.size() != from.breakpoints) return std::nullopt;
+void ConversionBuilder::keep_converted(const Value& tree, Mark from, std::size_t client_index) {
+  if (!tree.is_shared() || conv_.breakpoints.size() != from.breakpoints) return;
   ConvertedTurn turn;
   turn.index = client_index;
   turn.open_assistant = open_assistant_;
   for (std::size_t k = from.messages; k < messages_.size(); ++k) {
-    auto tree = std::make_shared<const Value>(std::move(messages_[k]));
-    messages_[k] = Value::shared(tree);
-    turn.messages.push_back(std::move(tree));
+    auto message = std::make_shared<const Value>(std::move(messages_[k]));
+    messages_[k] = Value::shared(message);
+    turn.messages.push_back(std::move(message));
     turn.origins.push_back(conv_.messages[k]);
   }
-  return turn;
+  internal::ConvertedTurnMemo::for_this_thread().keep(tree, std::move(turn));
 }
 
 namespace {
@@ -156,7 +155,10 @@ void move_path(JsonPath& path, std::size_t from, std::size_t to) {
 
 }  // namespace
 
-void ConversionBuilder::add_converted(const ConvertedTurn& turn, std::size_t client_index) {
+bool ConversionBuilder::add_kept(const Value& tree, std::size_t client_index) {
+  const ConvertedTurn* kept = internal::ConvertedTurnMemo::for_this_thread().find(tree);
+  if (kept == nullptr) return false;
+  const ConvertedTurn& turn = *kept;
   for (std::size_t k = 0; k < turn.messages.size(); ++k) {
     messages_.push_back(Value::shared(turn.messages[k]));
     MessageOrigin origin = turn.origins[k];
@@ -168,6 +170,7 @@ void ConversionBuilder::add_converted(const ConvertedTurn& turn, std::size_t cli
     conv_.messages.push_back(std::move(origin));
   }
   open_assistant_ = turn.open_assistant;
+  return true;
 }
 
 void ConversionBuilder::finish(json::Object& chat, json::Object options) {

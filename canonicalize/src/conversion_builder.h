@@ -96,12 +96,15 @@ class ConversionBuilder {
     std::size_t breakpoints = 0;
   };
   Mark mark() const { return Mark{messages_.size(), conv_.breakpoints.size()}; }
-  // What the client message at `client_index`, converted since `from`, added, its chat
-  // messages made shared trees where they lie; nullopt when it added a breakpoint (whose chat
-  // field names a chat message's index, which another request may place elsewhere).
-  std::optional<ConvertedTurn> converted_since(Mark from, std::size_t client_index);
-  // Adds `turn` again for the client message now at `client_index`.
-  void add_converted(const ConvertedTurn& turn, std::size_t client_index);
+  // Adds again what the client message `tree` (at `client_index` of its list) converted into
+  // in an earlier request, from the thread's ConvertedTurnMemo; false when it holds nothing
+  // for that tree (one the parser does not share never is).
+  bool add_kept(const json::Value& tree, std::size_t client_index);
+  // Keeps what the client message `tree` at `client_index`, converted since `from`, added,
+  // when the parser shares `tree` and it added no breakpoint (whose chat field names a chat
+  // message's index, which another request may place elsewhere); its chat messages become
+  // shared trees where they lie.
+  void keep_converted(const json::Value& tree, Mark from, std::size_t client_index);
 
   // Moves the messages and tools into `chat`, then `options`' members.
   void finish(json::Object& chat, json::Object options);

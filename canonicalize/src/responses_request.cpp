@@ -149,13 +149,9 @@ Status convert_input(const Value& body, const RequestLimits& limits, ConversionB
   }
   // An earlier item that the parser handed back as the tree it built before converted into its
   // chat messages before too (conversion_builder.h), unless it was a function call.
-  internal::ConvertedTurnMemo& memo = internal::ConvertedTurnMemo::for_this_thread();
   for (std::size_t i = 0; i < input->as_array().size(); ++i) {
     const Value& item = input->as_array()[i];
-    if (const ConvertedTurn* kept = memo.find(item)) {
-      b.add_converted(*kept, i);
-      continue;
-    }
+    if (b.add_kept(item, i)) continue;
     const ConversionBuilder::Mark from = b.mark();
     const std::string path = index_path("input", i);
     const JsonPath at{key_step("input"), index_step(i)};
@@ -182,11 +178,7 @@ Status convert_input(const Value& body, const RequestLimits& limits, ConversionB
       return unsupported(field_path(path, "type"), "'" + type + "' items are not supported");
     }
     if (!s) return s;
-    if (item.is_shared() && type != "function_call") {
-      if (std::optional<ConvertedTurn> turn = b.converted_since(from, i)) {
-        memo.keep(item, std::move(*turn));
-      }
-    }
+    if (type != "function_call") b.keep_converted(item, from, i);
   }
   return {};
 }
