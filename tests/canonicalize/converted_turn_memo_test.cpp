@@ -125,6 +125,22 @@ void expect_as_plain(const std::string& body) {
   }
 }
 
+// The next request's conversation: a turn dropped from the front, the last one replaced, the
+// conversation cut back to its start, or (most often) one turn more from `fresh`.
+template <class Fresh>
+void next_conversation(std::vector<std::string>& turns, std::mt19937_64& rng, Fresh&& fresh) {
+  const std::size_t action = rng() % 6;
+  if (action == 0 && turns.size() > 2) {
+    turns.erase(turns.begin() + static_cast<std::ptrdiff_t>(rng() % 2));
+  } else if (action == 1 && !turns.empty()) {
+    turns.back() = fresh();
+  } else if (action == 2 && turns.size() > 6) {
+    turns.resize(2);
+  } else {
+    turns.push_back(fresh());
+  }
+}
+
 // An agent's conversation, one turn longer each request: from the turns' second sighting on,
 // each earlier turn's chat messages come from the memo (shared in the chat body), and every
 // request converts as without it.
@@ -167,19 +183,9 @@ TEST_F(ConvertedTurnMemoTest, RandomConversationsConvertAsWithoutTheMemo) {
   std::mt19937_64 rng(20261206);
   std::vector<std::string> turns;
   for (int request = 0; request < 300; ++request) {
-    const std::size_t action = rng() % 6;
-    const auto fresh = [&] {
+    next_conversation(turns, rng, [&] {
       return turn_json(rng(), "t" + std::to_string(rng() % 16), rng() % 5 == 0);
-    };
-    if (action == 0 && turns.size() > 2) {
-      turns.erase(turns.begin() + static_cast<std::ptrdiff_t>(rng() % 2));
-    } else if (action == 1 && !turns.empty()) {
-      turns.back() = fresh();
-    } else if (action == 2 && turns.size() > 6) {
-      turns.resize(2);
-    } else {
-      turns.push_back(fresh());
-    }
+    });
     expect_as_plain(messages_body(turns));
   }
   const ConvertedTurnMemo& memo = ConvertedTurnMemo::for_this_thread();
@@ -265,17 +271,8 @@ TEST_F(ConvertedTurnMemoTest, RandomResponsesInputsConvertAsWithoutTheMemo) {
   std::vector<std::string> items;
   std::size_t shared_seen = 0;
   for (int request = 0; request < 300; ++request) {
-    const std::size_t action = rng() % 6;
-    const auto fresh = [&] { return item_json(rng(), "i" + std::to_string(rng() % 16)); };
-    if (action == 0 && items.size() > 2) {
-      items.erase(items.begin() + static_cast<std::ptrdiff_t>(rng() % 2));
-    } else if (action == 1 && !items.empty()) {
-      items.back() = fresh();
-    } else if (action == 2 && items.size() > 6) {
-      items.resize(2);
-    } else {
-      items.push_back(fresh());
-    }
+    next_conversation(items, rng,
+                      [&] { return item_json(rng(), "i" + std::to_string(rng() % 16)); });
     const std::string body = responses_body(items);
     std::vector<json::SourceMember> source;
     auto got = parse_responses_request(body, RequestLimits{}, source);
