@@ -201,7 +201,7 @@ std::string source_field(const ChatConversion& conversion, std::string_view chat
   if (!chat_field.starts_with("messages[")) return std::string(chat_field);
   const auto index = take_index(chat_field.substr(8));
   if (!index || index->first >= conversion.messages.size()) return std::string(chat_field);
-  const MessageOrigin& origin = conversion.messages[index->first];
+  const MessageOrigin& origin = *conversion.messages[index->first];
   std::string_view rest = index->second;
   if (rest.starts_with(".content")) {
     rest.remove_prefix(8);
@@ -242,7 +242,7 @@ std::vector<std::string> write_back(const ChatConversion& conversion,
               json::internal::tree_identity(converted->as_array()[i])) {
         continue;
       }
-      for (const PartOrigin& po : conversion.messages[i].parts) {
+      for (const PartOrigin& po : conversion.messages[i]->parts) {
         if (!po.is_text) continue;
         const std::string* text = chat_text(list[i], po.part);
         const Value* current = resolve(std::as_const(client_body), po.source);

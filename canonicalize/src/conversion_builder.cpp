@@ -40,7 +40,7 @@ void ConversionBuilder::add_content_message(std::string_view role,
   MessageOrigin origin{std::move(source), {}, {}};
   Value content = content_value(blocks, origin);
   messages_.push_back(json::Object{{"role", role}, {"content", std::move(content)}});
-  conv_.messages.push_back(std::move(origin));
+  add_origin(std::move(origin));
   open_assistant_ = role == "assistant";
 }
 
@@ -66,7 +66,7 @@ void ConversionBuilder::add_assistant(const std::vector<ContentBlock>& texts,
     message.push_back({"tool_calls", Value(std::move(list))});
   }
   messages_.push_back(Value(std::move(message)));
-  conv_.messages.push_back(std::move(origin));
+  add_origin(std::move(origin));
   open_assistant_ = true;
 }
 
@@ -78,7 +78,8 @@ void ConversionBuilder::add_tool_call(ToolCallBlock call, JsonPath source) {
     return;
   }
   Value& message = messages_.back();
-  MessageOrigin& origin = conv_.messages.back();
+  // The origin may be shared with a kept turn: extended in a copy of its own.
+  auto origin = std::make_shared<MessageOrigin>(*conv_.messages.back());
   Value* list = message.find("tool_calls");
   if (list == nullptr) {
     message.set("tool_calls", json::Array{});
@@ -91,7 +92,8 @@ void ConversionBuilder::add_tool_call(ToolCallBlock call, JsonPath source) {
                                      "].tool_calls[" + std::to_string(k) + "]",
                                  {}});
   }
-  origin.tool_calls.push_back(std::move(call.path));
+  origin->tool_calls.push_back(std::move(call.path));
+  conv_.messages.back() = std::move(origin);
   list->as_array().push_back(std::move(call.call));
 }
 
@@ -105,7 +107,7 @@ void ConversionBuilder::add_tool_result(std::string_view call_id,
   Value content = content_value(blocks, origin);
   messages_.push_back(
       json::Object{{"role", "tool"}, {"tool_call_id", call_id}, {"content", std::move(content)}});
-  conv_.messages.push_back(std::move(origin));
+  add_origin(std::move(origin));
   open_assistant_ = false;
 }
 
@@ -161,13 +163,16 @@ bool ConversionBuilder::add_kept(const Value& tree, std::size_t client_index) {
   const ConvertedTurn& turn = *kept;
   for (std::size_t k = 0; k < turn.messages.size(); ++k) {
     messages_.push_back(Value::shared(turn.messages[k]));
-    MessageOrigin origin = turn.origins[k];
-    if (client_index != turn.index) {
-      move_path(origin.source, turn.index, client_index);
-      for (PartOrigin& part : origin.parts) move_path(part.source, turn.index, client_index);
-      for (JsonPath& call : origin.tool_calls) move_path(call, turn.index, client_index);
+    if (client_index == turn.index) {
+      // Where a conversation only grows, each earlier turn stays where it was: shared as kept.
+      conv_.messages.push_back(turn.origins[k]);
+      continue;
     }
-    conv_.messages.push_back(std::move(origin));
+    MessageOrigin origin = *turn.origins[k];
+    move_path(origin.source, turn.index, client_index);
+    for (PartOrigin& part : origin.parts) move_path(part.source, turn.index, client_index);
+    for (JsonPath& call : origin.tool_calls) move_path(call, turn.index, client_index);
+    add_origin(std::move(origin));
   }
   open_assistant_ = turn.open_assistant;
   return true;
@@ -191,7 +196,8 @@ void ConvertedTurnMemo::keep(const json::Value& tree, ConvertedTurn turn) {
   for (const auto& message : turn.messages) {
     bytes += sizeof(Value) + json::internal::approx_tree_bytes(*message);
   }
-  for (const MessageOrigin& origin : turn.origins) {
+  for (const auto& kept : turn.origins) {
+    const MessageOrigin& origin = *kept;
     std::size_t steps = origin.source.size();
     for (const PartOrigin& part : origin.parts) steps += part.source.size() + 1;
     for (const JsonPath& call : origin.tool_calls) steps += call.size() + 1;

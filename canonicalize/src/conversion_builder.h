@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "prefixgate/canonicalize/chat_conversion.h"
@@ -58,7 +59,7 @@ struct ToolCallBlock {
 // those before it is kept (not a Responses function call, which may extend the message before).
 struct ConvertedTurn {
   std::vector<std::shared_ptr<const json::Value>> messages;
-  std::vector<MessageOrigin> origins;
+  std::vector<std::shared_ptr<const MessageOrigin>> origins;
   std::size_t index = 0;
   bool open_assistant = false;  // the builder's state after it (add_tool_call)
 };
@@ -111,6 +112,9 @@ class ConversionBuilder {
 
  private:
   json::Value content_value(const std::vector<ContentBlock>& blocks, MessageOrigin& origin);
+  void add_origin(MessageOrigin origin) {
+    conv_.messages.push_back(std::make_shared<const MessageOrigin>(std::move(origin)));
+  }
   std::string message_field() const { return "messages[" + std::to_string(messages_.size()) + "]"; }
 
   ChatConversion& conv_;

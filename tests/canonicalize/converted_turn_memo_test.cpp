@@ -87,7 +87,8 @@ Result<MessagesRequest> parse_shared(const std::string& body) {
 
 std::vector<std::string> origin_lines(const ChatConversion& c) {
   std::vector<std::string> out;
-  for (const MessageOrigin& o : c.messages) {
+  for (const auto& origin : c.messages) {
+    const MessageOrigin& o = *origin;
     std::string line = path_text(o.source) + " |";
     for (const PartOrigin& p : o.parts) {
       line += " " + std::to_string(p.part) + ":" + path_text(p.source) + (p.is_text ? "" : "*");

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -82,8 +83,11 @@ struct Breakpoint {
 
 struct ChatConversion {
   Api api = Api::kMessages;
-  json::Value body;                     // the Chat Completions request
-  std::vector<MessageOrigin> messages;  // one per entry of body.messages
+  json::Value body;  // the Chat Completions request
+  // One per entry of body.messages. Immutable once made, so that a turn converted for an earlier
+  // request and added again (ConversionBuilder::add_kept) shares its origins instead of copying
+  // their paths on every request.
+  std::vector<std::shared_ptr<const MessageOrigin>> messages;
   // body.tools[i] is the client's tools[i]; this is the client's name for its parameters
   // ("input_schema", "parameters").
   std::string tool_schema_key;
