@@ -45,7 +45,18 @@ class Builder {
     out_.segments.push_back(
         Segment{last_begin_, out_.text.size(), std::move(source), message_index});
   }
-  void markup(std::string_view text) { add(text, std::string_view("template"), -1); }
+  // Template markup: several pieces a message (its header, its end) make one segment, extended
+  // without comparing sources.
+  void markup(std::string_view text) {
+    if (text.empty()) return;
+    if (last_is_markup_) {
+      out_.text.append(text);
+      out_.segments.back().end = out_.text.size();
+      return;
+    }
+    add(text, std::string_view(kMarkupSource), -1);
+    last_is_markup_ = true;
+  }
   std::size_t size() const { return out_.text.size(); }
   RenderedPrompt finish(std::size_t volatile_tail_begin) && {
     out_.volatile_tail_begin = std::min(volatile_tail_begin, out_.text.size());
@@ -57,18 +68,22 @@ class Builder {
   // source and message continue), else the new segment starts at last_begin_.
   bool appended_to_last(std::string_view text, std::string_view source, int message_index) {
     if (text.empty()) return true;
+    last_is_markup_ = false;
     last_begin_ = out_.text.size();
     out_.text.append(text);
-    if (!out_.segments.empty() && out_.segments.back().source == source &&
-        out_.segments.back().message_index == message_index) {
+    if (!out_.segments.empty() && out_.segments.back().message_index == message_index &&
+        out_.segments.back().source == source) {
       out_.segments.back().end = out_.text.size();
       return true;
     }
     return false;
   }
 
+  static constexpr std::string_view kMarkupSource = "template";
+
   RenderedPrompt out_;
   std::size_t last_begin_ = 0;
+  bool last_is_markup_ = false;  // the last segment is markup that markup() may extend
 };
 
 // "messages[3].content", made in one allocation.

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include "support/requests.h"
 
 namespace prefixgate::canon {
@@ -50,6 +53,37 @@ TEST(RenderTest, SegmentsNameTheFieldsTheyCameFrom) {
     pos = s.end;
   }
   EXPECT_EQ(pos, p.text.size());
+}
+
+// Markup between two messages' contents is one segment, and no content lies in a markup segment:
+// every template's segments, source and text, for a conversation with an assistant turn.
+TEST(RenderTest, MarkupAndContentAlternateInSegmentsOfTheirOwn) {
+  constexpr std::string_view kThreeTurns = R"({"messages":[
+    {"role":"system","content":"Be brief."},
+    {"role":"user","content":"Hi"},
+    {"role":"assistant","content":"Hello"},
+    {"role":"user","content":"Bye"}]})";
+  for (const ChatTemplate tmpl :
+       {ChatTemplate::kLlama3, ChatTemplate::kChatml, ChatTemplate::kPlain}) {
+    const RenderedPrompt p = render_prompt(chat(kThreeTurns), tmpl);
+    std::vector<std::string> seen;
+    for (const Segment& s : p.segments) {
+      const std::string text = p.text.substr(s.begin, s.end - s.begin);
+      seen.push_back(s.source == "template" ? "template" : s.source + "=" + text);
+      if (s.source == "template") {
+        EXPECT_EQ(s.message_index, -1) << text;
+        for (const std::string_view content : {"Be brief.", "Hi", "Hello", "Bye"}) {
+          EXPECT_EQ(text.find(content), std::string::npos)
+              << chat_template_name(tmpl) << ": " << text;
+        }
+      }
+    }
+    EXPECT_EQ(seen, (std::vector<std::string>{"template", "messages[0].content=Be brief.",
+                                              "template", "messages[1].content=Hi", "template",
+                                              "messages[2].content=Hello", "template",
+                                              "messages[3].content=Bye", "template"}))
+        << chat_template_name(tmpl);
+  }
 }
 
 TEST(RenderTest, ToolsAreRenderedInClientKeyOrderInTheSystemTurn) {
