@@ -70,7 +70,7 @@ Status analyze_prompt_into(const ParsedRequest& request, const PromptModel& mode
     // not the caller asked: they are how it resumes.
     PromptMemo& memo = thread_prompt_memo();
     memo.analyze(out.rendered.text, *model.tokenizer, model.segment_cache, model.block_size, root,
-                 out.tokens, out.block_hashes, ids);
+                 out.tokens, out.block_hashes, ids, out.rendered.segments);
     out.memo_generation = memo.generation();
     return {};
   }

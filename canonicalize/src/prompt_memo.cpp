@@ -100,7 +100,8 @@ PromptMemo::ResumePoint PromptMemo::resume_point(const Entry* best, std::size_t 
 PromptMemo::Reuse PromptMemo::analyze(std::string_view text, const Tokenizer& tokenizer,
                                       SegmentCache* cache, std::size_t block_size,
                                       std::uint64_t root, TokenizedPrompt& out,
-                                      std::vector<std::uint64_t>& hashes, TokenIds ids) {
+                                      std::vector<std::uint64_t>& hashes, TokenIds ids,
+                                      std::span<const Segment> segments) {
   PG_DCHECK(block_size > 0);
   ++clock_;
   generation_ = (id_ << kClockBits) | (clock_ & ((std::uint64_t{1} << kClockBits) - 1));
@@ -110,7 +111,7 @@ PromptMemo::Reuse PromptMemo::analyze(std::string_view text, const Tokenizer& to
   std::size_t shared = 0;
   for (Entry& e : entries_) {
     if (e.used == 0 || e.tokenizer != identity) continue;
-    const std::size_t s = internal::shared_prefix_beyond(text, e.text, shared);
+    const std::size_t s = shared_with(text, segments, e, shared);
     if (s > shared) {
       best = &e;
       shared = s;
@@ -119,7 +120,10 @@ PromptMemo::Reuse PromptMemo::analyze(std::string_view text, const Tokenizer& to
 
   out.byte_offsets.clear();
   if (ids == TokenIds::kCount && !text.empty()) {
-    return count_in_place(text, tokenizer, cache, block_size, root, best, shared, out, hashes);
+    const Reuse reuse =
+        count_in_place(text, tokenizer, cache, block_size, root, best, shared, out, hashes);
+    keep_copied(segments);
+    return reuse;
   }
   out.tokens.clear();
   out.counted = 0;
@@ -164,7 +168,58 @@ PromptMemo::Reuse PromptMemo::analyze(std::string_view text, const Tokenizer& to
   }
   chain_remaining_blocks(out.tokens, block_size, root, hashes);
   remember(best, shared, kept_stretches, reused, text, tokenizer, root, block_size, out, hashes);
+  keep_copied(segments);
   return Reuse{.tokens = kept_tokens, .blocks = reused};
+}
+
+std::size_t PromptMemo::shared_with(std::string_view text, std::span<const Segment> segments,
+                                    const Entry& e, std::size_t beaten) {
+  const std::string_view old = e.text;
+  const std::size_t n = std::min(text.size(), old.size());
+  if (n <= beaten || text[beaten] != old[beaten]) return 0;
+  // Known to be the same up to `known`: each span both copied from one address, and the bytes
+  // before it (markup between messages, and texts copied from elsewhere, such as one that
+  // canonicalization rewrote) compared.
+  std::size_t known = 0;
+  auto remembered = e.copied.begin();
+  for (const Segment& seg : segments) {
+    if (seg.copied_at == nullptr) continue;
+    if (seg.end > n) break;
+    while (remembered != e.copied.end() && remembered->begin < seg.begin) ++remembered;
+    if (remembered == e.copied.end() || remembered->begin != seg.begin ||
+        remembered->end != seg.end || remembered->at != seg.copied_at) {
+      continue;  // compared with what follows
+    }
+    if (std::memcmp(text.data() + known, old.data() + known, seg.begin - known) != 0) break;
+    known = seg.end;
+  }
+  return known + internal::shared_prefix_beyond(text.substr(known), old.substr(known), 0);
+}
+
+void PromptMemo::keep_copied(std::span<const Segment> segments) {
+  if (last_ == nullptr) return;
+  // All of them, the spans of bytes the place kept too: a turn the parser did not share yet
+  // when it was first remembered is another text now, the one the next request will name. A
+  // span the place names already is left as it is (no text changes hands).
+  std::vector<CopiedSpan>& copied = last_->copied;
+  const std::size_t size = last_->text.size();
+  std::size_t k = 0;
+  for (const Segment& seg : segments) {
+    if (seg.copied_at == nullptr || seg.end > size) continue;
+    if (k < copied.size() && copied[k].begin == seg.begin && copied[k].end == seg.end &&
+        copied[k].at == seg.copied_at) {
+      ++k;
+      continue;
+    }
+    CopiedSpan span{seg.begin, seg.end, seg.copied_at, seg.copied_from};
+    if (k < copied.size()) {
+      copied[k] = std::move(span);
+    } else {
+      copied.push_back(std::move(span));
+    }
+    ++k;
+  }
+  copied.resize(k);
 }
 
 PromptMemo::Entry& PromptMemo::least_recently_used() {

@@ -31,7 +31,8 @@ class Builder {
     }
     for (const auto& tools : req.tool_texts) bytes += tools->json.size() + kMarkupPerMessage;
     out_.text.reserve(bytes);
-    out_.segments.reserve(2 * req.messages.size() + 4);
+    // A segment for each message and each tool, and one of markup after each.
+    out_.segments.reserve(2 * (req.messages.size() + req.tools.size()) + 4);
   }
 
   void add(std::string_view text, std::string_view source, int message_index) {
@@ -44,6 +45,13 @@ class Builder {
     if (appended_to_last(text, source, message_index)) return;
     out_.segments.push_back(
         Segment{last_begin_, out_.text.size(), std::move(source), message_index});
+  }
+  // The same for `text`, bytes of the message text `from`: a segment of its own remembers them.
+  void add_copied(std::string_view text, const SharedText& from, std::string&& source,
+                  int message_index) {
+    if (appended_to_last(text, source, message_index)) return;
+    out_.segments.push_back(Segment{last_begin_, out_.text.size(), std::move(source), message_index,
+                                    from, text.data()});
   }
   // Template markup: several pieces a message (its header, its end) make one segment, extended
   // without comparing sources.
@@ -73,7 +81,12 @@ class Builder {
     out_.text.append(text);
     if (!out_.segments.empty() && out_.segments.back().message_index == message_index &&
         out_.segments.back().source == source) {
-      out_.segments.back().end = out_.text.size();
+      Segment& last = out_.segments.back();
+      last.end = out_.text.size();
+      if (last.copied_at != nullptr) {  // no longer the bytes of one text
+        last.copied_from = {};
+        last.copied_at = nullptr;
+      }
       return true;
     }
     return false;
@@ -101,15 +114,15 @@ void add_content(Builder& b, const Message& m, bool trim_edges) {
   std::string path = content_path(m);
   const int idx = static_cast<int>(m.index);
   if (m.parts.size() == 1 && m.parts[0].is_text()) {
-    b.add(trim_edges ? trim(m.parts[0].text) : std::string_view(m.parts[0].text), std::move(path),
-          idx);
+    const SharedText& text = m.parts[0].text;
+    b.add_copied(trim_edges ? trim(text) : text.view(), text, std::move(path), idx);
     return;
   }
   for (std::size_t i = 0; i < m.parts.size(); ++i) {
     const ContentPart& part = m.parts[i];
-    const std::string part_path = path + "[" + std::to_string(i) + "]";
+    std::string part_path = path + "[" + std::to_string(i) + "]";
     if (part.is_text()) {
-      b.add(part.text, part_path, idx);
+      b.add_copied(part.text, part.text, std::move(part_path), idx);
     } else {
       b.add(json::to_json(part.value), part_path, idx);
     }

@@ -11,9 +11,12 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <span>
+#include <string>
 
 #include "prefixgate/canonicalize/block_hash.h"
 #include "prefixgate/canonicalize/json.h"
+#include "prefixgate/canonicalize/render.h"
 #include "random_tokenizer_text.h"
 
 namespace prefixgate::canon {
@@ -46,12 +49,12 @@ bool same_stretches(const std::vector<EncodedStretch>& a, const std::vector<Enco
 // With TokenIds::kCount the ids may be left out, and their number must be right.
 PromptMemo::Reuse check(PromptMemo& memo, const Tokenizer& tok, std::string_view text,
                         std::size_t block_size, std::uint64_t root, SegmentCache* cache = nullptr,
-                        TokenIds ids = TokenIds::kKeep) {
+                        TokenIds ids = TokenIds::kKeep, std::span<const Segment> segments = {}) {
   TokenizedPrompt out;
   out.counted = 12345;  // what an earlier analysis left: it must not show through
   std::vector<std::uint64_t> hashes;
   const PromptMemo::Reuse reuse =
-      memo.analyze(text, tok, cache, block_size, root, out, hashes, ids);
+      memo.analyze(text, tok, cache, block_size, root, out, hashes, ids, segments);
   const Fresh fresh = encode_afresh(tok, text);
   EXPECT_EQ(out.size(), fresh.tokens.size()) << text;
   if (ids == TokenIds::kKeep || !out.tokens.empty()) {
@@ -349,6 +352,87 @@ TEST(PromptMemoTest, APromptOverItsBoundIsNotKept) {
   for (const TokenIds ids : {TokenIds::kKeep, TokenIds::kCount}) {
     SCOPED_TRACE(ids == TokenIds::kKeep ? "ids kept" : "ids counted");
     check_prompt_over_bound(ids);
+  }
+}
+
+// A conversation's messages as the gateway's parser hands them on (MessageMemo): a turn sent
+// again is the same text, at the same address; a turn sent anew is another text, even with the
+// same bytes. Rendered, its segments tell the memo which bytes were copied from where, and the
+// memo must give what comparing the bytes gives, whatever changes: a turn replaced by another
+// of the same length (the same place, other bytes), a turn's role changed to one of the same
+// length (the same text after other markup), a turn's bytes copied anew, turns dropped or added.
+void check_copied_spans(TokenIds ids, ChatTemplate tmpl, std::uint32_t seed) {
+  const auto tok = make_byte_tokenizer();
+  PromptMemo memo;
+  std::mt19937 rng(seed);
+  const std::uint64_t root = block_hash_root("m");
+  const auto random_text = [&](std::size_t bytes) {
+    std::string out;
+    while (out.size() < bytes) out += static_cast<char>('a' + rng() % 3);
+    return out;
+  };
+  struct Turn {
+    Role role;
+    SharedText text;
+  };
+  std::vector<Turn> turns;
+  std::vector<std::pair<std::size_t, Turn>> replaced;  // turns before a change, and where
+  std::size_t reused = 0;
+  for (int step = 0; step < 300; ++step) {
+    const std::size_t at = turns.empty() ? 0 : rng() % turns.size();
+    switch (rng() % 8) {
+      case 0:  // the same length, other bytes
+        if (!turns.empty()) {
+          replaced.emplace_back(at, turns[at]);
+          turns[at].text = random_text(turns[at].text.size());
+        }
+        break;
+      case 7:  // back to a text it had (a retry of an earlier version), where it was
+        if (!replaced.empty()) {
+          const auto& [where, turn] = replaced[rng() % replaced.size()];
+          if (where < turns.size()) turns[where] = turn;
+        }
+        break;
+      case 1:  // "user" <-> "tool": markup of the same length, other bytes
+        if (!turns.empty()) {
+          turns[at].role = turns[at].role == Role::kUser ? Role::kTool : Role::kUser;
+        }
+        break;
+      case 2:  // the same bytes in another text
+        if (!turns.empty()) turns[at].text = std::string(turns[at].text.view());
+        break;
+      case 3:  // turns dropped
+        turns.resize(at);
+        break;
+      default:  // a turn added
+        turns.push_back(
+            {rng() % 2 == 0 ? Role::kUser : Role::kAssistant, random_text(1 + rng() % 40)});
+        break;
+    }
+    ParsedRequest req;
+    for (std::size_t i = 0; i < turns.size(); ++i) {
+      Message m;
+      m.role = turns[i].role;
+      m.parts.push_back(ContentPart{.type = "text", .text = turns[i].text, .value = {}});
+      m.content_is_string = true;
+      m.index = i;
+      req.messages.push_back(std::move(m));
+    }
+    const RenderedPrompt prompt = render_prompt(req, tmpl);
+    reused += check(memo, *tok, prompt.text, 4, root, nullptr, ids, prompt.segments).tokens;
+  }
+  EXPECT_GT(reused, 0u);
+}
+
+TEST(PromptMemoTest, BytesCopiedFromTheSameTextAreTheSameAndOthersAreCompared) {
+  for (const TokenIds ids : {TokenIds::kKeep, TokenIds::kCount}) {
+    for (const ChatTemplate tmpl : {ChatTemplate::kChatml, ChatTemplate::kLlama3}) {
+      for (std::uint32_t seed = 1; seed <= 4; ++seed) {
+        SCOPED_TRACE(std::string(chat_template_name(tmpl)) + " seed " + std::to_string(seed) +
+                     (ids == TokenIds::kKeep ? " ids kept" : " ids counted"));
+        check_copied_spans(ids, tmpl, seed);
+      }
+    }
   }
 }
 

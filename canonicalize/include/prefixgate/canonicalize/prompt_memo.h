@@ -4,13 +4,17 @@
 // the cost of a 30 KB agent turn follows its new turn, not its length.
 //
 // Why it is exact: the remembered prompt whose text shares the most leading bytes is found by
-// comparing the texts (memcmp), never by a hash of them. Of its encoding, the leading stretches
-// that Tokenizer::resumable_stretches() allows for that many shared bytes are exactly the new
-// text's first stretches, with the same tokens; encode() picks up after them
-// (EncodeOptions::begin) and gives what encoding the whole text would. Block hashes chain over
-// tokens only (block_hash.h), so the remembered hashes of blocks within the reused tokens, or
-// within tokens that compare equal after them, are the new prompt's, under the same root and
-// block size.
+// comparing the texts (memcmp), never by a hash of them, except where both copied a span of
+// bytes from the same address of one message text (Segment::copied_at): a text is immutable and
+// the memo holds the ones its spans name, so no other text can have that address meanwhile, and
+// those bytes are the same without reading them. An earlier turn of a conversation that the
+// parser hands on as the same text (MessageMemo) is so passed over, not compared byte by byte. Of
+// its encoding, the leading stretches that Tokenizer::resumable_stretches() allows for that many
+// shared bytes are exactly the new text's first stretches, with the same tokens; encode() picks up
+// after them (EncodeOptions::begin) and gives what encoding the whole text would. Block hashes
+// chain over tokens only (block_hash.h), so the remembered hashes of blocks within the reused
+// tokens, or within tokens that compare equal after them, are the new prompt's, under the same root
+// and block size.
 //
 // Each remembered text also keeps what lint_prompt found scanning ranges of it for volatile
 // content (ScannedRange): those within the bytes the next prompt shares are the same bytes, with
@@ -19,10 +23,11 @@
 //
 // Memory: kEntries prompts per memo, each kept only while its text, tokens, stretches and hashes
 // come to at most kMaxEntryBytes: at most 32 MiB a thread (half as much again in capacity, with
-// TokenIds::kCount, whose places grow geometrically as their conversations do). A prompt that
-// shares at least half of a remembered one (its conversation one turn longer) takes that one's
-// place and copies only what follows the shared part; any other takes the least recently used
-// place. Not thread-safe: one per thread.
+// TokenIds::kCount, whose places grow geometrically as their conversations do), and the message
+// texts its copied spans hold, no larger than the text whose bytes they are (and usually held by
+// the parser's memos as well). A prompt that shares at least half of a remembered one (its
+// conversation one turn longer) takes that one's place and copies only what follows the shared
+// part; any other takes the least recently used place. Not thread-safe: one per thread.
 //
 //   thread_local canon::PromptMemo memo;
 //   memo.analyze(rendered.text, *tokenizer, segment_cache, 16, root, tokenized, hashes);
@@ -33,6 +38,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -60,9 +66,14 @@ class PromptMemo {
   // each reusing its vector's capacity. With TokenIds::kCount, out.tokens is left empty and
   // out.size() is their number: the new tokens are encoded straight into the memo's place for
   // the prompt, and nothing the memo holds is copied out but the stretches and hashes.
+  // `segments`, when given, are the rendering's segments of `text` (render.h): where both a
+  // remembered prompt and this one copied a segment's bytes from the same message text (the
+  // same address of a text both hold), the bytes are known to be the same without comparing
+  // them, so a conversation's earlier turns are not read again to find where it changed.
   Reuse analyze(std::string_view text, const Tokenizer& tokenizer, SegmentCache* cache,
                 std::size_t block_size, std::uint64_t root, TokenizedPrompt& out,
-                std::vector<std::uint64_t>& hashes, TokenIds ids = TokenIds::kKeep);
+                std::vector<std::uint64_t>& hashes, TokenIds ids = TokenIds::kKeep,
+                std::span<const Segment> segments = {});
 
   // A range of a remembered text that lint_prompt scanned for volatile content, and the spans it
   // found there (offsets within the range). Kept while the text's bytes up to `end` stay the same.
@@ -87,6 +98,14 @@ class PromptMemo {
   PromptMemo();
 
  private:
+  // Bytes [begin, end) of a remembered text, copied from `at` in the message text `from` (held,
+  // so that no other text takes the address while the entry names it).
+  struct CopiedSpan {
+    std::size_t begin = 0;
+    std::size_t end = 0;
+    const char* at = nullptr;
+    SharedText from;
+  };
   struct Entry {
     std::uint64_t used = 0;  // clock_ at the last use; 0: empty
     std::uint64_t tokenizer = 0;
@@ -97,6 +116,7 @@ class PromptMemo {
     std::vector<EncodedStretch> stretches;
     std::vector<std::uint64_t> hashes;  // of tokens' whole blocks
     std::vector<ScannedRange> scanned;  // of `text`, sorted by begin
+    std::vector<CopiedSpan> copied;     // of `text`, in text order
   };
   // `slot` kept the new prompt, whose first `shared` bytes are `best`'s: it becomes the last
   // analysis's place, and its scanned ranges those of `best` within the shared bytes (the others
@@ -117,6 +137,13 @@ class PromptMemo {
                        std::size_t block_size, std::uint64_t root, Entry* best, std::size_t shared,
                        TokenizedPrompt& out, std::vector<std::uint64_t>& hashes);
   Entry& least_recently_used();
+  // Leading bytes `text` shares with `e`'s text when that is more than `beaten` (otherwise some
+  // number at most `beaten`): the spans both copied from the same address are skipped, the bytes
+  // between and after them compared.
+  static std::size_t shared_with(std::string_view text, std::span<const Segment> segments,
+                                 const Entry& e, std::size_t beaten);
+  // The place the last analyze() kept its text in (if any) remembers `segments`' copied spans.
+  void keep_copied(std::span<const Segment> segments);
   void remember(Entry* best, std::size_t shared_bytes, std::size_t kept_stretches,
                 std::size_t kept_blocks, std::string_view text, const Tokenizer& tokenizer,
                 std::uint64_t root, std::size_t block_size, const TokenizedPrompt& out,

@@ -28,6 +28,7 @@
 
 #include "prefixgate/base/status.h"
 #include "prefixgate/canonicalize/request.h"
+#include "prefixgate/canonicalize/shared_text.h"
 #include "prefixgate/canonicalize/tokenizer.h"
 
 namespace prefixgate::canon {
@@ -44,6 +45,12 @@ struct Segment {
   std::size_t end = 0;
   std::string source;      // "messages[2].content", "tools[0]", "prompt", "template"
   int message_index = -1;  // the message it belongs to, -1 for tools and template markup
+  // When all of the segment's bytes were copied from one message text: that text, held, and the
+  // address its bytes were copied from. Two segments whose bytes come from the same address of
+  // a text both hold, with the same length, are the same bytes (the texts are immutable, and
+  // two live texts never share an address): PromptMemo compares them so, not byte by byte.
+  SharedText copied_from = {};
+  const char* copied_at = nullptr;
 };
 
 struct RenderedPrompt {
