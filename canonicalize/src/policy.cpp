@@ -5,6 +5,7 @@
 
 #include "field_checks.h"
 #include "prefixgate/canonicalize/volatile.h"
+#include "shared_tree_memo.h"
 #include "tool_list_memo.h"
 
 namespace prefixgate::canon {
@@ -64,6 +65,41 @@ void for_each_text(Value& message, Fn&& fn) {
     fn(text->as_string(),
        is_string ? std::string("content") : "content[" + std::to_string(i) + "].text", i, set);
   }
+}
+
+// A text field of a message and the timestamps in it that rounding would change.
+struct ObservedTimestamps {
+  std::string field;  // "content", "content[2].text"
+  std::size_t count = 0;
+};
+struct TimestampsSeen {
+  std::chrono::seconds granularity{0};
+  std::vector<ObservedTimestamps> fields;  // those with a count
+};
+
+// The timestamp rule in observe mode: `report(field)` for each text field of `message` with
+// timestamps to round. What a message the parser shares held is looked up by its tree (a system
+// prompt sent with every request is scanned once, not on each), as SharedTreeMemo keeps it: at
+// most 1,024 messages and 4 MiB a thread.
+template <class Report>
+void observe_timestamps(Value& message, std::chrono::seconds granularity, Report&& report) {
+  thread_local internal::SharedTreeMemo<TimestampsSeen> memo(1024, std::size_t{4} << 20);
+  if (const TimestampsSeen* seen = memo.find(message);
+      seen != nullptr && seen->granularity == granularity) {
+    for (const ObservedTimestamps& o : seen->fields) report(o);
+    return;
+  }
+  TimestampsSeen seen{granularity, {}};
+  for_each_text(message,
+                [&](const std::string& text, const std::string& field, std::size_t, const auto&) {
+                  // Only the count; the rounded text would be thrown away.
+                  const std::size_t count = count_timestamps_to_round(text, granularity);
+                  if (count != 0) seen.fields.push_back({field, count});
+                });
+  for (const ObservedTimestamps& o : seen.fields) report(o);
+  std::size_t bytes = seen.fields.capacity() * sizeof(ObservedTimestamps);
+  for (const ObservedTimestamps& o : seen.fields) bytes += o.field.capacity();
+  memo.keep(message, std::move(seen), bytes);
 }
 
 // The parsed fields an in-place pass keeps consistent with the body it rewrites.
@@ -316,23 +352,22 @@ std::vector<Change> canonicalize_body(Value& body, const std::vector<Message>& p
       return "messages[" + std::to_string(i) + "]." + field;
     };
     const Role role = parsed[i].role;
-    if (modes.timestamp != Mode::kOff && (role == Role::kSystem || role == Role::kDeveloper)) {
+    if (modes.timestamp == Mode::kObserve && (role == Role::kSystem || role == Role::kDeveloper)) {
+      observe_timestamps(list[i], modes.timestamp_granularity, [&](const ObservedTimestamps& o) {
+        report(changes, modes.timestamp, kRuleTimestamp, path(o.field),
+               std::to_string(o.count) + " timestamps rounded to " +
+                   granularity_text(modes.timestamp_granularity));
+      });
+    } else if (modes.timestamp == Mode::kRewrite &&
+               (role == Role::kSystem || role == Role::kDeveloper)) {
       for_each_text(list[i], [&](const std::string& text, const std::string& field,
                                  std::size_t part, const auto& set) {
-        std::size_t rounded = 0;
-        if (modes.timestamp == Mode::kRewrite) {
-          TimestampRounding r = round_timestamps(text, modes.timestamp_granularity);
-          rounded = r.rewritten;
-          if (rounded != 0) {
-            const std::string& stored = set(std::move(r.text));
-            if (derived.messages != nullptr)
-              refresh_part((*derived.messages)[i], list[i], part, stored);
-          }
-        } else {
-          // Observe: only the count; the rounded text would be thrown away.
-          rounded = count_timestamps_to_round(text, modes.timestamp_granularity);
-        }
+        TimestampRounding r = round_timestamps(text, modes.timestamp_granularity);
+        const std::size_t rounded = r.rewritten;
         if (rounded == 0) return;
+        const std::string& stored = set(std::move(r.text));
+        if (derived.messages != nullptr)
+          refresh_part((*derived.messages)[i], list[i], part, stored);
         report(changes, modes.timestamp, kRuleTimestamp, path(field),
                std::to_string(rounded) + " timestamps rounded to " +
                    granularity_text(modes.timestamp_granularity));

@@ -2,6 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "prefixgate/canonicalize/render.h"
 #include "support/requests.h"
 
@@ -190,6 +196,55 @@ TEST(PolicyTest, InPlaceKeepsParsedFieldsInStepWithTheBody) {
     }
   }
   EXPECT_EQ(req.messages[0].text(), "Now: 2026-08-20T14:00:00Z.\nBe brief.");
+}
+
+// A system prompt the parser shares (the gateway's parse, whose earlier turns come back as the
+// trees it built before) is looked up, not scanned again, by the observed timestamp rule: what
+// it reports equals a fresh scan of an unshared parse, request after request, whatever changes
+// (the prompt's timestamps, its parts, the granularity).
+TEST(PolicyTest, ObservedTimestampsOfASharedPromptAreWhatAFreshScanFinds) {
+  CanonicalizationPolicy observe = CanonicalizationPolicy::none();
+  observe.timestamp = true;
+  const std::vector<std::string> systems = {
+      R"("Now: 2026-08-20T14:33:07Z.")",
+      R"("No time here.")",
+      R"("At 2026-08-20 09:15:00 UTC and 2026-08-20T10:00:01Z.")",
+      R"([{"type":"text","text":"x"},{"type":"text","text":"At 2026-08-20 09:15:00 UTC."}])",
+      R"([{"type":"text","text":"Now: 2026-08-20T14:33:07Z."},{"type":"text","text":"y"}])",
+  };
+  std::mt19937 rng(7);
+  int shared_seen = 0;
+  for (int step = 0; step < 200; ++step) {
+    // The system prompt long enough for the parser's element memo (json_element_memo.h).
+    std::string system = systems[rng() % systems.size()];
+    const std::string filler(200, 'p');
+    if (system.front() == '"') {
+      system.insert(1, filler + " ");
+    } else {
+      system.insert(1, R"({"type":"text","text":")" + filler + R"("},)");
+    }
+    const std::string body = R"({"messages":[{"role":"system","content":)" + system +
+                             R"(},{"role":"user","content":"hi )" + std::to_string(step) +
+                             R"("}]})";
+    observe.timestamp_granularity = std::chrono::seconds(rng() % 2 == 0 ? 3600 : 60);
+    std::vector<json::SourceMember> source;
+    auto shared = parse_request(body, Endpoint::kChatCompletions, RequestLimits{}, source);
+    ASSERT_TRUE(shared) << shared.error().message;
+    ParsedRequest fresh = chat(body);
+    shared_seen += std::as_const(shared->body).find("messages")->as_array()[0].is_shared() ? 1 : 0;
+    const auto seen =
+        canonicalize_in_place(*shared, CanonicalizationPolicy::none(), observe, source);
+    const auto expected = canonicalize_in_place(fresh, CanonicalizationPolicy::none(), observe);
+    ASSERT_EQ(seen.size(), expected.size()) << body;
+    for (std::size_t i = 0; i < seen.size(); ++i) {
+      EXPECT_EQ(seen[i].rule, expected[i].rule) << body;
+      EXPECT_EQ(seen[i].path, expected[i].path) << body;
+      EXPECT_EQ(seen[i].detail, expected[i].detail) << body;
+      EXPECT_EQ(seen[i].applied, expected[i].applied) << body;
+    }
+  }
+  // The parser shared the system prompt with an earlier request: the lookup was made.
+  EXPECT_GT(shared_seen, 100);
 }
 
 }  // namespace
