@@ -78,8 +78,12 @@ void ConversionBuilder::add_tool_call(ToolCallBlock call, JsonPath source) {
     return;
   }
   Value& message = messages_.back();
-  // The origin may be shared with a kept turn: extended in a copy of its own.
-  auto origin = std::make_shared<MessageOrigin>(*conv_.messages.back());
+  // Extended where it lies when this request alone holds it (add_origin made it mutable); one a
+  // kept turn shares is extended in a copy of its own.
+  std::shared_ptr<const MessageOrigin>& last = conv_.messages.back();
+  std::shared_ptr<MessageOrigin> origin = last.use_count() == 1
+                                              ? std::const_pointer_cast<MessageOrigin>(last)
+                                              : std::make_shared<MessageOrigin>(*last);
   Value* list = message.find("tool_calls");
   if (list == nullptr) {
     message.set("tool_calls", json::Array{});
@@ -93,7 +97,7 @@ void ConversionBuilder::add_tool_call(ToolCallBlock call, JsonPath source) {
                                  {}});
   }
   origin->tool_calls.push_back(std::move(call.path));
-  conv_.messages.back() = std::move(origin);
+  last = std::move(origin);
   list->as_array().push_back(std::move(call.call));
 }
 

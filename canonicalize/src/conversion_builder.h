@@ -112,8 +112,9 @@ class ConversionBuilder {
 
  private:
   json::Value content_value(const std::vector<ContentBlock>& blocks, MessageOrigin& origin);
+  // Made mutable and held const: add_tool_call may extend it while no kept turn shares it.
   void add_origin(MessageOrigin origin) {
-    conv_.messages.push_back(std::make_shared<const MessageOrigin>(std::move(origin)));
+    conv_.messages.push_back(std::make_shared<MessageOrigin>(std::move(origin)));
   }
   std::string message_field() const { return "messages[" + std::to_string(messages_.size()) + "]"; }
 
