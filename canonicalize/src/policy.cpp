@@ -21,6 +21,11 @@ std::string granularity_text(std::chrono::seconds g) {
   return std::to_string(s) + "s";
 }
 
+// What the timestamp rule reports for a field: "2 timestamps rounded to 1h".
+std::string timestamps_detail(std::size_t count, std::chrono::seconds granularity) {
+  return std::to_string(count) + " timestamps rounded to " + granularity_text(granularity);
+}
+
 // The text of a message's text part `part` (the content string is part 0): null when there is
 // none.
 const Value* text_of(const Value& message, std::size_t part, bool content_is_string) {
@@ -355,8 +360,7 @@ std::vector<Change> canonicalize_body(Value& body, const std::vector<Message>& p
     if (modes.timestamp == Mode::kObserve && (role == Role::kSystem || role == Role::kDeveloper)) {
       observe_timestamps(list[i], modes.timestamp_granularity, [&](const ObservedTimestamps& o) {
         report(changes, modes.timestamp, kRuleTimestamp, path(o.field),
-               std::to_string(o.count) + " timestamps rounded to " +
-                   granularity_text(modes.timestamp_granularity));
+               timestamps_detail(o.count, modes.timestamp_granularity));
       });
     } else if (modes.timestamp == Mode::kRewrite &&
                (role == Role::kSystem || role == Role::kDeveloper)) {
@@ -369,8 +373,7 @@ std::vector<Change> canonicalize_body(Value& body, const std::vector<Message>& p
         if (derived.messages != nullptr)
           refresh_part((*derived.messages)[i], list[i], part, stored);
         report(changes, modes.timestamp, kRuleTimestamp, path(field),
-               std::to_string(rounded) + " timestamps rounded to " +
-                   granularity_text(modes.timestamp_granularity));
+               timestamps_detail(rounded, modes.timestamp_granularity));
       });
     }
     if (modes.whitespace != Mode::kOff) {
