@@ -14,6 +14,7 @@
 #include "conversion_builder.h"
 #include "json_document_memo.h"
 #include "json_element_memo.h"
+#include "json_memo_parse.h"
 #include "message_memo.h"
 #include "prefixgate/canonicalize/anthropic.h"
 #include "prefixgate/canonicalize/chat_conversion.h"
@@ -38,16 +39,10 @@ class ConvertedTurnMemoTest : public ::testing::Test {
   }
 };
 
-std::string words(std::string_view tag, std::size_t bytes) {
-  std::string text(tag);
-  while (text.size() < bytes) text += " the tool returns a line of the file";
-  return text;
-}
-
 // Anthropic turns of every shape the converter takes, each long enough for the element memo;
 // `marked` puts a cache_control on a block (a breakpoint: such a turn is converted each time).
 std::string turn_json(std::size_t kind, std::string_view tag, bool marked) {
-  const std::string text = words(tag, 160);
+  const std::string text = json::memo_test::turn_text(tag, 160);
   const std::string mark = marked ? R"(,"cache_control":{"type":"ephemeral"})" : "";
   switch (kind % 6) {
     case 0: return R"({"role":"user","content":")" + text + R"("})";
@@ -241,7 +236,7 @@ TEST_F(ConvertedTurnMemoTest, WriteBackSkipsOnlyTheKeptTurnsLeftAlone) {
 // Responses input items of every kind, long enough for the element memo. A function call is
 // never kept (it may extend the assistant message before it); the others are.
 std::string item_json(std::size_t kind, std::string_view tag) {
-  const std::string text = words(tag, 160);
+  const std::string text = json::memo_test::turn_text(tag, 160);
   switch (kind % 6) {
     case 0: return R"({"role":"user","content":")" + text + R"("})";
     case 1: return R"({"type":"message","role":"assistant","content":")" + text + R"("})";

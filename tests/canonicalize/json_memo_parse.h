@@ -1,17 +1,26 @@
-// What the JSON parser's memo tests share: a parse with its root members' spans, and the check
+// What the JSON parser's memo tests share: a parse with its root members' spans, the check
 // that a parse through a memo gives what a plain one gives (tree, text written back, spans,
-// error).
+// error), and the text of a turn long enough for the element memo to share it.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <cstddef>
+#include <string>
 #include <string_view>
 #include <vector>
 
 #include "prefixgate/canonicalize/json.h"
 
 namespace prefixgate::json::memo_test {
+
+// `tag` followed by plain words up to `bytes` (at least 128 for the element memo,
+// json_element_memo.h): a turn's text, told apart from the others by its tag.
+inline std::string turn_text(std::string_view tag, std::size_t bytes) {
+  std::string text(tag);
+  while (text.size() < bytes) text += " the tool returns a line of the file";
+  return text;
+}
 
 struct SpannedParse {
   Result<Value> doc;

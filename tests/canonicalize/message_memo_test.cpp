@@ -14,6 +14,7 @@
 
 #include "json_document_memo.h"
 #include "json_element_memo.h"
+#include "json_memo_parse.h"
 #include "prefixgate/canonicalize/json.h"
 #include "prefixgate/canonicalize/request.h"
 
@@ -33,15 +34,9 @@ class MessageMemoTest : public ::testing::Test {
   }
 };
 
-std::string filler(std::string_view tag, std::size_t bytes) {
-  std::string text(tag);
-  while (text.size() < bytes) text += " the tool returns a line of the file";
-  return text;
-}
-
 // Messages of every shape parse_message reads, each long enough for the element memo.
 std::string message_json(std::size_t kind, std::string_view tag) {
-  const std::string text = filler(tag, 160);
+  const std::string text = json::memo_test::turn_text(tag, 160);
   switch (kind % 5) {
     case 0: return R"({"role":"user","content":")" + text + R"("})";
     case 1: return R"({"role":"system","name":"ops","content":")" + text + R"("})";
@@ -199,8 +194,8 @@ TEST_F(MessageMemoTest, MemoryIsBoundedByEntriesAndBytes) {
   const std::size_t turn_bytes = 200 << 10;  // the element memo keeps trees up to 256 KiB
   std::vector<std::string> turns;
   for (int i = 0; i < 120; ++i) {
-    turns.push_back(R"({"role":"user","content":")" + filler(std::to_string(i), turn_bytes) +
-                    R"("})");
+    turns.push_back(R"({"role":"user","content":")" +
+                    json::memo_test::turn_text(std::to_string(i), turn_bytes) + R"("})");
   }
   for (const std::string& turn : turns) {
     // The parser notes a turn at its first sighting and keeps its tree at the second.
@@ -214,8 +209,9 @@ TEST_F(MessageMemoTest, MemoryIsBoundedByEntriesAndBytes) {
   EXPECT_LT(memo.entries() * turn_bytes, MessageMemo::kMaxTotalBytes);
 
   memo.clear();
-  const std::string huge =
-      R"({"role":"user","content":")" + filler("huge", MessageMemo::kMaxTotalBytes / 16) + R"("})";
+  const std::string huge = R"({"role":"user","content":")" +
+                           json::memo_test::turn_text("huge", MessageMemo::kMaxTotalBytes / 16) +
+                           R"("})";
   const json::Value tree = json::Value::shared(std::make_shared<const json::Value>(
       *json::parse(huge, json::ParseLimits{.max_bytes = 64u << 20})));
   Message m;
