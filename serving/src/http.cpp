@@ -287,20 +287,27 @@ Awaitable<bool> write_chunk(Connection& c, std::string_view payload) {
   char* end = std::to_chars(size_line, size_line + 16, payload.size(), 16).ptr;
   *end++ = '\r';
   *end++ = '\n';
-  c.stream.expires_after(c.write_timeout);
   std::array<asio::const_buffer, 3> buffers{
       asio::buffer(size_line, static_cast<std::size_t>(end - size_line)),
       asio::buffer(payload.data(), payload.size()), asio::buffer("\r\n", 2)};
   beast::error_code ec;
-  if (send_leaves_rest(c.stream, buffers, ec)) ec = co_await write_rest(c.stream, buffers);
+  if (send_leaves_rest(c.stream, buffers, ec)) {
+    // The write timeout starts only for a write that waits: setting it cancels the stream's
+    // timer, work a streamed answer's events, which the socket almost always takes at once,
+    // would otherwise pay one by one.
+    c.stream.expires_after(c.write_timeout);
+    ec = co_await write_rest(c.stream, buffers);
+  }
   co_return !ec;
 }
 
 Awaitable<bool> write_last_chunk(Connection& c) {
-  c.stream.expires_after(c.write_timeout);
   std::array<asio::const_buffer, 1> buffers{asio::buffer("0\r\n\r\n", 5)};
   beast::error_code ec;
-  if (send_leaves_rest(c.stream, buffers, ec)) ec = co_await write_rest(c.stream, buffers);
+  if (send_leaves_rest(c.stream, buffers, ec)) {
+    c.stream.expires_after(c.write_timeout);
+    ec = co_await write_rest(c.stream, buffers);
+  }
   co_return !ec;
 }
 

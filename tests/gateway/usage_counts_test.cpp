@@ -1,5 +1,6 @@
 // The counts read from an upstream's usage in each API's shape, from a parsed usage object and
-// from the answer's text (the path every non-streamed answer takes): both give the same.
+// from the answer's text (the path every non-streamed answer takes): both give the same. And the
+// filter that picks the streamed chunks worth parsing for usage.
 #include "server/usage_counts.h"
 
 #include <gtest/gtest.h>
@@ -69,6 +70,31 @@ TEST(UsageCounts, NothingWithoutAUsageObject) {
   EXPECT_FALSE(answer_usage_counts(R"({"id":"x"})").has_value());
   EXPECT_FALSE(answer_usage_counts(R"({"usage":null})").has_value());
   EXPECT_FALSE(answer_usage_counts(R"({"usage":{"prompt_tokens":)").has_value());
+}
+
+TEST(UsageCounts, AStreamedChunkMayCarryUsageWheneverItsUsageIsAnObject) {
+  // Every chunk that holds a usage object passes, however the upstream spaces its JSON.
+  for (const char* chunk : {
+           R"(data: {"id":"c","choices":[],"usage":{"prompt_tokens":3}})",
+           R"(data: {"id":"c","choices":[],"usage" : { "prompt_tokens":3}})",
+           "data: {\"choices\": [],\n \"usage\":\r\n\t{\"prompt_tokens\": 3}}",
+           R"(data: {"usage":{},"choices":[{"delta":{"content":"x"}}]})",
+       }) {
+    EXPECT_TRUE(event_may_carry_usage(chunk)) << chunk;
+  }
+  // Chunks without one: content only, a null usage, the key as a value, and content quoting the
+  // key (its quotes escaped there, so never the key's bytes).
+  for (const char* chunk : {
+           R"(data: {"id":"c","choices":[{"index":0,"delta":{"content":"Hello {x}"}}]})",
+           R"(data: {"id":"c","choices":[{"delta":{"content":"L"}}],"usage":null})",
+           R"(data: {"id":"c","note":"usage","choices":[{"delta":{}}]})",
+           R"(data: {"choices":[{"delta":{"content":"\"usage\": 3 {"}}]})",
+           R"(data: {"choices":[{"delta":{"content":"\"usage\":{"}}]})",
+           "{",
+           "",
+       }) {
+    EXPECT_FALSE(event_may_carry_usage(chunk)) << chunk;
+  }
 }
 
 }  // namespace

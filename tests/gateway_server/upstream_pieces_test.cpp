@@ -1,7 +1,8 @@
 // The gateway reads an upstream's answer however it arrives: whole in one segment (parsed where
 // it landed, without a read that finds nothing), or in pieces split anywhere (inside the status
 // line, between header fields, after the header, inside a body, across chunks) with pauses
-// between them. Each answer is relayed byte for byte and its keep-alive connection is reused.
+// between them. Each answer is relayed byte for byte and its keep-alive connection is reused. An
+// answer without a length ends where the replica closes; one closed before its length is an error.
 // The same for a long-lived stream: a burst of engine events many read buffers long is applied
 // to the last line.
 #include <gtest/gtest.h>
@@ -42,6 +43,10 @@ std::vector<std::string> answer_pieces(int which) {
       const std::size_t a = header_end + 10, b = header_end + 60;
       return {plain.substr(0, a), plain.substr(a, b - a), plain.substr(b)};
     }
+    case 6:  // no length: the body ends where the replica closes the connection
+      return {head + "\r\n" + kAnswer.substr(0, 40), kAnswer.substr(40)};
+    case 7:  // a length the replica does not send in full before it closes
+      return {plain.substr(0, header_end + 40)};
     default: {  // chunked, one chunk per piece, the last chunk alone
       std::vector<std::string> out = {head + "transfer-encoding: chunked\r\n\r\n"};
       for (std::size_t at = 0; at < kAnswer.size(); at += 50) {
@@ -129,6 +134,10 @@ class PiecemealUpstream {
         if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(30));
         if (write(fd, pieces[i].data(), pieces[i].size()) < 0) return;
       }
+      if (which == 6 || which == 7) {
+        shutdown(fd, SHUT_RDWR);  // the end of the answer, or where it was cut
+        return;
+      }
     }
   }
 
@@ -170,6 +179,34 @@ TEST(UpstreamPiecesTest, AnswersInAnyPiecesAreRelayedWholeOnReusedConnections) {
   EXPECT_LE(up.connections(), 3) << "answers in pieces left their connections unusable";
   const Reply metrics = get(port, "/metrics");
   EXPECT_EQ(metrics.body.find("prefixgate_upstream_failures_total{"), std::string::npos)
+      << metrics.body;
+}
+
+TEST(UpstreamPiecesTest, AnAnswerEndedByClosingIsWholeAndOneCutShortIsAnError) {
+  PiecemealUpstream up;
+  ASSERT_NE(up.port(), 0);
+  const std::string config = write_config(
+      "closing",
+      "upstreams:\n  - url: " + upstream(up.port()) +
+          "\n    kind: openai\ntimeouts: {first_byte_ms: 5000, health_interval_ms: 200}\n");
+  std::uint16_t port = 0;
+  auto gw = start_gateway(port, {"--config", config});
+  ASSERT_NE(port, 0) << gw->output();
+  ASSERT_TRUE(wait_healthy(port, 1));
+  const auto body = [](int which) {
+    return R"({"model":"m","messages":[{"role":"user","content":"case-)" + std::to_string(which) +
+           R"("}],"max_tokens":1})";
+  };
+  const Reply whole = post(port, "/v1/chat/completions", body(6));
+  ASSERT_TRUE(whole.ok);
+  EXPECT_EQ(whole.status, 200) << whole.body;
+  EXPECT_EQ(whole.body, kAnswer);
+  const Reply cut = post(port, "/v1/chat/completions", body(7));
+  ASSERT_TRUE(cut.ok);
+  EXPECT_EQ(cut.status, 502) << cut.body;
+  EXPECT_NE(cut.body.find("upstream_unavailable"), std::string::npos) << cut.body;
+  const Reply metrics = get(port, "/metrics");
+  EXPECT_NE(metrics.body.find(R"(prefixgate_upstream_failures_total{replica=")"), std::string::npos)
       << metrics.body;
 }
 

@@ -24,6 +24,10 @@
 #   CONNS=N           wrk connections (default 4)
 #   SECONDS_EACH=N    wrk run per target and round (default 4)
 #   ENGINE_ARGS="..." more prefixgate-engine arguments (e.g. --max-model-len 65536 for TURNS=10)
+#   SIM_SPEEDUP=N     the engine's --sim-speedup (default inf: answers at once; 1 streams a token
+#                     per event in modelled time, for overhead_stream.lua)
+#   NGINX_PROXY_BUFFERING=off   nginx forwards an answer as it comes, as LLM deployments set it
+#                     for streams (default on, nginx's own)
 #   GATEWAY_ARGS="..." more arguments for every gateway
 #   TURNS_LIST="A B"  with overhead_agent.lua: each round runs every target at each of these
 #                     conversation lengths (TURNS), so that a long prompt's cost is read against
@@ -49,7 +53,7 @@ LUA="${LUA:-$HERE/overhead_request.lua}"
 TICK_US=$((1000000 / $(getconf CLK_TCK)))
 script_start prefixgate-cpu
 ENGINE_PORT="$(free_port)"
-taskset -c 1 "$ENGINE" --device sim --sim-speedup inf --model builtin:tiny --host 127.0.0.1 \
+taskset -c 1 "$ENGINE" --device sim --sim-speedup "${SIM_SPEEDUP:-inf}" --model builtin:tiny --host 127.0.0.1 \
   --port "$ENGINE_PORT" --threads 1 --log-level warn ${ENGINE_ARGS:-} >"$TMP/engine.log" 2>&1 &
 pids+=($!)
 wait_ready "$ENGINE_PORT"

@@ -14,6 +14,9 @@
 #   LUA=PATH              the wrk script (e.g. overhead_agent.lua, with its TURNS)
 #   ENGINE_ARGS="..."     more prefixgate-engine arguments (e.g. --tokenizer F --chat-template T)
 #   GATEWAY_ARGS="..."    more gateway arguments (e.g. --config overhead_llama3.yaml)
+#   SIM_SPEEDUP=N         the engine's --sim-speedup (default inf: answers at once). A streamed
+#                         answer comes as one event a token only when the engine runs in modelled
+#                         time (e.g. 1, with overhead_stream.lua)
 #   CACHE_SIM=1           also simulate the data caches (callgrind --cache-sim; about 1.5x slower)
 #                         and print the misses per request, reads and writes together:
 #                           d1_misses_per_request=M ll_misses_per_request=L
@@ -52,7 +55,7 @@ script_start prefixgate-instr
 ENGINE_PORT="$(free_port)"
 GATEWAY_PORT="$(free_port)"
 
-"$ENGINE" --device sim --sim-speedup inf --model builtin:tiny --host 127.0.0.1 \
+"$ENGINE" --device sim --sim-speedup "${SIM_SPEEDUP:-inf}" --model builtin:tiny --host 127.0.0.1 \
   --port "$ENGINE_PORT" --threads 1 --log-level warn ${ENGINE_ARGS:-} >"$TMP/engine.log" 2>&1 &
 pids+=($!)
 # glibc copies and fills more than a few KB with `rep movsb`/`rep stosb`, which callgrind counts

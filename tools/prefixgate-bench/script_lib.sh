@@ -8,6 +8,7 @@
 #   some_server --port "$(free_port)" & pids+=($!)
 #   wait_ready "$port"                # GET /health answers, or the script exits
 #   start_nginx "$nginx_port" "$engine_port" single   # sets NGINX_PID (its serving process)
+#                                     # NGINX_PROXY_BUFFERING=off: answers forwarded as they come
 
 # Exits with status 2 unless every command named is on PATH.
 require_tools() {
@@ -93,7 +94,8 @@ http {
   upstream engine { server 127.0.0.1:$engine_port; keepalive 64; keepalive_requests 1000000; }
   server {
     listen 127.0.0.1:$port;
-    location / { proxy_pass http://engine; proxy_http_version 1.1; proxy_set_header Connection ""; }
+    location / { proxy_pass http://engine; proxy_http_version 1.1; proxy_set_header Connection "";
+                 proxy_buffering ${NGINX_PROXY_BUFFERING:-on}; }
   }
 }
 CONF

@@ -6,6 +6,7 @@
 #include "prefixgate/canonicalize/anthropic_reply.h"
 #include "prefixgate/canonicalize/sse.h"
 #include "server/proxy_internal.h"
+#include "server/usage_counts.h"
 
 namespace prefixgate::gateway::server {
 namespace {
@@ -46,7 +47,7 @@ std::size_t take_events(std::string& pending, std::string& out, GatewayContext& 
       continue;
     }
     bool keep = true;
-    if (event.find("\"usage\":{") != std::string_view::npos && event.starts_with("data: ")) {
+    if (event.starts_with("data: ") && event_may_carry_usage(event)) {
       if (auto doc = json::parse(event.substr(6, event.size() - 8)); doc && doc->is_object()) {
         const json::Value* usage = doc->find("usage");
         const json::Value* choices = doc->find("choices");

@@ -142,23 +142,36 @@ Awaitable<bool> Exchange::read_some(std::string& out) {
   if (!chunk) chunk = std::make_unique_for_overwrite<char[]>(kChunkBytes);
   parser_->get().body().data = chunk.get();
   parser_->get().body().size = kChunkBytes;
-  if (buffers_.buffer.size() > 0) {
-    // Body bytes that came with the header or an earlier read: taken here, without a read.
-    beast::error_code ec;
-    serving::parse_buffered(*parser_, buffers_.buffer, serving::ParseUntil::kMessage, ec);
-    if (ec && ec != http::error::need_buffer) co_return false;
-    const std::size_t got = kChunkBytes - parser_->get().body().size;
-    if (got > 0 || parser_->is_done()) {
-      out.append(chunk.get(), got);
-      co_return true;
+  // A streamed answer is read an event at a time, hundreds a request, so each read is the
+  // socket's own under the lazy idle deadline, not Beast's read on the timed stream: that one
+  // started and cancelled a timer per read and ran its read and transfer operations around the
+  // socket's, several times the instructions of the read itself.
+  for (;;) {
+    if (buffers_.buffer.size() > 0) {
+      // Body bytes that came with the header or an earlier read: taken without a read.
+      beast::error_code ec;
+      serving::parse_buffered(*parser_, buffers_.buffer, serving::ParseUntil::kMessage, ec);
+      if (ec && ec != http::error::need_buffer) co_return false;
+      const std::size_t got = kChunkBytes - parser_->get().body().size;
+      if (got > 0 || parser_->is_done()) {
+        out.append(chunk.get(), got);
+        co_return true;
+      }
     }
+    if (!buffers_.deadline) buffers_.deadline.emplace(stream_->get_executor());
+    buffers_.deadline->arm(stream_->socket(), ctx_.config.timeouts.idle);
+    auto [ec, got] = co_await stream_->socket().async_read_some(
+        buffers_.buffer.prepare(kReadBufferBytes), kTuple);
+    buffers_.deadline->disarm();
+    if (ec == asio::error::eof) {
+      // An answer without a length ends where the replica closes; any other is cut short.
+      beast::error_code eof_ec;
+      parser_->put_eof(eof_ec);
+      co_return !eof_ec;
+    }
+    if (ec) co_return false;  // a failure, or the idle deadline passed
+    buffers_.buffer.commit(got);
   }
-  stream_->expires_after(ctx_.config.timeouts.idle);
-  auto [ec, n] = co_await http::async_read_some(*stream_, buffers_.buffer, *parser_, kTuple);
-  (void)n;
-  if (ec && ec != http::error::need_buffer) co_return false;
-  out.append(chunk.get(), kChunkBytes - parser_->get().body().size);
-  co_return true;
 }
 
 Awaitable<bool> Exchange::read_all(std::string& out, std::size_t max_bytes) {

@@ -100,4 +100,19 @@ std::optional<UsageCounts> answer_usage_counts(std::string_view answer) {
   return fields.counts();
 }
 
+bool event_may_carry_usage(std::string_view event) {
+  constexpr std::string_view kKey = "\"usage\"";
+  const auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
+  for (std::size_t brace = event.find('{'); brace != std::string_view::npos;
+       brace = event.find('{', brace + 1)) {
+    std::size_t at = brace;
+    while (at > 0 && is_space(event[at - 1])) --at;
+    if (at == 0 || event[at - 1] != ':') continue;
+    --at;
+    while (at > 0 && is_space(event[at - 1])) --at;
+    if (at >= kKey.size() && event.substr(at - kKey.size(), kKey.size()) == kKey) return true;
+  }
+  return false;
+}
+
 }  // namespace prefixgate::gateway::server

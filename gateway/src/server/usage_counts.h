@@ -26,4 +26,11 @@ std::optional<UsageCounts> usage_counts(const json::Value& usage);
 // JSON object or its usage is missing, not an object or malformed.
 std::optional<UsageCounts> answer_usage_counts(std::string_view answer);
 
+// Whether a streamed chunk's text may hold a `usage` object: some `{` follows `"usage"` and a
+// colon, with any whitespace between. A filter before parsing, so it may say yes to a chunk
+// whose content only quotes such text, and never says no to one that holds usage. Most chunks
+// hold none and open few objects, so it looks at each `{` rather than at every quote the
+// content holds (a scan for the quoted key was a third of the instructions relaying an event).
+bool event_may_carry_usage(std::string_view event);
+
 }  // namespace prefixgate::gateway::server
