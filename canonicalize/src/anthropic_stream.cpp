@@ -2,6 +2,7 @@
 #include "prefixgate/canonicalize/anthropic_reply.h"
 #include "prefixgate/canonicalize/sse.h"
 #include "reply_internal.h"
+#include "sse_json_event.h"
 
 namespace prefixgate::canon {
 
@@ -54,11 +55,14 @@ void MessagesStreamWriter::add(const ChatReply& chunk, std::string& out) {
   if (!chunk.text.empty()) {
     if (open_ != Block::kText)
       open_block(json::Object{{"type", "text"}, {"text", ""}}, Block::kText, out);
-    event("content_block_delta",
-          json::Object{{"type", "content_block_delta"},
-                       {"index", count_value(next_block_)},
-                       {"delta", json::Object{{"type", "text_delta"}, {"text", chunk.text}}}},
-          out);
+    // Every token's event: written as it goes (sse_json_event.h), not built as a tree.
+    SseJsonEvent(out, "content_block_delta")
+        .number("index", next_block_)
+        .open("delta")
+        .string("type", "text_delta")
+        .string("text", chunk.text)
+        .close()
+        .end();
   }
   for (const ChatToolCall& call : chunk.tool_calls) {
     // A call's first piece carries its id and name; its arguments follow in pieces. Calls come
@@ -74,12 +78,13 @@ void MessagesStreamWriter::add(const ChatReply& chunk, std::string& out) {
       saw_tool_call_ = true;
     }
     if (!call.arguments.empty()) {
-      event("content_block_delta",
-            json::Object{{"type", "content_block_delta"},
-                         {"index", count_value(next_block_)},
-                         {"delta", json::Object{{"type", "input_json_delta"},
-                                                {"partial_json", call.arguments}}}},
-            out);
+      SseJsonEvent(out, "content_block_delta")
+          .number("index", next_block_)
+          .open("delta")
+          .string("type", "input_json_delta")
+          .string("partial_json", call.arguments)
+          .close()
+          .end();
     }
   }
   if (!chunk.finish_reason.empty()) end_.finish_reason = chunk.finish_reason;

@@ -1,7 +1,10 @@
 // ResponsesStreamWriter: chat chunks in, Responses API semantic events out.
+#include <utility>  // std::as_const
+
 #include "prefixgate/canonicalize/responses_reply.h"
 #include "prefixgate/canonicalize/sse.h"
 #include "reply_internal.h"
+#include "sse_json_event.h"
 
 namespace prefixgate::canon {
 namespace {
@@ -94,13 +97,15 @@ void ResponsesStreamWriter::add(const ChatReply& chunk, std::string& out) {
       open_ = Item::kMessage;
     }
     text_ += chunk.text;
-    event("response.output_text.delta",
-          {{"item_id", id},
-           {"output_index", count_value(output_.size())},
-           {"content_index", 0},
-           {"delta", chunk.text},
-           {"logprobs", json::Array{}}},
-          out);
+    // Every token's event: written as it goes (sse_json_event.h), not built as a tree.
+    SseJsonEvent(out, "response.output_text.delta")
+        .string("item_id", id)
+        .number("output_index", output_.size())
+        .number("content_index", 0)
+        .string("delta", chunk.text)
+        .json("logprobs", "[]")
+        .number("sequence_number", sequence_++)
+        .end();
   }
   for (const ChatToolCall& call : chunk.tool_calls) {
     if (open_ != Item::kCall || call.index != open_call_index_) {
@@ -120,11 +125,12 @@ void ResponsesStreamWriter::add(const ChatReply& chunk, std::string& out) {
     if (!call.arguments.empty()) {
       json::Value& arguments = current_.back().value;  // "arguments" is the last member
       arguments.as_string() += call.arguments;
-      event("response.function_call_arguments.delta",
-            {{"item_id", current_.front().value},
-             {"output_index", count_value(output_.size())},
-             {"delta", call.arguments}},
-            out);
+      SseJsonEvent(out, "response.function_call_arguments.delta")
+          .string("item_id", std::as_const(current_.front().value).as_string())
+          .number("output_index", output_.size())
+          .string("delta", call.arguments)
+          .number("sequence_number", sequence_++)
+          .end();
     }
   }
   if (!chunk.finish_reason.empty()) finish_reason_ = chunk.finish_reason;

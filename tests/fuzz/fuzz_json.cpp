@@ -4,7 +4,8 @@
 // parse -> to_canonical_json -> parse -> to_canonical_json gives the same bytes, the canonical
 // form is_canonical(), and both writers' output parses in simdjson's DOM parser (a second,
 // independent one); parse() sharing root members and list elements through its memos gives what
-// it gives without.
+// it gives without; a streamed chat chunk read without a tree (parse_plain_chat_chunk) is only
+// ever one parse() reads, and reads the same.
 #include <simdjson.h>
 
 #include <cstddef>
@@ -15,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "prefixgate/canonicalize/chat_reply.h"
 #include "prefixgate/canonicalize/json.h"
 
 namespace {
@@ -137,11 +139,25 @@ void check_shared_members(std::string_view text, const Result<json::Value>& plai
   }
 }
 
+// Whatever parse_plain_chat_chunk accepts, parse() accepts, with no error member, and
+// parse_chat_chunk() of its tree gives the same reply, without usage.
+void check_plain_chat_chunk(std::string_view text, const Result<json::Value>& doc) {
+  const std::optional<canon::ChatReply> plain = canon::parse_plain_chat_chunk(text);
+  if (!plain) return;
+  if (!doc || !doc->is_object()) fail("plain chat chunk: accepted what parse() refuses", text);
+  if (const json::Value* error = doc->find("error"); error != nullptr && !error->is_null()) {
+    fail("plain chat chunk: accepted an error", text);
+  }
+  const auto reply = canon::parse_chat_chunk(*doc);
+  if (!reply || !(*reply == *plain) || reply->usage) fail("plain chat chunk: another reply", text);
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   auto doc = json::parse(text);
   check_in_place(text, doc);
   check_shared_members(text, doc);
+  check_plain_chat_chunk(text, doc);
   if (!doc) return 0;
   check_visit_member(text, *doc);
 

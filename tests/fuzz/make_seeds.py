@@ -58,6 +58,15 @@ for i, text in enumerate([
         '{"z":1,"a":{"y":[{"b":2,"a":1}]},"\\u20ac":0.1}',
         '"\\ud800"', '1e400', '[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]']):
     write("fuzz_json", "case%d" % i, text)
+# A streamed chat chunk of the plain kind (parse_plain_chat_chunk), and one with a tool call.
+write("fuzz_json", "chat-chunk",
+      '{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1796559598,'
+      '"model":"builtin:tiny","choices":[{"index":0,"delta":{"content":"L\\"q\\n"},'
+      '"logprobs":null,"finish_reason":null,"stop_reason":null}]}')
+write("fuzz_json", "chat-chunk-tool",
+      '{"id":"c","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1",'
+      '"function":{"name":"f","arguments":"{\\"a\\":1}"}}]},"finish_reason":null}],'
+      '"usage":null}')
 
 # fuzz_tokenizer: text of several scripts, code, numbers and special-token spellings.
 for i, text in enumerate([

@@ -14,6 +14,8 @@
 #   LUA=PATH              the wrk script (e.g. overhead_agent.lua, with its TURNS)
 #   ENGINE_ARGS="..."     more prefixgate-engine arguments (e.g. --tokenizer F --chat-template T)
 #   GATEWAY_ARGS="..."    more gateway arguments (e.g. --config overhead_llama3.yaml)
+#   UPSTREAM_KEYS=";k=v"  upstream keys after the engine's URL (e.g. ";kind=openai": an upstream
+#                         that speaks only Chat Completions, so other APIs are translated)
 #   SIM_SPEEDUP=N         the engine's --sim-speedup (default inf: answers at once). A streamed
 #                         answer comes as one event a token only when the engine runs in modelled
 #                         time (e.g. 1, with overhead_stream.lua)
@@ -64,7 +66,7 @@ pids+=($!)
 # (about 32 bytes an instruction), so a copy weighs what it costs beside the code around it.
 GLIBC_TUNABLES="${GLIBC_TUNABLES:-glibc.cpu.x86_rep_movsb_threshold=2147483647:glibc.cpu.x86_rep_stosb_threshold=2147483647}" \
 valgrind --tool=callgrind "${cache_sim[@]}" --callgrind-out-file="$TMP/callgrind.out" "$GATEWAY" \
-  --listen "127.0.0.1:$GATEWAY_PORT" --upstream "http://127.0.0.1:$ENGINE_PORT" --threads 1 \
+  --listen "127.0.0.1:$GATEWAY_PORT" --upstream "http://127.0.0.1:$ENGINE_PORT${UPSTREAM_KEYS:-}" --threads 1 \
   --log-level warn ${GATEWAY_ARGS:-} >"$TMP/gateway.log" 2>&1 &
 GATEWAY_PID=$!
 pids+=("$GATEWAY_PID")

@@ -104,6 +104,13 @@ std::size_t translate_events(const std::vector<canon::SseEvent>& events, StreamW
       writer.finish(out);
       break;
     }
+    // A token's plain chunk is read without a tree; any other (tool calls, usage, an error) is
+    // parsed whole.
+    if (std::optional<canon::ChatReply> plain = canon::parse_plain_chat_chunk(e.data)) {
+      if (!plain->text.empty()) ++content;
+      writer.add(*plain, out);
+      continue;
+    }
     auto doc = json::parse(e.data);
     if (!doc || !doc->is_object()) continue;
     if (const json::Value* error = doc->find("error"); error != nullptr && !error->is_null()) {

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "prefixgate/base/status.h"
@@ -22,6 +23,7 @@ struct ChatUsage {
   std::size_t prompt_tokens = 0;
   std::size_t completion_tokens = 0;
   std::size_t cached_tokens = 0;  // prompt_tokens_details.cached_tokens
+  bool operator==(const ChatUsage&) const = default;
 };
 
 struct ChatToolCall {
@@ -29,6 +31,7 @@ struct ChatToolCall {
   std::string id = {};
   std::string name = {};
   std::string arguments = {};  // JSON text (a piece of it, in a chunk)
+  bool operator==(const ChatToolCall&) const = default;
 };
 
 // A whole reply, or what one stream chunk adds to it.
@@ -42,12 +45,19 @@ struct ChatReply {
   // choices[].stop_reason); "" otherwise.
   std::string stop_string = {};
   std::optional<ChatUsage> usage = {};
+  bool operator==(const ChatReply&) const = default;
 };
 
 // A chat.completion body (its first choice). kInternal when it is not one: the upstream's fault.
 Result<ChatReply> parse_chat_reply(const json::Value& body);
 // A chat.completion.chunk (its first choice's delta; a usage chunk has no choice).
 Result<ChatReply> parse_chat_chunk(const json::Value& chunk);
+// A chat.completion.chunk read from its text without building a tree, when it is the plain
+// kind nearly every token's chunk is: no tool calls, logprobs, usage object or error, at most one
+// choice, and no container but `choices`, the choice and its `delta`. For such a text it gives
+// what parse_chat_chunk(*json::parse(text)) gives; nullopt for any other text, valid or not,
+// which the caller then parses whole.
+std::optional<ChatReply> parse_plain_chat_chunk(std::string_view text);
 // {"prompt_tokens", "completion_tokens", "prompt_tokens_details": {"cached_tokens"}}.
 std::optional<ChatUsage> parse_chat_usage(const json::Value& usage);
 
