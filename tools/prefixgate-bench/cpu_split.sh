@@ -26,6 +26,8 @@
 #   ENGINE_ARGS="..." more prefixgate-engine arguments (e.g. --max-model-len 65536 for TURNS=10)
 #   SIM_SPEEDUP=N     the engine's --sim-speedup (default inf: answers at once; 1 streams a token
 #                     per event in modelled time, for overhead_stream.lua)
+#   UPSTREAM_KEYS=";k=v" upstream keys after the engine's URL for every gateway (";kind=openai":
+#                     a chat-only upstream, so Messages and Responses requests are translated)
 #   NGINX_PROXY_BUFFERING=off   nginx forwards an answer as it comes, as LLM deployments set it
 #                     for streams (default on, nginx's own)
 #   GATEWAY_ARGS="..." more arguments for every gateway
@@ -64,7 +66,7 @@ ports=()
 for i in "${!GATEWAYS[@]}"; do
   port="$(free_port)"
   read -r -a cmd <<<"${GATEWAYS[$i]}"
-  taskset -c 0 "${cmd[@]}" --listen "127.0.0.1:$port" --upstream "http://127.0.0.1:$ENGINE_PORT" \
+  taskset -c 0 "${cmd[@]}" --listen "127.0.0.1:$port" --upstream "http://127.0.0.1:$ENGINE_PORT${UPSTREAM_KEYS:-}" \
     --threads 1 --log-level warn ${GATEWAY_ARGS:-} >"$TMP/gateway$i.log" 2>&1 &
   pid=$!
   pids+=("$pid")
