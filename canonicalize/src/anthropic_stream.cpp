@@ -1,8 +1,8 @@
 // MessagesStreamWriter: chat chunks in, Anthropic Messages stream events out.
+#include "json_object_writer.h"
 #include "prefixgate/canonicalize/anthropic_reply.h"
 #include "prefixgate/canonicalize/sse.h"
 #include "reply_internal.h"
-#include "sse_json_event.h"
 
 namespace prefixgate::canon {
 
@@ -55,8 +55,8 @@ void MessagesStreamWriter::add(const ChatReply& chunk, std::string& out) {
   if (!chunk.text.empty()) {
     if (open_ != Block::kText)
       open_block(json::Object{{"type", "text"}, {"text", ""}}, Block::kText, out);
-    // Every token's event: written as it goes (sse_json_event.h), not built as a tree.
-    SseJsonEvent(out, "content_block_delta")
+    // Every token's event: written as it goes (json_object_writer.h), not built as a tree.
+    sse_json_event(out, "content_block_delta")
         .number("index", next_block_)
         .open("delta")
         .string("type", "text_delta")
@@ -78,7 +78,7 @@ void MessagesStreamWriter::add(const ChatReply& chunk, std::string& out) {
       saw_tool_call_ = true;
     }
     if (!call.arguments.empty()) {
-      SseJsonEvent(out, "content_block_delta")
+      sse_json_event(out, "content_block_delta")
           .number("index", next_block_)
           .open("delta")
           .string("type", "input_json_delta")

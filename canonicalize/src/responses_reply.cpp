@@ -63,25 +63,39 @@ json::Value responses_usage_json(const ChatUsage& usage) {
       {"total_tokens", count_value(usage.prompt_tokens + usage.completion_tokens)}};
 }
 
-json::Value response_object(const ResponsesReplyContext& ctx, std::string_view model,
-                            std::string_view status, json::Array output,
-                            const std::optional<ChatUsage>& usage, std::string_view finish_reason) {
-  json::Value incomplete;
-  if (status == "incomplete") {
-    incomplete = json::Object{
-        {"reason", finish_reason == "length" ? "max_output_tokens" : "content_filter"}};
+std::string echo_members(const json::Object& echo) {
+  std::string out;
+  for (const json::Member& m : echo) {
+    if (!out.empty()) out += ',';
+    json::append_quoted(m.key, out);
+    out += ':';
+    json::append_json(m.value, out);
   }
-  json::Object o{{"id", ctx.id},
-                 {"object", "response"},
-                 {"created_at", json::Value(static_cast<double>(ctx.created_at))},
-                 {"status", status},
-                 {"error", json::Value()},
-                 {"incomplete_details", std::move(incomplete)},
-                 {"model", model},
-                 {"output", json::Value(std::move(output))}};
-  for (const json::Member& m : ctx.echo) o.push_back(m);
-  o.push_back({"usage", usage ? responses_usage_json(*usage) : json::Value()});
-  return json::Value(std::move(o));
+  return out;
+}
+
+void write_response_members(JsonObjectWriter& object, const ResponsesReplyContext& ctx,
+                            std::string_view echo, std::string_view model, std::string_view status,
+                            const json::Array& output, const std::optional<ChatUsage>& usage,
+                            std::string_view finish_reason) {
+  object.string("id", ctx.id)
+      .string("object", "response")
+      .value("created_at", json::Value(static_cast<double>(ctx.created_at)))
+      .string("status", status)
+      .null("error");
+  if (status == "incomplete") {
+    object.open("incomplete_details")
+        .string("reason", finish_reason == "length" ? "max_output_tokens" : "content_filter")
+        .close();
+  } else {
+    object.null("incomplete_details");
+  }
+  object.string("model", model).array("output", output).members(echo);
+  if (usage) {
+    object.value("usage", responses_usage_json(*usage));
+  } else {
+    object.null("usage");
+  }
 }
 
 std::string responses_body(const ChatReply& reply, const ResponsesReplyContext& ctx) {
@@ -107,9 +121,14 @@ std::string responses_body(const ChatReply& reply, const ResponsesReplyContext& 
                      {"name", call.name},
                      {"arguments", call.arguments}});
   }
-  return json::to_json(response_object(ctx, ctx.model.empty() ? reply.model : ctx.model,
-                                       response_status(reply.finish_reason), std::move(output),
-                                       reply.usage.value_or(ChatUsage{}), reply.finish_reason));
+  std::string out;
+  JsonObjectWriter object(out);
+  write_response_members(object, ctx, echo_members(ctx.echo),
+                         ctx.model.empty() ? reply.model : ctx.model,
+                         response_status(reply.finish_reason), output,
+                         reply.usage.value_or(ChatUsage{}), reply.finish_reason);
+  object.end();
+  return out;
 }
 
 }  // namespace prefixgate::canon

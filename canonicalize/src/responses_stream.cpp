@@ -1,10 +1,10 @@
 // ResponsesStreamWriter: chat chunks in, Responses API semantic events out.
 #include <utility>  // std::as_const
 
+#include "json_object_writer.h"
 #include "prefixgate/canonicalize/responses_reply.h"
 #include "prefixgate/canonicalize/sse.h"
 #include "reply_internal.h"
-#include "sse_json_event.h"
 
 namespace prefixgate::canon {
 namespace {
@@ -18,7 +18,8 @@ json::Value output_text(std::string_view text) {
 
 }  // namespace
 
-ResponsesStreamWriter::ResponsesStreamWriter(ResponsesReplyContext ctx) : ctx_(std::move(ctx)) {}
+ResponsesStreamWriter::ResponsesStreamWriter(ResponsesReplyContext ctx)
+    : ctx_(std::move(ctx)), echo_(echo_members(ctx_.echo)) {}
 
 void ResponsesStreamWriter::event(std::string_view type, json::Object data, std::string& out) {
   json::Object e{{"type", type}};
@@ -27,9 +28,13 @@ void ResponsesStreamWriter::event(std::string_view type, json::Object data, std:
   append_sse(out, type, json::to_json(json::Value(std::move(e))));
 }
 
-json::Value ResponsesStreamWriter::response_object(std::string_view status) const {
-  return canon::response_object(ctx_, model_, status, output_,
-                                status == "in_progress" ? std::nullopt : usage_, finish_reason_);
+void ResponsesStreamWriter::response_event(std::string_view type, std::string_view status,
+                                           std::string& out) {
+  JsonObjectWriter event = sse_json_event(out, type);
+  event.open("response");
+  write_response_members(event, ctx_, echo_, model_, status, output_,
+                         status == "in_progress" ? std::nullopt : usage_, finish_reason_);
+  event.close().number("sequence_number", sequence_++).end();
 }
 
 void ResponsesStreamWriter::close_item(std::string& out) {
@@ -75,8 +80,8 @@ void ResponsesStreamWriter::add(const ChatReply& chunk, std::string& out) {
   if (!started_) {
     started_ = true;
     model_ = ctx_.model.empty() ? chunk.model : ctx_.model;
-    event("response.created", {{"response", response_object("in_progress")}}, out);
-    event("response.in_progress", {{"response", response_object("in_progress")}}, out);
+    response_event("response.created", "in_progress", out);
+    response_event("response.in_progress", "in_progress", out);
   }
   if (!chunk.text.empty()) {
     const std::string id = message_item_id(ctx_.id);
@@ -97,8 +102,8 @@ void ResponsesStreamWriter::add(const ChatReply& chunk, std::string& out) {
       open_ = Item::kMessage;
     }
     text_ += chunk.text;
-    // Every token's event: written as it goes (sse_json_event.h), not built as a tree.
-    SseJsonEvent(out, "response.output_text.delta")
+    // Every token's event: written as it goes (json_object_writer.h), not built as a tree.
+    sse_json_event(out, "response.output_text.delta")
         .string("item_id", id)
         .number("output_index", output_.size())
         .number("content_index", 0)
@@ -125,7 +130,7 @@ void ResponsesStreamWriter::add(const ChatReply& chunk, std::string& out) {
     if (!call.arguments.empty()) {
       json::Value& arguments = current_.back().value;  // "arguments" is the last member
       arguments.as_string() += call.arguments;
-      SseJsonEvent(out, "response.function_call_arguments.delta")
+      sse_json_event(out, "response.function_call_arguments.delta")
           .string("item_id", std::as_const(current_.front().value).as_string())
           .number("output_index", output_.size())
           .string("delta", call.arguments)
@@ -161,8 +166,7 @@ void ResponsesStreamWriter::finish(std::string& out) {
   finished_ = true;
   if (!usage_) usage_ = ChatUsage{};
   const std::string_view status = response_status(finish_reason_);
-  event(status == "completed" ? "response.completed" : "response.incomplete",
-        {{"response", response_object(status)}}, out);
+  response_event(status == "completed" ? "response.completed" : "response.incomplete", status, out);
 }
 
 void ResponsesStreamWriter::fail(std::string_view code, std::string_view message,

@@ -73,6 +73,46 @@ TEST(ResponsesReplyTest, TheEchoRepeatsTheRequestsFields) {
   EXPECT_NE(text.find(R"("previous_response_id":null)"), std::string::npos);
 }
 
+// Every response object, the body's and each stream event's, has its members in one order, the
+// request's echoed fields between the output and the usage.
+TEST(ResponsesReplyTest, EveryResponseObjectCarriesTheEchoBetweenOutputAndUsage) {
+  ResponsesReplyContext context = kContext;
+  context.echo = responses_echo(*json::parse(R"({"instructions":"be \"brief\"","top_p":0.5})"));
+  const std::string echo = json::to_json(json::Value(context.echo));
+  const std::string members = echo.substr(1, echo.size() - 2);  // "instructions":...,...
+  const auto check = [&](const json::Value& response, const std::string& where) {
+    const std::string text = json::to_json(response);
+    std::vector<std::string> keys;
+    for (const json::Member& m : response.as_object()) keys.push_back(m.key);
+    ASSERT_GE(keys.size(), 10u) << where;
+    EXPECT_EQ(std::vector<std::string>(keys.begin(), keys.begin() + 8),
+              (std::vector<std::string>{"id", "object", "created_at", "status", "error",
+                                        "incomplete_details", "model", "output"}))
+        << where;
+    EXPECT_EQ(keys.back(), "usage") << where;
+    EXPECT_NE(text.find("]," + members + ",\"usage\":"), std::string::npos) << where << text;
+  };
+  ChatReply reply;
+  reply.text = "Hi";
+  reply.finish_reason = "length";
+  check(*json::parse(responses_body(reply, context)), "body");
+  ResponsesStreamWriter w(context);
+  std::string out;
+  w.add(chunk(R"({"choices":[{"delta":{"content":"Hi"},"finish_reason":"length"}]})"), out);
+  w.finish(out);
+  std::vector<std::string> names;
+  const auto events = events_of(out, names);
+  std::size_t responses = 0;
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    if (const json::Value* response = events[i].find("response")) {
+      check(*response, names[i]);
+      ++responses;
+    }
+  }
+  EXPECT_EQ(responses, 3u);  // created, in_progress, incomplete
+  EXPECT_EQ(names.back(), "response.incomplete");
+}
+
 TEST(ResponsesReplyTest, AStreamOfTextHasTheSemanticEventsInOrder) {
   ResponsesStreamWriter w(kContext);
   std::string out;

@@ -65,11 +65,13 @@ class ResponsesStreamWriter {
 
  private:
   enum class Item { kNone, kMessage, kCall };
-  json::Value response_object(std::string_view status) const;
+  // An event whose data is the whole response object (created, in_progress, completed).
+  void response_event(std::string_view type, std::string_view status, std::string& out);
   void close_item(std::string& out);
   void event(std::string_view type, json::Object data, std::string& out);
 
   ResponsesReplyContext ctx_;
+  std::string echo_;  // ctx_.echo as JSON members, written once for the three response events
   bool started_ = false;
   bool finished_ = false;
   std::uint64_t sequence_ = 0;
