@@ -89,20 +89,12 @@ std::string random_value(std::mt19937_64& rng, int depth) {
   const auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
   static const char* kKeys[] = {"prompt_tokens", "cached_tokens",        "a",   "k\\u00e9y",
                                 "\\\"q\\\"",     "input_tokens_details", "x y", "n"};
-  static const char* kScalars[] = {"0",
-                                   "-0",
-                                   "12",
-                                   "3177",
-                                   "1.5e3",
-                                   "-2.25",
-                                   "1E-400",
-                                   "123456789012345678901234",
-                                   "true",
-                                   "false",
-                                   "null",
-                                   "\"s\"",
-                                   "\"\\ud83d\\ude00 }\"",
-                                   "\"usage\""};
+  static const char* kScalars[] = {"0", "-0", "12", "3177", "1.5e3", "-2.25", "1E-400",
+                                   "123456789012345678901234", "true", "false", "null", "\"s\"",
+                                   "\"\\ud83d\\ude00 }\"", "\"usage\"",
+                                   // A quote escaped, and a backslash escaped just before a
+                                   // string's closing quote, with brackets among them.
+                                   "\"q\\\"}]\"", "\"a\\\\\"", "\"[\\\\\\\"{\""};
   const int kind = depth >= 3 ? 2 : pick(3);
   std::string ws = pick(3) == 0 ? " \n" : "";
   if (kind == 2) return ws + kScalars[pick(std::size(kScalars))] + ws;

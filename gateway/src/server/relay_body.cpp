@@ -32,8 +32,9 @@ Awaitable<bool> relay_body(Connection& c, const Request& req, ProxiedRequest& p,
           std::to_string(p.decision.predicted_cached_tokens));
   add_gateway_headers(res, p.info, p.replica_name, p.overhead);
   ex.finish();
-  if (p.status == 200 && body.find("\"usage\"") != std::string::npos) {
-    // Only the usage object's fields are read: the answer's text can be long.
+  if (p.status == 200) {
+    // Only the usage object's fields are read, the members before it passed over by their
+    // structure: the answer's text can be long.
     if (auto counts = answer_usage_counts(body)) record_usage(ctx, p, *counts);
   }
   release_admission(p);

@@ -184,9 +184,11 @@ struct FieldSeen {
 // Calls `visit` for each field of the root object's member `key`, and then for the fields of
 // each object directly inside it, in document order, without building a tree: what reading an
 // answer's usage counts takes, on every response. Other members and deeper values are skipped
-// over (checked for structure, not read). False when the text is not a JSON object, has no such
-// member or it is not an object, or a value met is malformed (`visit` may have seen the fields
-// before it). Unlike parse() it does not look for repeated keys.
+// over (checked for structure, not read: their UTF-8, control characters and scalars are not
+// checked). False when the text is not a JSON object, has no such member or it is not an
+// object, or a value met is malformed (`visit` may have seen the fields before it). Unlike
+// parse() it does not look for repeated keys. Where parse() accepts the text, the fields are
+// those of parse()'s tree.
 bool visit_member_fields(std::string_view text, std::string_view key,
                          const std::function<void(const FieldSeen&)>& visit,
                          const ParseLimits& limits = {});
