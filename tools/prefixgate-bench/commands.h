@@ -121,6 +121,10 @@ struct OverheadFlags {
   // as prefixgate-NAME: "bpe=--config llama3.yaml", "nocache=--tokenizer-cache off".
   std::vector<std::string> variants;
   std::string out_dir = "build/results";
+  // > 0: every target is asked for a streamed answer of this many tokens (overhead_stream.lua),
+  // from an engine in modelled time (one event a token), nginx forwarding as it comes
+  // (proxy_buffering off): the relay's cost rather than the request's.
+  std::size_t stream_tokens = 0;
   std::string lua;
   std::string engine_bin;
   std::string gateway_bin;

@@ -284,8 +284,12 @@ int main(int argc, char** argv) {
          "as prefixgate-NAME (repeatable); FLAGS may start with bin=PATH, another prefixgate build")
       ->allow_extra_args(false);
   ovh->add_option("--out-dir", overhead.out_dir, "where results go")->capture_default_str();
+  ovh->add_option("--stream", overhead.stream_tokens,
+                  "TOKENS: ask for streamed answers of TOKENS tokens, one event a token from an "
+                  "engine in modelled time, nginx not buffering them (overhead_stream.lua)");
   ovh->add_option("--lua", overhead.lua,
-                  "the wrk script (default tools/prefixgate-bench/overhead_request.lua)");
+                  "the wrk script (default tools/prefixgate-bench/overhead_request.lua, or "
+                  "overhead_stream.lua with --stream)");
   ovh->add_option("--engine-bin", overhead.engine_bin, "prefixgate-engine to run");
   ovh->add_option("--gateway-bin", overhead.gateway_bin, "prefixgate to run");
 

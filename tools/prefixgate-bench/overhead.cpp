@@ -9,7 +9,10 @@
 // It prints requests/s, p50 and p99 for each, the ratio of requests/s to nginx's, the p50
 // added over direct, and the CPU time per request of the proxy and of the engine (from
 // /proc: robust on a busy machine, where requests/s also measure the neighbours), and writes
-// OUT_DIR/overhead.json. With pinning (2+ cores) wrk runs on the
+// OUT_DIR/overhead.json. With --stream TOKENS every target is asked for a streamed answer
+// instead (overhead_stream.lua), which the engine sends an event a token in modelled time and
+// nginx forwards unbuffered: requests/s are then the engine's, and the CPU per request is the
+// proxies' relay of TOKENS + 3 events. With pinning (2+ cores) wrk runs on the
 // last core and the servers on the others (taskset), so the load generator does not steal the
 // proxy's CPU.
 #include <netinet/in.h>
@@ -17,6 +20,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -153,8 +157,13 @@ int run_overhead(const OverheadFlags& f) {
       f.engine_bin.empty() ? dir + "/../../engine/prefixgate-engine" : f.engine_bin;
   const std::string gateway_bin =
       f.gateway_bin.empty() ? dir + "/../../gateway/prefixgate" : f.gateway_bin;
-  const std::string lua =
-      f.lua.empty() ? std::string(PREFIXGATE_BENCH_ASSET_DIR) + "/overhead_request.lua" : f.lua;
+  const bool stream = f.stream_tokens > 0;
+  const std::string lua = !f.lua.empty()
+                              ? f.lua
+                              : std::string(PREFIXGATE_BENCH_ASSET_DIR) +
+                                    (stream ? "/overhead_stream.lua" : "/overhead_request.lua");
+  // overhead_stream.lua reads the answer's length from the environment wrk inherits.
+  if (stream) setenv("TOKENS", std::to_string(f.stream_tokens).c_str(), 1);
   for (const std::string& file : {engine_bin, gateway_bin, lua}) {
     if (access(file.c_str(), R_OK) != 0) {
       std::cerr << "prefixgate-bench overhead: cannot read '" << file << "'\n";
@@ -192,11 +201,14 @@ int run_overhead(const OverheadFlags& f) {
     return std::make_unique<proc::Process>(bin, args, proc::ProcessOptions{log});
   };
 
-  std::vector<std::string> engine_args{"--device",    "sim",       "--sim-speedup",
-                                       "inf",         "--model",   "builtin:tiny",
-                                       "--host",      "127.0.0.1", "--port",
-                                       "0",           "--threads", std::to_string(f.engine_threads),
-                                       "--log-level", "warn"};
+  // A streamed answer comes an event a token only in modelled time; otherwise no GPU time.
+  std::vector<std::string> engine_args{"--device",      "sim",
+                                       "--sim-speedup", stream ? "1" : "inf",
+                                       "--model",       "builtin:tiny",
+                                       "--host",        "127.0.0.1",
+                                       "--port",        "0",
+                                       "--threads",     std::to_string(f.engine_threads),
+                                       "--log-level",   "warn"};
   engine_args.insert(engine_args.end(), f.engine_args.begin(), f.engine_args.end());
   auto engine = pinned(server_cpus, engine_bin, engine_args, tmp + "/engine.log");
   const std::uint16_t engine_port = engine->wait_listening();
@@ -225,7 +237,9 @@ int run_overhead(const OverheadFlags& f) {
          << ";\n    keepalive 64;\n    keepalive_requests 1000000;\n  }\n"
          << "  server {\n    listen 127.0.0.1:" << nginx_port << ";\n    location / {\n"
          << "      proxy_pass http://engine;\n      proxy_http_version 1.1;\n"
-         << "      proxy_set_header Connection \"\";\n    }\n  }\n}\n";
+         << "      proxy_set_header Connection \"\";\n"
+         // Streams forwarded as they come, as LLM deployments set nginx for them.
+         << (stream ? "      proxy_buffering off;\n" : "") << "    }\n  }\n}\n";
   }
   // -e: the startup error log too, so nginx never touches /var/log/nginx.
   auto nginx = pinned(
@@ -392,8 +406,9 @@ int run_overhead(const OverheadFlags& f) {
   std::printf("\n%-26s %11s %9s %9s %9s %10s %10s %11s %10s %11s\n", "target", "requests/s",
               "p50 us", "p99 us", "vs nginx", "added p50", "1-conn p50", "added 1-conn",
               "proxy CPU", "engine CPU");
-  std::printf("%-26s %11s %9s %9s %9s %10s %10s %11s %10s %11s\n", "", "(16 conn)", "", "", "rps",
-              "us", "us", "p50 us", "us/req", "us/req");
+  const std::string connections = "(" + std::to_string(f.connections) + " conn)";
+  std::printf("%-26s %11s %9s %9s %9s %10s %10s %11s %10s %11s\n", "", connections.c_str(), "", "",
+              "rps", "us", "us", "p50 us", "us/req", "us/req");
   std::string json_targets;
   for (const auto& [name, port] : targets) {
     const WrkResult& r = results[name];
