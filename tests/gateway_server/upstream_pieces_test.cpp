@@ -151,23 +151,32 @@ class PiecemealUpstream {
   std::thread acceptor_;
 };
 
+// A gateway whose one replica is `up` (port 0 when it did not start).
+std::unique_ptr<Process> gateway_in_front_of(const PiecemealUpstream& up, const std::string& name,
+                                             std::uint16_t& port) {
+  const std::string config = write_config(
+      name, "upstreams:\n  - url: " + upstream(up.port()) +
+                "\n    kind: openai\ntimeouts: {first_byte_ms: 5000, health_interval_ms: 200}\n");
+  return start_gateway(port, {"--config", config});
+}
+
+// A completion whose answer comes the way case `which` of answer_pieces() says.
+std::string case_body(int which) {
+  return R"({"model":"m","messages":[{"role":"user","content":"case-)" + std::to_string(which) +
+         R"("}],"max_tokens":1})";
+}
+
 TEST(UpstreamPiecesTest, AnswersInAnyPiecesAreRelayedWholeOnReusedConnections) {
   PiecemealUpstream up;
   ASSERT_NE(up.port(), 0);
-  const std::string config = write_config(
-      "pieces",
-      "upstreams:\n  - url: " + upstream(up.port()) +
-          "\n    kind: openai\ntimeouts: {first_byte_ms: 5000, health_interval_ms: 200}\n");
   std::uint16_t port = 0;
-  auto gw = start_gateway(port, {"--config", config});
+  auto gw = gateway_in_front_of(up, "pieces", port);
   ASSERT_NE(port, 0) << gw->output();
   ASSERT_TRUE(wait_healthy(port, 1));
   constexpr int kCases = 6;
   for (int round = 0; round < 2; ++round) {
     for (int which = 0; which < kCases; ++which) {
-      const std::string body = R"({"model":"m","messages":[{"role":"user","content":"case-)" +
-                               std::to_string(which) + R"("}],"max_tokens":1})";
-      const Reply r = post(port, "/v1/chat/completions", body);
+      const Reply r = post(port, "/v1/chat/completions", case_body(which));
       ASSERT_TRUE(r.ok) << "case " << which << ": no complete answer";
       EXPECT_EQ(r.status, 200) << "case " << which << ": " << r.body;
       EXPECT_EQ(r.body, kAnswer) << "case " << which;
@@ -185,23 +194,15 @@ TEST(UpstreamPiecesTest, AnswersInAnyPiecesAreRelayedWholeOnReusedConnections) {
 TEST(UpstreamPiecesTest, AnAnswerEndedByClosingIsWholeAndOneCutShortIsAnError) {
   PiecemealUpstream up;
   ASSERT_NE(up.port(), 0);
-  const std::string config = write_config(
-      "closing",
-      "upstreams:\n  - url: " + upstream(up.port()) +
-          "\n    kind: openai\ntimeouts: {first_byte_ms: 5000, health_interval_ms: 200}\n");
   std::uint16_t port = 0;
-  auto gw = start_gateway(port, {"--config", config});
+  auto gw = gateway_in_front_of(up, "closing", port);
   ASSERT_NE(port, 0) << gw->output();
   ASSERT_TRUE(wait_healthy(port, 1));
-  const auto body = [](int which) {
-    return R"({"model":"m","messages":[{"role":"user","content":"case-)" + std::to_string(which) +
-           R"("}],"max_tokens":1})";
-  };
-  const Reply whole = post(port, "/v1/chat/completions", body(6));
+  const Reply whole = post(port, "/v1/chat/completions", case_body(6));
   ASSERT_TRUE(whole.ok);
   EXPECT_EQ(whole.status, 200) << whole.body;
   EXPECT_EQ(whole.body, kAnswer);
-  const Reply cut = post(port, "/v1/chat/completions", body(7));
+  const Reply cut = post(port, "/v1/chat/completions", case_body(7));
   ASSERT_TRUE(cut.ok);
   EXPECT_EQ(cut.status, 502) << cut.body;
   EXPECT_NE(cut.body.find("upstream_unavailable"), std::string::npos) << cut.body;
