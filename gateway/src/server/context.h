@@ -106,7 +106,8 @@ struct ExchangeBuffers {
   beast::flat_buffer buffer;      // the upstream response as read off the socket
   std::unique_ptr<char[]> chunk;  // a body piece handed to the caller, uninitialized
   std::string head;               // the request's head as written upstream
-  // The first-byte deadline, made at the first exchange on the connection's thread.
+  // The deadline on the upstream socket's reads (the first byte's, then the idle one between
+  // pieces of the body), made at the first exchange on the connection's thread.
   std::optional<serving::SocketDeadline> deadline;
 };
 
