@@ -46,7 +46,9 @@ TEST(PgoTrainTest, EveryRequestShapeIsServedAndTheGatewayExitsCleanly) {
   ASSERT_EQ(r.status, 0) << r.output;
   for (const char* run :
        {"overhead_request.lua: requests=", "overhead_agent.lua TURNS=0: requests=",
-        "overhead_agent.lua TURNS=10: requests=", "pgo_train.lua: requests="}) {
+        "overhead_agent.lua TURNS=10: requests=", "pgo_train.lua: requests=",
+        "overhead_stream.lua API=messages: requests=",
+        "overhead_stream.lua API=responses: requests="}) {
     EXPECT_NE(r.output.find(run), std::string::npos) << run << "\n" << r.output;
   }
   // With the JavaScript test dependencies (the Llama 3.1 tokenizer) it trains on both models.

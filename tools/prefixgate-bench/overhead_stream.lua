@@ -1,4 +1,5 @@
--- wrk script for the streamed answer's relay cost (cpu_split.sh, gateway_instructions.sh): the
+-- wrk script for the streamed answer's relay cost (cpu_split.sh, gateway_instructions.sh,
+-- prefixgate-bench overhead --stream; pgo_train.sh trains on its translated streams): the
 -- 3 KB chat of overhead_request.json asking for a streamed answer of `TOKENS` tokens (default
 -- 256) instead of one token at once. Run the engine in modelled time (SIM_SPEEDUP=1) so that it
 -- sends one server-sent event a token, as a replica decoding does: the proxy then relays

