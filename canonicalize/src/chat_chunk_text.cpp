@@ -1,12 +1,12 @@
 // parse_plain_chat_chunk: a streamed chat chunk read with simdjson On Demand, without a tree.
 // A chat upstream sends one such chunk a token; translating a stream into the Messages or
 // Responses API read each one with json::parse, whose tree (a string and a member for every key
-// and value, then freeing them) was a third of what relaying a token cost. This reads the plain
-// chunk, the one nearly every token is, and gives up on anything else: the caller then parses
-// the text whole, so every other chunk (tool calls, usage, errors, malformed text) is read as
-// before. What it accepts, json::parse accepts too, and the reply is the same: every value is
-// read and checked as parse() checks it, and keys are checked for repeats, so a chunk parse()
-// would reject is given up on here too.
+// and value, then freeing them) was a third of what relaying a token cost. This reads the chunks
+// nearly every token is, a piece of text or a piece of a tool call's arguments, and gives up on
+// anything else: the caller then parses the text whole, so every other chunk (logprobs, usage,
+// errors, malformed text) is read as before. What it accepts, json::parse accepts too, and the
+// reply is the same: every value is read and checked as parse() checks it, and keys are checked
+// for repeats, so a chunk parse() would reject is given up on here too.
 #include <simdjson.h>
 
 #include <algorithm>
@@ -14,7 +14,9 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "chat_count.h"
 #include "json_parse_text.h"
 #include "prefixgate/canonicalize/chat_reply.h"
 
@@ -112,12 +114,77 @@ bool null_only(ondemand::value& value) {
   return read_scalar(value, text, is_null) && is_null;
 }
 
+bool holds_null(ondemand::value& value) {
+  ondemand::json_type type;
+  return !value.type().get(type) && type == ondemand::json_type::null;
+}
+
+// A tool call's `index` (count() in chat_reply.cpp): a number's count, `position` for any other
+// scalar.
+bool index_field(ondemand::value& value, std::size_t position, std::size_t& index) {
+  ondemand::json_type type;
+  if (value.type().get(type)) return false;
+  if (type != ondemand::json_type::number) {
+    index = position;
+    return other_scalar(value);
+  }
+  double number = 0;
+  if (read_number(trim_trailing_whitespace(value.raw_json_token()), number) != NumberRead::kOk) {
+    return false;
+  }
+  index = chat_count(number);
+  return true;
+}
+
+// `function`: absent and null read alike; a scalar is ignored; an object gives the name and the
+// arguments' piece.
+bool read_function(ondemand::value& value, ChatToolCall& call) {
+  ondemand::json_type type;
+  if (value.type().get(type)) return false;
+  if (type != ondemand::json_type::object) return other_scalar(value);
+  ondemand::object function;
+  if (value.get_object().get(function)) return false;
+  return for_each_field(function, [&](std::string_view key, ondemand::value& v) {
+    if (key == "name") return string_field(v, call.name);
+    if (key == "arguments") return string_field(v, call.arguments);
+    return other_scalar(v);
+  });
+}
+
+// One element of `tool_calls`, the `position`th: an object (anything else parse_chat_chunk
+// refuses). Without an `index` of its own its position is its index.
+bool read_tool_call(ondemand::value& value, std::size_t position, ChatToolCall& call) {
+  ondemand::object object;
+  if (value.get_object().get(object)) return false;
+  call.index = position;
+  return for_each_field(object, [&](std::string_view key, ondemand::value& v) {
+    if (key == "index") return index_field(v, position, call.index);
+    if (key == "id") return string_field(v, call.id);
+    if (key == "function") return read_function(v, call);
+    return other_scalar(v);
+  });
+}
+
+// `tool_calls`: null, or an array of calls (anything else parse_chat_chunk refuses).
+bool read_tool_calls(ondemand::value& value, std::vector<ChatToolCall>& calls) {
+  if (holds_null(value)) return null_only(value);
+  ondemand::array array;
+  if (value.get_array().get(array)) return false;
+  for (auto element : array) {
+    ondemand::value call;
+    if (std::move(element).get(call)) return false;
+    calls.emplace_back();
+    if (!read_tool_call(call, calls.size() - 1, calls.back())) return false;
+  }
+  return true;
+}
+
 bool read_delta(ondemand::value& value, ChatReply& out) {
   ondemand::object delta;
   if (value.get_object().get(delta)) return false;
   return for_each_field(delta, [&](std::string_view key, ondemand::value& v) {
     if (key == "content") return string_field(v, out.text);
-    if (key == "tool_calls") return null_only(v);
+    if (key == "tool_calls") return read_tool_calls(v, out.tool_calls);
     return other_scalar(v);
   });
 }
@@ -128,9 +195,7 @@ bool read_choice(ondemand::value& value, ChatReply& out) {
   return for_each_field(choice, [&](std::string_view key, ondemand::value& v) {
     if (key == "delta") {
       // Absent and null read alike (checks::present); anything else must be the delta object.
-      ondemand::json_type type;
-      if (v.type().get(type)) return false;
-      return type == ondemand::json_type::null ? null_only(v) : read_delta(v, out);
+      return holds_null(v) ? null_only(v) : read_delta(v, out);
     }
     if (key == "finish_reason") return string_field(v, out.finish_reason);
     if (key == "stop_reason") return string_field(v, out.stop_string);

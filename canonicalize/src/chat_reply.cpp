@@ -1,5 +1,6 @@
 #include "prefixgate/canonicalize/chat_reply.h"
 
+#include "chat_count.h"
 #include "field_checks.h"
 
 namespace prefixgate::canon {
@@ -9,9 +10,7 @@ using json::Value;
 
 std::size_t count(const Value& object, std::string_view key) {
   const Value* v = object.find(key);
-  return v != nullptr && v->is_number() && v->as_number().value > 0
-             ? static_cast<std::size_t>(v->as_number().value)
-             : 0;
+  return v != nullptr && v->is_number() ? chat_count(v->as_number().value) : 0;
 }
 
 std::string string_member(const Value& object, std::string_view key) {

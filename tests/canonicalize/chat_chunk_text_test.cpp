@@ -52,6 +52,50 @@ class ChunkMaker {
     return out + "}";
   }
 
+  // A tool call's index: the counts parse_chat_chunk takes whole, cuts or clamps, and values that
+  // are no number (the call's position stands in).
+  std::string index() {
+    static const std::vector<std::string> kIndexes = {"0",   "1",    "7",     "-1",   "2.5",
+                                                      "1e3", "1e30", "\"2\"", "null", "true"};
+    return kIndexes[pick(kIndexes.size())];
+  }
+
+  // `tool_calls`' array as an upstream streams a call's pieces: the first with its id and name,
+  // later ones with a piece of the arguments; now and then something the fast read gives up on
+  // (a container it does not read, a call that is no object), which clears `plain`.
+  std::string tool_calls(bool& plain) {
+    std::vector<std::string> calls;
+    for (std::size_t n = pick(4); n > 0; --n) {
+      std::vector<std::string> call;
+      if (pick(4) != 0) call.push_back(R"("index":)" + index());
+      if (pick(2) == 0) call.push_back(R"("id":)" + (pick(6) == 0 ? scalar() : quoted()));
+      if (pick(2) == 0) call.push_back(R"("type":"function")");
+      std::vector<std::string> function;
+      if (pick(2) == 0) function.push_back(R"("name":)" + (pick(6) == 0 ? scalar() : quoted()));
+      if (pick(4) != 0) function.push_back(R"("arguments":)" + quoted());
+      if (pick(8) == 0) function.push_back(R"("strict":)" + scalar());
+      if (pick(16) == 0) {
+        function.push_back(R"("parameters":{})");
+        plain = false;
+      }
+      switch (pick(8)) {
+        case 0: call.push_back(R"("function":null)"); break;
+        case 1: call.push_back(R"("function":)" + scalar()); break;
+        case 2: break;
+        default: call.push_back(R"("function":)" + object(function));
+      }
+      if (call.size() > 1 && pick(3) == 0) std::swap(call.front(), call.back());
+      calls.push_back(object(call));
+      if (pick(24) == 0) {
+        calls.back() = pick(2) == 0 ? "1" : "[]";  // no call: parse_chat_chunk refuses it
+        plain = false;
+      }
+    }
+    std::string out = "[";
+    for (std::size_t i = 0; i < calls.size(); ++i) out += (i > 0 ? "," : "") + calls[i];
+    return out + "]";
+  }
+
   // A chunk as a chat upstream streams it; `plain` says whether it is the plain kind.
   std::string chunk(bool& plain) {
     plain = true;
@@ -61,13 +105,9 @@ class ChunkMaker {
     if (content < 3) delta.push_back(R"("content":)" + quoted());
     if (content == 3) delta.push_back(R"("content":null)");
     if (pick(6) == 0) delta.push_back(R"("reasoning_content":)" + quoted());
-    if (pick(8) == 0) delta.push_back(R"("tool_calls":null)");
-    if (pick(8) == 0) {
-      delta.push_back(
-          R"("tool_calls":[{"index":0,"id":"call_1","function":{"name":"f","arguments":)" +
-          quoted() + "}}]");
-      plain = false;
-    }
+    const std::size_t calls = pick(8);
+    if (calls == 0) delta.push_back(R"("tool_calls":null)");
+    if (calls >= 6) delta.push_back(R"("tool_calls":)" + tool_calls(plain));
     std::vector<std::string> choice = {R"("index":0)"};
     const std::size_t delta_kind = pick(10);
     if (delta_kind < 8) choice.push_back(R"("delta":)" + object(delta));
@@ -127,7 +167,7 @@ class ChunkMaker {
 
 TEST(ChatChunkTextTest, ReadsEveryPlainChunkAsTheTreeDoesAndNothingTheTreeRefuses) {
   ChunkMaker maker(3);
-  std::size_t read = 0, plain_made = 0, declined_valid = 0;
+  std::size_t read = 0, plain_made = 0, plain_with_calls = 0, declined_valid = 0;
   for (int round = 0; round < 20000; ++round) {
     bool plain = false;
     const std::string text = maker.chunk(plain);
@@ -136,6 +176,7 @@ TEST(ChatChunkTextTest, ReadsEveryPlainChunkAsTheTreeDoesAndNothingTheTreeRefuse
     plain_made += plain ? 1 : 0;
     if (plain) {
       ASSERT_TRUE(fast.has_value()) << "a plain chunk was not read: " << text;
+      plain_with_calls += fast->tool_calls.empty() ? 0 : 1;
     }
     if (!fast) {
       if (doc && doc->is_object()) ++declined_valid;
@@ -151,9 +192,10 @@ TEST(ChatChunkTextTest, ReadsEveryPlainChunkAsTheTreeDoesAndNothingTheTreeRefuse
     EXPECT_FALSE(tree->usage.has_value()) << text;
     EXPECT_TRUE(*tree == *fast) << text;
   }
-  // A fifth of the chunks made are plain, and many valid ones are not (tool calls, usage, an
-  // error, two choices).
+  // A fifth of the chunks made are plain, among them over 400 with tool calls, and many
+  // valid ones are not (logprobs, usage, an error, two choices).
   EXPECT_GT(plain_made, 3000u);
+  EXPECT_GT(plain_with_calls, 400u);
   EXPECT_GE(read, plain_made);
   EXPECT_GT(declined_valid, 1000u);
 }
@@ -179,6 +221,37 @@ TEST(ChatChunkTextTest, AnEngineChunkIsReadWithItsTextAndEnd) {
   EXPECT_TRUE(parse_plain_chat_chunk(chunk + " \n").has_value());
   for (const char* after : {" x", "}", "]", "{}", "1", ",{}"}) {
     EXPECT_FALSE(parse_plain_chat_chunk(chunk + after).has_value()) << after;
+  }
+}
+
+TEST(ChatChunkTextTest, AToolCallsPiecesAreReadWithTheirIndexIdNameAndArguments) {
+  // As vLLM streams a call: its id and name first, then the arguments a piece at a time.
+  const auto first = parse_plain_chat_chunk(
+      R"({"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":)"
+      R"([{"index":0,"delta":{"tool_calls":[{"id":"chatcmpl-tool-7","type":"function","index":1,)"
+      R"("function":{"name":"get_weather","arguments":""}}]},"logprobs":null,)"
+      R"("finish_reason":null}]})");
+  ASSERT_TRUE(first.has_value());
+  ASSERT_EQ(first->tool_calls.size(), 1u);
+  EXPECT_EQ(first->tool_calls[0].index, 1u);
+  EXPECT_EQ(first->tool_calls[0].id, "chatcmpl-tool-7");
+  EXPECT_EQ(first->tool_calls[0].name, "get_weather");
+  EXPECT_EQ(first->tool_calls[0].arguments, "");
+  const auto piece = parse_plain_chat_chunk(
+      R"({"choices":[{"index":0,"delta":{"tool_calls":[{"function":{"arguments":"{\"city\": "}},)"
+      R"({"index":2.9,"function":{"arguments":"\"Oslo\"}"}}]}}]})");
+  ASSERT_TRUE(piece.has_value());
+  ASSERT_EQ(piece->tool_calls.size(), 2u);
+  EXPECT_EQ(piece->tool_calls[0].index, 0u);  // no index: its position
+  EXPECT_EQ(piece->tool_calls[0].arguments, "{\"city\": ");
+  EXPECT_EQ(piece->tool_calls[1].index, 2u);
+  EXPECT_EQ(piece->tool_calls[1].arguments, "\"Oslo\"}");
+  // A call that is no object, or a function holding a container, is left to the whole parse.
+  for (const char* calls : {R"([1])", R"([{"function":{"parameters":{}}}])", R"({})"}) {
+    EXPECT_FALSE(parse_plain_chat_chunk(std::string(R"({"choices":[{"delta":{"tool_calls":)") +
+                                        calls + "}}]}")
+                     .has_value())
+        << calls;
   }
 }
 

@@ -3,6 +3,8 @@
 // line, between header fields, after the header, inside a body, across chunks) with pauses
 // between them. Each answer is relayed byte for byte and its keep-alive connection is reused. An
 // answer without a length ends where the replica closes; one closed before its length is an error.
+// A chat replica's stream of tool calls, cut across its events, reaches a Messages or Responses
+// client as tool_use blocks and function_call items whose argument pieces add up to the calls'.
 // The same for a long-lived stream: a burst of engine events many read buffers long is applied
 // to the last line.
 #include <gtest/gtest.h>
@@ -12,12 +14,14 @@
 
 #include <atomic>
 #include <cmath>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <vector>
 
 #include "gateway_server/processes.h"
 #include "prefixgate/canonicalize/json.h"
+#include "prefixgate/canonicalize/sse.h"
 
 namespace prefixgate::gateway::testing {
 namespace {
@@ -28,6 +32,58 @@ const std::string kAnswer =
     R"({"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant",)"
     R"("content":"pieces"},"finish_reason":"stop"}],"usage":{"prompt_tokens":7,)"
     R"("completion_tokens":1,"total_tokens":8}})";
+
+// A streamed answer of two tool calls as vLLM sends it (a role chunk, each call's id and name,
+// its arguments a piece at a time, the finish, then a usage chunk), for a client streaming the
+// Messages or Responses API from this chat-only replica.
+const std::vector<std::string> kToolStreamChunks = {
+    R"({"id":"chatcmpl-t","object":"chat.completion.chunk","created":1,"model":"m","choices":)"
+    R"([{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,)"
+    R"("finish_reason":null}]})",
+    R"({"id":"chatcmpl-t","object":"chat.completion.chunk","created":1,"model":"m","choices":)"
+    R"([{"index":0,"delta":{"tool_calls":[{"id":"chatcmpl-tool-a","type":"function","index":0,)"
+    R"("function":{"name":"grep","arguments":""}}]},"logprobs":null,"finish_reason":null}]})",
+    R"({"id":"chatcmpl-t","object":"chat.completion.chunk","created":1,"model":"m","choices":)"
+    R"([{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"pattern\": "}}]},)"
+    R"("logprobs":null,"finish_reason":null}]})",
+    R"({"id":"chatcmpl-t","object":"chat.completion.chunk","created":1,"model":"m","choices":)"
+    R"([{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\"route\\n\", "}}]},)"
+    R"("logprobs":null,"finish_reason":null}]})",
+    R"({"id":"chatcmpl-t","object":"chat.completion.chunk","created":1,"model":"m","choices":)"
+    R"([{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\"path\": \"src\"}"}}]},)"
+    R"("logprobs":null,"finish_reason":null}]})",
+    R"({"id":"chatcmpl-t","object":"chat.completion.chunk","created":1,"model":"m","choices":)"
+    R"([{"index":0,"delta":{"tool_calls":[{"id":"chatcmpl-tool-b","type":"function","index":1,)"
+    R"("function":{"name":"ls","arguments":"{}"}}]},"logprobs":null,"finish_reason":null}]})",
+    R"({"id":"chatcmpl-t","object":"chat.completion.chunk","created":1,"model":"m","choices":)"
+    R"([{"index":0,"delta":{"content":""},"logprobs":null,"finish_reason":"tool_calls",)"
+    R"("stop_reason":null}]})",
+    R"({"id":"chatcmpl-t","object":"chat.completion.chunk","created":1,"model":"m","choices":[],)"
+    R"("usage":{"prompt_tokens":7,"completion_tokens":12,"total_tokens":19}})"};
+// The two calls' arguments, whole.
+const std::string kGrepArguments = "{\"pattern\": \"route\\n\", \"path\": \"src\"}";
+
+// `body` sent chunked after `head`, a chunk of at most `piece` bytes per piece, the last chunk
+// alone.
+std::vector<std::string> chunked_pieces(const std::string& head, const std::string& body,
+                                        std::size_t piece) {
+  std::vector<std::string> out = {head + "transfer-encoding: chunked\r\n\r\n"};
+  for (std::size_t at = 0; at < body.size(); at += piece) {
+    const std::string part = body.substr(at, piece);
+    char size[16];
+    std::snprintf(size, sizeof size, "%zx", part.size());
+    out.push_back(std::string(size) + "\r\n" + part + "\r\n");
+  }
+  out.push_back("0\r\n\r\n");
+  return out;
+}
+
+// kToolStreamChunks as server-sent events.
+std::string tool_stream_events() {
+  std::string events;
+  for (const std::string& chunk : kToolStreamChunks) events += "data: " + chunk + "\n\n";
+  return events + "data: [DONE]\n\n";
+}
 
 std::vector<std::string> answer_pieces(int which) {
   const std::string head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n";
@@ -47,17 +103,10 @@ std::vector<std::string> answer_pieces(int which) {
       return {head + "\r\n" + kAnswer.substr(0, 40), kAnswer.substr(40)};
     case 7:  // a length the replica does not send in full before it closes
       return {plain.substr(0, header_end + 40)};
-    default: {  // chunked, one chunk per piece, the last chunk alone
-      std::vector<std::string> out = {head + "transfer-encoding: chunked\r\n\r\n"};
-      for (std::size_t at = 0; at < kAnswer.size(); at += 50) {
-        const std::string part = kAnswer.substr(at, 50);
-        char size[16];
-        std::snprintf(size, sizeof size, "%zx", part.size());
-        out.push_back(std::string(size) + "\r\n" + part + "\r\n");
-      }
-      out.push_back("0\r\n\r\n");
-      return out;
-    }
+    case 8:  // a stream of tool calls, in pieces that cut across its events
+      return chunked_pieces("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n",
+                            tool_stream_events(), 61);
+    default: return chunked_pieces(head, kAnswer, 50);  // chunked, one chunk per piece
   }
 }
 
@@ -209,6 +258,101 @@ TEST(UpstreamPiecesTest, AnAnswerEndedByClosingIsWholeAndOneCutShortIsAnError) {
   const Reply metrics = get(port, "/metrics");
   EXPECT_NE(metrics.body.find(R"(prefixgate_upstream_failures_total{replica=")"), std::string::npos)
       << metrics.body;
+}
+
+// The data of each event of a streamed answer, parsed (null where it is no JSON).
+std::vector<json::Value> event_data(const std::string& body) {
+  canon::SseReader reader;
+  std::vector<canon::SseEvent> events;
+  reader.feed(body, events);
+  std::vector<json::Value> out;
+  for (const canon::SseEvent& e : events) {
+    auto doc = json::parse(e.data);
+    out.push_back(doc ? std::move(*doc) : json::Value());
+  }
+  return out;
+}
+
+std::string string_at(const json::Value& v, std::initializer_list<const char*> path) {
+  const json::Value* at = &v;
+  for (const char* key : path) {
+    at = at->is_object() ? at->find(key) : nullptr;
+    if (at == nullptr) return "";
+  }
+  return at->is_string() ? at->as_string() : json::to_json(*at);
+}
+
+TEST(UpstreamPiecesTest, AStreamOfToolCallsInPiecesIsTranslatedForMessagesAndResponses) {
+  PiecemealUpstream up;
+  ASSERT_NE(up.port(), 0);
+  std::uint16_t port = 0;
+  auto gw = gateway_in_front_of(up, "tool-stream", port);
+  ASSERT_NE(port, 0) << gw->output();
+  ASSERT_TRUE(wait_healthy(port, 1));
+
+  // Messages: a tool_use block per call, its input the call's argument pieces in order.
+  const Reply messages = post(port, "/v1/messages",
+                              R"({"model":"m","max_tokens":64,"stream":true,)"
+                              R"("messages":[{"role":"user","content":"case-8"}]})",
+                              {{"anthropic-version", "2023-06-01"}});
+  ASSERT_TRUE(messages.ok);
+  ASSERT_EQ(messages.status, 200) << messages.body;
+  std::map<std::string, std::string> names, ids, inputs;  // by block index
+  std::string stop_reason, output_tokens, last;
+  for (const json::Value& e : event_data(messages.body)) {
+    last = string_at(e, {"type"});
+    const std::string index = string_at(e, {"index"});
+    if (last == "content_block_start" && string_at(e, {"content_block", "type"}) == "tool_use") {
+      names[index] = string_at(e, {"content_block", "name"});
+      ids[index] = string_at(e, {"content_block", "id"});
+    }
+    if (last == "content_block_delta" && string_at(e, {"delta", "type"}) == "input_json_delta") {
+      inputs[index] += string_at(e, {"delta", "partial_json"});
+    }
+    if (last == "message_delta") {
+      stop_reason = string_at(e, {"delta", "stop_reason"});
+      output_tokens = string_at(e, {"usage", "output_tokens"});
+    }
+  }
+  ASSERT_EQ(names.size(), 2u) << messages.body;
+  const std::string grep = names.begin()->first, ls = std::next(names.begin())->first;
+  EXPECT_EQ(names[grep], "grep");
+  EXPECT_EQ(ids[grep], "chatcmpl-tool-a");
+  EXPECT_EQ(inputs[grep], kGrepArguments) << messages.body;
+  EXPECT_EQ(names[ls], "ls");
+  EXPECT_EQ(ids[ls], "chatcmpl-tool-b");
+  EXPECT_EQ(inputs[ls], "{}");
+  EXPECT_EQ(stop_reason, "tool_use");
+  EXPECT_EQ(output_tokens, "12");
+  EXPECT_EQ(last, "message_stop");
+
+  // Responses: a function_call item per call, its arguments' deltas adding up to the done event's.
+  const Reply responses =
+      post(port, "/v1/responses",
+           R"({"model":"m","max_output_tokens":64,"stream":true,"input":"case-8"})");
+  ASSERT_TRUE(responses.ok);
+  ASSERT_EQ(responses.status, 200) << responses.body;
+  std::map<std::string, std::string> deltas, done;  // by output index
+  json::Value completed;
+  for (json::Value& e : event_data(responses.body)) {
+    const std::string type = string_at(e, {"type"}), index = string_at(e, {"output_index"});
+    if (type == "response.function_call_arguments.delta") deltas[index] += string_at(e, {"delta"});
+    if (type == "response.function_call_arguments.done") done[index] = string_at(e, {"arguments"});
+    if (type == "response.completed") completed = std::move(e);
+  }
+  ASSERT_EQ(done.size(), 2u) << responses.body;
+  EXPECT_EQ(done.begin()->second, kGrepArguments);
+  EXPECT_EQ(std::next(done.begin())->second, "{}");
+  EXPECT_EQ(deltas, done);
+  const json::Value* output = completed.is_object() ? completed.find("response") : nullptr;
+  ASSERT_NE(output, nullptr) << responses.body;
+  EXPECT_EQ(string_at(*output, {"usage", "output_tokens"}), "12");
+  const json::Value* items = output->find("output");
+  ASSERT_TRUE(items != nullptr && items->is_array() && items->as_array().size() == 2)
+      << responses.body;
+  EXPECT_EQ(string_at(items->as_array()[0], {"name"}), "grep");
+  EXPECT_EQ(string_at(items->as_array()[0], {"arguments"}), kGrepArguments);
+  EXPECT_EQ(string_at(items->as_array()[1], {"name"}), "ls");
 }
 
 TEST(UpstreamPiecesTest, AnEventBurstManyReadBuffersLongIsAppliedToTheLastLine) {

@@ -104,10 +104,10 @@ std::size_t translate_events(const std::vector<canon::SseEvent>& events, StreamW
       writer.finish(out);
       break;
     }
-    // A token's plain chunk is read without a tree; any other (tool calls, usage, an error) is
-    // parsed whole.
+    // A token's plain chunk (text or tool calls) is read without a tree; any other (usage, an
+    // error, logprobs) is parsed whole.
     if (std::optional<canon::ChatReply> plain = canon::parse_plain_chat_chunk(e.data)) {
-      if (!plain->text.empty()) ++content;
+      if (!plain->text.empty() || !plain->tool_calls.empty()) ++content;
       writer.add(*plain, out);
       continue;
     }

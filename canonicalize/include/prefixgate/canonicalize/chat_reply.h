@@ -53,10 +53,11 @@ Result<ChatReply> parse_chat_reply(const json::Value& body);
 // A chat.completion.chunk (its first choice's delta; a usage chunk has no choice).
 Result<ChatReply> parse_chat_chunk(const json::Value& chunk);
 // A chat.completion.chunk read from its text without building a tree, when it is the plain
-// kind nearly every token's chunk is: no tool calls, logprobs, usage object or error, at most one
-// choice, and no container but `choices`, the choice and its `delta`. For such a text it gives
-// what parse_chat_chunk(*json::parse(text)) gives; nullopt for any other text, valid or not,
-// which the caller then parses whole.
+// kind nearly every token's chunk is, a piece of text or of tool calls: no logprobs, usage object
+// or error, at most one choice, and no container but `choices`, the choice, its `delta`, and the
+// delta's `tool_calls` with each call and its `function`. For such a text it gives what
+// parse_chat_chunk(*json::parse(text)) gives; nullopt for any other text, valid or not, which
+// the caller then parses whole.
 std::optional<ChatReply> parse_plain_chat_chunk(std::string_view text);
 // {"prompt_tokens", "completion_tokens", "prompt_tokens_details": {"cached_tokens"}}.
 std::optional<ChatUsage> parse_chat_usage(const json::Value& usage);
