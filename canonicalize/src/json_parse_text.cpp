@@ -257,7 +257,26 @@ const char* describe_simdjson_error(simdjson::error_code code) {
   }
 }
 
+namespace {
+
+// A count (up to 15 digits, no sign, fraction, exponent or leading zero), which a double holds
+// exactly: most numbers a request or an answer carries (ids, token counts, timestamps, indexes),
+// read without from_chars. False for anything else, which the full reading takes.
+bool read_small_integer(std::string_view token, double& value) {
+  if (token.empty() || token.size() > 15 || (token[0] == '0' && token.size() > 1)) return false;
+  std::uint64_t n = 0;
+  for (const char c : token) {
+    if (c < '0' || c > '9') return false;
+    n = n * 10 + static_cast<std::uint64_t>(c - '0');
+  }
+  value = static_cast<double>(n);
+  return true;
+}
+
+}  // namespace
+
 NumberRead read_number(std::string_view token, double& value) {
+  if (read_small_integer(token, value)) return NumberRead::kOk;
   if (!is_json_number(token)) return NumberRead::kInvalid;
   const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), value);
   if (ec == std::errc::result_out_of_range) {

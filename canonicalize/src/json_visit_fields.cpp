@@ -35,19 +35,6 @@ constexpr std::array<bool, 256> kStructural = [] {
   return table;
 }();
 
-// A count as usage objects hold them: up to 15 digits, no sign, fraction or exponent, which a
-// double holds exactly; what parse() reads it as. Anything else goes to read_number().
-bool read_small_integer(std::string_view token, double& value) {
-  if (token.empty() || token.size() > 15 || (token[0] == '0' && token.size() > 1)) return false;
-  std::uint64_t n = 0;
-  for (const char c : token) {
-    if (c < '0' || c > '9') return false;
-    n = n * 10 + static_cast<std::uint64_t>(c - '0');
-  }
-  value = static_cast<double>(n);
-  return true;
-}
-
 class Scanner {
  public:
   explicit Scanner(std::string_view text) : text_(text) {}
@@ -171,8 +158,7 @@ bool describe_field(Scanner& scan, FieldSeen& seen) {
     return true;
   }
   seen.type = Type::kNumber;
-  return read_small_integer(token, seen.number) ||
-         parse_text_detail::read_number(token, seen.number) == NumberRead::kOk;
+  return parse_text_detail::read_number(token, seen.number) == NumberRead::kOk;
 }
 
 // The fields of the object whose '{' is next, and (when `descend`) of the objects directly

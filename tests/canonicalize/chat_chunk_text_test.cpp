@@ -141,7 +141,7 @@ class ChunkMaker {
     }
     if (pick(5) == 0) std::swap(root[pick(root.size())], root[pick(root.size())]);
     std::string text = object(root);
-    switch (pick(14)) {  // something broken, or not what a chunk is
+    switch (pick(17)) {  // something broken, or not what a chunk is
       case 0: text += pick(2) == 0 ? " x" : "]"; break;
       case 1: text = text.substr(0, pick(text.size())); break;
       case 2: text.insert(text.find("\"created\":") + 10, "0"); break;          // a leading zero
@@ -154,7 +154,13 @@ class ChunkMaker {
       case 5: text.insert(text.find('"', 2) + 1, "\x01"); break;  // a raw control character
       case 6: text.insert(text.find('"', 2) + 1, "\xff"); break;  // not UTF-8
       case 7: text = "[" + text + "]"; break;
-      case 8: text += "\n\t "; break;  // whitespace after is fine
+      case 8:
+        text += "\n\t ";
+        break;  // whitespace after is fine
+      // Anywhere: a control character, a backslash, a quote (inside a string or between tokens).
+      case 9: text.insert(pick(text.size()), 1, static_cast<char>(pick(0x20))); break;
+      case 10: text.insert(pick(text.size()), "\\"); break;
+      case 11: text.insert(pick(text.size()), "\""); break;
       default: return text;
     }
     plain = false;  // whether parse() takes it, the comparison below decides
