@@ -14,14 +14,9 @@ namespace prefixgate::gateway::testing {
 namespace {
 
 void run_sdks_through_a_gateway(const std::string& kind) {
-  const std::filesystem::path js = std::filesystem::path(PREFIXGATE_SOURCE_DIR) / "tests" / "js";
-  std::string version;
-  ASSERT_EQ(run_command("node --version", version), 0)
-      << "node is not installed (needed for the SDK tests): " << version;
-  for (const char* package : {"@anthropic-ai/sdk", "openai"}) {
-    ASSERT_TRUE(std::filesystem::exists(js / "node_modules" / package / "package.json"))
-        << "tests/js/node_modules/" << package << " is missing: run scripts/install-js-deps.sh";
-  }
+  std::string why;
+  const std::filesystem::path js = node_clients({"@anthropic-ai/sdk", "openai"}, why);
+  ASSERT_FALSE(js.empty()) << why;
   std::uint16_t pa = 0, pb = 0, port = 0;
   auto a = start_engine(pa);
   auto b = start_engine(pb);

@@ -10,12 +10,9 @@ namespace prefixgate::gateway::testing {
 namespace {
 
 TEST(OpenAiSdkTest, OfficialClientWorksWithOnlyTheBaseUrlChanged) {
-  const std::filesystem::path js = std::filesystem::path(PREFIXGATE_SOURCE_DIR) / "tests" / "js";
-  std::string version;
-  ASSERT_EQ(run_command("node --version", version), 0)
-      << "node is not installed (needed for the OpenAI SDK test): " << version;
-  ASSERT_TRUE(std::filesystem::exists(js / "node_modules" / "openai" / "package.json"))
-      << "tests/js/node_modules/openai is missing: run scripts/install-js-deps.sh";
+  std::string why;
+  const std::filesystem::path js = node_clients({"openai"}, why);
+  ASSERT_FALSE(js.empty()) << why;
 
   std::uint16_t pa = 0, pb = 0, port = 0;
   auto a = start_engine(pa);

@@ -87,4 +87,21 @@ int run_command(const std::string& command, std::string& output) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+std::filesystem::path node_clients(std::initializer_list<const char*> packages, std::string& why) {
+  const std::filesystem::path js = std::filesystem::path(PREFIXGATE_SOURCE_DIR) / "tests" / "js";
+  std::string version;
+  if (run_command("node --version", version) != 0) {
+    why = "node is not installed (needed for the SDK tests): " + version;
+    return {};
+  }
+  for (const char* package : packages) {
+    if (!std::filesystem::exists(js / "node_modules" / package / "package.json")) {
+      why = "tests/js/node_modules/" + std::string(package) +
+            " is missing: run scripts/install-js-deps.sh";
+      return {};
+    }
+  }
+  return js;
+}
+
 }  // namespace prefixgate::gateway::testing

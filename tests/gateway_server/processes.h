@@ -15,7 +15,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <map>
 #include <regex>
 #include <set>
@@ -151,6 +153,10 @@ double metric_value(const std::string& text, const std::string& series);
 // Runs a shell command (stderr folded into stdout); returns its exit status (128 + signal when
 // killed) and appends its output. For the tests that drive node clients.
 int run_command(const std::string& command, std::string& output);
+
+// The folder of the node client scripts (tests/js). Empty, with `why` saying what is missing,
+// when node or one of `packages` is not installed (scripts/install-js-deps.sh installs them).
+std::filesystem::path node_clients(std::initializer_list<const char*> packages, std::string& why);
 
 // Polls until the gateway reports a healthy upstream (or `want` of them).
 inline bool wait_healthy(std::uint16_t port, std::size_t want = 1,

@@ -4,9 +4,10 @@
 // between them. Each answer is relayed byte for byte and its keep-alive connection is reused. An
 // answer without a length ends where the replica closes; one closed before its length is an error.
 // A chat replica's stream of tool calls, cut across its events, reaches a Messages or Responses
-// client as tool_use blocks and function_call items whose argument pieces add up to the calls'.
-// The same for a long-lived stream: a burst of engine events many read buffers long is applied
-// to the last line.
+// client as tool_use blocks and function_call items whose argument pieces add up to the calls',
+// read as raw events and by the official Anthropic and OpenAI SDKs
+// (tests/js/tool_stream_client.mjs). The same for a long-lived stream: a burst of engine events
+// many read buffers long is applied to the last line.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -14,6 +15,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -344,15 +346,29 @@ TEST(UpstreamPiecesTest, AStreamOfToolCallsInPiecesIsTranslatedForMessagesAndRes
   EXPECT_EQ(done.begin()->second, kGrepArguments);
   EXPECT_EQ(std::next(done.begin())->second, "{}");
   EXPECT_EQ(deltas, done);
-  const json::Value* output = completed.is_object() ? completed.find("response") : nullptr;
-  ASSERT_NE(output, nullptr) << responses.body;
-  EXPECT_EQ(string_at(*output, {"usage", "output_tokens"}), "12");
-  const json::Value* items = output->find("output");
+  const json::Value* response = completed.is_object() ? completed.find("response") : nullptr;
+  ASSERT_NE(response, nullptr) << responses.body;
+  EXPECT_EQ(string_at(*response, {"usage", "output_tokens"}), "12");
+  const json::Value* items = response->find("output");
   ASSERT_TRUE(items != nullptr && items->is_array() && items->as_array().size() == 2)
       << responses.body;
   EXPECT_EQ(string_at(items->as_array()[0], {"name"}), "grep");
   EXPECT_EQ(string_at(items->as_array()[0], {"arguments"}), kGrepArguments);
   EXPECT_EQ(string_at(items->as_array()[1], {"name"}), "ls");
+
+  // The official SDKs put both calls together from the same streams, as an agent's loop does.
+  std::string why;
+  const std::filesystem::path js = node_clients({"@anthropic-ai/sdk", "openai"}, why);
+  ASSERT_FALSE(js.empty()) << why;
+  std::string output;
+  const int rc = run_command("timeout 120 node " + (js / "tool_stream_client.mjs").string() +
+                                 " http://127.0.0.1:" + std::to_string(port) + " case-8",
+                             output);
+  EXPECT_EQ(rc, 0) << output;
+  for (const char* step : {"\"messages_tool_stream\":", "\"responses_tool_stream\":"}) {
+    EXPECT_NE(output.find(step), std::string::npos) << step << " missing in " << output;
+  }
+  EXPECT_NE(output.find("\"failures\":[]"), std::string::npos) << output;
 }
 
 TEST(UpstreamPiecesTest, AnEventBurstManyReadBuffersLongIsAppliedToTheLastLine) {

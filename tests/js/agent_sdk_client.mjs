@@ -6,6 +6,8 @@
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 
+import { sdkSteps } from './sdk_steps.mjs';
+
 const [origin, apiKey, model] = process.argv.slice(2);
 if (!origin || !apiKey || !model) {
   console.error('usage: node agent_sdk_client.mjs ORIGIN API_KEY MODEL');
@@ -13,21 +15,7 @@ if (!origin || !apiKey || !model) {
 }
 const anthropic = new Anthropic({ baseURL: origin, apiKey, maxRetries: 0, timeout: 60_000 });
 const openai = new OpenAI({ baseURL: `${origin}/v1`, apiKey, maxRetries: 0, timeout: 60_000 });
-const summary = {};
-const failures = [];
-
-function check(cond, what) {
-  if (!cond) failures.push(what);
-  return cond;
-}
-
-async function step(name, fn) {
-  try {
-    summary[name] = await fn();
-  } catch (e) {
-    failures.push(`${name}: ${e && e.stack ? e.stack : e}`);
-  }
-}
+const { check, step, finish } = sdkSteps();
 
 // A system prompt of many blocks' worth, declared cacheable.
 const systemText = 'You are a careful coding agent. Read before you edit. '.repeat(12);
@@ -230,6 +218,4 @@ await step('responses_errors', async () => {
   return null;
 });
 
-summary.failures = failures;
-console.log(JSON.stringify(summary));
-process.exit(failures.length === 0 ? 0 : 1);
+finish();

@@ -3,6 +3,8 @@
 // Prints a JSON summary; exits non-zero on any failure (tests/gateway_server/openai_sdk_test.cpp).
 import OpenAI from 'openai';
 
+import { sdkSteps } from './sdk_steps.mjs';
+
 const baseURL = process.argv[2];
 if (!baseURL) {
   console.error('usage: node openai_sdk_client.mjs BASE_URL');
@@ -10,21 +12,7 @@ if (!baseURL) {
 }
 const client = new OpenAI({ baseURL, apiKey: 'unused', maxRetries: 0, timeout: 60_000 });
 const model = 'builtin:tiny';
-const summary = {};
-const failures = [];
-
-function check(cond, what) {
-  if (!cond) failures.push(what);
-  return cond;
-}
-
-async function step(name, fn) {
-  try {
-    summary[name] = await fn();
-  } catch (e) {
-    failures.push(`${name}: ${e && e.stack ? e.stack : e}`);
-  }
-}
+const { check, step, finish } = sdkSteps();
 
 await step('chat', async () => {
   const { data: r, response } = await client.chat.completions
@@ -155,6 +143,4 @@ await step('bad_request', async () => {
   return null;
 });
 
-summary.failures = failures;
-console.log(JSON.stringify(summary));
-process.exit(failures.length === 0 ? 0 : 1);
+finish();
