@@ -218,3 +218,14 @@ write("fuzz_peer_datagram", "lifecycle", peer_datagram(7, [
 write("fuzz_peer_datagram", "burst", peer_datagram(9, [
     (1, f, (f % 5, 64 * f, 16, 16, [1000 + f, 2000 + f])) for f in range(1, 9)]
     + [(3, f, None) for f in range(1, 9, 2)]))
+
+# fuzz_chunked_body: an upstream answer's chunked body (what follows its header).
+for name, raw in {
+    "events": "".join("%x\r\n%s\r\n" % (len(e), e) for e in
+                      ["data: {\"choices\":[]}\n\n", "data: [DONE]\n\n"]) + "0\r\n\r\n",
+    "ext-trailer": "5;name=\"v\"\r\nhello\r\n0\r\nx-trailer: 1\r\n\r\n",
+    "upper-hex": "00A\r\n0123456789\r\n0\r\n\r\n",
+    "bare-lf": "5\nhello\r\n0\r\n\r\n",
+    "next-answer": "2\r\n{}\r\n0\r\n\r\nHTTP/1.1 200 OK\r\n",
+}.items():
+    write("fuzz_chunked_body", name, raw)

@@ -81,6 +81,7 @@ Awaitable<UpstreamFailure> Exchange::attempt(const BodyPieces& body, bool allow_
   buffers_.buffer.reserve(kReadBufferBytes);
   parser_.emplace();
   parser_->body_limit(boost::none);  // streamed through, never held whole
+  chunked_.reset();
   was_pooled = false;
   if (allow_pooled) {
     auto socket = ctx_.pool->take_idle(replica_, executor);
@@ -136,18 +137,36 @@ Awaitable<UpstreamFailure> Exchange::attempt(const BodyPieces& body, bool allow_
   co_return UpstreamFailure::kNone;
 }
 
+bool Exchange::decode_chunked(std::string& out) {
+  const auto bytes = buffers_.buffer.data();
+  std::size_t used = 0;
+  const serving::ChunkedBody::Result result = chunked_->decode(
+      std::string_view(static_cast<const char*>(bytes.data()), bytes.size()), out, used);
+  buffers_.buffer.consume(used);
+  return result != serving::ChunkedBody::Result::kError;
+}
+
 Awaitable<bool> Exchange::read_some(std::string& out) {
-  if (parser_->is_done()) co_return true;
+  if (done()) co_return true;
+  // A chunked body (every streamed answer) is decoded here, the chunk's data straight into
+  // `out`: Beast's parser took each chunk through its general machinery and copied it twice.
+  if (!chunked_ && parser_->chunked()) chunked_.emplace();
   std::unique_ptr<char[]>& chunk = buffers_.chunk;
-  if (!chunk) chunk = std::make_unique_for_overwrite<char[]>(kChunkBytes);
-  parser_->get().body().data = chunk.get();
-  parser_->get().body().size = kChunkBytes;
+  if (!chunked_) {
+    if (!chunk) chunk = std::make_unique_for_overwrite<char[]>(kChunkBytes);
+    parser_->get().body().data = chunk.get();
+    parser_->get().body().size = kChunkBytes;
+  }
   // A streamed answer is read an event at a time, hundreds a request, so each read is the
   // socket's own under the lazy idle deadline, not Beast's read on the timed stream: that one
   // started and cancelled a timer per read and ran its read and transfer operations around the
   // socket's, several times the instructions of the read itself.
   for (;;) {
-    if (buffers_.buffer.size() > 0) {
+    if (chunked_ && buffers_.buffer.size() > 0) {
+      const std::size_t before = out.size();
+      if (!decode_chunked(out)) co_return false;
+      if (out.size() > before || chunked_->done()) co_return true;
+    } else if (buffers_.buffer.size() > 0) {
       // Body bytes that came with the header or an earlier read: taken without a read.
       beast::error_code ec;
       serving::parse_buffered(*parser_, buffers_.buffer, serving::ParseUntil::kMessage, ec);
@@ -164,7 +183,9 @@ Awaitable<bool> Exchange::read_some(std::string& out) {
         buffers_.buffer.prepare(kReadBufferBytes), kTuple);
     buffers_.deadline->disarm();
     if (ec == asio::error::eof) {
-      // An answer without a length ends where the replica closes; any other is cut short.
+      // An answer without a length ends where the replica closes; any other (a chunked one
+      // among them) is cut short.
+      if (chunked_) co_return false;
       beast::error_code eof_ec;
       parser_->put_eof(eof_ec);
       co_return !eof_ec;
@@ -176,7 +197,7 @@ Awaitable<bool> Exchange::read_some(std::string& out) {
 
 Awaitable<bool> Exchange::read_all(std::string& out, std::size_t max_bytes) {
   bool ok = true;
-  while (ok && !parser_->is_done()) {
+  while (ok && !done()) {
     ok = co_await read_some(out);
     ok = ok && out.size() <= max_bytes;
   }
@@ -185,7 +206,7 @@ Awaitable<bool> Exchange::read_all(std::string& out, std::size_t max_bytes) {
 
 void Exchange::finish() {
   if (!stream_) return;
-  if (parser_ && parser_->is_done() && parser_->get().keep_alive() && buffers_.buffer.size() == 0) {
+  if (parser_ && done() && parser_->get().keep_alive() && buffers_.buffer.size() == 0) {
     stream_->expires_never();
     ctx_.pool->give_back(replica_, stream_->release_socket());
   }

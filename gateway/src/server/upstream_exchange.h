@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "prefixgate/canonicalize/json_splice.h"
+#include "prefixgate/serving/chunked_body.h"
 #include "server/context.h"
 
 namespace prefixgate::gateway::server {
@@ -55,7 +56,7 @@ class Exchange {
   // Appends the next piece of the body to `out`. False on an error or a timeout; at the end of
   // the body it returns true with nothing appended and done() holds.
   Awaitable<bool> read_some(std::string& out);
-  bool done() const { return parser_->is_done(); }
+  bool done() const { return chunked_ ? chunked_->done() : parser_->is_done(); }
   // Reads the rest of the body into `out` (bounded by max_bytes).
   Awaitable<bool> read_all(std::string& out, std::size_t max_bytes);
   // Returns the connection to the pool when the response was complete and keep-alive.
@@ -78,6 +79,11 @@ class Exchange {
   ExchangeBuffers own_buffers_;
   ExchangeBuffers& buffers_;
   std::optional<http::response_parser<http::buffer_body>> parser_;
+  // A chunked body's decoder, set at its first read: the parser reads the header only.
+  std::optional<serving::ChunkedBody> chunked_;
+  // Appends what the buffered bytes complete of a chunked body to `out`; false when they are
+  // malformed.
+  bool decode_chunked(std::string& out);
   static constexpr std::size_t kChunkBytes = 16 * 1024;
 };
 
