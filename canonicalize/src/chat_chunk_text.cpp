@@ -29,6 +29,7 @@
 #include "json_parse_text.h"
 #include "prefixgate/canonicalize/chat_reply.h"
 #include "prefixgate/canonicalize/json.h"
+#include "prefixgate/canonicalize/json_token_scan.h"
 
 namespace prefixgate::canon {
 namespace {
@@ -129,29 +130,9 @@ char simple_escape(char c) {
 
 // A scan of a chunk's text. Each reading function takes one value after whitespace and returns
 // false when the text is not what a plain chunk holds, or not what parse() accepts.
-class ChunkScan {
+class ChunkScan : public json::JsonTokenScan {
  public:
-  explicit ChunkScan(std::string_view text) : text_(text) {}
-
-  // Whether `c` comes next, after whitespace; taken when it does.
-  bool take(char c) {
-    skip_whitespace();
-    if (at_ >= text_.size() || text_[at_] != c) return false;
-    ++at_;
-    return true;
-  }
-
-  // The next value's first byte after whitespace ('\0' at the end).
-  char peek() {
-    skip_whitespace();
-    return at_ < text_.size() ? text_[at_] : '\0';
-  }
-
-  // Whether only whitespace is left.
-  bool at_end() {
-    skip_whitespace();
-    return at_ == text_.size();
-  }
+  explicit ChunkScan(std::string_view text) : JsonTokenScan(text) {}
 
   // A key without escapes (one with any is given up on), and the colon after it.
   bool key(std::string_view& key) {
@@ -211,28 +192,6 @@ class ChunkScan {
   }
 
  private:
-  void skip_whitespace() {
-    // Most tokens follow the last at once: any byte above a space is no whitespace.
-    if (at_ < text_.size() && static_cast<unsigned char>(text_[at_]) > ' ') return;
-    while (at_ < text_.size()) {
-      const char c = text_[at_];
-      if (c != ' ' && c != '\n' && c != '\r' && c != '\t') return;
-      ++at_;
-    }
-  }
-
-  std::string_view scalar_token() {
-    const std::size_t begin = at_;
-    while (at_ < text_.size()) {
-      const char c = text_[at_];
-      if (c == ',' || c == '}' || c == ']' || c == ' ' || c == '\n' || c == '\r' || c == '\t') {
-        break;
-      }
-      ++at_;
-    }
-    return text_.substr(begin, at_ - begin);
-  }
-
   // The rest of a string from its first escape or control character at `at_`, `begin` just
   // after its opening quote. The simple escapes are undone here; a string with a \u escape is
   // decoded by parse() itself, whose rules for surrogates this need not repeat.
@@ -274,8 +233,6 @@ class ChunkScan {
     return true;
   }
 
-  std::string_view text_;
-  std::size_t at_ = 0;
   std::string scratch_;  // the value of a string nobody reads, checked all the same
 };
 

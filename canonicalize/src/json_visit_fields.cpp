@@ -18,15 +18,12 @@
 
 #include "json_parse_text.h"
 #include "prefixgate/canonicalize/json.h"
+#include "prefixgate/canonicalize/json_token_scan.h"
 
 namespace prefixgate::json {
 namespace {
 
 using parse_text_detail::NumberRead;
-
-bool is_space(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
 
 // The bytes a pass over a container stops at: a string's quote and the brackets.
 constexpr std::array<bool, 256> kStructural = [] {
@@ -35,17 +32,9 @@ constexpr std::array<bool, 256> kStructural = [] {
   return table;
 }();
 
-class Scanner {
+class Scanner : public JsonTokenScan {
  public:
-  explicit Scanner(std::string_view text) : text_(text) {}
-
-  // Whether `c` comes next, after whitespace; taken when it does.
-  bool take(char c) {
-    skip_whitespace();
-    if (at_ >= text_.size() || text_[at_] != c) return false;
-    ++at_;
-    return true;
-  }
+  explicit Scanner(std::string_view text) : JsonTokenScan(text) {}
 
   // A string's text between its quotes, as written (escapes not undone), after whitespace.
   std::optional<std::string_view> raw_string() {
@@ -73,24 +62,6 @@ class Scanner {
     if (!text) return std::nullopt;
     unescaped = std::move(*text);
     return std::string_view(unescaped);
-  }
-
-  // The next value's first byte after whitespace ('\0' at the end).
-  char peek() {
-    skip_whitespace();
-    return at_ < text_.size() ? text_[at_] : '\0';
-  }
-
-  // A scalar's token: up to the next ',', '}', ']' or whitespace.
-  std::string_view scalar_token() {
-    skip_whitespace();
-    const std::size_t begin = at_;
-    while (at_ < text_.size()) {
-      const char c = text_[at_];
-      if (c == ',' || c == '}' || c == ']' || is_space(c)) break;
-      ++at_;
-    }
-    return text_.substr(begin, at_ - begin);
   }
 
   // Passes over one value by its structure: strings to their closing quote, brackets matched.
@@ -125,13 +96,6 @@ class Scanner {
     if (!value || !value->is_string()) return std::nullopt;
     return value->as_string();
   }
-
-  void skip_whitespace() {
-    while (at_ < text_.size() && is_space(text_[at_])) ++at_;
-  }
-
-  std::string_view text_;
-  std::size_t at_ = 0;
 };
 
 // What a field's value is, its number read when it is one, taken from the scan; containers are

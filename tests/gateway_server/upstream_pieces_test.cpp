@@ -202,13 +202,22 @@ class PiecemealUpstream {
   std::thread acceptor_;
 };
 
-// A gateway whose one replica is `up` (port 0 when it did not start).
-std::unique_ptr<Process> gateway_in_front_of(const PiecemealUpstream& up, const std::string& name,
-                                             std::uint16_t& port) {
+// A PiecemealUpstream and a gateway in front of it (`kind: openai`), started and healthy.
+struct PiecesFleet {
+  PiecemealUpstream up;
+  std::uint16_t port = 0;
+  std::unique_ptr<Process> gw;
+};
+
+// Starts `f`'s gateway, named `name`; call under ASSERT_NO_FATAL_FAILURE.
+void start_fleet(PiecesFleet& f, const std::string& name) {
+  ASSERT_NE(f.up.port(), 0);
   const std::string config = write_config(
-      name, "upstreams:\n  - url: " + upstream(up.port()) +
+      name, "upstreams:\n  - url: " + upstream(f.up.port()) +
                 "\n    kind: openai\ntimeouts: {first_byte_ms: 5000, health_interval_ms: 200}\n");
-  return start_gateway(port, {"--config", config});
+  f.gw = start_gateway(f.port, {"--config", config});
+  ASSERT_NE(f.port, 0) << f.gw->output();
+  ASSERT_TRUE(wait_healthy(f.port, 1));
 }
 
 // A completion whose answer comes the way case `which` of answer_pieces() says.
@@ -218,12 +227,10 @@ std::string case_body(int which) {
 }
 
 TEST(UpstreamPiecesTest, AnswersInAnyPiecesAreRelayedWholeOnReusedConnections) {
-  PiecemealUpstream up;
-  ASSERT_NE(up.port(), 0);
-  std::uint16_t port = 0;
-  auto gw = gateway_in_front_of(up, "pieces", port);
-  ASSERT_NE(port, 0) << gw->output();
-  ASSERT_TRUE(wait_healthy(port, 1));
+  PiecesFleet fleet;
+  ASSERT_NO_FATAL_FAILURE(start_fleet(fleet, "pieces"));
+  const PiecemealUpstream& up = fleet.up;
+  const std::uint16_t port = fleet.port;
   constexpr int kCases = 6;
   for (int round = 0; round < 2; ++round) {
     for (int which = 0; which < kCases; ++which) {
@@ -243,12 +250,9 @@ TEST(UpstreamPiecesTest, AnswersInAnyPiecesAreRelayedWholeOnReusedConnections) {
 }
 
 TEST(UpstreamPiecesTest, AnAnswerEndedByClosingIsWholeAndOneCutShortIsAnError) {
-  PiecemealUpstream up;
-  ASSERT_NE(up.port(), 0);
-  std::uint16_t port = 0;
-  auto gw = gateway_in_front_of(up, "closing", port);
-  ASSERT_NE(port, 0) << gw->output();
-  ASSERT_TRUE(wait_healthy(port, 1));
+  PiecesFleet fleet;
+  ASSERT_NO_FATAL_FAILURE(start_fleet(fleet, "closing"));
+  const std::uint16_t port = fleet.port;
   const Reply whole = post(port, "/v1/chat/completions", case_body(6));
   ASSERT_TRUE(whole.ok);
   EXPECT_EQ(whole.status, 200) << whole.body;
@@ -285,12 +289,9 @@ std::string string_at(const json::Value& v, std::initializer_list<const char*> p
 }
 
 TEST(UpstreamPiecesTest, AStreamOfToolCallsInPiecesIsTranslatedForMessagesAndResponses) {
-  PiecemealUpstream up;
-  ASSERT_NE(up.port(), 0);
-  std::uint16_t port = 0;
-  auto gw = gateway_in_front_of(up, "tool-stream", port);
-  ASSERT_NE(port, 0) << gw->output();
-  ASSERT_TRUE(wait_healthy(port, 1));
+  PiecesFleet fleet;
+  ASSERT_NO_FATAL_FAILURE(start_fleet(fleet, "tool-stream"));
+  const std::uint16_t port = fleet.port;
 
   // Messages: a tool_use block per call, its input the call's argument pieces in order.
   const Reply messages = post(port, "/v1/messages",

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "prefixgate/canonicalize/json_string_scan.h"
+#include "prefixgate/canonicalize/json_token_scan.h"
 
 namespace prefixgate::gateway::server {
 namespace {
@@ -46,53 +47,32 @@ bool read_uint(std::string_view s, std::size_t& i, std::uint64_t& v) {
   return n >= 1 && n <= 19 && (n == 1 || s[begin] != '0');
 }
 
-class Scanner {
+class Scanner : public json::JsonTokenScan {
  public:
-  explicit Scanner(std::string_view s) : s_(s) {}
+  explicit Scanner(std::string_view s) : JsonTokenScan(s) {}
 
-  void skip_ws() {
-    while (i_ < s_.size() &&
-           (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\n' || s_[i_] == '\r')) {
-      ++i_;
-    }
-  }
-  bool eat(char c) {
-    skip_ws();
-    if (i_ >= s_.size() || s_[i_] != c) return false;
-    ++i_;
-    return true;
-  }
-  bool at_end() {
-    skip_ws();
-    return i_ == s_.size();
-  }
   // A string of printable ASCII without escapes; false for anything else.
   bool string(std::string_view& out) {
-    if (!eat('"')) return false;
-    const std::size_t begin = i_;
-    if (!skip_plain_string(s_, i_)) return false;
-    out = s_.substr(begin, i_ - 1 - begin);
+    if (!take('"')) return false;
+    const std::size_t begin = at_;
+    if (!skip_plain_string(text_, at_)) return false;
+    out = text_.substr(begin, at_ - 1 - begin);
     return true;
   }
 
   // A string, or an unsigned integer of 1-19 digits without a fraction or exponent.
   bool value(Scalar& v) {
-    skip_ws();
-    if (i_ >= s_.size()) return false;
+    skip_whitespace();
+    if (at_ >= text_.size()) return false;
     v.present = true;
-    if (s_[i_] == '"') {
+    if (text_[at_] == '"') {
       v.is_string = true;
       return string(v.text);
     }
-    if (!read_uint(s_, i_, v.number)) return false;
+    if (!read_uint(text_, at_, v.number)) return false;
     // A number ends at whitespace, ',' or '}': "1.5", "1e3" or "12ab" are the DOM parser's.
-    return i_ == s_.size() || s_[i_] == ',' || s_[i_] == '}' || s_[i_] == ' ' || s_[i_] == '\t' ||
-           s_[i_] == '\n' || s_[i_] == '\r';
+    return at_ == text_.size() || (ends_token(text_[at_]) && text_[at_] != ']');
   }
-
- private:
-  std::string_view s_;
-  std::size_t i_ = 0;
 };
 
 // The fields the line's decoding reads, each seen at most once.
@@ -238,14 +218,14 @@ std::optional<EngineEventLine> scan_flat_event_line(std::string_view line) {
   if (std::optional<EngineEventLine> e = EngineLayout(line).match()) return e;
   Scanner in(line);
   Fields f;
-  if (!in.eat('{')) return std::nullopt;
-  if (!in.eat('}')) {
+  if (!in.take('{')) return std::nullopt;
+  if (!in.take('}')) {
     do {
       std::string_view key;
       Scalar v;
-      if (!in.string(key) || !in.eat(':') || !in.value(v) || !f.take(key, v)) return std::nullopt;
-    } while (in.eat(','));
-    if (!in.eat('}')) return std::nullopt;
+      if (!in.string(key) || !in.take(':') || !in.value(v) || !f.take(key, v)) return std::nullopt;
+    } while (in.take(','));
+    if (!in.take('}')) return std::nullopt;
   }
   if (!in.at_end()) return std::nullopt;
 
