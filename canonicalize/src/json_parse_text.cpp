@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <system_error>
 
+#include "prefixgate/base/hex_digit.h"
+
 namespace prefixgate::json::parse_text_detail {
 
 // Keys shown in error messages are cut to this many bytes (on a code point boundary).
@@ -151,23 +153,12 @@ std::size_t first_unescaped_control(std::string_view s) {
 
 namespace {
 
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-}  // namespace
-
-namespace {
-
 // The code unit of a `\uXXXX` escape starting at s[i] (the backslash), or -1.
 int unicode_escape_at(std::string_view s, std::size_t i) {
   if (i + 6 > s.size() || s[i] != '\\' || s[i + 1] != 'u') return -1;
   int unit = 0;
   for (std::size_t k = i + 2; k < i + 6; ++k) {
-    const int h = hex_value(s[k]);
+    const int h = hex_digit(s[k]);
     if (h < 0) return -1;
     unit = unit * 16 + h;
   }
@@ -293,6 +284,12 @@ std::optional<Value> read_literal(std::string_view token) {
   if (token == "false") return Value(false);
   if (token == "null") return Value();
   return std::nullopt;
+}
+
+std::optional<std::string> decode_string_literal(std::string_view quoted) {
+  auto value = parse(quoted);
+  if (!value || !value->is_string()) return std::nullopt;
+  return std::move(value->as_string());
 }
 
 simdjson::padded_string_view padded_in(std::string& buffer, std::string_view text) {

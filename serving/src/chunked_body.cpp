@@ -3,15 +3,10 @@
 #include <algorithm>
 #include <cstring>
 
+#include "prefixgate/base/hex_digit.h"
+
 namespace prefixgate::serving {
 namespace {
-
-int hex_digit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
 
 // A size line: its hex digits, then nothing, or an extension after ';' (with spaces or tabs
 // before it, RFC 9112's BWS). False for anything else.

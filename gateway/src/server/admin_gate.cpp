@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <random>
 
+#include "prefixgate/base/hex_digit.h"
+
 namespace prefixgate::gateway::server {
 namespace {
 
@@ -29,13 +31,6 @@ std::string random_token() {
     out += kHex[b & 15];
   }
   return out;
-}
-
-int hex_digit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
 }
 
 std::string_view trim(std::string_view s) {
