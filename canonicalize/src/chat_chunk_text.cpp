@@ -145,17 +145,18 @@ class ChunkScan : public json::JsonTokenScan {
     return take(':');
   }
 
-  // A string's value into `out` (its escapes undone), its opening quote next.
-  bool string(std::string& out) {
+  // A string's value into `out` (its escapes undone; nullptr: checked, not kept), its opening
+  // quote next.
+  bool string(std::string* out) {
     const std::size_t begin = ++at_;
     at_ = find_string_stop(text_, at_);
     if (at_ >= text_.size()) return false;
     if (text_[at_] == '"') {
-      out.assign(text_.data() + begin, at_ - begin);
+      if (out != nullptr) out->assign(text_.data() + begin, at_ - begin);
       ++at_;
       return true;
     }
-    return escaped_string(begin, out);
+    return escaped_string(begin, out != nullptr ? *out : scratch_);
   }
 
   // A scalar: a string (its value into `text`, when given), a number or a literal, checked as
@@ -163,10 +164,7 @@ class ChunkScan : public json::JsonTokenScan {
   bool scalar(std::string* text, bool& is_null) {
     is_null = false;
     switch (peek()) {
-      case '"': {
-        if (text != nullptr) return string(*text);
-        return string(scratch_);
-      }
+      case '"': return string(text);
       case '{':
       case '[':
       case '\0': return false;
@@ -226,14 +224,15 @@ class ChunkScan : public json::JsonTokenScan {
     std::size_t end = begin;
     while (end < text_.size() && text_[end] != '"') end += text_[end] == '\\' ? 2 : 1;
     if (end >= text_.size()) return false;
-    const auto value = json::parse(text_.substr(begin - 1, end - begin + 2));
-    if (!value || !value->is_string()) return false;
-    out = value->as_string();
+    std::optional<std::string> value =
+        json::parse_text_detail::decode_string_literal(text_.substr(begin - 1, end - begin + 2));
+    if (!value) return false;
+    out = std::move(*value);
     at_ = end + 1;
     return true;
   }
 
-  std::string scratch_;  // the value of a string nobody reads, checked all the same
+  std::string scratch_;  // an escaped string nobody reads, decoded to be checked
 };
 
 // Calls `on_field(key)` for each member of the object whose '{' is next (each call takes the

@@ -70,4 +70,9 @@ NumberRead read_number(std::string_view token, double& value);
 // looks at its first byte only); nullopt for anything else.
 std::optional<Value> read_literal(std::string_view token);
 
+// A string literal's value, its quotes included in `quoted`, decoded by parse() itself (escapes,
+// surrogate pairs, control characters); nullopt where parse() refuses it. For the tree-free
+// readers' rare strings with escapes they do not undo themselves.
+std::optional<std::string> decode_string_literal(std::string_view quoted);
+
 }  // namespace prefixgate::json::parse_text_detail
