@@ -267,7 +267,7 @@ TEST(UpstreamPiecesTest, AnAnswerEndedByClosingIsWholeAndOneCutShortIsAnError) {
 }
 
 // The data of each event of a streamed answer, parsed (null where it is no JSON).
-std::vector<json::Value> event_data(const std::string& body) {
+std::vector<json::Value> stream_event_data(const std::string& body) {
   canon::SseReader reader;
   std::vector<canon::SseEvent> events;
   reader.feed(body, events);
@@ -279,7 +279,7 @@ std::vector<json::Value> event_data(const std::string& body) {
   return out;
 }
 
-std::string string_at(const json::Value& v, std::initializer_list<const char*> path) {
+std::string text_at_path(const json::Value& v, std::initializer_list<const char*> path) {
   const json::Value* at = &v;
   for (const char* key : path) {
     at = at->is_object() ? at->find(key) : nullptr;
@@ -302,19 +302,19 @@ TEST(UpstreamPiecesTest, AStreamOfToolCallsInPiecesIsTranslatedForMessagesAndRes
   ASSERT_EQ(messages.status, 200) << messages.body;
   std::map<std::string, std::string> names, ids, inputs;  // by block index
   std::string stop_reason, output_tokens, last;
-  for (const json::Value& e : event_data(messages.body)) {
-    last = string_at(e, {"type"});
-    const std::string index = string_at(e, {"index"});
-    if (last == "content_block_start" && string_at(e, {"content_block", "type"}) == "tool_use") {
-      names[index] = string_at(e, {"content_block", "name"});
-      ids[index] = string_at(e, {"content_block", "id"});
+  for (const json::Value& e : stream_event_data(messages.body)) {
+    last = text_at_path(e, {"type"});
+    const std::string index = text_at_path(e, {"index"});
+    if (last == "content_block_start" && text_at_path(e, {"content_block", "type"}) == "tool_use") {
+      names[index] = text_at_path(e, {"content_block", "name"});
+      ids[index] = text_at_path(e, {"content_block", "id"});
     }
-    if (last == "content_block_delta" && string_at(e, {"delta", "type"}) == "input_json_delta") {
-      inputs[index] += string_at(e, {"delta", "partial_json"});
+    if (last == "content_block_delta" && text_at_path(e, {"delta", "type"}) == "input_json_delta") {
+      inputs[index] += text_at_path(e, {"delta", "partial_json"});
     }
     if (last == "message_delta") {
-      stop_reason = string_at(e, {"delta", "stop_reason"});
-      output_tokens = string_at(e, {"usage", "output_tokens"});
+      stop_reason = text_at_path(e, {"delta", "stop_reason"});
+      output_tokens = text_at_path(e, {"usage", "output_tokens"});
     }
   }
   ASSERT_EQ(names.size(), 2u) << messages.body;
@@ -337,10 +337,12 @@ TEST(UpstreamPiecesTest, AStreamOfToolCallsInPiecesIsTranslatedForMessagesAndRes
   ASSERT_EQ(responses.status, 200) << responses.body;
   std::map<std::string, std::string> deltas, done;  // by output index
   json::Value completed;
-  for (json::Value& e : event_data(responses.body)) {
-    const std::string type = string_at(e, {"type"}), index = string_at(e, {"output_index"});
-    if (type == "response.function_call_arguments.delta") deltas[index] += string_at(e, {"delta"});
-    if (type == "response.function_call_arguments.done") done[index] = string_at(e, {"arguments"});
+  for (json::Value& e : stream_event_data(responses.body)) {
+    const std::string type = text_at_path(e, {"type"}), index = text_at_path(e, {"output_index"});
+    if (type == "response.function_call_arguments.delta")
+      deltas[index] += text_at_path(e, {"delta"});
+    if (type == "response.function_call_arguments.done")
+      done[index] = text_at_path(e, {"arguments"});
     if (type == "response.completed") completed = std::move(e);
   }
   ASSERT_EQ(done.size(), 2u) << responses.body;
@@ -349,13 +351,13 @@ TEST(UpstreamPiecesTest, AStreamOfToolCallsInPiecesIsTranslatedForMessagesAndRes
   EXPECT_EQ(deltas, done);
   const json::Value* response = completed.is_object() ? completed.find("response") : nullptr;
   ASSERT_NE(response, nullptr) << responses.body;
-  EXPECT_EQ(string_at(*response, {"usage", "output_tokens"}), "12");
+  EXPECT_EQ(text_at_path(*response, {"usage", "output_tokens"}), "12");
   const json::Value* items = response->find("output");
   ASSERT_TRUE(items != nullptr && items->is_array() && items->as_array().size() == 2)
       << responses.body;
-  EXPECT_EQ(string_at(items->as_array()[0], {"name"}), "grep");
-  EXPECT_EQ(string_at(items->as_array()[0], {"arguments"}), kGrepArguments);
-  EXPECT_EQ(string_at(items->as_array()[1], {"name"}), "ls");
+  EXPECT_EQ(text_at_path(items->as_array()[0], {"name"}), "grep");
+  EXPECT_EQ(text_at_path(items->as_array()[0], {"arguments"}), kGrepArguments);
+  EXPECT_EQ(text_at_path(items->as_array()[1], {"name"}), "ls");
 
   // The official SDKs put both calls together from the same streams, as an agent's loop does.
   std::string why;

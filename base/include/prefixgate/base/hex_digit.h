@@ -1,5 +1,9 @@
 // A hexadecimal digit's value, in either case: for the readers of hex text (JSON's \u escapes,
 // HTTP chunk sizes, percent-encoded form values).
+//
+//   int d = hex_digit(c);
+//   if (d < 0) return bad_input();   // not a hex digit
+//   value = value << 4 | d;
 #pragma once
 
 namespace prefixgate {

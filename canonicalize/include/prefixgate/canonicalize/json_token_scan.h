@@ -2,6 +2,14 @@
 // (json::visit_member_fields, parse_plain_chat_chunk, the gateway's engine-event line scan):
 // whitespace passed over, a byte taken, a scalar's token cut out. What each value means, and
 // what is checked of it, is theirs.
+//
+//   class UsageScan : public json::JsonTokenScan {   // a reader adds its own values
+//     using JsonTokenScan::JsonTokenScan;
+//   };
+//   UsageScan scan(text);
+//   if (!scan.take('{')) return false;               // '{' after any whitespace, taken
+//   std::string_view token = scan.scalar_token();    // "12", "true", "null" as written
+//   bool whole = scan.at_end();                      // only whitespace left
 #pragma once
 
 #include <cstddef>
