@@ -6,11 +6,14 @@
 // same from several threads at once, which shows the lock's contention where the host has the
 // cores. A request costs the gateway ~45 us of CPU in all (docs/results); the time under the
 // lock bounds how many threads can route before it, not the CPU, is the limit.
+// BM_ReplicaSetRoute: one decision alone, on fleets of 8 to 1,000 replicas.
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "config.h"
@@ -91,5 +94,36 @@ void BM_ReplicaSetRequestCycle(benchmark::State& state) {
       benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_ReplicaSetRequestCycle)->Threads(1)->Threads(2)->UseRealTime();
+
+// One routing decision as a server thread makes it under the lock (a dry run: nothing predicted
+// or counted), on fleets of 8 to 1,000 replicas: a 3 KB prompt's 192 blocks, or a 32k-token
+// prompt's 2,048, one replica holding them. Beside gateway_index_scale_bench's
+// BM_RouteDecision32k (the policy alone), what the gateway's own bookkeeping adds to a decision.
+void BM_ReplicaSetRoute(benchmark::State& state) {
+  const auto replicas = static_cast<std::size_t>(state.range(0));
+  const auto blocks = static_cast<std::size_t>(state.range(1));
+  static std::map<std::pair<std::size_t, std::size_t>, ReplicaSet*> sets;
+  ReplicaSet*& set = sets[{replicas, blocks}];
+  const std::vector<std::uint64_t> prompt = synthetic_hashes::chain(7, blocks);
+  if (set == nullptr) {
+    set = &server::healthy_replica_set(replicas);
+    std::vector<KeyChange> held;
+    for (std::uint64_t h : prompt) held.push_back({h, KeyState::kPrimary});
+    set->apply_key_changes(0, held);
+  }
+  RouteRequest request;
+  request.block_hashes = prompt;
+  request.prompt_tokens = blocks * 16;
+  for (auto _ : state) {
+    const RouteDecision d = set->route(request, {}, Clock::now(), /*dry_run=*/true);
+    benchmark::DoNotOptimize(d);
+  }
+}
+BENCHMARK(BM_ReplicaSetRoute)
+    ->ArgNames({"replicas", "blocks"})
+    ->Args({8, 192})
+    ->Args({64, 192})
+    ->Args({1000, 192})
+    ->Args({1000, 2048});
 
 }  // namespace

@@ -24,11 +24,12 @@ class EvictionChurn {
   // Reads every replica's eviction count at `now` (once per decision).
   void update(std::span<const ReplicaView> replicas, const PrefixIndex& index,
               Clock::time_point now) {
-    const std::size_t n = std::min(replicas.size(), index.replica_count());
+    const std::span<const std::uint64_t> counts = index.evicted_counts();
+    const std::size_t n = std::min(replicas.size(), counts.size());
     states_.resize(n);
     for (std::size_t r = 0; r < n; ++r) {
       State& c = states_[r];
-      const std::uint64_t count = index.evicted_blocks(static_cast<ReplicaId>(r));
+      const std::uint64_t count = counts[r];
       if (!c.seen || count < c.last) {
         c = {count, now, 0, true};
       } else if (now - c.at >= std::chrono::milliseconds(50)) {  // shorter gaps say little

@@ -26,6 +26,7 @@ ReplicaId PrefixIndex::add_replica(ReplicaIndexConfig config) {
   state.config = config;
   state.events_live = config.kind == ReplicaKind::kPrefixgate;
   impl_->replicas.push_back(std::move(state));
+  impl_->evicted.push_back(0);
   const std::size_t needed = words_for(impl_->replicas.size());
   if (needed > impl_->words) impl_->widen(needed);
   return id;
@@ -49,7 +50,7 @@ void PrefixIndex::apply_stored(ReplicaId replica, std::uint64_t hash, CacheTier 
 void PrefixIndex::apply_removed(ReplicaId replica, std::uint64_t hash) {
   PG_DCHECK(replica < impl_->replicas.size());
   if (impl_->replicas[replica].confirmed.erase(hash) == 0) return;
-  ++impl_->replicas[replica].evicted;
+  ++impl_->evicted[replica];
   impl_->unstore(replica, hash);
 }
 
@@ -116,7 +117,7 @@ void PrefixIndex::predict(ReplicaId replica, std::span<const std::uint64_t> hash
     rs.lru.pop_back();
     rs.lru_pos.erase(victim);
     im.drop_prediction(replica, victim, kNever);
-    ++rs.evicted;
+    ++im.evicted[replica];
   }
 }
 
@@ -141,7 +142,11 @@ void PrefixIndex::expire_predictions(Clock::time_point now) {
 
 std::uint64_t PrefixIndex::evicted_blocks(ReplicaId replica) const {
   PG_DCHECK(replica < impl_->replicas.size());
-  return impl_->replicas[replica].evicted;
+  return impl_->evicted[replica];
+}
+
+std::span<const std::uint64_t> PrefixIndex::evicted_counts() const {
+  return impl_->evicted;
 }
 
 std::size_t PrefixIndex::blocks(ReplicaId replica) const {

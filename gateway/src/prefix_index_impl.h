@@ -175,7 +175,6 @@ struct ReplicaState {
   // instead of a scan of the whole index. Their tier is in the index (Entry::offloaded).
   boost::unordered_flat_set<std::uint64_t> confirmed;
   std::size_t predicted = 0;  // live prediction records on this replica
-  std::uint64_t evicted = 0;  // blocks evicted: removed by events, or dropped by the LRU
   // Predictions expire after the TTL (events confirm what is cached), or else live in the LRU.
   bool events_live = true;
   // With events: (hash, expiry) in expiry order, earliest at the front. An entry whose
@@ -238,6 +237,10 @@ using namespace prefix_index_detail;  // the private header of one class: its ow
 struct PrefixIndex::Impl {
   IndexConfig config;
   std::vector<ReplicaState> replicas;
+  // By replica: blocks evicted, removed by events or dropped by the LRU. Apart from `replicas`, so
+  // that a policy reading every replica's count for each decision (evicted_counts) reads them
+  // from one array, not one ReplicaState each (at 1,000 replicas, a tenth of a decision).
+  std::vector<std::uint64_t> evicted;
   std::size_t words = 0;  // mask words per row
 
   BlockTable<Entry> entries;

@@ -105,8 +105,11 @@ class CacheAware final : public RoutingPolicy {
         ++holders;
         if (!holder_has_place) holder_has_place = load_model_.has_place(replicas[r]);
       }
-      best_saved = std::max(best_saved, saved_prefill_tokens(request, blocks_[r], offloaded_[r],
-                                                             config_.offload_hit_weight));
+      // Nothing matched saves nothing (most of a large fleet): no conversions to find it out.
+      if (blocks_[r] > 0) {
+        best_saved = std::max(best_saved, saved_prefill_tokens(request, blocks_[r], offloaded_[r],
+                                                               config_.offload_hit_weight));
+      }
     }
     if (healthy == 0) return {};
     record_prompt(request.prompt_tokens);
@@ -340,7 +343,9 @@ class CacheAware final : public RoutingPolicy {
     const std::size_t n = replicas.size();
     std::size_t holder = n;
     for (std::size_t r = 0; r < n; ++r) {
-      if (!replicas[r].healthy || blocks_[r] != best_match_) continue;
+      // The match first: it is contiguous, and rules out most of a large fleet without reading
+      // its views.
+      if (blocks_[r] != best_match_ || !replicas[r].healthy) continue;
       const double cost = load_[r] + miss_cost(request, replicas[r], r, seconds);
       if (holder == n || cost < holder_cost) {
         holder = r;
@@ -375,7 +380,7 @@ class CacheAware final : public RoutingPolicy {
     const double bound =
         best_cost + config_.near_tie_prefills * prompt * replicas[best].prefill_seconds_per_token;
     auto within = [&](std::size_t r) {
-      return replicas[r].healthy && eligible(r) &&
+      return eligible(r) && replicas[r].healthy &&
              load_[r] + miss_cost(request, replicas[r], r, true) <= bound;
     };
     if (config_.peered && config_.peer_turns && send_gaps_.seconds > 0 &&

@@ -1,12 +1,14 @@
-// ReplicaSet under several server threads at once, in-process: four threads route, settle, store
-// their engine's blocks and finish thousands of requests on one set while a fifth reads its status
-// and matches, as /metrics and explain do. At the end nothing is left in flight and each thread's
+// ReplicaSet under several server threads at once, in-process: four threads route (every other
+// request a retry's, one replica excluded), settle, store their engine's blocks and finish
+// thousands of requests on one set while a fifth reads its status and matches, as /metrics and
+// explain do. At the end nothing is left in flight and each thread's
 // last prompt is held where it was routed. ThreadSanitizer runs it (label concurrent), so a path
 // that touched the shared state outside the routing lock fails here.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -49,7 +51,10 @@ TEST(ReplicaSetThreadsTest, ConcurrentRequestsLeaveNothingInFlightAndTheirBlocks
   std::thread reader([&] {
     const std::vector<std::uint64_t> probe = prompt(0, 0, 0);
     while (!done.load(std::memory_order_acquire)) {
-      EXPECT_EQ(set.status().size(), kReplicas);
+      // A decision that excludes replicas hides them only while it holds the lock.
+      const std::vector<ReplicaStatus> status = set.status();
+      EXPECT_EQ(status.size(), kReplicas);
+      for (const ReplicaStatus& s : status) EXPECT_TRUE(s.view.healthy) << s.name;
       EXPECT_EQ(set.matches(probe, Clock::now()).size(), kReplicas);
     }
   });
@@ -63,8 +68,16 @@ TEST(ReplicaSetThreadsTest, ConcurrentRequestsLeaveNothingInFlightAndTheirBlocks
       for (std::size_t i = 0; i < kRequestsPerThread; ++i) {
         const std::vector<std::uint64_t> hashes = prompt(t, i % kConversations, i);
         const RouteRequest request = request_for(hashes);
-        const RouteDecision d = set.route(request, {}, Clock::now());
+        // Every other request a retry's: the thread's own replica excluded.
+        const ReplicaId own[] = {static_cast<ReplicaId>(t % kReplicas)};
+        const bool retry = i % 2 == 1;
+        const RouteDecision d = set.route(
+            request, retry ? std::span<const ReplicaId>(own) : std::span<const ReplicaId>(),
+            Clock::now());
         ASSERT_NE(d.reason, RouteReason::kNoHealthyReplica);
+        if (retry) {
+          ASSERT_NE(d.replica, own[0]);
+        }
         set.prefilled(d, hashes, request.prompt_tokens);
         stored.clear();
         for (std::uint64_t h : hashes) stored.push_back({h, KeyState::kPrimary});

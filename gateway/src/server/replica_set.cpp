@@ -23,39 +23,64 @@ ReplicaSet::ReplicaSet(std::vector<UpstreamConfig> upstreams, std::unique_ptr<Ro
       index_(index_config) {
   for (const UpstreamConfig& u : upstreams_) {
     const ReplicaId id = index_.add_replica({u.kind, u.capacity_blocks});
-    State s;
-    s.view.id = id;
-    s.view.healthy = false;  // until the first health check answers
+    ReplicaView v;
+    v.id = id;
+    v.healthy = false;  // until the first health check answers
     if (u.prefill_tokens_per_s > 0 && u.decode_us_per_sequence > 0) {
-      s.view.prefill_seconds_per_token = 1.0 / static_cast<double>(u.prefill_tokens_per_s);
-      s.view.decode_seconds_per_sequence = static_cast<double>(u.decode_us_per_sequence) * 1e-6;
+      v.prefill_seconds_per_token = 1.0 / static_cast<double>(u.prefill_tokens_per_s);
+      v.decode_seconds_per_sequence = static_cast<double>(u.decode_us_per_sequence) * 1e-6;
     }
+    views_.push_back(v);
+    State s;
     s.events = u.kind == ReplicaKind::kOpenai ? EventsLink::kNone : EventsLink::kDown;
     state_.push_back(s);
   }
   PG_DCHECK(state_.size() == index_.replica_count());
 }
 
+void ReplicaSet::set_healthy_locked(ReplicaId id, bool healthy) {
+  ReplicaView& v = views_[id];
+  if (v.healthy == healthy) return;
+  v.healthy = healthy;
+  healthy_ = healthy ? healthy_ + 1 : healthy_ - 1;
+}
+
+namespace {
+
+// Marks the replicas a decision hid from the policy healthy again when it goes out of scope.
+struct ShowAgain {
+  std::vector<ReplicaView>& views;
+  const std::vector<ReplicaId>& ids;
+  ~ShowAgain() {
+    for (const ReplicaId id : ids) views[id].healthy = true;
+  }
+};
+
+}  // namespace
+
 RouteDecision ReplicaSet::route(const RouteRequest& request, std::span<const ReplicaId> exclude,
                                 Clock::time_point now, bool dry_run) {
   std::unique_lock lock(mu_);
-  scratch_.clear();
-  for (const State& s : state_) {
-    scratch_.push_back(s.view);
-    if (std::find(exclude.begin(), exclude.end(), s.view.id) != exclude.end()) {
-      scratch_.back().healthy = false;
+  // The excluded replicas (a retry's: one or two) are hidden from the policy in place, and shown
+  // again however the decision ends.
+  hidden_.clear();
+  for (const ReplicaId id : exclude) {
+    if (id < views_.size() && views_[id].healthy) {
+      views_[id].healthy = false;
+      hidden_.push_back(id);
     }
   }
-  if (std::none_of(scratch_.begin(), scratch_.end(),
-                   [](const ReplicaView& v) { return v.healthy; })) {
-    return RouteDecision{};
+  const bool none_left = hidden_.size() == healthy_;
+  RouteDecision d;
+  {
+    const ShowAgain show_again{views_, hidden_};
+    if (!none_left) d = policy_->route(request, views_, index_, now);
   }
-  RouteDecision d = policy_->route(request, scratch_, index_, now);
-  if (d.reason == RouteReason::kNoHealthyReplica || d.replica >= state_.size()) {
+  if (none_left || d.reason == RouteReason::kNoHealthyReplica || d.replica >= views_.size()) {
     return RouteDecision{};
   }
   if (dry_run) return d;
-  record_routed(index_, *policy_, state_[d.replica].view, request, d, now);
+  record_routed(index_, *policy_, views_[d.replica], request, d, now);
   if (peer_out_) {
     d.flight = ++next_flight_;
     peer_out_->routed(d.flight, replica_keys_[d.replica], request, d);
@@ -69,7 +94,7 @@ void ReplicaSet::prefilled(const RouteDecision& d, std::span<const std::uint64_t
   std::unique_lock lock(mu_);
   RouteRequest request;
   request.block_hashes = block_hashes;
-  record_prefilled(index_, state_[d.replica].view, request, prompt_tokens, Clock::now());
+  record_prefilled(index_, views_[d.replica], request, prompt_tokens, Clock::now());
   if (peer_out_ && d.flight != 0) {
     peer_out_->prefilled(d.flight);
     wake_peer_thread(lock);
@@ -81,7 +106,7 @@ void ReplicaSet::finish(const RouteDecision& d, std::span<const std::uint64_t> b
   std::unique_lock lock(mu_);
   RouteRequest request;
   request.block_hashes = block_hashes;
-  record_finished(index_, *policy_, state_[d.replica].view, request, d, prefilled,
+  record_finished(index_, *policy_, views_[d.replica], request, d, prefilled,
                   prompt_tokens_if_not_prefilled, Clock::now());
   if (peer_out_ && d.flight != 0) {
     peer_out_->finished(d.flight);
@@ -107,9 +132,9 @@ void ReplicaSet::enable_peers(std::uint64_t origin, PeerLedgerConfig config) {
   peer_out_ = std::make_unique<PeerSendWriter>(origin);
   peers_ = std::make_unique<PeerLedger>(origin, config);
   replica_keys_.clear();
-  for (const State& s : state_) {
-    replica_keys_.push_back(replica_key(upstreams_[s.view.id].url));
-    peers_->set_replica_key(replica_keys_.back(), s.view.id);
+  for (const ReplicaView& v : views_) {
+    replica_keys_.push_back(replica_key(upstreams_[v.id].url));
+    peers_->set_replica_key(replica_keys_.back(), v.id);
   }
 }
 
@@ -148,14 +173,14 @@ ReplicaSet::PeerStats ReplicaSet::peer_stats() const {
 }
 
 PeerLedger::ViewOf ReplicaSet::view_of_locked() {
-  return [this](ReplicaId id) { return id < state_.size() ? &state_[id].view : nullptr; };
+  return [this](ReplicaId id) { return id < views_.size() ? &views_[id] : nullptr; };
 }
 
 std::optional<ReplicaId> ReplicaSet::any_healthy(std::span<const ReplicaId> exclude) {
   std::lock_guard lock(mu_);
   for (std::size_t k = 0; k < state_.size(); ++k) {
     const ReplicaId id = static_cast<ReplicaId>((next_any_ + k) % state_.size());
-    if (!state_[id].view.healthy) continue;
+    if (!views_[id].healthy) continue;
     if (std::find(exclude.begin(), exclude.end(), id) != exclude.end()) continue;
     next_any_ = id + 1;
     return id;
@@ -166,8 +191,8 @@ std::optional<ReplicaId> ReplicaSet::any_healthy(std::span<const ReplicaId> excl
 std::vector<ReplicaId> ReplicaSet::healthy_replicas() const {
   std::lock_guard lock(mu_);
   std::vector<ReplicaId> out;
-  for (const State& s : state_) {
-    if (s.view.healthy) out.push_back(s.view.id);
+  for (const ReplicaView& v : views_) {
+    if (v.healthy) out.push_back(v.id);
   }
   return out;
 }
@@ -180,8 +205,8 @@ void ReplicaSet::record_success(ReplicaId id) {
 void ReplicaSet::record_failure(ReplicaId id) {
   std::lock_guard lock(mu_);
   State& s = state_[id];
-  if (++s.consecutive_failures >= eject_after_failures_ && s.view.healthy) {
-    s.view.healthy = false;
+  if (++s.consecutive_failures >= eject_after_failures_ && views_[id].healthy) {
+    set_healthy_locked(id, false);
     reset_index_locked(id);  // its cache may be gone; relearn it from a fresh snapshot
   }
 }
@@ -191,10 +216,10 @@ void ReplicaSet::health_check_result(ReplicaId id, bool ok) {
   State& s = state_[id];
   s.ever_checked = true;
   if (ok) {
-    if (!s.view.healthy) s.consecutive_failures = 0;
-    s.view.healthy = true;
-  } else if (s.view.healthy) {
-    s.view.healthy = false;
+    if (!views_[id].healthy) s.consecutive_failures = 0;
+    set_healthy_locked(id, true);
+  } else if (views_[id].healthy) {
+    set_healthy_locked(id, false);
     reset_index_locked(id);
   }
 }
@@ -225,7 +250,7 @@ void ReplicaSet::apply_cleared(ReplicaId id) {
 }
 void ReplicaSet::apply_load(ReplicaId id, const LoadReport& load) {
   std::lock_guard lock(mu_);
-  apply_load_report(state_[id].view, load, Clock::now());
+  apply_load_report(views_[id], load, Clock::now());
   state_[id].preemptions_total = load.preemptions_total;
   touch_locked(id);
 }
@@ -269,13 +294,14 @@ std::vector<ReplicaStatus> ReplicaSet::status() const {
   std::lock_guard lock(mu_);
   std::vector<ReplicaStatus> out;
   const auto now = Clock::now();
-  for (const State& s : state_) {
+  for (const ReplicaView& v : views_) {
+    const State& s = state_[v.id];
     ReplicaStatus r;
-    r.name = upstreams_[s.view.id].url;
-    r.kind = upstreams_[s.view.id].kind;
+    r.name = upstreams_[v.id].url;
+    r.kind = upstreams_[v.id].kind;
     r.events = s.events;
-    r.view = s.view;
-    r.index_blocks = index_.blocks(s.view.id);
+    r.view = v;
+    r.index_blocks = index_.blocks(v.id);
     r.preemptions_total = s.preemptions_total;
     if (s.last_event != Clock::time_point{}) {
       r.seconds_since_event = std::chrono::duration<double>(now - s.last_event).count();

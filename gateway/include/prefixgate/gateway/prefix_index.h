@@ -130,6 +130,8 @@ class PrefixIndex {
   // it has no events, predictions its LRU dropped (not clears, resets or snapshots). How fast it
   // grows says how young the replica's LRU tail is: what a new prefix there would evict.
   std::uint64_t evicted_blocks(ReplicaId replica) const;
+  // evicted_blocks of every replica, by id: valid until the next change to the index.
+  std::span<const std::uint64_t> evicted_counts() const;
 
  private:
   struct Impl;
