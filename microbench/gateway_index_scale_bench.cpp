@@ -12,6 +12,9 @@
 //                                   come from memory as a busy gateway's would
 //   BM_IndexApplyEvents             events/s: a stored and a removed block per iteration, as a
 //                                   replica's cache turns over, on the full index
+//   BM_IndexApplyEventRuns/batched:B  events/s in runs: a replica stores 16 new blocks and
+//                                   evicts 16 old ones, by a call a change (B 0) or one
+//                                   apply_changes a run (B 1)
 //   BM_RouteDecision32k/policy:P    one routing decision for a 32k-token prompt (2,048 blocks)
 //   BM_RouteDecision32kTimed/P      the same on replicas that announce their speed and places
 //   BM_RouteDecision32kTemplateOnly/P  the same for a prompt of which every replica holds only
@@ -211,6 +214,44 @@ void BM_IndexApplyEvents(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<std::int64_t>(2 * state.iterations()));
 }
 BENCHMARK(BM_IndexApplyEvents);
+
+// A replica's events as they come, a run at a time: it stores a prompt's 16 new blocks and evicts
+// the 16 it stored 1,000 runs ago (the fleet's other replicas' runs came between, so those
+// entries are back in memory, not in cache). `batched`: 0 applies each change by its own call,
+// 1 the run by apply_changes, which fetches entries ahead. The shared index keeps one such run
+// per replica past this benchmark (16,000 blocks more than its 10.24 M).
+void BM_IndexApplyEventRuns(benchmark::State& state) {
+  constexpr std::size_t kRun = 16;
+  const bool batched = state.range(0) != 0;
+  Fleet& f = fleet(1);
+  static std::uint64_t next = 0;  // across the two variants: each run's blocks are new
+  std::vector<KeyChange> run(2 * kRun);
+  auto blocks_of = [](std::uint64_t k, std::size_t i) { return mix(0x5eed0000 ^ (k * kRun + i)); };
+  for (auto _ : state) {
+    const auto r = static_cast<ReplicaId>(next % kReplicas);
+    for (std::size_t i = 0; i < kRun; ++i) {
+      run[i] = {blocks_of(next, i), KeyState::kPrimary};
+      // The run this replica stored 1,000 runs ago (none yet for the first 1,000).
+      run[kRun + i] = {next >= kReplicas ? blocks_of(next - kReplicas, i) : blocks_of(next, i),
+                       KeyState::kAbsent};
+    }
+    if (next < kReplicas) std::swap_ranges(run.begin(), run.begin() + kRun, run.begin() + kRun);
+    if (batched) {
+      f.index->apply_changes(r, run);
+    } else {
+      for (const KeyChange& c : run) {
+        if (c.state == KeyState::kAbsent) {
+          f.index->apply_removed(r, c.key);
+        } else {
+          f.index->apply_stored(r, c.key);
+        }
+      }
+    }
+    ++next;
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(2 * kRun * state.iterations()));
+}
+BENCHMARK(BM_IndexApplyEventRuns)->ArgName("batched")->Arg(0)->Arg(1);
 
 // The fleet's views: queues and batches that differ by replica. `timed`: every replica announces
 // its speed and its batch places, as prefixgate-engine does, so cache_aware's cost is in seconds

@@ -47,6 +47,38 @@ void PrefixIndex::apply_stored(ReplicaId replica, std::uint64_t hash, CacheTier 
   impl_->store(replica, hash, tier);
 }
 
+void PrefixIndex::apply_changes(ReplicaId replica, std::span<const KeyChange> changes) {
+  PG_DCHECK(replica < impl_->replicas.size());
+  // A chunk's lookups first, each independent of the others, so that the processor overlaps
+  // their cache misses (the table's by prefetch, the replica's set by looking its keys up); then
+  // the chunk's changes, in order, find their entries in cache.
+  // Below kLookaheadMinBlocks the index's entries are mostly in cache already, and the lookups
+  // ahead would only add work.
+  constexpr std::size_t kChunk = 16;
+  constexpr std::size_t kLookaheadMinBlocks = std::size_t{1} << 20;
+  const bool ahead = impl_->entries.size() >= kLookaheadMinBlocks;
+  const auto& confirmed = impl_->replicas[replica].confirmed;
+  for (std::size_t base = 0; base < changes.size(); base += kChunk) {
+    const std::size_t end = std::min(changes.size(), base + kChunk);
+    if (ahead) {
+      std::size_t held = 0;
+      for (std::size_t i = base; i < end; ++i) {
+        impl_->entries.prefetch(changes[i].key);
+        held += confirmed.contains(changes[i].key) ? 1 : 0;
+      }
+      impl_->lookahead_sink += held;
+    }
+    for (std::size_t i = base; i < end; ++i) {
+      const KeyChange& c = changes[i];
+      switch (c.state) {
+        case KeyState::kAbsent: apply_removed(replica, c.key); break;
+        case KeyState::kOffload: impl_->store(replica, c.key, CacheTier::kOffload); break;
+        case KeyState::kPrimary: impl_->store(replica, c.key, CacheTier::kPrimary); break;
+      }
+    }
+  }
+}
+
 void PrefixIndex::apply_removed(ReplicaId replica, std::uint64_t hash) {
   PG_DCHECK(replica < impl_->replicas.size());
   if (impl_->replicas[replica].confirmed.erase(hash) == 0) return;

@@ -241,6 +241,8 @@ struct PrefixIndex::Impl {
   // that a policy reading every replica's count for each decision (evicted_counts) reads them
   // from one array, not one ReplicaState each (at 1,000 replicas, a tenth of a decision).
   std::vector<std::uint64_t> evicted;
+  // apply_changes' lookups ahead of a chunk, counted here so that they are not optimized away.
+  std::size_t lookahead_sink = 0;
   std::size_t words = 0;  // mask words per row
 
   BlockTable<Entry> entries;

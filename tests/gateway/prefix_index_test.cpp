@@ -580,5 +580,59 @@ TEST(PrefixIndexTest, ReplicasAddedAfterLruPredictionsKeepTheLruWorking) {
   EXPECT_EQ(index.evicted_blocks(0), 2U);
 }
 
+// apply_changes is apply_stored / apply_removed in order, whatever the run: a block stored and
+// removed within one chunk of its lookahead, or across two, stored twice, moved between tiers,
+// removed without being held. Checked on a small index and on one past the size from which it
+// looks its chunks up ahead (1 M blocks), against the same changes applied one call at a time.
+TEST(PrefixIndexTest, AppliedRunsEqualTheirChangesAppliedOneByOne) {
+  for (const std::size_t base_blocks : {std::size_t{0}, std::size_t{1} << 20}) {
+    PrefixIndex runs, single;
+    for (int r = 0; r < 3; ++r) {
+      runs.add_replica({});
+      single.add_replica({});
+    }
+    // Filler: replica 2 holds base_blocks blocks no change touches.
+    std::vector<KeyChange> filler;
+    for (std::size_t i = 0; i < base_blocks; ++i) {
+      filler.push_back({testing::mix(0xf111e5 + i), KeyState::kPrimary});
+    }
+    runs.apply_changes(2, filler);
+    for (const KeyChange& c : filler) single.apply_stored(2, c.key);
+
+    std::mt19937_64 rng(base_blocks + 11);
+    const std::vector<std::uint64_t> pool = prompt_hashes(5, 40);
+    for (int round = 0; round < 200; ++round) {
+      const auto r = static_cast<ReplicaId>(rng() % 2);
+      std::vector<KeyChange> run(rng() % 40);
+      for (KeyChange& c : run) {
+        c.key = pool[rng() % pool.size()];
+        c.state = static_cast<KeyState>(rng() % 3);
+      }
+      runs.apply_changes(r, run);
+      for (const KeyChange& c : run) {
+        switch (c.state) {
+          case KeyState::kAbsent: single.apply_removed(r, c.key); break;
+          case KeyState::kOffload: single.apply_stored(r, c.key, CacheTier::kOffload); break;
+          case KeyState::kPrimary: single.apply_stored(r, c.key, CacheTier::kPrimary); break;
+        }
+      }
+      ASSERT_EQ(runs.size(), single.size()) << "round " << round;
+      for (ReplicaId k = 0; k < 3; ++k) {
+        ASSERT_EQ(runs.blocks(k), single.blocks(k)) << "round " << round << " replica " << k;
+        ASSERT_EQ(runs.evicted_blocks(k), single.evicted_blocks(k)) << "round " << round;
+      }
+      // Every prefix of the pool, with the blocks held on a lower tier counted.
+      for (std::size_t len = 1; len <= pool.size(); len += 7) {
+        const std::vector<std::uint64_t> prefix(pool.begin(), pool.begin() + len);
+        std::vector<std::size_t> a(3), b(3), a_lower(3), b_lower(3);
+        runs.longest_match(prefix, {}, a, a_lower);
+        single.longest_match(prefix, {}, b, b_lower);
+        ASSERT_EQ(a, b) << "round " << round << " length " << len;
+        ASSERT_EQ(a_lower, b_lower) << "round " << round << " length " << len;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace prefixgate::gateway

@@ -448,13 +448,24 @@ class Simulation {
 
   void deliver(const Delivery& d) {
     for (SimGateway& gw : gateways_) {
+      // In runs, as the gateway's replica set applies a replica's events (apply_changes).
+      key_changes_.clear();
       for (const KvChange& c : d.changes) {
         switch (c.kind) {
-          case engine::CacheEvent::Kind::kStored: gw.index.apply_stored(d.replica, c.hash); break;
-          case engine::CacheEvent::Kind::kRemoved: gw.index.apply_removed(d.replica, c.hash); break;
-          case engine::CacheEvent::Kind::kCleared: gw.index.apply_cleared(d.replica); break;
+          case engine::CacheEvent::Kind::kStored:
+            key_changes_.push_back({c.hash, gateway::KeyState::kPrimary});
+            break;
+          case engine::CacheEvent::Kind::kRemoved:
+            key_changes_.push_back({c.hash, gateway::KeyState::kAbsent});
+            break;
+          case engine::CacheEvent::Kind::kCleared:
+            gw.index.apply_changes(d.replica, key_changes_);
+            key_changes_.clear();
+            gw.index.apply_cleared(d.replica);
+            break;
         }
       }
+      gw.index.apply_changes(d.replica, key_changes_);
       if (d.has_load) gateway::apply_load_report(gw.views[d.replica], d.load, virtual_time(now_));
     }
     kv_events_ += d.changes.size() * gateways_.size();
@@ -543,6 +554,8 @@ class Simulation {
   std::priority_queue<Event, std::vector<Event>, Later> heap_;
   std::deque<Delivery> deliveries_;
   std::deque<PeerDelivery> peer_deliveries_;
+  std::vector<gateway::KeyChange>
+      key_changes_;  // deliver()'s scratch: a run of one replica's events
   std::vector<bool> ticking_;
   std::vector<double> next_tick_;
   std::vector<std::size_t> per_replica_;

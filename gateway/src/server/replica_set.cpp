@@ -261,13 +261,7 @@ void ReplicaSet::reset_index(ReplicaId id) {
 
 std::uint64_t ReplicaSet::apply_key_changes(ReplicaId id, std::span<const KeyChange> changes) {
   std::lock_guard lock(mu_);
-  for (const KeyChange& c : changes) {
-    switch (c.state) {
-      case KeyState::kAbsent: index_.apply_removed(id, c.key); break;
-      case KeyState::kOffload: index_.apply_stored(id, c.key, CacheTier::kOffload); break;
-      case KeyState::kPrimary: index_.apply_stored(id, c.key, CacheTier::kPrimary); break;
-    }
-  }
+  index_.apply_changes(id, changes);
   touch_locked(id);
   return state_[id].index_epoch;
 }

@@ -34,21 +34,13 @@
 #include <unordered_map>
 #include <vector>
 
+#include "prefixgate/gateway/prefix_index.h"
 #include "prefixgate/kv_events/events.h"
 
 namespace prefixgate::gateway {
 
-// Where a replica holds one of our block keys.
-enum class KeyState : std::uint8_t {
-  kAbsent,
-  kOffload,  // held, but (partly) on a lower tier than the device: CPU memory, disk
-  kPrimary,  // in the device's KV cache
-};
-
-struct KeyChange {
-  std::uint64_t key = 0;
-  KeyState state = KeyState::kAbsent;
-};
+// KeyState and KeyChange (where a replica holds one of our block keys) are the index's
+// vocabulary: prefix_index.h.
 
 struct BlockKeysConfig {
   std::string model_id = "builtin:tiny";  // seeds the root, as the gateway's model entry does

@@ -51,6 +51,19 @@ enum class CacheTier : std::uint8_t {
 // an unconfigured replica cannot grow the index without limit.
 inline constexpr std::size_t kDefaultOpenaiCapacityBlocks = 65536;
 
+// Where a replica holds one of our block keys.
+enum class KeyState : std::uint8_t {
+  kAbsent,
+  kOffload,  // held, but (partly) on a lower tier than the device: CPU memory, disk
+  kPrimary,  // in the device's KV cache
+};
+
+// A block a replica's events stored (kPrimary, kOffload) or removed (kAbsent).
+struct KeyChange {
+  std::uint64_t key = 0;
+  KeyState state = KeyState::kAbsent;
+};
+
 struct ReplicaIndexConfig {
   ReplicaKind kind = ReplicaKind::kPrefixgate;
   // How many blocks the replica's KV cache holds: the LRU bound of its predictions while it
@@ -86,6 +99,10 @@ class PrefixIndex {
   // Stores the block, or moves it to `tier` when the replica already holds it.
   void apply_stored(ReplicaId replica, std::uint64_t hash, CacheTier tier = CacheTier::kPrimary);
   void apply_removed(ReplicaId replica, std::uint64_t hash);
+  // A run of the replica's events in order, as apply_stored and apply_removed would apply them
+  // one by one. Their blocks' entries are fetched from memory a few changes ahead, so that on a
+  // large index the cache misses of a run overlap instead of coming one after the other.
+  void apply_changes(ReplicaId replica, std::span<const KeyChange> changes);
   void apply_cleared(ReplicaId replica);
   // Forgets everything about a replica (event stream lost, replica ejected).
   void reset(ReplicaId replica);
