@@ -41,65 +41,72 @@ constexpr std::uint32_t kMaxReplicas = std::uint32_t{1} << 30;
 // A block's entry, 16 bytes, so a table bucket (hash and entry) is 24: what one holder per block
 // costs is mostly this table. Four 32-bit words; their low 30 bits hold up to kInlineHolders
 // replica ids, or when dense (past that) the row of dense_rows and the holder count. Their top
-// two bits together hold the flags: the inline count (3 bits), dense, predicted (a list in
-// Impl::predictions) and offloaded (a row in Impl::offload_row_of).
+// two bits hold six flag bits, bit k in bit 30 + k % 2 of word k / 2: the inline count (bits
+// 0-2), dense (3), predicted (4: a list in Impl::predictions) and offloaded (5: a row in
+// Impl::offload_row_of). Each is read and written where it lies: a lookup asks dense() and
+// count() of every block it visits, and a store push()es a holder, so gathering all six bits
+// from the four words for each of those was a good part of the work.
 class Entry {
  public:
-  bool dense() const { return flags() & kDense; }
-  bool predicted() const { return flags() & kPredicted; }
-  bool offloaded() const { return flags() & kOffloaded; }
-  void set_predicted(bool on) { set_flag(kPredicted, on); }
-  void set_offloaded(bool on) { set_flag(kOffloaded, on); }
+  bool dense() const { return bit(kDenseBit); }
+  bool predicted() const { return bit(kPredictedBit); }
+  bool offloaded() const { return bit(kOffloadedBit); }
+  void set_predicted(bool on) { set_bit(kPredictedBit, on); }
+  void set_offloaded(bool on) { set_bit(kOffloadedBit, on); }
 
-  std::uint32_t count() const { return dense() ? low(1) : flags() & kCountMask; }
+  std::uint32_t count() const { return dense() ? low(1) : inline_count(); }
   ReplicaId holder(std::uint32_t i) const { return low(i); }  // inline: i < count()
   std::uint32_t row() const { return low(0); }                // dense
 
   // Inline, count() < kInlineHolders.
   void push(ReplicaId r) {
-    const std::uint32_t n = count();
+    const std::uint32_t n = inline_count();
     set_low(n, r);
-    set_flags((flags() & ~kCountMask) | (n + 1));
+    set_inline_count(n + 1);
   }
   // Inline: removes holder i (the last one takes its place).
   void erase(std::uint32_t i) {
-    const std::uint32_t n = count() - 1;
+    const std::uint32_t n = inline_count() - 1;
     set_low(i, low(n));
     set_low(n, 0);
-    set_flags((flags() & ~kCountMask) | n);
+    set_inline_count(n);
   }
   void make_dense(std::uint32_t row, std::uint32_t count) {
     for (std::uint32_t i = 0; i < 4; ++i) set_low(i, 0);
     set_low(0, row);
     set_low(1, count);
-    set_flags((flags() & ~kCountMask) | kDense);
+    set_inline_count(0);
+    set_bit(kDenseBit, true);
   }
   void set_dense_count(std::uint32_t count) { set_low(1, count); }
   void make_empty() {  // dense with no holder left: inline again
     for (std::uint32_t i = 0; i < 4; ++i) set_low(i, 0);
-    set_flags(flags() & ~(kCountMask | kDense));
+    set_inline_count(0);
+    set_bit(kDenseBit, false);
   }
 
  private:
   static constexpr std::uint32_t kLowMask = kMaxReplicas - 1;
-  static constexpr std::uint32_t kCountMask = 7;
-  static constexpr std::uint32_t kDense = 8;
-  static constexpr std::uint32_t kPredicted = 16;
-  static constexpr std::uint32_t kOffloaded = 32;
+  static constexpr std::uint32_t kCountHighBit = 2;  // the inline count's third bit
+  static constexpr std::uint32_t kDenseBit = 3;
+  static constexpr std::uint32_t kPredictedBit = 4;
+  static constexpr std::uint32_t kOffloadedBit = 5;
 
   std::uint32_t low(std::uint32_t i) const { return words_[i] & kLowMask; }
   void set_low(std::uint32_t i, std::uint32_t v) { words_[i] = (words_[i] & ~kLowMask) | v; }
-  std::uint32_t flags() const {
-    std::uint32_t f = 0;
-    for (std::uint32_t i = 0; i < 4; ++i) f |= (words_[i] >> 30) << (2 * i);
-    return f;
+  static constexpr std::uint32_t bit_mask(std::uint32_t k) {
+    return std::uint32_t{1} << (30 + k % 2);
   }
-  void set_flags(std::uint32_t f) {
-    for (std::uint32_t i = 0; i < 4; ++i) {
-      words_[i] = (words_[i] & kLowMask) | (((f >> (2 * i)) & 3) << 30);
-    }
+  bool bit(std::uint32_t k) const { return (words_[k / 2] & bit_mask(k)) != 0; }
+  void set_bit(std::uint32_t k, bool on) {
+    words_[k / 2] = on ? words_[k / 2] | bit_mask(k) : words_[k / 2] & ~bit_mask(k);
   }
-  void set_flag(std::uint32_t flag, bool on) { set_flags(on ? flags() | flag : flags() & ~flag); }
+  // Flag bits 0-1 are word 0's top two bits, bit 2 is word 1's bit 30.
+  std::uint32_t inline_count() const { return (words_[0] >> 30) | (bit(kCountHighBit) ? 4U : 0U); }
+  void set_inline_count(std::uint32_t n) {
+    words_[0] = (words_[0] & kLowMask) | ((n & 3U) << 30);
+    set_bit(kCountHighBit, (n & 4U) != 0);
+  }
 
   std::array<std::uint32_t, 4> words_{};
 };
@@ -406,7 +413,8 @@ struct PrefixIndex::Impl {
     // A confirmed block needs no prediction: confirmation outlives the TTL and replaces an LRU
     // prediction made while the replica's events were down. (`e` has a holder: it stays.)
     forget_lru(r, hash);
-    drop_prediction(r, hash, kNever);
+    // Looked up only when predicted: a block another gateway sent there was not.
+    if (e.predicted()) drop_prediction(r, hash, kNever);
   }
 
   // r held `hash` confirmed (its confirmed set no longer says so).
@@ -427,6 +435,7 @@ struct PrefixIndex::Impl {
 
   void forget_lru(ReplicaId r, std::uint64_t hash) {
     ReplicaState& rs = replicas[r];
+    if (rs.lru_pos.empty()) return;  // a replica with events: no LRU
     auto it = rs.lru_pos.find(hash);
     if (it == rs.lru_pos.end()) return;
     rs.lru.erase(it->second);
