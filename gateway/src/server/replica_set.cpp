@@ -285,14 +285,18 @@ std::vector<ReplicaSet::Match> ReplicaSet::matches(std::span<const std::uint64_t
 }
 
 std::vector<ReplicaStatus> ReplicaSet::status() const {
-  std::lock_guard lock(mu_);
-  std::vector<ReplicaStatus> out;
+  // Names and kinds outside the lock: the upstreams never change, and a name is an allocation
+  // each, which at 1,000 replicas would hold every decision waiting for a /metrics scrape.
+  std::vector<ReplicaStatus> out(upstreams_.size());
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    out[i].name = upstreams_[i].url;
+    out[i].kind = upstreams_[i].kind;
+  }
   const auto now = Clock::now();
+  std::lock_guard lock(mu_);
   for (const ReplicaView& v : views_) {
     const State& s = state_[v.id];
-    ReplicaStatus r;
-    r.name = upstreams_[v.id].url;
-    r.kind = upstreams_[v.id].kind;
+    ReplicaStatus& r = out[v.id];
     r.events = s.events;
     r.view = v;
     r.index_blocks = index_.blocks(v.id);
@@ -300,7 +304,6 @@ std::vector<ReplicaStatus> ReplicaSet::status() const {
     if (s.last_event != Clock::time_point{}) {
       r.seconds_since_event = std::chrono::duration<double>(now - s.last_event).count();
     }
-    out.push_back(std::move(r));
   }
   return out;
 }
