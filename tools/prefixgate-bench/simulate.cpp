@@ -14,6 +14,8 @@
 #include <iostream>
 #include <memory>
 #include <queue>
+#include <span>
+#include <vector>
 
 #include "prefixgate/gateway/peer_sends.h"
 #include "prefixgate/gateway/prefix_index.h"
@@ -447,25 +449,30 @@ class Simulation {
   }
 
   void deliver(const Delivery& d) {
-    for (SimGateway& gw : gateways_) {
-      // In runs, as the gateway's replica set applies a replica's events (apply_changes).
-      key_changes_.clear();
-      for (const KvChange& c : d.changes) {
-        switch (c.kind) {
-          case engine::CacheEvent::Kind::kStored:
-            key_changes_.push_back({c.hash, gateway::KeyState::kPrimary});
-            break;
-          case engine::CacheEvent::Kind::kRemoved:
-            key_changes_.push_back({c.hash, gateway::KeyState::kAbsent});
-            break;
-          case engine::CacheEvent::Kind::kCleared:
-            gw.index.apply_changes(d.replica, key_changes_);
-            key_changes_.clear();
-            gw.index.apply_cleared(d.replica);
-            break;
-        }
+    // The replica's events as runs between its clears, built once for every gateway, each of
+    // which applies them as the gateway's replica set does (apply_changes).
+    key_changes_.clear();
+    clears_at_.clear();
+    for (const KvChange& c : d.changes) {
+      switch (c.kind) {
+        case engine::CacheEvent::Kind::kStored:
+          key_changes_.push_back({c.hash, gateway::KeyState::kPrimary});
+          break;
+        case engine::CacheEvent::Kind::kRemoved:
+          key_changes_.push_back({c.hash, gateway::KeyState::kAbsent});
+          break;
+        case engine::CacheEvent::Kind::kCleared: clears_at_.push_back(key_changes_.size()); break;
       }
-      gw.index.apply_changes(d.replica, key_changes_);
+    }
+    const std::span<const gateway::KeyChange> changes = key_changes_;
+    for (SimGateway& gw : gateways_) {
+      std::size_t from = 0;
+      for (const std::size_t at : clears_at_) {
+        gw.index.apply_changes(d.replica, changes.subspan(from, at - from));
+        gw.index.apply_cleared(d.replica);
+        from = at;
+      }
+      gw.index.apply_changes(d.replica, changes.subspan(from));
       if (d.has_load) gateway::apply_load_report(gw.views[d.replica], d.load, virtual_time(now_));
     }
     kv_events_ += d.changes.size() * gateways_.size();
@@ -554,8 +561,9 @@ class Simulation {
   std::priority_queue<Event, std::vector<Event>, Later> heap_;
   std::deque<Delivery> deliveries_;
   std::deque<PeerDelivery> peer_deliveries_;
-  std::vector<gateway::KeyChange>
-      key_changes_;  // deliver()'s scratch: a run of one replica's events
+  // deliver()'s scratch: a delivery's stored and removed blocks, and where its clears fall.
+  std::vector<gateway::KeyChange> key_changes_;
+  std::vector<std::size_t> clears_at_;
   std::vector<bool> ticking_;
   std::vector<double> next_tick_;
   std::vector<std::size_t> per_replica_;
