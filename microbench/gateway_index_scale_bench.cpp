@@ -15,6 +15,10 @@
 //   BM_IndexApplyEventRuns/batched:B  events/s in runs: a replica stores 16 new blocks and
 //                                   evicts 16 old ones, by a call a change (B 0) or one
 //                                   apply_changes a run (B 1)
+//   BM_IndexLogSweep/held:N        a replica holding N blocks more turns its cache over (a block
+//                                   removed, a new one stored) until its log of confirmed blocks
+//                                   is swept: events/s, and the longest single event (pause_ms),
+//                                   which is the sweep's
 //   BM_RouteDecision32k/policy:P    one routing decision for a 32k-token prompt (2,048 blocks)
 //   BM_RouteDecision32kTimed/P      the same on replicas that announce their speed and places
 //   BM_RouteDecision32kTemplateOnly/P  the same for a prompt of which every replica holds only
@@ -26,9 +30,11 @@
 #include <benchmark/benchmark.h>
 #include <malloc.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <deque>
 #include <map>
 #include <memory>
 #include <new>
@@ -252,6 +258,46 @@ void BM_IndexApplyEventRuns(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<std::int64_t>(2 * kRun * state.iterations()));
 }
 BENCHMARK(BM_IndexApplyEventRuns)->ArgName("batched")->Arg(0)->Arg(1);
+
+// A replica's cache turning over until its log of confirmed blocks is swept once: replica 0 holds
+// `held` blocks more than the fleet gave it, and each iteration removes its oldest extra block
+// and stores a new one, so the log grows by one an iteration and the sweep comes after about
+// held + 1,024 (the iteration count). The longest iteration is the sweep's pause, what every
+// other routing decision waits behind; the extra blocks are removed again after.
+void BM_IndexLogSweep(benchmark::State& state) {
+  Fleet& f = fleet(1);
+  const auto held = static_cast<std::size_t>(state.range(0));
+  std::deque<std::uint64_t> extra;
+  std::uint64_t next = 0;
+  auto fresh = [&] { return mix(0x51ee9000000 ^ next++); };
+  for (std::size_t i = 0; i < held; ++i) {
+    extra.push_back(fresh());
+    f.index->apply_stored(0, extra.back());
+  }
+  double longest = 0;
+  for (auto _ : state) {
+    const auto start = std::chrono::steady_clock::now();
+    f.index->apply_removed(0, extra.front());
+    extra.pop_front();
+    extra.push_back(fresh());
+    f.index->apply_stored(0, extra.back());
+    longest = std::max(
+        longest, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  for (std::uint64_t hash : extra) f.index->apply_removed(0, hash);  // the loop's timing is over
+  state.SetItemsProcessed(static_cast<std::int64_t>(2 * state.iterations()));
+  state.counters["pause_ms"] = longest * 1e3;
+}
+BENCHMARK(BM_IndexLogSweep)
+    ->ArgName("held")
+    ->Arg(100000)
+    ->Iterations(100000 + 20000)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_IndexLogSweep)
+    ->ArgName("held")
+    ->Arg(1000000)
+    ->Iterations(1000000 + 20000)
+    ->Unit(benchmark::kMicrosecond);
 
 // The fleet's views: queues and batches that differ by replica. `timed`: every replica announces
 // its speed and its batch places, as prefixgate-engine does, so cache_aware's cost is in seconds

@@ -89,7 +89,24 @@ class BlockTable {
       if (slots_[i].key == key) break;
       if (slots_[i].key == 0) return false;
     }
-    // Backward shift: move each later slot of the run into the hole when its home allows.
+    erase_slot(i);
+    return true;
+  }
+
+  // Erases the entry whose value `value` is (from find or try_emplace, still valid): what a
+  // caller holding the value would otherwise find again by its key.
+  void erase_found(const Value& value) {
+    if (&value == &zero_) {
+      has_zero_ = false;
+      return;
+    }
+    const auto* slot = reinterpret_cast<const char*>(&value) - offsetof(Slot, value);
+    erase_slot(static_cast<std::size_t>(reinterpret_cast<const Slot*>(slot) - slots_));
+  }
+
+ private:
+  // Backward shift: moves each later slot of the run into the hole when its home allows.
+  void erase_slot(std::size_t i) {
     for (std::size_t j = (i + 1) & mask_; slots_[j].key != 0; j = (j + 1) & mask_) {
       const std::size_t h = home(slots_[j].key);
       // Movable when its home is not in (i, j] (cyclically): the hole lies on its probe path.
@@ -100,10 +117,8 @@ class BlockTable {
     }
     slots_[i] = Slot{};
     --size_;
-    return true;
   }
 
- private:
   std::size_t home(std::uint64_t key) const {
     return static_cast<std::size_t>((key * 0x9e3779b97f4a7c15ULL) >> shift_);
   }

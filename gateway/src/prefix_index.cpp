@@ -49,24 +49,16 @@ void PrefixIndex::apply_stored(ReplicaId replica, std::uint64_t hash, CacheTier 
 
 void PrefixIndex::apply_changes(ReplicaId replica, std::span<const KeyChange> changes) {
   PG_DCHECK(replica < impl_->replicas.size());
-  // A chunk's lookups first, each independent of the others, so that the processor overlaps
-  // their cache misses (the table's by prefetch, the replica's set by looking its keys up); then
-  // the chunk's changes, in order, find their entries in cache.
-  // Below kLookaheadMinBlocks the index's entries are mostly in cache already, and the lookups
-  // ahead would only add work.
+  // A chunk's table slots are fetched first, so that the processor overlaps their cache misses;
+  // then the chunk's changes, in order, find their entries in cache. Below kLookaheadMinBlocks
+  // the index's entries are mostly in cache already, and the prefetches would only add work.
   constexpr std::size_t kChunk = 16;
   constexpr std::size_t kLookaheadMinBlocks = std::size_t{1} << 20;
   const bool ahead = impl_->entries.size() >= kLookaheadMinBlocks;
-  const auto& confirmed = impl_->replicas[replica].confirmed;
   for (std::size_t base = 0; base < changes.size(); base += kChunk) {
     const std::size_t end = std::min(changes.size(), base + kChunk);
     if (ahead) {
-      std::size_t held = 0;
-      for (std::size_t i = base; i < end; ++i) {
-        impl_->entries.prefetch(changes[i].key);
-        held += confirmed.contains(changes[i].key) ? 1 : 0;
-      }
-      impl_->lookahead_sink += held;
+      for (std::size_t i = base; i < end; ++i) impl_->entries.prefetch(changes[i].key);
     }
     for (std::size_t i = base; i < end; ++i) {
       const KeyChange& c = changes[i];
@@ -81,9 +73,10 @@ void PrefixIndex::apply_changes(ReplicaId replica, std::span<const KeyChange> ch
 
 void PrefixIndex::apply_removed(ReplicaId replica, std::uint64_t hash) {
   PG_DCHECK(replica < impl_->replicas.size());
-  if (impl_->replicas[replica].confirmed.erase(hash) == 0) return;
+  Entry* e = impl_->entries.find(hash);
+  if (e == nullptr || !impl_->holds(*e, replica)) return;
   ++impl_->evicted[replica];
-  impl_->unstore(replica, hash);
+  impl_->unstore(replica, hash, *e);
 }
 
 void PrefixIndex::apply_cleared(ReplicaId replica) {
@@ -184,7 +177,7 @@ std::span<const std::uint64_t> PrefixIndex::evicted_counts() const {
 std::size_t PrefixIndex::blocks(ReplicaId replica) const {
   PG_DCHECK(replica < impl_->replicas.size());
   const ReplicaState& rs = impl_->replicas[replica];
-  return rs.confirmed.size() + rs.predicted;
+  return rs.confirmed + rs.predicted;
 }
 
 std::size_t PrefixIndex::size() const {

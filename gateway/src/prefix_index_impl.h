@@ -18,14 +18,15 @@
 #include <bit>
 #include <boost/container/small_vector.hpp>
 #include <boost/unordered/unordered_flat_map.hpp>
-#include <boost/unordered/unordered_flat_set.hpp>
 #include <deque>
 #include <functional>
 #include <iterator>
+#include <limits>
 #include <list>
 #include <utility>
 
 #include "block_table.h"
+#include "confirmed_log.h"
 #include "prefixgate/base/check.h"
 #include "prefixgate/gateway/prefix_index.h"
 
@@ -35,15 +36,17 @@ namespace prefix_index_detail {
 constexpr std::size_t kBitsPerWord = 64;
 constexpr Clock::time_point kNever = Clock::time_point::max();
 constexpr std::uint32_t kInlineHolders = 4;
-// Replica ids fit in 30 bits: an entry keeps six bits of its own in the top two of each word.
+// Replica ids fit in 30 bits: an entry keeps eight bits of its own (seven used) in the top two of
+// each word.
 constexpr std::uint32_t kMaxReplicas = std::uint32_t{1} << 30;
 
 // A block's entry, 16 bytes, so a table bucket (hash and entry) is 24: what one holder per block
 // costs is mostly this table. Four 32-bit words; their low 30 bits hold up to kInlineHolders
 // replica ids, or when dense (past that) the row of dense_rows and the holder count. Their top
-// two bits hold six flag bits, bit k in bit 30 + k % 2 of word k / 2: the inline count (bits
-// 0-2), dense (3), predicted (4: a list in Impl::predictions) and offloaded (5: a row in
-// Impl::offload_row_of). Each is read and written where it lies: a lookup asks dense() and
+// two bits hold seven flag bits, bit k in bit 30 + k % 2 of word k / 2: the inline count (bits
+// 0-2), dense (3), predicted (4: a list in Impl::predictions), offloaded (5: a row in
+// Impl::offload_row_of) and marked (6: set only while a sweep of a replica's confirmed log runs,
+// clear otherwise). Each is read and written where it lies: a lookup asks dense() and
 // count() of every block it visits, and a store push()es a holder, so gathering all six bits
 // from the four words for each of those was a good part of the work.
 class Entry {
@@ -51,8 +54,10 @@ class Entry {
   bool dense() const { return bit(kDenseBit); }
   bool predicted() const { return bit(kPredictedBit); }
   bool offloaded() const { return bit(kOffloadedBit); }
+  bool marked() const { return bit(kMarkedBit); }
   void set_predicted(bool on) { set_bit(kPredictedBit, on); }
   void set_offloaded(bool on) { set_bit(kOffloadedBit, on); }
+  void set_marked(bool on) { set_bit(kMarkedBit, on); }
 
   std::uint32_t count() const { return dense() ? low(1) : inline_count(); }
   ReplicaId holder(std::uint32_t i) const { return low(i); }  // inline: i < count()
@@ -91,6 +96,7 @@ class Entry {
   static constexpr std::uint32_t kDenseBit = 3;
   static constexpr std::uint32_t kPredictedBit = 4;
   static constexpr std::uint32_t kOffloadedBit = 5;
+  static constexpr std::uint32_t kMarkedBit = 6;
 
   std::uint32_t low(std::uint32_t i) const { return words_[i] & kLowMask; }
   void set_low(std::uint32_t i, std::uint32_t v) { words_[i] = (words_[i] & ~kLowMask) | v; }
@@ -178,9 +184,13 @@ struct ReplicaState {
   ReplicaState& operator=(const ReplicaState&) = delete;
 
   ReplicaIndexConfig config;
-  // Confirmed blocks, kept per replica too so cleared/reset/snapshot cost O(replica's blocks)
-  // instead of a scan of the whole index. Their tier is in the index (Entry::offloaded).
-  boost::unordered_flat_set<std::uint64_t> confirmed;
+  // The blocks this replica holds confirmed are the entries that name it (Impl::holds); their
+  // tier is in the entry too (Entry::offloaded). The log lists them for a clear, reset or
+  // snapshot to walk. A store appends to it and a removal leaves it: a set of the same hashes,
+  // kept apart from the index, made each event two more cache misses on an index at fleet scale,
+  // more than the index's own.
+  ConfirmedLog confirmed_log;
+  std::size_t confirmed = 0;  // blocks held confirmed
   std::size_t predicted = 0;  // live prediction records on this replica
   // Predictions expire after the TTL (events confirm what is cached), or else live in the LRU.
   bool events_live = true;
@@ -248,8 +258,6 @@ struct PrefixIndex::Impl {
   // that a policy reading every replica's count for each decision (evicted_counts) reads them
   // from one array, not one ReplicaState each (at 1,000 replicas, a tenth of a decision).
   std::vector<std::uint64_t> evicted;
-  // apply_changes' lookups ahead of a chunk, counted here so that they are not optimized away.
-  std::size_t lookahead_sink = 0;
   std::size_t words = 0;  // mask words per row
 
   BlockTable<Entry> entries;
@@ -286,7 +294,20 @@ struct PrefixIndex::Impl {
     return m;
   }
 
-  // r is not a holder yet (the caller's confirmed set says so).
+  // Whether r holds the entry's block confirmed.
+  bool holds(const Entry& e, ReplicaId r) const {
+    if (e.dense()) return test(dense_rows.row(e.row(), words), r);
+    for (std::uint32_t i = 0, n = e.count(); i < n; ++i) {
+      if (e.holder(i) == r) return true;
+    }
+    return false;
+  }
+  bool holds(std::uint64_t hash, ReplicaId r) const {
+    const Entry* e = entries.find(hash);
+    return e != nullptr && holds(*e, r);
+  }
+
+  // r is not a holder yet (holds() says so).
   void add_holder(Entry& e, ReplicaId r) {
     if (!e.dense() && e.count() < kInlineHolders) {
       e.push(r);
@@ -303,7 +324,7 @@ struct PrefixIndex::Impl {
     e.set_dense_count(e.count() + 1);
   }
 
-  // r is a holder (the caller's confirmed set says so).
+  // r is a holder (holds() says so).
   void remove_holder(Entry& e, ReplicaId r) {
     PG_DCHECK(e.count() > 0);
     if (e.dense()) {
@@ -370,8 +391,8 @@ struct PrefixIndex::Impl {
 
   // An entry that no replica holds or predicts any more is erased, so memory follows what is
   // cached.
-  void release_if_empty(std::uint64_t hash, const Entry& e) {
-    if (e.count() == 0 && !e.predicted()) entries.erase(hash);
+  void release_if_empty(const Entry& e) {
+    if (e.count() == 0 && !e.predicted()) entries.erase_found(e);
   }
 
   // Drops r's prediction record of `hash`, if any, and frees the entry if nothing else holds it.
@@ -391,14 +412,13 @@ struct PrefixIndex::Impl {
     Entry* e = entries.find(hash);
     PG_DCHECK(e != nullptr && e->predicted());
     e->set_predicted(false);
-    release_if_empty(hash, *e);
+    release_if_empty(*e);
   }
 
   void store(ReplicaId r, std::uint64_t hash, CacheTier tier) {
-    ReplicaState& rs = replicas[r];
     const bool lower = tier == CacheTier::kOffload;
-    if (!rs.confirmed.insert(hash).second) {
-      Entry& e = *entries.find(hash);
+    Entry& e = entries.try_emplace(hash);
+    if (holds(e, r)) {
       if (offloaded(e, hash, r) == lower) return;
       if (lower) {
         set_offloaded(e, hash, r);
@@ -407,7 +427,6 @@ struct PrefixIndex::Impl {
       }
       return;
     }
-    Entry& e = entries.try_emplace(hash);
     add_holder(e, r);
     if (lower) set_offloaded(e, hash, r);
     // A confirmed block needs no prediction: confirmation outlives the TTL and replaces an LRU
@@ -415,22 +434,89 @@ struct PrefixIndex::Impl {
     forget_lru(r, hash);
     // Looked up only when predicted: a block another gateway sent there was not.
     if (e.predicted()) drop_prediction(r, hash, kNever);
+    log_confirmed(r, hash);
   }
 
-  // r held `hash` confirmed (its confirmed set no longer says so).
-  void unstore(ReplicaId r, std::uint64_t hash) {
-    Entry* found = entries.find(hash);
-    if (found == nullptr) return;
-    Entry& e = *found;
+  // Removes r, a holder, from the entry `e` of `hash` (erased if nothing is left in it).
+  void unstore(ReplicaId r, std::uint64_t hash, Entry& e) {
     if (offloaded(e, hash, r)) clear_offloaded(e, hash, r);
     remove_holder(e, r);
-    release_if_empty(hash, e);
+    --replicas[r].confirmed;
+    release_if_empty(e);
   }
 
   void clear_confirmed(ReplicaId r) {
     ReplicaState& rs = replicas[r];
-    for (std::uint64_t hash : rs.confirmed) unstore(r, hash);
-    rs.confirmed.clear();
+    // Its marks cleared and its log whole again before the log is walked and forgotten.
+    if (sweeping == r) finish_sweep();
+    const auto unstore_held = [&](std::uint64_t hash) {
+      Entry* e = entries.find(hash);  // a repeat, or a block removed since: not held any more
+      if (e != nullptr && holds(*e, r)) unstore(r, hash, *e);
+    };
+    for_each_ahead(rs.confirmed_log.entries().begin(), rs.confirmed_log.entries().end(),
+                   unstore_held);
+    PG_DCHECK(rs.confirmed == 0);
+    rs.confirmed_log.clear();
+  }
+
+  // Calls f(hash) for each hash of [first, last) in order, each one's table slot fetched kAhead
+  // calls before, so that the misses of a walk over a replica's blocks overlap.
+  template <class It, class F>
+  void for_each_ahead(It first, It last, F&& f) {
+    constexpr std::ptrdiff_t kAhead = 16;
+    const std::ptrdiff_t n = last - first;
+    for (std::ptrdiff_t i = 0; i < std::min(kAhead, n); ++i) entries.prefetch(first[i]);
+    for (std::ptrdiff_t i = 0; i < n; ++i) {
+      if (i + kAhead < n) entries.prefetch(first[i + kAhead]);
+      f(first[i]);
+    }
+  }
+
+  // The sweeps of the replicas' confirmed logs (confirmed_log.h): one log at a time, since they
+  // mark the index's entries, kSweepSteps entries of it for each block stored anywhere. A sweep
+  // needs about three entries a store of its replica, so they keep up with the stores, and no
+  // event waits for more than kSweepSteps lookups of them.
+  static constexpr std::size_t kSweepSteps = 8;
+  static constexpr ReplicaId kNoSweep = ~ReplicaId{0};
+  ReplicaId sweeping = kNoSweep;
+  std::deque<ReplicaId> sweeps_waiting;
+
+  void log_confirmed(ReplicaId r, std::uint64_t hash) {
+    ReplicaState& rs = replicas[r];
+    ++rs.confirmed;
+    rs.confirmed_log.append(hash);
+    if (rs.confirmed_log.sweep_due(rs.confirmed)) {
+      rs.confirmed_log.set_waiting();
+      sweeps_waiting.push_back(r);
+    }
+    advance_sweep(kSweepSteps);
+  }
+
+  // No entry is added or erased by a sweep, so a caller's pointer into the table stays valid.
+  void advance_sweep(std::size_t steps) {
+    if (sweeping == kNoSweep) {
+      if (sweeps_waiting.empty()) return;
+      sweeping = sweeps_waiting.front();
+      sweeps_waiting.pop_front();
+      replicas[sweeping].confirmed_log.start_sweep();
+    }
+    const ReplicaId r = sweeping;
+    const auto keep = [&](std::uint64_t hash) {
+      Entry* e = entries.find(hash);
+      if (e == nullptr || !holds(*e, r) || e->marked()) return false;
+      e->set_marked(true);
+      return true;
+    };
+    const auto unmark = [&](std::uint64_t hash) {
+      if (Entry* e = entries.find(hash)) e->set_marked(false);
+    };
+    const auto prefetch = [&](std::uint64_t hash) { entries.prefetch(hash); };
+    if (replicas[r].confirmed_log.advance(steps, keep, unmark, prefetch)) sweeping = kNoSweep;
+  }
+
+  void finish_sweep() {
+    const ReplicaId r = sweeping;
+    while (sweeping == r) advance_sweep(std::numeric_limits<std::size_t>::max());
   }
 
   void forget_lru(ReplicaId r, std::uint64_t hash) {
@@ -470,9 +556,8 @@ struct PrefixIndex::Impl {
   // property: what r holds is a leading run. predict() and settle() start after it, so a request
   // whose earlier turns are cached costs a few lookups for them, not one per block.
   std::size_t confirmed_run(ReplicaId r, std::span<const std::uint64_t> hashes) const {
-    const auto& confirmed = replicas[r].confirmed;
     const std::size_t n = hashes.size();
-    const auto held = [&](std::size_t i) { return confirmed.contains(hashes[i]); };
+    const auto held = [&](std::size_t i) { return holds(hashes[i], r); };
     if (n < kConfirmedRunGallopMinBlocks) {
       std::size_t i = 0;
       while (i < n && held(i)) ++i;
@@ -487,8 +572,9 @@ struct PrefixIndex::Impl {
   // `pending`: one more request waits for its first token with this prediction.
   bool upsert_prediction(ReplicaId r, std::uint64_t hash, Clock::time_point expiry,
                          bool pending = false) {
-    if (replicas[r].confirmed.contains(hash)) return false;
-    entries.try_emplace(hash).set_predicted(true);
+    Entry& e = entries.try_emplace(hash);
+    if (holds(e, r)) return false;
+    e.set_predicted(true);
     Predictions& preds = predictions[hash];
     auto it = std::find_if(preds.begin(), preds.end(),
                            [r](const Prediction& p) { return p.replica == r; });

@@ -15,7 +15,7 @@ namespace {
 
 using kv_events::EngineHash;
 
-constexpr const char* kModel = "m";
+constexpr const char* kStreamModel = "m";
 
 // Batch i stores engine block i of one chain (16 tokens each).
 std::vector<std::uint32_t> chain_tokens() {
@@ -38,7 +38,8 @@ std::string store_batch(std::size_t i) {
 }
 
 std::uint64_t key(std::size_t i) {
-  static const auto keys = canon::block_hashes(chain_tokens(), 16, canon::block_hash_root(kModel));
+  static const auto keys =
+      canon::block_hashes(chain_tokens(), 16, canon::block_hash_root(kStreamModel));
   return keys[i];
 }
 
@@ -47,7 +48,7 @@ struct Fixture {
   std::vector<KeyChange> out;
   std::map<std::uint64_t, KeyState> state;
   explicit Fixture(bool replay)
-      : stream(BlockKeysConfig{.model_id = kModel, .block_size = 16},
+      : stream(BlockKeysConfig{.model_id = kStreamModel, .block_size = 16},
                KvStreamOptions{.replay = replay}) {}
   void fold() {
     for (const KeyChange& c : out) state[c.key] = c.state;

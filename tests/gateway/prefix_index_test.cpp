@@ -634,5 +634,110 @@ TEST(PrefixIndexTest, AppliedRunsEqualTheirChangesAppliedOneByOne) {
   }
 }
 
+// What a replica holds confirmed is listed in a log that a store appends to and a removal leaves,
+// swept of the blocks no longer held and of repeats once it is twice what the replica holds, a
+// few entries for each store, one replica's log at a time; a clear, reset or snapshot walks it.
+// Many thousands of stores, removals and stores again of a few blocks, so that every log is swept
+// many times with repeats in it, while other replicas' events come between a sweep's steps, on
+// replicas sharing those blocks (past four holders an entry keeps a bitmask row), with clears and
+// snapshots now and then (some in the middle of a sweep), against a plain model; then each
+// replica's clear must take exactly its own blocks out of the index.
+TEST(PrefixIndexTest, ClearsAfterManySweepsOfTheConfirmedLogTakeExactlyTheReplicasBlocks) {
+  constexpr std::size_t kReplicas = 7;
+  PrefixIndex index;
+  for (std::size_t r = 0; r < kReplicas; ++r) index.add_replica({});
+  std::vector<std::set<std::uint64_t>> held(kReplicas);
+  const std::vector<std::uint64_t> pool = prompt_hashes(9, 300);
+  std::mt19937_64 rng(21);
+  auto check = [&](int step) {
+    std::set<std::uint64_t> all;
+    for (std::size_t r = 0; r < kReplicas; ++r) {
+      ASSERT_EQ(index.blocks(static_cast<ReplicaId>(r)), held[r].size())
+          << "step " << step << " replica " << r;
+      all.insert(held[r].begin(), held[r].end());
+    }
+    ASSERT_EQ(index.size(), all.size()) << "step " << step;
+    // Prompts of 15 blocks, which longest_match walks block by block: exact on any holdings.
+    for (std::size_t first = 0; first + 15 <= pool.size(); first += 15) {
+      const std::vector<std::uint64_t> prompt(pool.begin() + first, pool.begin() + first + 15);
+      const std::vector<std::size_t> matched = match(index, prompt);
+      for (std::size_t r = 0; r < kReplicas; ++r) {
+        std::size_t expect = 0;
+        while (expect < prompt.size() && held[r].contains(prompt[expect])) ++expect;
+        ASSERT_EQ(matched[r], expect) << "step " << step << " replica " << r;
+      }
+    }
+  };
+  for (int step = 0; step < 400000; ++step) {
+    const auto r = static_cast<ReplicaId>(rng() % kReplicas);
+    const std::uint64_t hash = pool[rng() % pool.size()];
+    const std::uint64_t what = rng() % 10000;
+    if (what < 1) {
+      index.apply_cleared(r);
+      held[r].clear();
+    } else if (what < 2) {
+      std::vector<std::uint64_t> snapshot;
+      for (int i = 0; i < 50; ++i) snapshot.push_back(pool[rng() % pool.size()]);
+      index.apply_snapshot(r, snapshot);
+      held[r] = std::set<std::uint64_t>(snapshot.begin(), snapshot.end());
+    } else if (what < 6000) {
+      index.apply_stored(r, hash);
+      held[r].insert(hash);
+    } else {
+      index.apply_removed(r, hash);
+      held[r].erase(hash);
+    }
+    if (step % 5000 == 0 || what < 2) {
+      check(step);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  }
+  // A snapshot replaces one replica's blocks through the same walk.
+  const std::vector<std::uint64_t> snapshot(pool.begin(), pool.begin() + 5);
+  index.apply_snapshot(0, snapshot);
+  held[0] = std::set<std::uint64_t>(snapshot.begin(), snapshot.end());
+  check(-1);
+  for (std::size_t r = 0; r < kReplicas; ++r) {
+    index.apply_cleared(static_cast<ReplicaId>(r));
+    held[r].clear();
+    check(-2 - static_cast<int>(r));
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+  EXPECT_EQ(index.size(), 0u);
+}
+
+// A clear in the middle of a sweep of the replica's log: the sweep has marked the entries it kept
+// so far and not yet looked at the rest. The clear must take all of the replica's blocks out (the
+// kept ones and those not yet looked at) and leave no mark behind, or a later sweep of another
+// replica's log would take a marked block it holds for a repeat, drop it, and its clear would then
+// leave the block in the index.
+TEST(PrefixIndexTest, AClearInTheMiddleOfASweepTakesEveryBlockAndLeavesNoMark) {
+  PrefixIndex index;
+  index.add_replica({});
+  index.add_replica({});
+  const std::vector<std::uint64_t> a = prompt_hashes(31, 3000);
+  const std::vector<std::uint64_t> b = prompt_hashes(32, 600);
+  for (std::uint64_t h : a) index.apply_stored(1, h);
+  for (std::uint64_t h : a) index.apply_stored(0, h);
+  // Replica 0 keeps the first 900: its log (3,000) is past twice that plus the minimum, so its
+  // next store starts a sweep, which keeps the first entries it looks at.
+  for (std::size_t i = 900; i < a.size(); ++i) index.apply_removed(0, a[i]);
+  for (std::size_t i = 0; i < 10; ++i) index.apply_stored(0, b[i]);
+  ASSERT_EQ(index.blocks(0), 910u);
+  index.apply_cleared(0);
+  EXPECT_EQ(index.blocks(0), 0u);
+  EXPECT_EQ(index.size(), a.size());  // replica 1's, each once
+  EXPECT_EQ(match(index, std::vector<std::uint64_t>(b.begin(), b.begin() + 10)),
+            (std::vector<std::size_t>{0, 0}));
+
+  // Replica 1 the same way, its sweep run to the end by stores of its own.
+  for (std::size_t i = 900; i < a.size(); ++i) index.apply_removed(1, a[i]);
+  for (std::uint64_t h : b) index.apply_stored(1, h);
+  ASSERT_EQ(index.blocks(1), 900u + b.size());
+  index.apply_cleared(1);
+  EXPECT_EQ(index.blocks(1), 0u);
+  EXPECT_EQ(index.size(), 0u);
+}
+
 }  // namespace
 }  // namespace prefixgate::gateway
