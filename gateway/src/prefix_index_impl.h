@@ -474,8 +474,8 @@ struct PrefixIndex::Impl {
 
   // The sweeps of the replicas' confirmed logs (confirmed_log.h): one log at a time, since they
   // mark the index's entries, kSweepSteps entries of it for each block stored anywhere. A sweep
-  // needs about three entries a store of its replica, so they keep up with the stores, and no
-  // event waits for more than kSweepSteps lookups of them.
+  // needs about two entries a store of its replica (four or five when it drops repeats too), so
+  // they keep up with the stores, and no event waits for more than kSweepSteps lookups of them.
   static constexpr std::size_t kSweepSteps = 8;
   static constexpr ReplicaId kNoSweep = ~ReplicaId{0};
   ReplicaId sweeping = kNoSweep;
@@ -492,6 +492,23 @@ struct PrefixIndex::Impl {
     advance_sweep(kSweepSteps);
   }
 
+  // What a sweep of r's log asks of the index (ConfirmedLog::advance).
+  struct SweptBlocks {
+    Impl& im;
+    ReplicaId r;
+    bool held(std::uint64_t hash) const { return im.holds(hash, r); }
+    bool held_first(std::uint64_t hash) const {
+      Entry* e = im.entries.find(hash);
+      if (e == nullptr || !im.holds(*e, r) || e->marked()) return false;
+      e->set_marked(true);
+      return true;
+    }
+    void unmark(std::uint64_t hash) const {
+      if (Entry* e = im.entries.find(hash)) e->set_marked(false);
+    }
+    void prefetch(std::uint64_t hash) const { im.entries.prefetch(hash); }
+  };
+
   // No entry is added or erased by a sweep, so a caller's pointer into the table stays valid.
   void advance_sweep(std::size_t steps) {
     if (sweeping == kNoSweep) {
@@ -500,18 +517,9 @@ struct PrefixIndex::Impl {
       sweeps_waiting.pop_front();
       replicas[sweeping].confirmed_log.start_sweep();
     }
-    const ReplicaId r = sweeping;
-    const auto keep = [&](std::uint64_t hash) {
-      Entry* e = entries.find(hash);
-      if (e == nullptr || !holds(*e, r) || e->marked()) return false;
-      e->set_marked(true);
-      return true;
-    };
-    const auto unmark = [&](std::uint64_t hash) {
-      if (Entry* e = entries.find(hash)) e->set_marked(false);
-    };
-    const auto prefetch = [&](std::uint64_t hash) { entries.prefetch(hash); };
-    if (replicas[r].confirmed_log.advance(steps, keep, unmark, prefetch)) sweeping = kNoSweep;
+    ReplicaState& rs = replicas[sweeping];
+    SweptBlocks blocks{*this, sweeping};
+    if (rs.confirmed_log.advance(steps, rs.confirmed, blocks)) sweeping = kNoSweep;
   }
 
   void finish_sweep() {

@@ -706,34 +706,49 @@ TEST(PrefixIndexTest, ClearsAfterManySweepsOfTheConfirmedLogTakeExactlyTheReplic
   EXPECT_EQ(index.size(), 0u);
 }
 
-// A clear in the middle of a sweep of the replica's log: the sweep has marked the entries it kept
-// so far and not yet looked at the rest. The clear must take all of the replica's blocks out (the
-// kept ones and those not yet looked at) and leave no mark behind, or a later sweep of another
-// replica's log would take a marked block it holds for a repeat, drop it, and its clear would then
-// leave the block in the index.
+// A clear in the middle of a sweep of the replica's log that drops repeats: that pass has marked
+// the blocks it kept so far. The clear must take all of the replica's blocks out and leave no mark
+// behind, or a later sweep of another replica's log would take a marked block it holds for a
+// repeat, drop it, and that replica's clear would then leave the block in the index.
 TEST(PrefixIndexTest, AClearInTheMiddleOfASweepTakesEveryBlockAndLeavesNoMark) {
   PrefixIndex index;
   index.add_replica({});
   index.add_replica({});
-  const std::vector<std::uint64_t> a = prompt_hashes(31, 3000);
-  const std::vector<std::uint64_t> b = prompt_hashes(32, 600);
-  for (std::uint64_t h : a) index.apply_stored(1, h);
-  for (std::uint64_t h : a) index.apply_stored(0, h);
-  // Replica 0 keeps the first 900: its log (3,000) is past twice that plus the minimum, so its
-  // next store starts a sweep, which keeps the first entries it looks at.
-  for (std::size_t i = 900; i < a.size(); ++i) index.apply_removed(0, a[i]);
-  for (std::size_t i = 0; i < 10; ++i) index.apply_stored(0, b[i]);
-  ASSERT_EQ(index.blocks(0), 910u);
+  const std::vector<std::uint64_t> a = prompt_hashes(31, 2000);
+  const std::vector<std::uint64_t> b = prompt_hashes(32, 2000);
+  const std::vector<std::uint64_t> c = prompt_hashes(33, 3000);
+  const std::vector<std::uint64_t> d = prompt_hashes(34, 1000);
+  auto store = [&](ReplicaId r, const std::vector<std::uint64_t>& hashes, std::size_t first,
+                   std::size_t last) {
+    for (std::size_t i = first; i < last; ++i) index.apply_stored(r, hashes[i]);
+  };
+  auto remove = [&](ReplicaId r, const std::vector<std::uint64_t>& hashes, std::size_t first,
+                    std::size_t last) {
+    for (std::size_t i = first; i < last; ++i) index.apply_removed(r, hashes[i]);
+  };
+  store(1, a, 0, 2000);
+  // Replica 0's log: a[0, 2000), then a[0, 1000) again (removed and stored: repeats), of which it
+  // keeps a[0, 500). Its next store makes a sweep due; the pass that drops what is not held keeps
+  // 1,000 entries for 500 blocks, so a pass that drops repeats follows, marking a[0, 500).
+  store(0, a, 0, 2000);
+  remove(0, a, 0, 1000);
+  store(0, a, 0, 1000);
+  remove(0, a, 500, 2000);
+  store(0, b, 0, 500);  // eight entries a store: about 430 to the first pass's end, then marking
+  ASSERT_EQ(index.blocks(0), 1000u);
   index.apply_cleared(0);
   EXPECT_EQ(index.blocks(0), 0u);
   EXPECT_EQ(index.size(), a.size());  // replica 1's, each once
-  EXPECT_EQ(match(index, std::vector<std::uint64_t>(b.begin(), b.begin() + 10)),
-            (std::vector<std::size_t>{0, 0}));
 
-  // Replica 1 the same way, its sweep run to the end by stores of its own.
-  for (std::size_t i = 900; i < a.size(); ++i) index.apply_removed(1, a[i]);
-  for (std::uint64_t h : b) index.apply_stored(1, h);
-  ASSERT_EQ(index.blocks(1), 900u + b.size());
+  // Replica 1's log with many repeats of d (stored three times), and a[0, 500), which replica 0's
+  // sweep marked, held all along: its pass that drops repeats must keep a[0, 500).
+  for (int round = 0; round < 3; ++round) {
+    if (round > 0) remove(1, d, 0, 1000);
+    store(1, d, 0, 1000);
+  }
+  remove(1, a, 500, 2000);
+  store(1, c, 0, 3000);  // enough stores for its sweep to finish
+  ASSERT_EQ(index.blocks(1), 4500u);
   index.apply_cleared(1);
   EXPECT_EQ(index.blocks(1), 0u);
   EXPECT_EQ(index.size(), 0u);
