@@ -11,7 +11,9 @@
 //                                   one replica, a different prompt each time, so its entries
 //                                   come from memory as a busy gateway's would
 //   BM_IndexApplyEvents             events/s: a stored and a removed block per iteration, as a
-//                                   replica's cache turns over, on the full index
+//                                   replica's cache turns over, on the full index (this and the
+//                                   next on the fleet with its replicas' logs staggered, so
+//                                   that their sweeps are timed too: staggered_fleet)
 //   BM_IndexApplyEventRuns/batched:B  events/s in runs: a replica stores 16 new blocks and
 //                                   evicts 16 old ones, by a call a change (B 0) or one
 //                                   apply_changes a run (B 1)
@@ -206,8 +208,34 @@ BENCHMARK(BM_IndexLongestMatchShort)
     ->Arg(63)
     ->Unit(benchmark::kMicrosecond);
 
-void BM_IndexApplyEvents(benchmark::State& state) {
+// A replica's log of confirmed blocks is swept once it has grown by what the replica holds and
+// 1,024 more, and a gateway that has run a while pays for its sweeps all the time. Here every
+// replica holds the same and starts with the same log, so their sweeps would all come due at
+// once, long after any run of these benchmarks. Before the event benchmarks, each replica r
+// therefore stores and removes r / 1,000 of that many blocks (11 M events, about 2 s), so that
+// the replicas' sweeps come due spread evenly, as in a fleet that has run a while, and their
+// share is in what is timed.
+Fleet& staggered_fleet() {
   Fleet& f = fleet(1);
+  static bool staggered = false;
+  if (staggered) return f;
+  constexpr std::size_t kPeriod = kPromptBlocks * kPrompts / kReplicas + 1024;
+  std::vector<KeyChange> churn;
+  for (std::size_t r = 0; r < kReplicas; ++r) {
+    churn.clear();
+    for (std::size_t i = 0; i < kPeriod * r / kReplicas; ++i) {
+      churn.push_back({mix(0xa9ed0000000 ^ (r << 20) ^ i), KeyState::kPrimary});
+    }
+    const std::size_t n = churn.size();
+    for (std::size_t i = 0; i < n; ++i) churn.push_back({churn[i].key, KeyState::kAbsent});
+    f.index->apply_changes(static_cast<ReplicaId>(r), churn);
+  }
+  staggered = true;
+  return f;
+}
+
+void BM_IndexApplyEvents(benchmark::State& state) {
+  Fleet& f = staggered_fleet();
   // A replica's cache turning over: a new block stored, an old one removed, on the full index.
   std::uint64_t next = 0;
   for (auto _ : state) {
@@ -225,18 +253,12 @@ BENCHMARK(BM_IndexApplyEvents);
 // the 16 it stored 1,000 runs ago (the fleet's other replicas' runs came between, so those
 // entries are back in memory, not in cache). `batched`: 0 applies each change by its own call,
 // 1 the run by apply_changes, which fetches entries ahead. The shared index keeps one such run
-// per replica past this benchmark (16,000 blocks more than its 10.24 M). A replica's log of
-// confirmed blocks is swept once it has grown by what the replica holds and 1,024 more, and a
-// gateway that has run a while pays for its sweeps all the time; here every replica holds the
-// same and starts with the same log, so their sweeps would all come due at once, 700 runs of
-// each later. Before the first timed run each replica r therefore stores and removes r / 1,000
-// of that many blocks untimed (11 M events, about 2 s), so that the replicas' sweeps come due
-// spread evenly, as they would in a fleet that has run a while, and their share is in what is
-// timed.
+// per replica past this benchmark (16,000 blocks more than its 10.24 M). On the fleet with its
+// replicas' logs staggered, as BM_IndexApplyEvents.
 void BM_IndexApplyEventRuns(benchmark::State& state) {
   constexpr std::size_t kRun = 16;
   const bool batched = state.range(0) != 0;
-  Fleet& f = fleet(1);
+  Fleet& f = staggered_fleet();
   static std::uint64_t next = 0;  // across the two variants: each run's blocks are new
   std::vector<KeyChange> run(2 * kRun);
   auto blocks_of = [](std::uint64_t k, std::size_t i) { return mix(0x5eed0000 ^ (k * kRun + i)); };
@@ -250,21 +272,6 @@ void BM_IndexApplyEventRuns(benchmark::State& state) {
     if (next < kReplicas) std::swap_ranges(run.begin(), run.begin() + kRun, run.begin() + kRun);
     return static_cast<ReplicaId>(next++ % kReplicas);
   };
-  static bool staggered = false;
-  if (!staggered) {
-    constexpr std::size_t kPeriod = kPromptBlocks * kPrompts / kReplicas + 1024;
-    std::vector<KeyChange> churn;
-    for (std::size_t r = 0; r < kReplicas; ++r) {
-      churn.clear();
-      for (std::size_t i = 0; i < kPeriod * r / kReplicas; ++i) {
-        churn.push_back({mix(0xa9ed0000000 ^ (r << 20) ^ i), KeyState::kPrimary});
-      }
-      const std::size_t n = churn.size();
-      for (std::size_t i = 0; i < n; ++i) churn.push_back({churn[i].key, KeyState::kAbsent});
-      f.index->apply_changes(static_cast<ReplicaId>(r), churn);
-    }
-    staggered = true;
-  }
   for (auto _ : state) {
     const ReplicaId r = make_run();
     if (batched) {
