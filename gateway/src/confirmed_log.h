@@ -42,7 +42,6 @@ class ConfirmedLog {
   static constexpr std::size_t kMinRepeats = 64;
 
   void append(std::uint64_t hash) { log_.push_back(hash); }
-  std::size_t size() const { return log_.size(); }
   Phase phase() const { return phase_; }
   bool sweep_due(std::size_t held) const {
     return phase_ == Phase::kIdle && log_.size() >= 2 * held + kMinSwept;
