@@ -397,7 +397,9 @@ struct PrefixIndex::Impl {
 
   // Drops r's prediction record of `hash`, if any, and frees the entry if nothing else holds it.
   // `only_if_expired_by`: drop only when the record expired by then (a refreshed one stays).
-  void drop_prediction(ReplicaId r, std::uint64_t hash, Clock::time_point only_if_expired_by) {
+  // `entry`: the block's entry when the caller has found it already (null: looked up here).
+  void drop_prediction(ReplicaId r, std::uint64_t hash, Clock::time_point only_if_expired_by,
+                       Entry* entry = nullptr) {
     auto pit = predictions.find(hash);
     if (pit == predictions.end()) return;
     Predictions& preds = pit->second;
@@ -409,8 +411,8 @@ struct PrefixIndex::Impl {
     --replicas[r].predicted;
     if (!preds.empty()) return;
     predictions.erase(pit);
-    Entry* e = entries.find(hash);
-    PG_DCHECK(e != nullptr && e->predicted());
+    Entry* e = entry != nullptr ? entry : entries.find(hash);
+    PG_DCHECK(e != nullptr && e->predicted() && e == entries.find(hash));
     e->set_predicted(false);
     release_if_empty(*e);
   }
@@ -433,7 +435,7 @@ struct PrefixIndex::Impl {
     // prediction made while the replica's events were down. (`e` has a holder: it stays.)
     forget_lru(r, hash);
     // Looked up only when predicted: a block another gateway sent there was not.
-    if (e.predicted()) drop_prediction(r, hash, kNever);
+    if (e.predicted()) drop_prediction(r, hash, kNever, &e);
     log_confirmed(r, hash);
   }
 

@@ -165,6 +165,33 @@ TEST(EngineEventLineTest, WhatTheScanCannotDecodeExactlyGoesToTheDomParser) {
   }
 }
 
+TEST(EngineEventLineTest, EveryByteInEveryPlaceOfAHashDecodesAsTheDomParserDecodesIt) {
+  // A 16-digit hash is checked and converted sixteen bytes at once: each byte value at each
+  // place, in a one-block line and in a run, must be refused or read as from_chars reads it.
+  const std::string good = "09afAF12cd34EF56";
+  std::size_t refused = 0;
+  for (std::size_t place = 0; place < good.size(); ++place) {
+    for (int byte = 1; byte < 256; ++byte) {
+      std::string hash = good;
+      hash[place] = static_cast<char>(byte);
+      if (byte == '"' || byte == '\\') continue;  // these end or escape the string instead
+      const std::string one = R"({"type":"removed","seq":3,"hash":")" + hash + R"(","salt":""})";
+      const std::string run =
+          R"({"type":"removed","seq":3,"hashes":["0123456789abcdef",")" + hash + R"("],"salt":""})";
+      expect_same_as_dom(one);
+      expect_same_as_dom(run);
+      const EngineEventLine e = parse_engine_event_line(one);
+      refused += !e.hash.has_value();
+    }
+  }
+  // 22 of the 255 bytes are hex digits; the rest are refused at every place.
+  EXPECT_EQ(refused, 16u * (255 - 22 - 2));
+  const EngineEventLine e =
+      parse_engine_event_line(R"({"type":"removed","seq":3,"hashes":)"
+                              R"(["09afAF12cd34EF56","ffffffffffffffff"],"salt":""})");
+  EXPECT_EQ(e.hashes, (std::vector<std::uint64_t>{0x09afaf12cd34ef56ULL, ~0ULL}));
+}
+
 TEST(EngineEventLineTest, RandomLinesDecodeAsTheDomParserDecodesThem) {
   // Lines in the engine's shape (type, seq, hash, salt, in any order, some missing), each member's
   // key or value now and then replaced by one the scan must leave to the DOM parser, so that
