@@ -56,58 +56,80 @@ void EngineBlockKeys::stored(const kv_events::BlockStored& event, std::vector<Ke
   const bool have_tokens = total > 0 && per_block > 0;
   if (total > 0 && !have_tokens) skips_.bad_tokens += n;
 
-  // Where the chain stands before the first block.
-  std::optional<Chain> chain;
+  // Where the chain stands before the first block: the root, or after the block at `at`.
+  Chain root;
+  bool placed = true;  // whether the chain is known
+  Place at = kNone;
   if (!event.parent) {
-    chain = Chain{canon::block_hash_root(config_.model_id, event.cache_salt), {}, {}};
-  } else if (auto it = blocks_.find(*event.parent); it != blocks_.end()) {
-    chain = it->second.after;
+    root.parent_key = canon::block_hash_root(config_.model_id, event.cache_salt);
+  } else if (auto it = places_.find(*event.parent); it != places_.end()) {
+    at = it->second;
+  } else {
+    placed = false;
   }
   const std::uint8_t bit = medium_bit(event.medium);
   for (std::size_t i = 0; i < n; ++i) {
     const EngineHash hash = event.block_hashes[i];
-    Block* block = nullptr;
-    if (auto it = blocks_.find(hash); it != blocks_.end()) {
-      block = &it->second;
-      lru_.splice(lru_.begin(), lru_, block->lru);
-    } else if (chain && have_tokens) {
-      block =
-          &add_block(hash, *chain, std::span(event.token_ids).subspan(i * per_block, per_block));
+    Place place = kNone;
+    if (auto it = places_.find(hash); it != places_.end()) {
+      place = it->second;
+      unlink(place);
+      link_newest(place);
+    } else if (placed && have_tokens) {
+      place = add_block(hash, at == kNone ? &root : nullptr, at,
+                        std::span(event.token_ids).subspan(i * per_block, per_block));
     } else {
       ++skips_.unknown_parent;
-      chain.reset();  // the rest of this chain cannot be placed either
+      placed = false;  // the rest of this chain cannot be placed either
       continue;
     }
-    chain = block->after;
-    set_media(*block, static_cast<std::uint8_t>(block->media | bit), out);
+    placed = true;
+    at = place;
+    set_media(place, static_cast<std::uint8_t>(blocks_[place].media | bit), out);
   }
-  while (blocks_.size() > config_.max_blocks) forget_oldest(out);
+  while (places_.size() > config_.max_blocks) forget_oldest(out);
 }
 
-EngineBlockKeys::Block& EngineBlockKeys::add_block(EngineHash hash, const Chain& before,
-                                                   std::span<const std::uint32_t> tokens) {
-  const std::size_t g = config_.block_size;
-  Block& block = blocks_[hash];
-  lru_.push_front(hash);
-  block.lru = lru_.begin();
+EngineBlockKeys::Place EngineBlockKeys::add_block(EngineHash hash, const Chain* root, Place at,
+                                                  std::span<const std::uint32_t> tokens) {
+  Place place = kNone;
+  if (!free_.empty()) {
+    place = free_.back();
+    free_.pop_back();
+  } else {
+    place = static_cast<Place>(blocks_.size());
+    blocks_.emplace_back();
+  }
+  places_.emplace(hash, place);
+  link_newest(place);
+  // Read after the array may have grown: the block before it is in the array too.
+  const Chain& before = root != nullptr ? *root : blocks_[at].after;
+  Block& block = blocks_[place];
+  block.hash = hash;
 
   // Our blocks completed by this one: the first also holds the unfinished block's tokens.
-  std::vector<std::uint32_t> buf = before.partial;
-  buf.insert(buf.end(), tokens.begin(), tokens.end());
+  const std::size_t g = config_.block_size;
+  std::span<const std::uint32_t> buf = tokens;
+  if (!before.partial.empty()) {
+    scratch_.assign(before.partial.begin(), before.partial.end());
+    scratch_.insert(scratch_.end(), tokens.begin(), tokens.end());
+    buf = scratch_;
+  }
   std::uint64_t parent = before.parent_key;
   std::size_t pos = 0;
   bool first = true;
   while (buf.size() - pos >= g) {
-    const std::uint64_t key =
-        canon::chain_block_hash(parent, std::span<const canon::TokenId>(buf).subspan(pos, g));
+    const std::uint64_t key = canon::chain_block_hash(parent, buf.subspan(pos, g));
     Key& k = keys_[key];
     k.parts.clear();
-    if (first && !before.partial.empty()) k.parts = before.partial_from;
+    if (first && !before.partial.empty()) {
+      k.parts.assign(before.partial_from.begin(), before.partial_from.end());
+    }
     k.parts.push_back(hash);
     for (EngineHash part : k.parts) {
-      auto it = blocks_.find(part);
-      if (it == blocks_.end()) continue;
-      std::vector<std::uint64_t>& keys = it->second.keys;
+      auto it = places_.find(part);
+      if (it == places_.end()) continue;
+      auto& keys = blocks_[it->second].keys;
       if (std::find(keys.begin(), keys.end(), key) != keys.end()) continue;
       if (keys.size() >= kMaxKeysPerBlock) keys.erase(keys.begin());
       keys.push_back(key);
@@ -124,7 +146,7 @@ EngineBlockKeys::Block& EngineBlockKeys::add_block(EngineHash hash, const Chain&
   } else if (!block.after.partial.empty()) {
     block.after.partial_from = {hash};
   }
-  return block;
+  return place;
 }
 
 void EngineBlockKeys::removed(const kv_events::BlockRemoved& event, std::vector<KeyChange>& out) {
@@ -134,17 +156,20 @@ void EngineBlockKeys::removed(const kv_events::BlockRemoved& event, std::vector<
   }
   const std::uint8_t bit = medium_bit(event.medium);
   for (EngineHash hash : event.block_hashes) {
-    auto it = blocks_.find(hash);
-    if (it == blocks_.end()) continue;  // never placed (or long forgotten): nothing of ours
-    Block& block = it->second;
-    set_media(block, static_cast<std::uint8_t>(block.media & ~bit), out);
+    auto it = places_.find(hash);
+    if (it == places_.end()) continue;  // never placed (or long forgotten): nothing of ours
+    const Place place = it->second;
+    set_media(place, static_cast<std::uint8_t>(blocks_[place].media & ~bit), out);
     // A block held nowhere is the first to forget when the map is full.
-    if (block.media == 0) lru_.splice(lru_.end(), lru_, block.lru);
+    if (blocks_[place].media == 0) {
+      unlink(place);
+      link_oldest(place);
+    }
   }
 }
 
 void EngineBlockKeys::cleared(std::vector<KeyChange>& out) {
-  for (auto& [hash, block] : blocks_) block.media = 0;
+  for (const auto& [hash, place] : places_) blocks_[place].media = 0;
   for (auto& [key, k] : keys_) {
     if (k.reported == KeyState::kAbsent) continue;
     k.reported = KeyState::kAbsent;
@@ -154,15 +179,23 @@ void EngineBlockKeys::cleared(std::vector<KeyChange>& out) {
 
 void EngineBlockKeys::reset(std::vector<KeyChange>& out) {
   cleared(out);
+  places_.clear();
   blocks_.clear();
+  free_.clear();
+  newest_ = oldest_ = kNone;
   keys_.clear();
-  lru_.clear();
 }
 
-void EngineBlockKeys::set_media(Block& block, std::uint8_t media, std::vector<KeyChange>& out) {
+void EngineBlockKeys::set_media(Place place, std::uint8_t media, std::vector<KeyChange>& out) {
+  Block& block = blocks_[place];
   if (block.media == media) return;
   block.media = media;
   for (std::uint64_t key : block.keys) refresh_key(key, out);
+}
+
+std::uint8_t EngineBlockKeys::media_of(EngineHash hash) const {
+  auto it = places_.find(hash);
+  return it == places_.end() ? 0 : blocks_[it->second].media;
 }
 
 void EngineBlockKeys::refresh_key(std::uint64_t key, std::vector<KeyChange>& out) {
@@ -171,8 +204,7 @@ void EngineBlockKeys::refresh_key(std::uint64_t key, std::vector<KeyChange>& out
   Key& k = it->second;
   bool all_gpu = true, all_held = true;
   for (EngineHash part : k.parts) {
-    auto b = blocks_.find(part);
-    const std::uint8_t media = b == blocks_.end() ? 0 : b->second.media;
+    const std::uint8_t media = media_of(part);
     all_gpu = all_gpu && (media & kGpuBit) != 0;
     all_held = all_held && media != 0;
   }
@@ -185,20 +217,45 @@ void EngineBlockKeys::refresh_key(std::uint64_t key, std::vector<KeyChange>& out
 }
 
 void EngineBlockKeys::forget_oldest(std::vector<KeyChange>& out) {
-  const EngineHash hash = lru_.back();
-  lru_.pop_back();
-  auto it = blocks_.find(hash);
-  PG_DCHECK(it != blocks_.end());
-  std::vector<std::uint64_t> keys = std::move(it->second.keys);
-  blocks_.erase(it);
+  const Place place = oldest_;
+  PG_DCHECK(place != kNone);
+  unlink(place);
+  Block& block = blocks_[place];
+  const auto keys = std::move(block.keys);
+  places_.erase(block.hash);
+  block = Block{};  // its vectors' memory back
+  free_.push_back(place);
   for (std::uint64_t key : keys) {
     refresh_key(key, out);  // a part is gone: absent
     auto k = keys_.find(key);
     if (k == keys_.end()) continue;
     const bool any_part_left = std::any_of(k->second.parts.begin(), k->second.parts.end(),
-                                           [&](EngineHash p) { return blocks_.contains(p); });
+                                           [&](EngineHash p) { return places_.contains(p); });
     if (!any_part_left) keys_.erase(k);
   }
+}
+
+void EngineBlockKeys::unlink(Place place) {
+  Block& b = blocks_[place];
+  (b.newer == kNone ? newest_ : blocks_[b.newer].older) = b.older;
+  (b.older == kNone ? oldest_ : blocks_[b.older].newer) = b.newer;
+  b.newer = b.older = kNone;
+}
+
+void EngineBlockKeys::link_newest(Place place) {
+  Block& b = blocks_[place];
+  b.newer = kNone;
+  b.older = newest_;
+  (newest_ == kNone ? oldest_ : blocks_[newest_].newer) = place;
+  newest_ = place;
+}
+
+void EngineBlockKeys::link_oldest(Place place) {
+  Block& b = blocks_[place];
+  b.older = kNone;
+  b.newer = oldest_;
+  (oldest_ == kNone ? newest_ : blocks_[oldest_].older) = place;
+  oldest_ = place;
 }
 
 }  // namespace prefixgate::gateway

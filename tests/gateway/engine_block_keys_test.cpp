@@ -223,6 +223,32 @@ TEST(EngineBlockKeysTest, TheMapIsBoundedAndForgetsTheOldestFirst) {
   EXPECT_TRUE(out.empty());
 }
 
+TEST(EngineBlockKeysTest, ABlockHeldNowhereIsForgottenBeforeOlderHeldOnes) {
+  EngineBlockKeys keys({.model_id = kModel, .block_size = 16, .max_blocks = 4});
+  const auto tokens = tokens_of(16 * 5);
+  const auto want = our_keys(tokens, 16);
+  std::vector<KeyChange> out;
+  Seen seen;
+  keys.stored(stored(tokens, 16, 0, 4), out);
+  keys.removed(removed({3}), out);  // the newest block, evicted: the first to forget
+  seen.fold(out);
+  EXPECT_EQ(seen.of(want[3]), KeyState::kAbsent);
+  // Its chain still continues from it, and the map, one over, forgets it, not block 0.
+  keys.stored(stored(tokens, 16, 4, 5), out);
+  seen.fold(out);
+  EXPECT_EQ(keys.tracked_blocks(), 4U);
+  EXPECT_EQ(seen.of(want[4]), KeyState::kPrimary);
+  for (std::size_t k = 0; k < 3; ++k) EXPECT_EQ(seen.of(want[k]), KeyState::kPrimary) << k;
+  // Block 0 is still known: its removal is heard.
+  keys.removed(removed({0}), out);
+  seen.fold(out);
+  EXPECT_EQ(seen.of(want[0]), KeyState::kAbsent);
+  // Stored again, block 3 is placed again from block 2's chain.
+  keys.stored(stored(tokens, 16, 3, 4), out);
+  seen.fold(out);
+  EXPECT_EQ(seen.of(want[3]), KeyState::kPrimary);
+}
+
 TEST(EngineBlockKeysTest, LoraAndOtherGroupsAreSkipped) {
   EngineBlockKeys keys({.model_id = kModel, .block_size = 16});
   const auto tokens = tokens_of(32);

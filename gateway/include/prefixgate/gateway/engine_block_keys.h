@@ -26,12 +26,12 @@
 //   keys.removed(block_removed_event, changes);
 #pragma once
 
+#include <boost/container/small_vector.hpp>
+#include <boost/unordered/unordered_flat_map.hpp>
 #include <cstddef>
 #include <cstdint>
-#include <list>
 #include <span>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "prefixgate/gateway/prefix_index.h"
@@ -71,39 +71,60 @@ class EngineBlockKeys {
   // Every key absent and every engine hash forgotten (the engine restarted).
   void reset(std::vector<KeyChange>& out);
 
-  std::size_t tracked_blocks() const { return blocks_.size(); }
+  std::size_t tracked_blocks() const { return places_.size(); }
   std::size_t held_keys() const;  // keys not absent
   const BlockKeysSkips& skips() const { return skips_; }
 
  private:
+  // Blocks live in one array, found by the engine's hash through a flat map, and linked in
+  // recency order by their places in it: a node per block in a hash map and a list, with a
+  // vector or two each, was most of what following a vLLM replica cost (about 750 ns a block,
+  // gateway_bench BM_VllmEventBatch).
+  using Place = std::uint32_t;
+  static constexpr Place kNone = ~Place{0};
+
   // Where a chain stands after a block: our last full key, and the tokens (and the engine
-  // blocks they came from) of our next, unfinished block.
+  // blocks they came from) of our next, unfinished block: none when the engine's blocks are a
+  // multiple of ours.
   struct Chain {
     std::uint64_t parent_key = 0;
     std::vector<std::uint32_t> partial;
     std::vector<kv_events::EngineHash> partial_from;
   };
   struct Block {
+    kv_events::EngineHash hash = 0;
     std::uint8_t media = 0;  // kGpuBit | kOffloadBit
     Chain after;
-    std::vector<std::uint64_t> keys;  // our keys this block holds tokens of
-    std::list<kv_events::EngineHash>::iterator lru;
+    // Our keys this block holds tokens of: one when the engine's blocks are ours, E / G + 1 at
+    // most when larger.
+    boost::container::small_vector<std::uint64_t, 2> keys;
+    Place newer = kNone, older = kNone;  // the recency list
   };
   struct Key {
-    std::vector<kv_events::EngineHash> parts;  // the engine blocks holding its tokens
+    // The engine blocks holding its tokens: one when the engine's blocks are ours or larger.
+    boost::container::small_vector<kv_events::EngineHash, 2> parts;
     KeyState reported = KeyState::kAbsent;
   };
 
-  Block& add_block(kv_events::EngineHash hash, const Chain& before,
-                   std::span<const std::uint32_t> tokens);
-  void set_media(Block& block, std::uint8_t media, std::vector<KeyChange>& out);
+  // A new block's place, linked as the most recent, with its keys and the chain after it; the
+  // chain before it is `root`, or when that is null the one after the block at `at`.
+  Place add_block(kv_events::EngineHash hash, const Chain* root, Place at,
+                  std::span<const std::uint32_t> tokens);
+  void set_media(Place place, std::uint8_t media, std::vector<KeyChange>& out);
   void refresh_key(std::uint64_t key, std::vector<KeyChange>& out);
   void forget_oldest(std::vector<KeyChange>& out);
+  std::uint8_t media_of(kv_events::EngineHash hash) const;
+  void unlink(Place place);
+  void link_newest(Place place);
+  void link_oldest(Place place);
 
   BlockKeysConfig config_;
-  std::unordered_map<kv_events::EngineHash, Block> blocks_;  // node-based: references stay valid
-  std::unordered_map<std::uint64_t, Key> keys_;
-  std::list<kv_events::EngineHash> lru_;  // front: most recently stored; removed blocks at the back
+  boost::unordered_flat_map<kv_events::EngineHash, Place> places_;
+  std::vector<Block> blocks_;  // by place; a forgotten block's place is reused
+  std::vector<Place> free_;
+  Place newest_ = kNone, oldest_ = kNone;  // stored most recently; removed blocks go oldest
+  boost::unordered_flat_map<std::uint64_t, Key> keys_;
+  std::vector<std::uint32_t> scratch_;  // add_block's tokens
   BlockKeysSkips skips_;
 };
 
