@@ -2,6 +2,7 @@
 // prefixgate's own gateway) can follow prefixgate-engine. Required fields are always written
 // (nil when unset), optional ones only when they differ from their default, as msgspec does with
 // omit_defaults.
+#include <cstring>
 #include <msgpack.hpp>
 #include <type_traits>
 
@@ -15,6 +16,16 @@ using Packer = msgpack::packer<msgpack::sbuffer>;
 void pack_str(Packer& p, std::string_view s) {
   p.pack_str(static_cast<std::uint32_t>(s.size()));
   p.pack_str_body(s.data(), static_cast<std::uint32_t>(s.size()));
+}
+
+// A float64 always, as msgspec writes a Python float. msgpack-c++'s pack_double writes an integral
+// double as an integer instead, and converts 2^64 to uint64_t on the way (undefined behaviour).
+void pack_float64(msgpack::sbuffer& out, double d) {
+  std::uint64_t bits = 0;
+  std::memcpy(&bits, &d, sizeof bits);
+  char bytes[9] = {static_cast<char>(0xcb)};
+  for (int i = 0; i < 8; ++i) bytes[1 + i] = static_cast<char>(bits >> (56 - 8 * i));
+  out.write(bytes, sizeof bytes);
 }
 
 void pack_medium(Packer& p, Medium m) {
@@ -138,7 +149,7 @@ std::string encode_event_batch(const EventBatch& batch, WireForm form) {
     p.pack_map(rank ? 3 : 2);
     pack_str(p, "ts");
   }
-  p.pack_double(batch.ts);
+  pack_float64(buffer, batch.ts);
   if (form == WireForm::kMap) pack_str(p, "events");
   p.pack_array(static_cast<std::uint32_t>(batch.events.size()));
   for (const Event& event : batch.events) {
