@@ -1,7 +1,8 @@
-// decode_event_batch: msgpack-c++ parses the payload into an object tree under limits derived
-// from the payload's size (no count in the input can make it allocate more than a small
-// multiple of that size), then the tree is read field by field into typed events. msgpack-c++
-// throws on malformed input; every exception stops here and becomes an Error.
+// decode_event_batch: the common batches by a cursor over their bytes (wire_scan.h); the others
+// by msgpack-c++, which parses the payload into an object tree under limits derived from the
+// payload's size (no count in the input can make it allocate more than a small multiple of that
+// size), then the tree is read field by field into typed events. msgpack-c++ throws on malformed
+// input; every exception stops here and becomes an Error.
 #include <xxhash.h>
 
 #include <limits>
@@ -9,6 +10,7 @@
 #include <new>
 
 #include "prefixgate/kv_events/wire.h"
+#include "wire_scan.h"
 
 namespace prefixgate::kv_events {
 namespace {
@@ -282,6 +284,11 @@ Result<EventBatch> read_batch(const object& root) {
 }  // namespace
 
 Result<EventBatch> decode_event_batch(std::span<const std::uint8_t> payload) {
+  if (auto batch = internal::scan_event_batch(payload)) return std::move(*batch);
+  return internal::decode_event_batch_tree(payload);
+}
+
+Result<EventBatch> internal::decode_event_batch_tree(std::span<const std::uint8_t> payload) {
   if (payload.empty()) return bad("empty payload");
   // Every array element, map entry or string byte takes at least one byte of input.
   const std::size_t n = payload.size();

@@ -1,5 +1,6 @@
 // The KV-event parsers on arbitrary bytes. The first byte picks the parser:
-//   even: a vLLM/SGLang msgpack payload (kv_events::decode_event_batch); a batch that decodes
+//   even: a vLLM/SGLang msgpack payload (kv_events::decode_event_batch); what its cursor scan
+//         answers must be what msgpack-c++'s object tree decodes; a batch that decodes
 //         re-encodes (map and array form) to bytes that decode and re-encode to the same bytes;
 //   odd:  prefixgate-engine's /v1/kv_events JSON lines (a block or a run of blocks each), split
 //         at '\n', each through the parser the gateway applies them with, which must decode it
@@ -8,11 +9,14 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <span>
 #include <string>
 #include <string_view>
 
 #include "prefixgate/kv_events/wire.h"
 #include "server/engine_events.h"
+#include "wire_scan.h"
 
 namespace {
 
@@ -23,7 +27,42 @@ using namespace prefixgate;
   std::abort();
 }
 
+// The scan's batch is the tree's, field for field (the time bit for bit).
+bool same_batch(const kv_events::EventBatch& a, const kv_events::EventBatch& b) {
+  std::uint64_t ta = 0, tb = 0;
+  std::memcpy(&ta, &a.ts, sizeof ta);
+  std::memcpy(&tb, &b.ts, sizeof tb);
+  if (ta != tb || a.data_parallel_rank != b.data_parallel_rank ||
+      a.unknown_events != b.unknown_events || a.events.size() != b.events.size()) {
+    return false;
+  }
+  for (std::size_t i = 0; i < a.events.size(); ++i) {
+    if (a.events[i].index() != b.events[i].index()) return false;
+    if (const auto* s = std::get_if<kv_events::BlockStored>(&a.events[i])) {
+      const auto& t = std::get<kv_events::BlockStored>(b.events[i]);
+      if (s->block_hashes != t.block_hashes || s->parent != t.parent ||
+          s->token_ids != t.token_ids || s->block_size != t.block_size || s->medium != t.medium ||
+          s->lora != t.lora || s->cache_salt != t.cache_salt || s->group != t.group) {
+        return false;
+      }
+    } else if (const auto* r = std::get_if<kv_events::BlockRemoved>(&a.events[i])) {
+      const auto& t = std::get<kv_events::BlockRemoved>(b.events[i]);
+      if (r->block_hashes != t.block_hashes || r->medium != t.medium || r->group != t.group) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
 void check_msgpack(std::string_view payload) {
+  const std::span bytes(reinterpret_cast<const std::uint8_t*>(payload.data()), payload.size());
+  if (const auto scanned = kv_events::internal::scan_event_batch(bytes)) {
+    const auto tree = kv_events::internal::decode_event_batch_tree(bytes);
+    if (!tree) fail("the scan decodes a batch the object tree refuses");
+    if (!same_batch(*scanned, *tree))
+      fail("the scan and the object tree decode a batch differently");
+  }
   auto batch = kv_events::decode_event_batch(payload);
   if (!batch) {
     if (batch.error().message.empty()) fail("an error without a message");
