@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstring>
 #include <limits>
 #include <string_view>
@@ -48,6 +49,38 @@ class Cursor {
       case 0xcf: return big_endian(8);
       default: return std::nullopt;
     }
+  }
+  // out.size() non-negative integers of at most 32 bits, each in an unsigned format: uint()
+  // in a loop of its own, since a BlockStored's token ids are most of a batch's values.
+  bool uints32(std::span<std::uint32_t> out) {
+    const std::uint8_t* p = at_;
+    for (std::uint32_t& v : out) {
+      if (p == end_) return false;
+      const std::uint8_t b = *p;
+      if (b <= 0x7f) {
+        v = b;
+        ++p;
+        continue;
+      }
+      if (b < 0xcc || b > 0xce || end_ - p < 5) {  // uint 64, not an unsigned integer, the end
+        at_ = p;
+        const auto u = uint();
+        if (!u || *u > std::numeric_limits<std::uint32_t>::max()) return false;
+        v = static_cast<std::uint32_t>(*u);
+        p = at_;
+        continue;
+      }
+      // uint 8, 16 or 32: four bytes loaded (the rest of the payload has them) and the value's
+      // 1, 2 or 4 kept.
+      const unsigned width = 1U << (b - 0xcc);
+      std::uint32_t x = 0;
+      std::memcpy(&x, p + 1, sizeof x);
+      if constexpr (std::endian::native == std::endian::little) x = __builtin_bswap32(x);
+      v = width == 4 ? x : x >> (32 - 8 * width);
+      p += 1 + width;
+    }
+    at_ = p;
+    return true;
   }
   // A float (32 or 64 bits) or a non-negative integer, as a double.
   std::optional<double> number() {
@@ -460,12 +493,7 @@ class BatchScan {
     const auto n = c.array_header();
     if (!n || *n > static_cast<std::size_t>(end_ - c.at())) return false;  // a byte each at least
     out.resize(*n);
-    for (std::uint32_t& id : out) {
-      const auto v = c.uint();
-      if (!v || *v > std::numeric_limits<std::uint32_t>::max()) return false;
-      id = static_cast<std::uint32_t>(*v);
-    }
-    return true;
+    return c.uints32(out);
   }
 
   // vLLM's extra_keys, stepped over: the last string of the first block's tuple, when that is an
