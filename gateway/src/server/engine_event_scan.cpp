@@ -141,7 +141,7 @@ inline bool hex16_digits(const char* p, std::uint64_t& out) {
   const __m128i digit = in_range(c, '0', 9);
   const __m128i letter = in_range(lower, 'a', 5);
   if (_mm_movemask_epi8(_mm_or_si128(digit, letter)) != 0xFFFF) return false;
-  // Each byte's value: lower - '0' for a digit, lower - ('a' - 10) for a letter, 39 less.
+  // Each byte's value: lower - '0', less 39 ('a' - 10 - '0') for a letter.
   const __m128i value = _mm_sub_epi8(_mm_sub_epi8(lower, _mm_set1_epi8('0')),
                                      _mm_and_si128(letter, _mm_set1_epi8('a' - 10 - '0')));
   // Each pair of digits (the first in the low byte of a 16-bit lane) into one byte, first << 4.
