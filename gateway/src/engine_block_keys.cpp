@@ -127,9 +127,13 @@ EngineBlockKeys::Place EngineBlockKeys::add_block(EngineHash hash, const Chain* 
     }
     k.parts.push_back(hash);
     for (EngineHash part : k.parts) {
-      auto it = places_.find(part);
-      if (it == places_.end()) continue;
-      auto& keys = blocks_[it->second].keys;
+      Block* holder = &block;  // the new block is usually the key's only part
+      if (part != hash) {
+        auto it = places_.find(part);
+        if (it == places_.end()) continue;
+        holder = &blocks_[it->second];
+      }
+      auto& keys = holder->keys;
       if (std::find(keys.begin(), keys.end(), key) != keys.end()) continue;
       if (keys.size() >= kMaxKeysPerBlock) keys.erase(keys.begin());
       keys.push_back(key);
@@ -190,7 +194,7 @@ void EngineBlockKeys::set_media(Place place, std::uint8_t media, std::vector<Key
   Block& block = blocks_[place];
   if (block.media == media) return;
   block.media = media;
-  for (std::uint64_t key : block.keys) refresh_key(key, out);
+  for (std::uint64_t key : block.keys) refresh_key(key, out, &block);
 }
 
 std::uint8_t EngineBlockKeys::media_of(EngineHash hash) const {
@@ -198,13 +202,15 @@ std::uint8_t EngineBlockKeys::media_of(EngineHash hash) const {
   return it == places_.end() ? 0 : blocks_[it->second].media;
 }
 
-void EngineBlockKeys::refresh_key(std::uint64_t key, std::vector<KeyChange>& out) {
+void EngineBlockKeys::refresh_key(std::uint64_t key, std::vector<KeyChange>& out,
+                                  const Block* known) {
   auto it = keys_.find(key);
   if (it == keys_.end()) return;
   Key& k = it->second;
   bool all_gpu = true, all_held = true;
   for (EngineHash part : k.parts) {
-    const std::uint8_t media = media_of(part);
+    const std::uint8_t media =
+        known != nullptr && part == known->hash ? known->media : media_of(part);
     all_gpu = all_gpu && (media & kGpuBit) != 0;
     all_held = all_held && media != 0;
   }

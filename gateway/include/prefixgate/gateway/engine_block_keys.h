@@ -111,7 +111,8 @@ class EngineBlockKeys {
   Place add_block(kv_events::EngineHash hash, const Chain* root, Place at,
                   std::span<const std::uint32_t> tokens);
   void set_media(Place place, std::uint8_t media, std::vector<KeyChange>& out);
-  void refresh_key(std::uint64_t key, std::vector<KeyChange>& out);
+  // `known`: a block whose media just changed, read directly if it is one of the key's parts.
+  void refresh_key(std::uint64_t key, std::vector<KeyChange>& out, const Block* known = nullptr);
   void forget_oldest(std::vector<KeyChange>& out);
   std::uint8_t media_of(kv_events::EngineHash hash) const;
   void unlink(Place place);
