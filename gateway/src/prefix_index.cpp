@@ -49,14 +49,11 @@ void PrefixIndex::apply_stored(ReplicaId replica, std::uint64_t hash, CacheTier 
 
 void PrefixIndex::apply_changes(ReplicaId replica, std::span<const KeyChange> changes) {
   PG_DCHECK(replica < impl_->replicas.size());
-  // A chunk's table slots are fetched first, so that the processor overlaps their cache misses;
-  // then the chunk's changes, in order, find their entries in cache. Below kLookaheadMinBlocks
-  // the table (24-byte slots, at most three quarters full) fits a core's L2 and the prefetches
-  // would only add work; past it, the blocks an engine evicts were stored long ago and come
-  // from memory: a gateway in front of 8 replicas holds that many blocks within minutes.
+  // A chunk's table slots are fetched first (when Impl::worth_fetching_ahead), so that the
+  // processor overlaps their cache misses; then the chunk's changes, in order, find their entries
+  // in cache.
   constexpr std::size_t kChunk = 16;
-  constexpr std::size_t kLookaheadMinBlocks = std::size_t{1} << 14;
-  const bool ahead = impl_->entries.size() >= kLookaheadMinBlocks;
+  const bool ahead = impl_->worth_fetching_ahead();
   for (std::size_t base = 0; base < changes.size(); base += kChunk) {
     const std::size_t end = std::min(changes.size(), base + kChunk);
     if (ahead) {
