@@ -27,32 +27,13 @@ using namespace prefixgate;
   std::abort();
 }
 
-// The scan's batch is the tree's, field for field (the time bit for bit).
+// The scan's batch is the tree's, event for event (the time bit for bit: it may be a NaN).
 bool same_batch(const kv_events::EventBatch& a, const kv_events::EventBatch& b) {
   std::uint64_t ta = 0, tb = 0;
   std::memcpy(&ta, &a.ts, sizeof ta);
   std::memcpy(&tb, &b.ts, sizeof tb);
-  if (ta != tb || a.data_parallel_rank != b.data_parallel_rank ||
-      a.unknown_events != b.unknown_events || a.events.size() != b.events.size()) {
-    return false;
-  }
-  for (std::size_t i = 0; i < a.events.size(); ++i) {
-    if (a.events[i].index() != b.events[i].index()) return false;
-    if (const auto* s = std::get_if<kv_events::BlockStored>(&a.events[i])) {
-      const auto& t = std::get<kv_events::BlockStored>(b.events[i]);
-      if (s->block_hashes != t.block_hashes || s->parent != t.parent ||
-          s->token_ids != t.token_ids || s->block_size != t.block_size || s->medium != t.medium ||
-          s->lora != t.lora || s->cache_salt != t.cache_salt || s->group != t.group) {
-        return false;
-      }
-    } else if (const auto* r = std::get_if<kv_events::BlockRemoved>(&a.events[i])) {
-      const auto& t = std::get<kv_events::BlockRemoved>(b.events[i]);
-      if (r->block_hashes != t.block_hashes || r->medium != t.medium || r->group != t.group) {
-        return false;
-      }
-    }
-  }
-  return true;
+  return ta == tb && a.data_parallel_rank == b.data_parallel_rank &&
+         a.unknown_events == b.unknown_events && a.events == b.events;
 }
 
 void check_msgpack(std::string_view payload) {

@@ -40,15 +40,21 @@ struct BlockStored {
   bool lora = false;            // stored for a LoRA adapter (lora_id or lora_name set)
   std::string cache_salt = {};  // the request's cache_salt, when the first block carries it
   std::uint32_t group = 0;      // the KV-cache group (vLLM's group_idx; 0 = the full-attention one)
+
+  bool operator==(const BlockStored&) const = default;
 };
 
 struct BlockRemoved {
   std::vector<EngineHash> block_hashes = {};
   Medium medium = Medium::kGpu;
   std::uint32_t group = 0;
+
+  bool operator==(const BlockRemoved&) const = default;
 };
 
-struct AllBlocksCleared {};
+struct AllBlocksCleared {
+  bool operator==(const AllBlocksCleared&) const = default;
+};
 
 using Event = std::variant<BlockStored, BlockRemoved, AllBlocksCleared>;
 
