@@ -65,7 +65,7 @@ bool scanned_as_the_tree_decodes(std::string_view payload, std::string_view what
   return true;
 }
 
-std::vector<std::uint32_t> tokens(std::size_t n, std::uint32_t seed) {
+std::vector<std::uint32_t> mixed_width_tokens(std::size_t n, std::uint32_t seed) {
   std::vector<std::uint32_t> t(n);
   // Every integer width the encoders choose: fixint, 8, 16 and 32 bits.
   for (std::size_t i = 0; i < n; ++i) t[i] = (seed * 2654435761U + i * 40503U) >> (i % 4 * 8);
@@ -74,9 +74,9 @@ std::vector<std::uint32_t> tokens(std::size_t n, std::uint32_t seed) {
 
 TEST(WireScanTest, TheBatchesEnginesSendAreScannedAsTheTreeDecodesThem) {
   const std::vector<vw::Event> events{
-      vw::Stored{{1, 2, 3}, std::nullopt, tokens(48, 1), 16, "GPU"},
-      vw::Stored{{4, 0xffffffffffffffffULL}, 3, tokens(32, 2), 16, "CPU"},
-      vw::Stored{{5}, std::nullopt, tokens(16, 3), 16, ""},
+      vw::Stored{{1, 2, 3}, std::nullopt, mixed_width_tokens(48, 1), 16, "GPU"},
+      vw::Stored{{4, 0xffffffffffffffffULL}, 3, mixed_width_tokens(32, 2), 16, "CPU"},
+      vw::Stored{{5}, std::nullopt, mixed_width_tokens(16, 3), 16, ""},
       vw::Removed{{2, 3}, "GPU"},
       vw::Removed{{4}, ""},
       vw::Cleared{}};
@@ -101,7 +101,7 @@ TEST(WireScanTest, TheBatchesEnginesSendAreScannedAsTheTreeDecodesThem) {
   EXPECT_EQ(scanned, payloads);  // none of these needs the tree
   // vLLM's cache salt (extra_keys) is scanned; SGLang's (its metadata map) is the tree's.
   const std::vector<vw::Event> salted{
-      vw::Stored{{7, 8}, std::nullopt, tokens(32, 4), 16, "GPU", "tenant-a"}};
+      vw::Stored{{7, 8}, std::nullopt, mixed_width_tokens(32, 4), 16, "GPU", "tenant-a"}};
   EXPECT_TRUE(scanned_as_the_tree_decodes(vw::encode(salted, {.form = vw::Form::kMap}), "salt"));
   EXPECT_TRUE(scanned_as_the_tree_decodes(vw::encode(salted, {.form = vw::Form::kArray}), "salt"));
   EXPECT_FALSE(scanned_as_the_tree_decodes(
@@ -109,14 +109,15 @@ TEST(WireScanTest, TheBatchesEnginesSendAreScannedAsTheTreeDecodesThem) {
   EXPECT_EQ(std::get<BlockStored>(decode_event_batch(vw::encode(salted))->events[0]).cache_salt,
             "tenant-a");
   // A LoRA adapter's blocks: the tree's (lora_id), and the same answer.
-  const std::vector<vw::Event> lora{vw::Stored{{9}, std::nullopt, tokens(16, 5), 16, "GPU", "", 7}};
+  const std::vector<vw::Event> lora{
+      vw::Stored{{9}, std::nullopt, mixed_width_tokens(16, 5), 16, "GPU", "", 7}};
   scanned_as_the_tree_decodes(vw::encode(lora), "lora");
   EXPECT_TRUE(std::get<BlockStored>(decode_event_batch(vw::encode(lora))->events[0]).lora);
   // kv_events' own encoder, as prefixgate-engine publishes.
   EventBatch own;
   BlockStored stored;
   stored.block_hashes = {11, 12};
-  stored.token_ids = tokens(32, 6);
+  stored.token_ids = mixed_width_tokens(32, 6);
   stored.block_size = 16;
   stored.cache_salt = "x";
   own.events.push_back(stored);
@@ -129,7 +130,7 @@ TEST(WireScanTest, TheBatchesEnginesSendAreScannedAsTheTreeDecodesThem) {
 
 // A batch of one BlockStored whose fields are written by `fields` (map form), or in array form
 // with `extra` written after its ninth field; the scan must step over whatever `extra` holds.
-std::string handmade(bool map, const std::function<void(vw::detail::Packer&)>& extra) {
+std::string handmade_stored_batch(bool map, const std::function<void(vw::detail::Packer&)>& extra) {
   using vw::detail::str;
   msgpack::sbuffer buf;
   vw::detail::Packer p(buf);
@@ -214,7 +215,7 @@ TEST(WireScanTest, EveryValueTypeIsSteppedOverAndTheSaltIsTheTuplesLastString) {
     p.pack_array(0);
   };
   for (bool map : {true, false}) {
-    const std::string payload = handmade(map, every_type);
+    const std::string payload = handmade_stored_batch(map, every_type);
     EXPECT_TRUE(scanned_as_the_tree_decodes(payload, map ? "map form" : "array form"));
     const auto batch = decode_event_batch(payload);
     ASSERT_TRUE(batch.ok()) << batch.error().message;
@@ -232,8 +233,9 @@ TEST(WireScanTest, MutatedBatchesDecodeAsTheTreeDecodesThem) {
   for (vw::Form form : {vw::Form::kMap, vw::Form::kArray}) {
     for (vw::Hashes hashes : {vw::Hashes::kInteger, vw::Hashes::kBytes}) {
       seeds.push_back(vw::encode(
-          {vw::Stored{{1, 2}, std::nullopt, tokens(32, 7), 16, "GPU", "s"},
-           vw::Stored{{3}, 2, tokens(16, 8), 16, "CPU"}, vw::Removed{{1}, "GPU"}, vw::Cleared{}},
+          {vw::Stored{{1, 2}, std::nullopt, mixed_width_tokens(32, 7), 16, "GPU", "s"},
+           vw::Stored{{3}, 2, mixed_width_tokens(16, 8), 16, "CPU"}, vw::Removed{{1}, "GPU"},
+           vw::Cleared{}},
           {.form = form, .hashes = hashes, .rank = 1, .unknown_fields = form == vw::Form::kMap}));
     }
   }
