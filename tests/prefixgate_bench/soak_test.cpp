@@ -105,8 +105,12 @@ TEST(SoakTest, AnErrorIsInjectedOnlyWhenItsStreamWasOnTheKilledReplicaAtTheKill)
   RequestRecord fine = cut;  // streaming at the kill, yet not cut: in flight, and not failed
   fine.error.clear();
   fine.first_token_s = 99.5;
+  fine.done_s = 100.2;
   EXPECT_FALSE(is_injected_error(fine, kill, 4000));
   EXPECT_TRUE(was_in_flight_at(fine, kill, 4000));
+  RequestRecord ended = fine;  // ended as the kill time was taken, before the signal: not cut
+  ended.done_s = 100.01;
+  EXPECT_FALSE(was_in_flight_at(ended, kill, 4000));
   RequestRecord retried = fine;  // no answer before the kill: retried by the gateway, served
   retried.first_token_s = 100.005;
   EXPECT_FALSE(was_in_flight_at(retried, kill, 4000));

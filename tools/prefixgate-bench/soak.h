@@ -113,8 +113,8 @@ std::size_t metric_series(std::string_view exposition);
 // Did a failed request die because of the restart `r` of the replica whose URL ends with `port`?
 bool is_injected_error(const RequestRecord& rec, const SoakRestart& r, std::uint16_t port);
 // Was the request being served by that replica when it was killed: sent before and ended
-// after (no slack), and either streaming already or failed? (One still waiting for its answer
-// can be retried by the gateway and succeed.)
+// after, and either failed or streaming already and ended clearly after (50 ms)? (One still
+// waiting for its answer can be retried by the gateway and succeed.)
 bool was_in_flight_at(const RequestRecord& rec, const SoakRestart& r, std::uint16_t port);
 
 struct SoakVerdictOptions {
