@@ -206,7 +206,7 @@ void PeerLedger::apply(PeerDatagram datagram, PrefixIndex& index, RoutingPolicy&
       request.prompt_tokens = r.prompt_tokens;
       request.block_size = std::max<std::uint32_t>(1, r.block_size);
       f.uncached = uncached_prompt_tokens(request, f.decision);
-      record_routed(index, policy, *view, request, f.decision, now);
+      f.decision.predicted_from = record_routed(index, policy, *view, request, f.decision, now);
       // Kept to settle its predictions at the first token, within the bound; past it they
       // expire after the index's max_prefill_wait instead.
       if (stored_blocks_ + r.hashes.size() <= config_.max_stored_blocks) {
@@ -226,7 +226,7 @@ void PeerLedger::apply(PeerDatagram datagram, PrefixIndex& index, RoutingPolicy&
       if (f.prefilled) continue;
       RouteRequest request;
       request.block_hashes = f.hashes;
-      record_prefilled(index, *view, request, f.uncached, now);
+      record_prefilled(index, *view, request, f.uncached, now, f.decision.predicted_from);
       f.prefilled = true;
       stored_blocks_ -= f.hashes.size();
       f.hashes = {};  // settled

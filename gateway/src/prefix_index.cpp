@@ -107,21 +107,22 @@ void PrefixIndex::set_events_live(ReplicaId replica, bool live, Clock::time_poin
   rs.lru_pos.clear();
 }
 
-void PrefixIndex::predict(ReplicaId replica, std::span<const std::uint64_t> hashes,
-                          Clock::time_point now) {
+std::size_t PrefixIndex::predict(ReplicaId replica, std::span<const std::uint64_t> hashes,
+                                 Clock::time_point now) {
   PG_DCHECK(replica < impl_->replicas.size());
   Impl& im = *impl_;
   ReplicaState& rs = im.replicas[replica];
   im.expire(replica, now);
   if (rs.events_live) {
     const Clock::time_point expiry = now + im.config.max_prefill_wait;
-    const std::span<const std::uint64_t> todo = hashes.subspan(im.confirmed_run(replica, hashes));
+    const std::size_t confirmed = im.confirmed_run(replica, hashes);
+    const std::span<const std::uint64_t> todo = hashes.subspan(confirmed);
     im.for_each_ahead(todo.begin(), todo.end(), [&](std::uint64_t hash) {
       if (im.upsert_prediction(replica, hash, expiry, /*pending=*/true)) {
         rs.push_expiry(ReplicaState::kPendingExpiry, hash, expiry);
       }
     });
-    return;
+    return confirmed;
   }
   // No events: touched from the last block to the first, so the first blocks end up most recent
   // and eviction takes a prompt's tail before its prefix (as an engine's LRU frees a sequence's
@@ -144,17 +145,21 @@ void PrefixIndex::predict(ReplicaId replica, std::span<const std::uint64_t> hash
     im.drop_prediction(replica, victim, kNever);
     ++im.evicted[replica];
   }
+  return 0;
 }
 
 void PrefixIndex::settle(ReplicaId replica, std::span<const std::uint64_t> hashes,
-                         Clock::time_point now) {
+                         Clock::time_point now, std::size_t predicted_from) {
   PG_DCHECK(replica < impl_->replicas.size());
   Impl& im = *impl_;
   ReplicaState& rs = im.replicas[replica];
   if (!rs.events_live) return;  // LRU predictions do not expire
   const Clock::time_point expiry = now + im.config.prediction_ttl;
   // A block confirmed since predict() has no prediction left to settle (store() dropped it).
-  for (std::uint64_t hash : hashes.subspan(im.confirmed_run(replica, hashes))) {
+  const std::size_t from = predicted_from == kPredictedFromUnknown
+                               ? im.confirmed_run(replica, hashes)
+                               : std::min(predicted_from, hashes.size());
+  for (std::uint64_t hash : hashes.subspan(from)) {
     if (im.settle_prediction(replica, hash, expiry)) {
       rs.push_expiry(ReplicaState::kSettledExpiry, hash, expiry);
     }

@@ -23,10 +23,10 @@ std::size_t uncached_prompt_tokens(const RouteRequest& request, const RouteDecis
   return request.prompt_tokens - std::min(request.prompt_tokens, decision.predicted_cached_tokens);
 }
 
-void record_routed(PrefixIndex& index, RoutingPolicy& policy, ReplicaView& view,
-                   const RouteRequest& request, const RouteDecision& decision,
-                   Clock::time_point now) {
-  index.predict(decision.replica, request.block_hashes, now);
+std::size_t record_routed(PrefixIndex& index, RoutingPolicy& policy, ReplicaView& view,
+                          const RouteRequest& request, const RouteDecision& decision,
+                          Clock::time_point now) {
+  const std::size_t predicted_from = index.predict(decision.replica, request.block_hashes, now);
   ++view.inflight_requests;
   const std::size_t uncached = uncached_prompt_tokens(request, decision);
   view.inflight_prompt_tokens += uncached;
@@ -37,16 +37,18 @@ void record_routed(PrefixIndex& index, RoutingPolicy& policy, ReplicaView& view,
         seconds(static_cast<double>(uncached) * view.prefill_seconds_per_token);
   }
   policy.on_routed(request, decision, now);
+  return predicted_from;
 }
 
 void record_prefilled(PrefixIndex& index, ReplicaView& view, const RouteRequest& request,
-                      std::size_t uncached_prompt_tokens, Clock::time_point now) {
+                      std::size_t uncached_prompt_tokens, Clock::time_point now,
+                      std::size_t predicted_from) {
   view.inflight_prompt_tokens -= std::min(view.inflight_prompt_tokens, uncached_prompt_tokens);
   // Done sooner than predicted: none of this gateway's prefill is left there.
   if (view.inflight_prompt_tokens == 0) {
     view.own_prefill_until = std::min(view.own_prefill_until, now);
   }
-  index.settle(view.id, request.block_hashes, now);
+  index.settle(view.id, request.block_hashes, now, predicted_from);
 }
 
 void record_finished(PrefixIndex& index, RoutingPolicy& policy, ReplicaView& view,
@@ -54,7 +56,8 @@ void record_finished(PrefixIndex& index, RoutingPolicy& policy, ReplicaView& vie
                      std::size_t uncached_prompt_tokens_if_not_prefilled, Clock::time_point now) {
   if (view.inflight_requests > 0) --view.inflight_requests;
   if (!prefilled) {
-    record_prefilled(index, view, request, uncached_prompt_tokens_if_not_prefilled, now);
+    record_prefilled(index, view, request, uncached_prompt_tokens_if_not_prefilled, now,
+                     decision.predicted_from);
   }
   policy.on_finished(decision);
 }

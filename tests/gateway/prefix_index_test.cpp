@@ -100,6 +100,41 @@ TEST(PrefixIndexTest, APredictionLivesUntilItsRequestIsPrefilledThenItsTtl) {
   EXPECT_EQ(index.size(), 0U);
 }
 
+// predict() says where its predictions began; settle() given that starts there, so a block held
+// confirmed when the request was routed, evicted since and predicted by another request, keeps
+// that request's pending count instead of being settled by this one's first token.
+TEST(PrefixIndexTest, SettlingStartsWherePredictingBeganSoAnotherRequestsBlockStaysPending) {
+  PrefixIndex index({milliseconds(2000), milliseconds(60000)});
+  index.add_replica({});
+  const auto h = prompt_hashes(1, 4);
+  const Clock::time_point t0{};
+  store(index, 0, h, 0, 3);
+  const std::size_t a_from = index.predict(0, h, t0);  // request A: block 3 predicted
+  EXPECT_EQ(a_from, 3U);
+  index.apply_removed(0, h[2]);
+  const std::size_t b_from = index.predict(0, h, t0 + milliseconds(1000));  // B: blocks 2 and 3
+  EXPECT_EQ(b_from, 2U);
+  index.settle(0, h, t0 + milliseconds(2000), a_from);  // A's first token
+  EXPECT_EQ(match(index, h, t0 + milliseconds(5000)), (std::vector<std::size_t>{4}))
+      << "B still waits: its predictions of blocks 2 and 3 stay past A's settle + TTL";
+  index.settle(0, h, t0 + milliseconds(6000), b_from);  // B's first token
+  EXPECT_EQ(match(index, h, t0 + milliseconds(7999)), (std::vector<std::size_t>{4}));
+  EXPECT_EQ(match(index, h, t0 + milliseconds(8000)), (std::vector<std::size_t>{2}));
+}
+
+TEST(PrefixIndexTest, SettlingWithoutWherePredictingBeganSearchesTheConfirmedRunAgain) {
+  PrefixIndex index({milliseconds(2000), milliseconds(60000)});
+  index.add_replica({});
+  const auto h = prompt_hashes(1, 4);
+  const Clock::time_point t0{};
+  store(index, 0, h, 0, 2);
+  EXPECT_EQ(index.predict(0, h, t0), 2U);
+  store(index, 0, h, 2, 3);  // confirmed while the request waited: no prediction left there
+  index.settle(0, h, t0 + milliseconds(1000));
+  EXPECT_EQ(match(index, h, t0 + milliseconds(2999)), (std::vector<std::size_t>{4}));
+  EXPECT_EQ(match(index, h, t0 + milliseconds(3000)), (std::vector<std::size_t>{3}));
+}
+
 // Predictions made with clock readings out of order (threads read the clock before they take
 // the routing lock) still expire each at its own time, pending and settled ones alike.
 TEST(PrefixIndexTest, PredictionsMadeOutOfTimeOrderExpireEachAtItsOwnTime) {

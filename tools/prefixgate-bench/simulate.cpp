@@ -319,11 +319,12 @@ class Simulation {
     request.prompt_tokens = prepared->tokens.size();
     request.block_size = workload_.block_size();
     const Clock::time_point now = virtual_time(now_);
-    const gateway::RouteDecision d = gw.policy->route(request, gw.views, gw.index, now);
+    gateway::RouteDecision d = gw.policy->route(request, gw.views, gw.index, now);
     if (d.reason == gateway::RouteReason::kNoHealthyReplica) {
       return make_error(ErrorCode::kInternal, "simulate: no replica to route to");
     }
-    gateway::record_routed(gw.index, *gw.policy, gw.views[d.replica], request, d, now);
+    d.predicted_from =
+        gateway::record_routed(gw.index, *gw.policy, gw.views[d.replica], request, d, now);
     const auto id = static_cast<std::uint32_t>(flights_.size());
     if (peered()) {
       gw.peer_out.routed(id, d.replica, request, d);
@@ -392,7 +393,8 @@ class Simulation {
         f.first = now_;
         f.prompt_tokens = u.prompt_tokens;
         f.cached_tokens = u.cached_tokens;
-        gateway::record_prefilled(gw.index, view, routed(f), f.uncached, virtual_time(now_));
+        gateway::record_prefilled(gw.index, view, routed(f), f.uncached, virtual_time(now_),
+                                  f.decision.predicted_from);
         f.block_hashes = {};  // settled
         if (peered()) {
           gw.peer_out.prefilled(u.id);

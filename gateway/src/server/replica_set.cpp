@@ -80,7 +80,7 @@ RouteDecision ReplicaSet::route(const RouteRequest& request, std::span<const Rep
     return RouteDecision{};
   }
   if (dry_run) return d;
-  record_routed(index_, *policy_, views_[d.replica], request, d, now);
+  d.predicted_from = record_routed(index_, *policy_, views_[d.replica], request, d, now);
   if (peer_out_) {
     d.flight = ++next_flight_;
     peer_out_->routed(d.flight, replica_keys_[d.replica], request, d);
@@ -91,10 +91,13 @@ RouteDecision ReplicaSet::route(const RouteRequest& request, std::span<const Rep
 
 void ReplicaSet::prefilled(const RouteDecision& d, std::span<const std::uint64_t> block_hashes,
                            std::size_t prompt_tokens) {
+  // The clock is read before the lock, not while others wait for it (the index takes times a
+  // little out of order: PrefixIndex's expiry queues put each in its place).
+  const Clock::time_point now = Clock::now();
   std::unique_lock lock(mu_);
   RouteRequest request;
   request.block_hashes = block_hashes;
-  record_prefilled(index_, views_[d.replica], request, prompt_tokens, Clock::now());
+  record_prefilled(index_, views_[d.replica], request, prompt_tokens, now, d.predicted_from);
   if (peer_out_ && d.flight != 0) {
     peer_out_->prefilled(d.flight);
     wake_peer_thread(lock);
@@ -103,11 +106,12 @@ void ReplicaSet::prefilled(const RouteDecision& d, std::span<const std::uint64_t
 
 void ReplicaSet::finish(const RouteDecision& d, std::span<const std::uint64_t> block_hashes,
                         bool prefilled, std::size_t prompt_tokens_if_not_prefilled) {
+  const Clock::time_point now = Clock::now();  // before the lock, as prefilled()'s
   std::unique_lock lock(mu_);
   RouteRequest request;
   request.block_hashes = block_hashes;
   record_finished(index_, *policy_, views_[d.replica], request, d, prefilled,
-                  prompt_tokens_if_not_prefilled, Clock::now());
+                  prompt_tokens_if_not_prefilled, now);
   if (peer_out_ && d.flight != 0) {
     peer_out_->finished(d.flight);
     wake_peer_thread(lock);
@@ -229,14 +233,15 @@ void ReplicaSet::reset_index_locked(ReplicaId id) {
   ++state_[id].index_epoch;
 }
 
-void ReplicaSet::touch_locked(ReplicaId id) {
-  state_[id].last_event = Clock::now();
+void ReplicaSet::touch_locked(ReplicaId id, Clock::time_point now) {
+  state_[id].last_event = now;
 }
 
 std::uint64_t ReplicaSet::apply_snapshot(ReplicaId id, std::span<const std::uint64_t> hashes) {
+  const Clock::time_point now = Clock::now();
   std::lock_guard lock(mu_);
   index_.apply_snapshot(id, hashes);
-  touch_locked(id);
+  touch_locked(id, now);
   return state_[id].index_epoch;
 }
 std::uint64_t ReplicaSet::index_epoch(ReplicaId id) const {
@@ -244,15 +249,17 @@ std::uint64_t ReplicaSet::index_epoch(ReplicaId id) const {
   return state_[id].index_epoch;
 }
 void ReplicaSet::apply_cleared(ReplicaId id) {
+  const Clock::time_point now = Clock::now();
   std::lock_guard lock(mu_);
   index_.apply_cleared(id);
-  touch_locked(id);
+  touch_locked(id, now);
 }
 void ReplicaSet::apply_load(ReplicaId id, const LoadReport& load) {
+  const Clock::time_point now = Clock::now();
   std::lock_guard lock(mu_);
-  apply_load_report(views_[id], load, Clock::now());
+  apply_load_report(views_[id], load, now);
   state_[id].preemptions_total = load.preemptions_total;
-  touch_locked(id);
+  touch_locked(id, now);
 }
 void ReplicaSet::reset_index(ReplicaId id) {
   std::lock_guard lock(mu_);
@@ -260,9 +267,10 @@ void ReplicaSet::reset_index(ReplicaId id) {
 }
 
 std::uint64_t ReplicaSet::apply_key_changes(ReplicaId id, std::span<const KeyChange> changes) {
+  const Clock::time_point now = Clock::now();
   std::lock_guard lock(mu_);
   index_.apply_changes(id, changes);
-  touch_locked(id);
+  touch_locked(id, now);
   return state_[id].index_epoch;
 }
 
@@ -302,7 +310,9 @@ std::vector<ReplicaStatus> ReplicaSet::status() const {
     r.index_blocks = index_.blocks(v.id);
     r.preemptions_total = s.preemptions_total;
     if (s.last_event != Clock::time_point{}) {
-      r.seconds_since_event = std::chrono::duration<double>(now - s.last_event).count();
+      // Read before the lock, `now` may precede an event applied while this call waited.
+      r.seconds_since_event =
+          std::max(0.0, std::chrono::duration<double>(now - s.last_event).count());
     }
   }
   return out;

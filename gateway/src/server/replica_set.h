@@ -140,7 +140,7 @@ class ReplicaSet {
     EventsLink events = EventsLink::kNone;
     std::uint64_t index_epoch = 0;
   };
-  void touch_locked(ReplicaId id);
+  void touch_locked(ReplicaId id, Clock::time_point now);  // an event or report came at `now`
   void reset_index_locked(ReplicaId id);
   PeerLedger::ViewOf view_of_locked();
 

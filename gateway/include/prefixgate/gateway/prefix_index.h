@@ -116,12 +116,20 @@ class PrefixIndex {
   // expired predictions. Blocks the replica holds confirmed are not predicted again; with events,
   // the leading run it holds confirmed is searched for as longest_match searches (so a hole in
   // that run of a long prompt may go unpredicted) and only the blocks after it are visited. With
-  // events, the predictions live until settle() (at most max_prefill_wait).
-  void predict(ReplicaId replica, std::span<const std::uint64_t> hashes, Clock::time_point now);
+  // events, the predictions live until settle() (at most max_prefill_wait). Returns where the
+  // predictions began: the leading blocks held confirmed, with events (0 without).
+  std::size_t predict(ReplicaId replica, std::span<const std::uint64_t> hashes,
+                      Clock::time_point now);
   // The request predicted with these hashes got its first token (or ended without one): with
   // events, its predictions that are still pending now expire prediction_ttl after `now`.
   // Creates none, and leaves alone a prediction a later request renewed for longer.
-  void settle(ReplicaId replica, std::span<const std::uint64_t> hashes, Clock::time_point now);
+  // `predicted_from`: what predict() returned for the request, when known. Its blocks before that
+  // were held confirmed and got no prediction from it, so they are not searched again, and a
+  // block evicted and predicted by another request since keeps that request's pending count.
+  // kPredictedFromUnknown: the leading run held confirmed now is searched for instead.
+  static constexpr std::size_t kPredictedFromUnknown = static_cast<std::size_t>(-1);
+  void settle(ReplicaId replica, std::span<const std::uint64_t> hashes, Clock::time_point now,
+              std::size_t predicted_from = kPredictedFromUnknown);
   // Drops every replica's expired predictions (they already stop matching once expired; this
   // frees their memory and keeps blocks() exact). Optional: call it from a periodic timer.
   void expire_predictions(Clock::time_point now);

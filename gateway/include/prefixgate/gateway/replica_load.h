@@ -53,14 +53,18 @@ std::size_t uncached_prompt_tokens(const RouteRequest& request, const RouteDecis
 
 // `decision` (not kNoHealthyReplica) was acted on: predicts the prompt's blocks on its replica,
 // counts the request in flight on `view` (that replica's), and tells the policy (on_routed).
-void record_routed(PrefixIndex& index, RoutingPolicy& policy, ReplicaView& view,
-                   const RouteRequest& request, const RouteDecision& decision,
-                   Clock::time_point now);
+// Returns where the request's predictions began (PrefixIndex::predict), for the caller to keep
+// in the decision's predicted_from, which record_prefilled and record_finished are given back.
+std::size_t record_routed(PrefixIndex& index, RoutingPolicy& policy, ReplicaView& view,
+                          const RouteRequest& request, const RouteDecision& decision,
+                          Clock::time_point now);
 // The request's first token arrived: its prompt is no longer queued for prefill, and its
 // predictions now expire prediction_ttl from `now` (PrefixIndex::settle): by then the engine's
-// events have confirmed the blocks it computed. `view` is the request's replica's.
+// events have confirmed the blocks it computed. `view` is the request's replica's;
+// `predicted_from` its decision's.
 void record_prefilled(PrefixIndex& index, ReplicaView& view, const RouteRequest& request,
-                      std::size_t uncached_prompt_tokens, Clock::time_point now);
+                      std::size_t uncached_prompt_tokens, Clock::time_point now,
+                      std::size_t predicted_from = PrefixIndex::kPredictedFromUnknown);
 // The request ended (completed, failed, or the client left): it is no longer in flight, and the
 // policy hears of it. If its first token never came (`prefilled` false), its prompt is no longer
 // queued and its predictions are settled as record_prefilled would.

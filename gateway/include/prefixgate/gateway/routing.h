@@ -124,6 +124,9 @@ struct RouteDecision {
   // Set by the gateway when it shares its sends with peer gateways (peer_sends.h): the name its
   // peers know the request by; 0 otherwise.
   std::uint64_t flight = 0;
+  // What record_routed returned: where the request's predictions on its replica began (the
+  // leading blocks held confirmed, PrefixIndex::predict), for record_prefilled to settle from.
+  std::size_t predicted_from = PrefixIndex::kPredictedFromUnknown;
 };
 
 struct CacheAwareConfig {
