@@ -128,6 +128,10 @@ struct OverheadFlags {
   std::string lua;
   std::string engine_bin;
   std::string gateway_bin;
+  // After the runs above: this many rounds of one-connection runs of latency_round_duration, each
+  // round visiting every target in turn (interleaved_latency.h); 0: none.
+  std::size_t latency_rounds = 6;
+  std::string latency_round_duration = "1s";
 };
 
 int run_overhead(const OverheadFlags& flags);

@@ -290,6 +290,13 @@ int main(int argc, char** argv) {
   ovh->add_option("--lua", overhead.lua,
                   "the wrk script (default tools/prefixgate-bench/overhead_request.lua, or "
                   "overhead_stream.lua with --stream)");
+  ovh->add_option("--latency-rounds", overhead.latency_rounds,
+                  "then N rounds of one-connection runs, every target in each round, for latency "
+                  "percentiles a busy moment on the host cannot pin on one target (0: none)")
+      ->capture_default_str();
+  ovh->add_option("--latency-round-duration", overhead.latency_round_duration,
+                  "wrk -d of each target's run in a round")
+      ->capture_default_str();
   ovh->add_option("--engine-bin", overhead.engine_bin, "prefixgate-engine to run");
   ovh->add_option("--gateway-bin", overhead.gateway_bin, "prefixgate to run");
 

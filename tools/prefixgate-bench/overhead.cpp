@@ -34,6 +34,8 @@
 
 #include "commands.h"
 #include "http_client.h"
+#include "interleaved_latency.h"
+#include "report_text.h"
 
 namespace prefixgate::bench {
 
@@ -318,19 +320,22 @@ int run_overhead(const OverheadFlags& f) {
   std::vector<std::pair<std::string, std::uint16_t>> targets{{"direct", engine_port},
                                                              {"nginx", nginx_port}};
   for (const auto& spec : gateway_specs) targets.emplace_back(spec.name, gateway_ports[spec.name]);
-  for (const auto& [name, port] : targets) {
+  const std::string bin = wrk_cpus.empty() ? wrk : taskset;
+  auto wrk_args_for = [&](std::uint16_t port, const std::string& duration, bool latency,
+                          std::size_t connections) {
     const std::string url = "http://127.0.0.1:" + std::to_string(port);
+    const std::size_t threads = std::min(f.wrk_threads, connections);
+    std::vector<std::string> a{"-t" + std::to_string(threads), "-c" + std::to_string(connections),
+                               "-d" + duration};
+    if (latency) a.push_back("--latency");
+    a.insert(a.end(), {"-s", lua, url});
+    if (!wrk_cpus.empty()) a.insert(a.begin(), {"-c", wrk_cpus, wrk});
+    return a;
+  };
+  for (const auto& [name, port] : targets) {
     auto wrk_args = [&](const std::string& duration, bool latency, std::size_t connections = 0) {
-      if (connections == 0) connections = f.connections;
-      const std::size_t threads = std::min(f.wrk_threads, connections);
-      std::vector<std::string> a{"-t" + std::to_string(threads), "-c" + std::to_string(connections),
-                                 "-d" + duration};
-      if (latency) a.push_back("--latency");
-      a.insert(a.end(), {"-s", lua, url});
-      if (!wrk_cpus.empty()) a.insert(a.begin(), {"-c", wrk_cpus, wrk});
-      return a;
+      return wrk_args_for(port, duration, latency, connections == 0 ? f.connections : connections);
     };
-    const std::string bin = wrk_cpus.empty() ? wrk : taskset;
     int st = 0;
     WrkResult r;
     std::string line;
@@ -392,6 +397,25 @@ int run_overhead(const OverheadFlags& f) {
                  name.c_str(), r.rps, r.p50_us, r.p99_us, r.unloaded_p50_us);
     results[name] = r;
   }
+  // Rounds of one-connection runs, every target in each (the first target moving on a place each
+  // round, so that none always follows the same one).
+  InterleavedLatency interleaved("direct");
+  for (std::size_t round = 0; round < f.latency_rounds; ++round) {
+    for (std::size_t k = 0; k < targets.size(); ++k) {
+      const auto& [name, port] = targets[(round + k) % targets.size()];
+      int st = 0;
+      WrkResult one;
+      std::string line;
+      const std::string out =
+          run_capture(bin, wrk_args_for(port, f.latency_round_duration, true, 1), st);
+      if (!parse_pgbench(out, one, line)) {
+        std::cerr << "overhead: " << name << ": failures in latency round " << round + 1 << ":\n"
+                  << out;
+        return 1;
+      }
+      interleaved.add(name, static_cast<double>(one.p50_us), static_cast<double>(one.p99_us));
+    }
+  }
   if (auto t = parse_url("http://127.0.0.1:" + std::to_string(gateway_port))) {
     std::string decisions;
     std::stringstream metrics(http_get(*t, "/metrics").body);
@@ -427,8 +451,35 @@ int run_overhead(const OverheadFlags& f) {
                   r.p99_us, vs, r.p50_us - direct_r.p50_us, r.unloaded_p50_us, r.unloaded_p99_us,
                   r.unloaded_p50_us - direct_r.unloaded_p50_us, r.proxy_cpu_us, r.engine_cpu_us);
     json_targets += buf;
+    if (f.latency_rounds > 0) {
+      const InterleavedLatency::Summary s = interleaved.summary(name);
+      const auto num = [](double v) { return report_text::fmt("%.0f", v); };
+      std::string by_round;
+      for (const double v : s.p99_by_round_us) by_round += (by_round.empty() ? "" : ", ") + num(v);
+      const std::string rounds =
+          "{\"rounds\": " + std::to_string(s.rounds) + ", \"p50_us\": " + num(s.p50_us) +
+          ", \"p99_us\": " + num(s.p99_us) + ", \"added_p50_us\": " + num(s.added_p50_us) +
+          ", \"added_p99_us\": " + num(s.added_p99_us) + ", \"p99_us_by_round\": [" + by_round +
+          "]}";
+      json_targets.pop_back();  // the target's closing brace, put back after its rounds
+      json_targets += ", \"interleaved\": " + rounds + "}";
+    }
   }
   std::printf("\n");
+  if (f.latency_rounds > 0) {
+    std::printf(
+        "one connection, %zu rounds of %s a target, every target in each round: medians "
+        "over the rounds, and of each round's difference from direct\n",
+        f.latency_rounds, f.latency_round_duration.c_str());
+    std::printf("%-26s %9s %9s %10s %10s\n", "target", "p50 us", "p99 us", "added p50",
+                "added p99");
+    for (const auto& [name, port] : targets) {
+      const InterleavedLatency::Summary s = interleaved.summary(name);
+      std::printf("%-26s %9.0f %9.0f %10.0f %10.0f\n", name.c_str(), s.p50_us, s.p99_us,
+                  s.added_p50_us, s.added_p99_us);
+    }
+    std::printf("\n");
+  }
   std::time_t now = std::time(nullptr);
   char date[32];
   std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
