@@ -1,10 +1,11 @@
 // The prefix index's table alone (gateway/src/block_table.h) at fleet scale: 10.24 M blocks, as
-// gateway_index_scale_bench's index holds, their 16-byte entries in 24-byte slots of a 16 M-slot
-// table (0.61 full, 384 MB on huge pages). Each operation comes in batches of 16 whose slots are
-// fetched first, as PrefixIndex::apply_changes fetches a run's. What an index event costs is
-// these operations and the bookkeeping around them, so these are its floor on the host at hand:
-// a stored block is an insert, a removed one an erase, and a replica's log of confirmed blocks
-// is swept with about two finds of a held block per block stored (confirmed_log.h).
+// gateway_index_scale_bench's index holds, their 16-byte entries five to a 128-byte bucket (the
+// table between half and three quarters full, about 430 MB on huge pages). Each operation comes
+// in batches of 16 whose buckets are fetched first, as PrefixIndex::apply_changes fetches a run's.
+// What an index event costs is these operations and the bookkeeping around them, so these are
+// its floor on the host at hand: a stored block is an insert, a removed one an erase, and a
+// replica's log of confirmed blocks is swept with about two finds of a held block per block
+// stored (confirmed_log.h).
 //
 //   BM_BlockTableFind/held:1     a held block found (a sweep's step, a match of a cached prefix)
 //   BM_BlockTableFind/held:0     a block no one holds looked for (a prompt's new blocks)
@@ -40,7 +41,7 @@ std::uint64_t oldest = 0;
 
 BlockTable<Value>& table() {
   static BlockTable<Value>& t = []() -> BlockTable<Value>& {
-    auto* made = new BlockTable<Value>();  // kept for the process: 384 MB freed only at exit
+    auto* made = new BlockTable<Value>();  // kept for the process: freed only at exit
     for (std::uint64_t i = 0; i < kHeld; ++i) made->try_emplace(held_key(i)).words[0] = 1;
     return *made;
   }();

@@ -40,15 +40,15 @@ constexpr std::uint32_t kInlineHolders = 4;
 // each word.
 constexpr std::uint32_t kMaxReplicas = std::uint32_t{1} << 30;
 
-// A block's entry, 16 bytes, so a table bucket (hash and entry) is 24: what one holder per block
-// costs is mostly this table. Four 32-bit words; their low 30 bits hold up to kInlineHolders
-// replica ids, or when dense (past that) the row of dense_rows and the holder count. Their top
-// two bits hold seven flag bits, bit k in bit 30 + k % 2 of word k / 2: the inline count (bits
-// 0-2), dense (3), predicted (4: a list in Impl::predictions), offloaded (5: a row in
-// Impl::offload_row_of) and marked (6: set only while a sweep of a replica's confirmed log runs,
-// clear otherwise). Each is read and written where it lies: a lookup asks dense() and
-// count() of every block it visits, and a store push()es a holder, so gathering all six bits
-// from the four words for each of those was a good part of the work.
+// A block's entry, 16 bytes, so a table slot (hash and entry) is 24, five of them to a 128-byte
+// bucket: what one holder per block costs is mostly this table. Four 32-bit words; their low 30
+// bits hold up to kInlineHolders replica ids, or when dense (past that) the row of dense_rows and
+// the holder count. Their top two bits hold seven flag bits, bit k in bit 30 + k % 2 of word k / 2:
+// the inline count (bits 0-2), dense (3), predicted (4: a list in Impl::predictions), offloaded (5:
+// a row in Impl::offload_row_of) and marked (6: set only while a sweep of a replica's confirmed log
+// runs, clear otherwise). Each is read and written where it lies: a lookup asks dense() and count()
+// of every block it visits, and a store push()es a holder, so gathering all six bits from the four
+// words for each of those was a good part of the work.
 class Entry {
  public:
   bool dense() const { return bit(kDenseBit); }
@@ -462,9 +462,10 @@ struct PrefixIndex::Impl {
   }
 
   // Whether a walk over blocks should fetch their table slots ahead. Below kLookaheadMinBlocks
-  // the table (24-byte slots, at most three quarters full) fits a core's L2 and the prefetches
-  // would only add work; past it, the blocks an engine evicts were stored long ago and come
-  // from memory: a gateway in front of 8 replicas holds that many blocks within minutes.
+  // the table (128-byte buckets of five slots, at most three quarters full) fits a core's L2
+  // and the prefetches would only add work; past it, the blocks an engine evicts were stored
+  // long ago and come from memory: a gateway in front of 8 replicas holds that many blocks
+  // within minutes.
   static constexpr std::size_t kLookaheadMinBlocks = std::size_t{1} << 14;
   bool worth_fetching_ahead() const { return entries.size() >= kLookaheadMinBlocks; }
 

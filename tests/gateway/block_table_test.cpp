@@ -29,19 +29,35 @@ TEST(BlockTableTest, FindsWhatWasInsertedAndNothingElse) {
   EXPECT_EQ(table.size(), 2U);
 }
 
+// A 16-byte value, as the prefix index's entry: five slots a bucket where a uint64_t has seven.
+struct Wide {
+  std::uint64_t a = 0;
+  std::uint64_t b = 0;
+  bool operator==(const Wide&) const = default;
+};
+
+Wide value_of(std::uint64_t v, Wide*) {
+  return {v, ~v};
+}
+std::uint64_t value_of(std::uint64_t v, std::uint64_t*) {
+  return v;
+}
+
 // Random inserts and erases against std::unordered_map. Keys from a small range with many
-// multiples of a power of two collide and wrap around the end of the array, which is what the
-// backward shift on erase has to get right.
-TEST(BlockTableTest, RandomOperationsAgreeWithAStandardMap) {
+// multiples of a power of two collide, fill buckets and run past the last one to the first, which
+// is what the buckets' overflow counts (raised on the way in, lowered on the way out) must keep
+// right; every find is checked, present keys and absent ones.
+template <class V>
+void random_operations_agree_with_a_standard_map() {
   for (std::uint64_t key_range : {40ULL, 3000ULL}) {
-    BlockTable<std::uint64_t> table;
-    std::unordered_map<std::uint64_t, std::uint64_t> model;
+    BlockTable<V> table;
+    std::unordered_map<std::uint64_t, V> model;
     std::mt19937_64 rng(key_range);
     for (int op = 0; op < 200000; ++op) {
       const std::uint64_t key = (rng() % key_range) << (op % 3 == 0 ? 32 : 0);
       if (rng() % 3 == 0) {
         // Half the erases by key, half through the value a find gave (key 0's included).
-        const std::uint64_t* at = op % 2 == 0 ? table.find(key) : nullptr;
+        const V* at = op % 2 == 0 ? table.find(key) : nullptr;
         if (at != nullptr) {
           table.erase_found(*at);
           ASSERT_EQ(model.erase(key), 1U) << "op " << op;
@@ -49,13 +65,13 @@ TEST(BlockTableTest, RandomOperationsAgreeWithAStandardMap) {
           ASSERT_EQ(table.erase(key), model.erase(key) == 1) << "op " << op;
         }
       } else {
-        const std::uint64_t value = rng();
+        const V value = value_of(rng(), static_cast<V*>(nullptr));
         table.try_emplace(key) = value;
         model[key] = value;
       }
       const std::uint64_t probe = (rng() % key_range) << (op % 2 == 0 ? 32 : 0);
       auto it = model.find(probe);
-      const std::uint64_t* found = table.find(probe);
+      const V* found = table.find(probe);
       ASSERT_EQ(found != nullptr, it != model.end()) << "op " << op << " key " << probe;
       if (found != nullptr) {
         ASSERT_EQ(*found, it->second) << "op " << op;
@@ -63,11 +79,45 @@ TEST(BlockTableTest, RandomOperationsAgreeWithAStandardMap) {
       ASSERT_EQ(table.size(), model.size()) << "op " << op;
     }
     for (const auto& [key, value] : model) {
-      const std::uint64_t* found = table.find(key);
+      const V* found = table.find(key);
       ASSERT_NE(found, nullptr);
       EXPECT_EQ(*found, value);
     }
   }
+}
+
+TEST(BlockTableTest, RandomOperationsAgreeWithAStandardMap) {
+  random_operations_agree_with_a_standard_map<std::uint64_t>();
+}
+
+TEST(BlockTableTest, RandomOperationsWithTheIndexsEntrySizeAgreeWithAStandardMap) {
+  random_operations_agree_with_a_standard_map<Wide>();
+}
+
+// A full cache's churn at scale: the table kept at one size while its oldest keys are erased and
+// new ones inserted, long enough for the buckets' overflow counts to come and go many times. At
+// the end every live key is found, every erased one is not, and the counts are back where a
+// table holding only the live keys would have them: an absent key's lookup stops as soon.
+TEST(BlockTableTest, AChurnedTableFindsItsKeysAndForgetsTheErasedOnes) {
+  BlockTable<std::uint64_t> table;
+  constexpr std::uint64_t kLive = 20000;
+  const auto key = [](std::uint64_t i) { return (i * 0x9e3779b97f4a7c15ULL) | 1; };
+  for (std::uint64_t i = 0; i < kLive; ++i) table.try_emplace(key(i)) = i;
+  for (std::uint64_t i = kLive; i < 20 * kLive; ++i) {
+    table.try_emplace(key(i)) = i;
+    ASSERT_TRUE(table.erase(key(i - kLive)));
+  }
+  EXPECT_EQ(table.size(), kLive);
+  for (std::uint64_t i = 19 * kLive; i < 20 * kLive; ++i) {
+    const std::uint64_t* v = table.find(key(i));
+    ASSERT_NE(v, nullptr) << i;
+    EXPECT_EQ(*v, i);
+  }
+  for (std::uint64_t i = 0; i < 19 * kLive; i += 97) EXPECT_EQ(table.find(key(i)), nullptr) << i;
+  // Erasing the rest leaves no count behind: a table emptied this way is an empty table.
+  for (std::uint64_t i = 19 * kLive; i < 20 * kLive; ++i) ASSERT_TRUE(table.erase(key(i)));
+  EXPECT_EQ(table.size(), 0U);
+  EXPECT_EQ(table.overflow_total(), 0U);
 }
 
 }  // namespace
