@@ -5,9 +5,9 @@
 // bucket passed on the way is raised, so a lookup stops at the first bucket without the key whose
 // count is 0. An insert, a lookup and an erase thus touch one bucket, rarely two; linear probing
 // over single slots read 3.8 slots for a miss at the same load (2.3 cache lines, the later ones
-// waiting on the first) and an erase shifted the rest of its run back. A bucket's first line can
-// be fetched before the lookup runs (`prefetch`): longest_match issues a batch of prefetches and
-// then probes, and the misses of a whole batch overlap. A general-purpose map cannot say where a
+// waiting on the first) and an erase shifted the rest of its run back. A bucket can be fetched
+// before the lookup runs (`prefetch`): longest_match issues a batch of prefetches and then
+// probes, and the misses of a whole batch overlap. A general-purpose map cannot say where a
 // key lives before it is looked up.
 //
 // Keys are hashes already, but they are mixed once more (Fibonacci hashing) so that a weak key

@@ -27,6 +27,13 @@ TEST(PercentilesTest, SummarizeSortsAndAverages) {
   EXPECT_NEAR(s.p99, 99.01, 1e-9);
 }
 
+TEST(PercentilesTest, MedianIsTheMiddleOrTheMeanOfTheTwoMiddleValues) {
+  EXPECT_DOUBLE_EQ(median({3, 1, 2}), 2);
+  EXPECT_DOUBLE_EQ(median({4, 1, 3, 2}), 2.5);
+  EXPECT_DOUBLE_EQ(median({7}), 7);
+  EXPECT_DOUBLE_EQ(median({}), 0);
+}
+
 TEST(RunResultTest, LeavesOutWarmupAndCountsImbalanceOverAllReplicas) {
   std::vector<RequestRecord> records(5);
   for (std::size_t i = 0; i < records.size(); ++i) {

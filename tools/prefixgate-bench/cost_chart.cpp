@@ -6,6 +6,7 @@
 #include <map>
 #include <sstream>
 
+#include "percentiles.h"
 #include "prefixgate/canonicalize/json.h"
 #include "report_text.h"
 
@@ -35,12 +36,6 @@ double to_microseconds(const std::string* unit) {
   if (*unit == "us") return 1;
   if (*unit == "ms") return 1e3;
   return 1e6;  // "s"
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 }  // namespace

@@ -1,18 +1,8 @@
 #include "interleaved_latency.h"
 
-#include <algorithm>
+#include "percentiles.h"
 
 namespace prefixgate::bench {
-namespace {
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-}  // namespace
 
 void InterleavedLatency::add(const std::string& target, double p50_us, double p99_us) {
   if (runs_.empty() || runs_.back().contains(target)) runs_.emplace_back();

@@ -27,4 +27,11 @@ Summary summarize(std::vector<double> sample) {
   return s;
 }
 
+double median(std::vector<double> sample) {
+  if (sample.empty()) return 0;
+  std::sort(sample.begin(), sample.end());
+  const std::size_t n = sample.size();
+  return n % 2 == 1 ? sample[n / 2] : (sample[n / 2 - 1] + sample[n / 2]) / 2;
+}
+
 }  // namespace prefixgate::bench

@@ -23,4 +23,7 @@ struct Summary {
 
 Summary summarize(std::vector<double> sample);
 
+// The middle value of the sample, or the mean of the two middle ones; 0 for an empty sample.
+double median(std::vector<double> sample);
+
 }  // namespace prefixgate::bench

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <unordered_set>
 
+#include "percentiles.h"
 #include "prefixgate/canonicalize/json.h"
 #include "soak.h"
 
@@ -153,12 +154,6 @@ struct Series {
   std::string subject;
   std::vector<double> values;
 };
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 == 1 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-}
 
 enum class Flatness { kPeak, kTrend };
 
