@@ -8,8 +8,60 @@
 namespace prefixgate::serving {
 namespace {
 
-// A size line: its hex digits, then nothing, or an extension after ';' (with spaces or tabs
-// before it, RFC 9112's BWS). False for anything else.
+// RFC 9110's tchar: what a token (a header field's or a chunk extension's name) is made of.
+bool is_token_char(char c) {
+  if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) return true;
+  return c != '\0' && std::strchr("!#$%&'*+-.^_`|~", c) != nullptr;
+}
+
+// What follows a chunk's size on its line: nothing, or extensions (RFC 9112 section 7.1.1),
+//   chunk-ext = *( BWS ";" BWS chunk-ext-name [ BWS "=" BWS chunk-ext-val ] )
+// with a value a token or a quoted string, taken as Beast's parser takes them: a quoted string
+// ends at its first unescaped '"' (what lies between is not checked), and a name with no value
+// may not be followed by white space. A request's extensions are not used, but a line they do
+// not fit is malformed, and a proxy that passes over what its peers refuse invites smuggling.
+bool valid_extensions(std::string_view s) {
+  std::size_t i = 0;
+  const auto white = [&] {
+    const std::size_t from = i;
+    while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) ++i;
+    return i > from;
+  };
+  const auto token = [&] {
+    const std::size_t from = i;
+    while (i < s.size() && is_token_char(s[i])) ++i;
+    return i > from;
+  };
+  while (i < s.size()) {
+    white();
+    if (i == s.size() || s[i] != ';') return false;
+    for (;;) {  // at a ';'
+      ++i;
+      white();
+      if (!token()) return false;
+      const bool white_after_name = white();
+      if (i < s.size() && s[i] == ';') continue;
+      if (i == s.size() || s[i] != '=') return i == s.size() && !white_after_name;
+      ++i;
+      white();
+      if (i == s.size()) return false;
+      if (s[i] != '"') {
+        if (!token()) return false;
+        break;
+      }
+      for (++i;; ++i) {  // the quoted string, up to its closing '"'
+        if (i >= s.size()) return false;
+        if (s[i] == '"') break;
+        if (s[i] == '\\') ++i;
+      }
+      ++i;
+      break;
+    }
+  }
+  return true;
+}
+
+// A size line: its hex digits, then nothing or extensions. False for anything else.
 bool read_size(std::string_view line, std::uint64_t& size) {
   std::size_t digits = 0;
   size = 0;
@@ -19,10 +71,17 @@ bool read_size(std::string_view line, std::uint64_t& size) {
     if (size >> 60 != 0) return false;  // past 64 bits
     size = size << 4 | static_cast<std::uint64_t>(d);
   }
-  if (digits == 0) return false;
-  std::string_view rest = line.substr(digits);
-  while (!rest.empty() && (rest.front() == ' ' || rest.front() == '\t')) rest.remove_prefix(1);
-  return rest.empty() ? digits == line.size() : rest.front() == ';';
+  return digits > 0 && valid_extensions(line.substr(digits));
+}
+
+// A trailer field's line: a name, then ':' (its value is not used), or a continuation line
+// (obsolete folding: it starts with white space). Passed over either way, but a line that is
+// neither ends no field: the message is malformed.
+bool valid_trailer(std::string_view line) {
+  if (line.front() == ' ' || line.front() == '\t') return true;
+  std::size_t name = 0;
+  while (name < line.size() && is_token_char(line[name])) ++name;
+  return name > 0 && name < line.size() && line[name] == ':';
 }
 
 }  // namespace
@@ -88,6 +147,7 @@ ChunkedBody::Result ChunkedBody::decode(std::string_view in, std::string& out, s
             state_ = State::kDone;
             return Result::kDone;
           }
+          if (!valid_trailer(line)) return fail();
           break;
         }
         std::uint64_t size = 0;

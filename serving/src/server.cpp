@@ -14,7 +14,6 @@
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/string.hpp>
-#include <boost/beast/http/read.hpp>
 #include <condition_variable>
 #include <list>
 #include <map>
@@ -27,6 +26,7 @@
 #include "prefixgate/serving/errors.h"
 #include "prefixgate/serving/socket_deadline.h"
 #include "prefixgate/serving/socket_io.h"
+#include "request_reader.h"
 
 namespace prefixgate::serving {
 namespace {
@@ -236,7 +236,7 @@ Awaitable<void> HttpServer::Impl::session(tcp::socket socket, std::size_t listen
       c.state = handler.open(c);
     }
     while (!over_limit && !draining.load()) {
-      http::request_parser<RequestBody> parser;
+      RequestParser parser;
       parser.body_limit(options.max_body_bytes);
       parser.header_limit(static_cast<std::uint32_t>(options.max_header_bytes));
       idle = true;
@@ -255,28 +255,16 @@ Awaitable<void> HttpServer::Impl::session(tcp::socket socket, std::size_t listen
         if (read_ec) break;
         c.buffer.commit(got);
       }
-      // A request that arrived whole is parsed here; the rest of one that did not is read under
-      // the request's deadline from its first byte, so headers or a body dribbled a byte at a
-      // time (slowloris) get 408 instead of holding the connection open.
-      beast::error_code ec;
-      bool request_timed_out = false;
-      if (!parse_buffered(parser, c.buffer, ParseUntil::kMessage, ec) && !ec) {
-        c.stream.expires_never();  // a write's deadline must not end the read
-        // Beast reads as much as the buffer has room for: the rest of a large body in one read.
-        if (parser.is_header_done()) {
-          if (const auto rest = parser.content_length_remaining()) {
-            c.buffer.reserve(c.buffer.size() + ReadSizer::room_for_rest(*rest));
-          }
-        }
-        deadline.arm(c.stream.socket(), options.request_timeout);
-        auto [read_ec, n] = co_await http::async_read(c.stream, c.buffer, parser, kTuple);
-        (void)n;
-        ec = read_ec;
-        request_timed_out = read_ec && deadline.expired();
-        deadline.disarm();
-      }
+      // The header, then (once it is known to be one this server takes) the body; a request
+      // that arrived whole is parsed without a wait (request_reader.h).
+      RequestReader reader(c, deadline, options.request_timeout, read_size.next());
+      beast::error_code ec = co_await reader.header(parser);
+      std::optional<Refusal> refusal;
+      if (!ec) refusal = unsupported_transfer_coding(parser.get());
+      if (!ec && !refusal) ec = co_await reader.body(parser, options.max_body_bytes);
+      reader.finish();
       idle = false;
-      if (request_timed_out) {
+      if (reader.timed_out()) {
         co_await refuse(c, http::status::request_timeout,
                         "the request did not arrive within " +
                             std::to_string(options.request_timeout.count()) + " ms",
@@ -285,6 +273,11 @@ Awaitable<void> HttpServer::Impl::session(tcp::socket socket, std::size_t listen
         break;
       }
       if (is_quiet_close(ec)) break;
+      if (refusal) {
+        co_await refuse(c, refusal->status, refusal->message, refusal->code, parser.get().target());
+        co_await linger(c);
+        break;
+      }
       if (ec) {
         // Malformed HTTP or over a limit: answer, then close (the rest is still on the wire).
         // The request line's target, when it was read before the error (empty otherwise).
@@ -308,11 +301,6 @@ Awaitable<void> HttpServer::Impl::session(tcp::socket socket, std::size_t listen
       }
       Request req = parser.release();
       read_size.saw(req.body().size());
-      if (const auto refusal = unsupported_transfer_coding(req)) {
-        co_await refuse(c, refusal->status, refusal->message, refusal->code, req.target());
-        co_await linger(c);
-        break;
-      }
       if (!co_await handler.handle(c, req)) break;
     }
   } catch (const std::exception& e) {

@@ -1,6 +1,6 @@
-// Any bytes as the chunked body of an upstream's answer: serving::ChunkedBody decodes them whole
-// and a byte at a time to the same data, end and error, and wherever Beast's parser takes them
-// as a whole chunked body, ChunkedBody ends at the same byte with the same data.
+// Any bytes as a chunked body (a request's, or an upstream's answer): serving::ChunkedBody decodes
+// them whole and a byte at a time to the same data, end and error, and wherever Beast's parser
+// takes them as a whole chunked body, ChunkedBody ends at the same byte with the same data.
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <cstddef>

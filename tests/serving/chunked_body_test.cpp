@@ -155,3 +155,42 @@ TEST(ChunkedBodyTest, AnExtensionsQuotedStringMayHoldABareLineFeedAsForBeast) {
 
 }  // namespace
 }  // namespace prefixgate::serving
+
+namespace prefixgate::serving {
+namespace {
+
+// Extensions and trailers are passed over, but only when they fit their grammar: each one here
+// Beast's parser refuses too, and each one in `good` it takes, with the same data.
+TEST(ChunkedBodyTest, ExtensionsAndTrailersThatFitNoGrammarAreErrorsAsForBeast) {
+  const std::vector<std::string> bad = {
+      "5;\x01\r\nhello\r\n0\r\n\r\n",             // a control byte for a name
+      "5;\r\nhello\r\n0\r\n\r\n",                 // no name
+      "5;a b\r\nhello\r\n0\r\n\r\n",              // two names without a ';'
+      "5;a \r\nhello\r\n0\r\n\r\n",               // white space after a name without a value
+      "5;a=\r\nhello\r\n0\r\n\r\n",               // no value
+      "5;a=\"x\r\nhello\r\n0\r\n\r\n",            // a quoted string never closed
+      "5;a=b c\r\nhello\r\n0\r\n\r\n",            // junk after a value
+      "5;a=@\r\nhello\r\n0\r\n\r\n",              // a value neither a token nor quoted
+      "5\r\nhello\r\n0\r\nno colon\r\n\r\n",      // a trailer that is no field
+      "5\r\nhello\r\n0\r\n: empty name\r\n\r\n",  // a trailer without a name
+  };
+  for (const std::string& body : bad) {
+    EXPECT_FALSE(beast_decode(body).has_value()) << body;
+    EXPECT_EQ(decode_in_pieces(body, {}).result, ChunkedBody::Result::kError) << body;
+  }
+  const std::vector<std::string> good = {
+      "5;a\r\nhello\r\n0\r\n\r\n",
+      "5 ; a = b ;c=\"q \\\" ;x\" ; d\r\nhello\r\n0;last\r\n\r\n",
+      "5;a;b;c=d\r\nhello\r\n0\r\nx-t: 1\r\ny-t:\r\n\r\n",
+  };
+  for (const std::string& body : good) {
+    ASSERT_EQ(beast_decode(body), std::optional<std::string>("hello")) << body;
+    const Decoded d = decode_in_pieces(body, {2, 7});
+    EXPECT_EQ(d.result, ChunkedBody::Result::kDone) << body;
+    EXPECT_EQ(d.data, "hello") << body;
+    EXPECT_EQ(d.used, body.size()) << body;
+  }
+}
+
+}  // namespace
+}  // namespace prefixgate::serving

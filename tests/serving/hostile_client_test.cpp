@@ -184,7 +184,8 @@ TEST_F(HostileClientTest, TransferCodingsOtherThanChunkedAloneAreRefused) {
 TEST_F(HostileClientTest, BadChunkSizesAre400Or413) {
   for (const char* chunk :
        {"zz\r\nab\r\n0\r\n\r\n", "-1\r\nab\r\n0\r\n\r\n", "ffffffffffffffffffff\r\nab\r\n0\r\n\r\n",
-        "2\r\nabc\r\n0\r\n\r\n", "2;\x01\r\nab\r\n0\r\n\r\n"}) {
+        "2\r\nabc\r\n0\r\n\r\n", "2;\x01\r\nab\r\n0\r\n\r\n", "2\r\nab\r\n0\n\r\n",
+        "2\r\nab\n0\r\n\r\n"}) {
     bool closed = false;
     const std::string answer = exchange(
         std::string("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n") + chunk,
@@ -193,6 +194,52 @@ TEST_F(HostileClientTest, BadChunkSizesAre400Or413) {
     EXPECT_TRUE(status == 400 || status == 413) << chunk << answer;
     EXPECT_TRUE(closed) << chunk;
   }
+  EXPECT_EQ(handler_.handled.load(), 0);
+}
+
+// Every byte of a chunked request in its own read (the last chunk's `0<CRLF>`, `<CR>` and `<LF>`
+// included, which Beast's own chunk parser cannot take in pieces): the body arrives decoded,
+// extensions and trailers passed over, and the request pipelined after it is answered too.
+TEST_F(HostileClientTest, AChunkedBodySentAByteAtATimeIsDecodedWholeAndTheNextRequestFollows) {
+  RawClient client(port_);
+  const std::string request =
+      "POST /echo HTTP/1.1\r\nHost: x\r\nx-probe: p\r\nTransfer-Encoding: chunked\r\n\r\n"
+      "5;ext=\"v\"\r\nhello\r\n1\r\n \r\nA\r\nchunked wo\r\n3\r\nrld\r\n"
+      "0\r\nx-trailer: t\r\n\r\n"
+      "GET /echo HTTP/1.1\r\nHost: x\r\nx-probe: second\r\n\r\n";
+  for (const char byte : request) {
+    ASSERT_TRUE(client.send(std::string_view(&byte, 1)));
+    std::this_thread::sleep_for(1ms);
+  }
+  const std::string first = client.read_response();
+  EXPECT_EQ(status_of(first), 200) << first;
+  EXPECT_NE(first.find("\r\n\r\nhello chunked world|p"), std::string::npos) << first;
+  const std::string second = client.read_response();
+  EXPECT_EQ(status_of(second), 200) << second;
+  EXPECT_NE(second.find("\r\n\r\n|second"), std::string::npos) << second;
+  EXPECT_EQ(handler_.handled.load(), 2);
+}
+
+TEST_F(HostileClientTest, AChunkedBodyOverTheBodyLimitIs413) {
+  // 64 KiB allowed: nine chunks of 8 KiB announce no length, so the limit is met mid-body.
+  std::string request = "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+  for (int i = 0; i < 9; ++i) request += "2000\r\n" + std::string(8192, 'b') + "\r\n";
+  request += "0\r\n\r\n";
+  bool closed = false;
+  const std::string answer = exchange(request, &closed);
+  EXPECT_EQ(status_of(answer), 413) << answer.substr(0, 300);
+  EXPECT_TRUE(closed);
+  EXPECT_EQ(handler_.handled.load(), 0);
+}
+
+TEST_F(HostileClientTest, AChunkedBodyThatStopsMidwayGets408WithinTheRequestTimeout) {
+  RawClient client(port_);
+  const auto start = Clock::now();
+  client.send("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel");
+  const std::string answer = client.read_until_close_or();
+  EXPECT_EQ(status_of(answer), 408) << answer;
+  EXPECT_TRUE(client.closed_by_peer());
+  EXPECT_LT(Clock::now() - start, kRequestTimeout + 3s);
   EXPECT_EQ(handler_.handled.load(), 0);
 }
 

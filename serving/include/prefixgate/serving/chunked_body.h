@@ -1,8 +1,10 @@
 // The body of an HTTP/1.1 message sent with `Transfer-Encoding: chunked` (RFC 9112 section 7.1),
-// decoded as its bytes arrive, in any pieces. For a streamed answer relayed an event at a time:
-// Beast's parser takes a chunk through its general machinery (its parse state, the body
-// reader's callbacks, a copy into the body's buffer before the caller's), several times what
-// finding a chunk's size line and copying its data costs.
+// decoded as its bytes arrive, in any pieces. Both servers read chunked request bodies with it,
+// and the gateway an upstream's streamed answer, relayed an event at a time. Beast's parser
+// takes a chunk through its general machinery (its parse state, the body reader's callbacks, a
+// copy into the body's buffer before the caller's), several times what finding a chunk's size
+// line and copying its data costs; and Beast 1.81's asserts on a last chunk that arrives in
+// pieces (serving/src/request_reader.h).
 //
 //   serving::ChunkedBody body;
 //   std::size_t used = 0;
@@ -12,11 +14,13 @@
 //     case ChunkedBody::Result::kError: ...             // malformed: the message is unusable
 //   }
 //
-// What it reads: chunk sizes in hex (up to 64 bits), extensions after ';'
-// (passed over), CRLF line ends, a CRLF after each chunk's data, the last chunk (size 0) and its
-// trailer fields (passed over) up to the empty line. A bare LF (outside an extension), a size
-// without digits or one too large, or anything but CRLF after a chunk's data is an error, as
-// Beast's parser has it.
+// What it reads: chunk sizes in hex (up to 64 bits), extensions after ';' (checked against
+// RFC 9112's grammar as Beast's parser checks them, then passed over), CRLF line ends, a CRLF
+// after each chunk's data, the last chunk (size 0) and its trailer fields (each must be a
+// `name:` line or a folded continuation; passed over) up to the empty line. A bare LF (outside
+// an extension's quoted string), a size without digits or one too large, an extension or a
+// trailer line that fits no grammar, or anything but CRLF after a chunk's data is an error, as
+// Beast's parser has it; nothing Beast's parser takes is an error here (fuzz_chunked_body).
 #pragma once
 
 #include <cstddef>

@@ -1,0 +1,64 @@
+// Reads one request from a connection whose first bytes are already in its buffer: the header
+// first (so the caller can refuse a transfer coding before any body is read), then the body.
+//
+//   RequestReader reader(c, deadline, options.request_timeout);
+//   if (auto ec = co_await reader.header(parser); ec) ...   // 400/431/408 (reader.timed_out())
+//   ... refuse what the header alone rules out ...
+//   if (auto ec = co_await reader.body(parser, max_body); ec) ...
+//   reader.finish();                                         // before the handler runs
+//
+// A chunked body is decoded by ChunkedBody into the parser's message, not by Beast's parser:
+// Beast 1.81's chunk parser asserts (basic_parser.ipp, `n >= 5`) when a last chunk shorter than
+// five bytes is given to it twice, which its own read loop does when the chunk arrives in
+// pieces; ChunkedBody takes a chunk in any pieces. A Content-Length body is Beast's, whose
+// body_limit refuses an announced length over the limit before any of it is read.
+//
+// Waits are reads on the socket under the request's deadline, armed at the first wait (a request
+// that arrived whole arms nothing) and held until finish(): headers or a body dribbled a byte at
+// a time (slowloris) run out of it and get 408.
+#pragma once
+
+#include <boost/beast/http/parser.hpp>
+#include <chrono>
+#include <cstddef>
+
+#include "prefixgate/serving/http.h"
+#include "prefixgate/serving/request_body.h"
+#include "prefixgate/serving/socket_deadline.h"
+
+namespace prefixgate::serving {
+
+using RequestParser = http::request_parser<RequestBody>;
+
+class RequestReader {
+ public:
+  RequestReader(Connection& c, SocketDeadline& deadline, std::chrono::milliseconds timeout,
+                std::size_t read_room)
+      : c_(c), deadline_(deadline), timeout_(timeout), read_room_(read_room) {}
+  ~RequestReader() { finish(); }
+  RequestReader(const RequestReader&) = delete;
+  RequestReader& operator=(const RequestReader&) = delete;
+
+  // Errors as Beast's reads give them: http::error::header_limit, body_limit, bad_chunk, the
+  // parser's others for malformed HTTP, partial_message when the client ended the stream
+  // mid-request, operation_aborted when the deadline passed (timed_out()).
+  Awaitable<beast::error_code> header(RequestParser& parser);
+  Awaitable<beast::error_code> body(RequestParser& parser, std::size_t max_body_bytes);
+  // Disarms the deadline: the handler's own reads and writes must not run under it.
+  void finish();
+  bool timed_out() const { return timed_out_; }
+
+ private:
+  // One read of up to `room` more bytes into the connection's buffer.
+  Awaitable<beast::error_code> read_more(std::size_t room);
+  Awaitable<beast::error_code> chunked_body(RequestParser& parser, std::size_t max_body_bytes);
+
+  Connection& c_;
+  SocketDeadline& deadline_;
+  std::chrono::milliseconds timeout_;
+  std::size_t read_room_;
+  bool armed_ = false;
+  bool timed_out_ = false;
+};
+
+}  // namespace prefixgate::serving
