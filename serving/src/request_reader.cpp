@@ -6,7 +6,6 @@
 #include <boost/beast/http/error.hpp>
 #include <string_view>
 
-#include "prefixgate/serving/chunked_body.h"
 #include "prefixgate/serving/socket_io.h"
 
 namespace prefixgate::serving {
@@ -31,48 +30,51 @@ void RequestReader::finish() {
   armed_ = false;
 }
 
+bool RequestReader::header_buffered(RequestParser& parser, beast::error_code& ec) {
+  return parse_buffered(parser, c_.buffer, ParseUntil::kHeader, ec);
+}
+
 Awaitable<beast::error_code> RequestReader::header(RequestParser& parser) {
   beast::error_code ec;
-  while (!parse_buffered(parser, c_.buffer, ParseUntil::kHeader, ec)) {
-    if (ec) co_return ec;
-    if (ec = co_await read_more(read_room_); ec) co_return ec;
+  while (!header_buffered(parser, ec) && !ec) {
+    if (ec = co_await read_more(read_room_); ec) break;
   }
   co_return ec;
+}
+
+bool RequestReader::body_buffered(RequestParser& parser, std::size_t max_body_bytes,
+                                  beast::error_code& ec) {
+  ec = {};
+  if (!parser.chunked()) return parse_buffered(parser, c_.buffer, ParseUntil::kMessage, ec);
+  if (c_.buffer.size() == 0) return false;
+  const auto data = c_.buffer.data();
+  std::size_t used = 0;
+  const ChunkedBody::Result result =
+      chunked_.decode(std::string_view(static_cast<const char*>(data.data()), data.size()),
+                      parser.get().body(), used);
+  c_.buffer.consume(used);
+  if (result == ChunkedBody::Result::kError) {
+    ec = http::error::bad_chunk;
+  } else if (parser.get().body().size() > max_body_bytes) {
+    // Checked as the data arrives: at most a buffer's worth past the limit is ever held.
+    ec = http::error::body_limit;
+  }
+  return result == ChunkedBody::Result::kDone;
+}
+
+std::size_t RequestReader::body_room(const RequestParser& parser) const {
+  if (parser.chunked()) return read_room_;
+  const auto rest = parser.content_length_remaining();
+  return rest ? std::max(ReadSizer::room_for_rest(*rest), read_room_) : read_room_;
 }
 
 Awaitable<beast::error_code> RequestReader::body(RequestParser& parser,
                                                  std::size_t max_body_bytes) {
-  if (parser.chunked()) co_return co_await chunked_body(parser, max_body_bytes);
   beast::error_code ec;
-  while (!parse_buffered(parser, c_.buffer, ParseUntil::kMessage, ec)) {
-    if (ec) co_return ec;
-    // The rest of a large body in one read where it fits.
-    const auto rest = parser.content_length_remaining();
-    const std::size_t room =
-        rest ? std::max(ReadSizer::room_for_rest(*rest), read_room_) : read_room_;
-    if (ec = co_await read_more(room); ec) co_return ec;
+  while (!body_buffered(parser, max_body_bytes, ec) && !ec) {
+    if (ec = co_await read_more(body_room(parser)); ec) break;
   }
   co_return ec;
-}
-
-Awaitable<beast::error_code> RequestReader::chunked_body(RequestParser& parser,
-                                                         std::size_t max_body_bytes) {
-  ChunkedBody decoder;
-  std::string& body = parser.get().body();
-  for (;;) {
-    if (c_.buffer.size() > 0) {
-      const auto data = c_.buffer.data();
-      std::size_t used = 0;
-      const ChunkedBody::Result result = decoder.decode(
-          std::string_view(static_cast<const char*>(data.data()), data.size()), body, used);
-      c_.buffer.consume(used);
-      if (result == ChunkedBody::Result::kError) co_return http::error::bad_chunk;
-      // Checked as the data arrives: at most a buffer's worth past the limit is ever held.
-      if (body.size() > max_body_bytes) co_return http::error::body_limit;
-      if (result == ChunkedBody::Result::kDone) co_return beast::error_code{};
-    }
-    if (auto ec = co_await read_more(read_room_); ec) co_return ec;
-  }
 }
 
 }  // namespace prefixgate::serving

@@ -258,10 +258,13 @@ Awaitable<void> HttpServer::Impl::session(tcp::socket socket, std::size_t listen
       // The header, then (once it is known to be one this server takes) the body; a request
       // that arrived whole is parsed without a wait (request_reader.h).
       RequestReader reader(c, deadline, options.request_timeout, read_size.next());
-      beast::error_code ec = co_await reader.header(parser);
+      beast::error_code ec;
+      if (!reader.header_buffered(parser, ec) && !ec) ec = co_await reader.header(parser);
       std::optional<Refusal> refusal;
       if (!ec) refusal = unsupported_transfer_coding(parser.get());
-      if (!ec && !refusal) ec = co_await reader.body(parser, options.max_body_bytes);
+      if (!ec && !refusal && !reader.body_buffered(parser, options.max_body_bytes, ec) && !ec) {
+        ec = co_await reader.body(parser, options.max_body_bytes);
+      }
       reader.finish();
       idle = false;
       if (reader.timed_out()) {
