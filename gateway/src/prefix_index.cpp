@@ -189,4 +189,8 @@ std::size_t PrefixIndex::size() const {
   return impl_->entries.size();
 }
 
+std::size_t PrefixIndex::mapped_bytes() const {
+  return impl_->entries.mapped_bytes();
+}
+
 }  // namespace prefixgate::gateway

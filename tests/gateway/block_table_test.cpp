@@ -94,6 +94,57 @@ TEST(BlockTableTest, RandomOperationsWithTheIndexsEntrySizeAgreeWithAStandardMap
   random_operations_agree_with_a_standard_map<Wide>();
 }
 
+// While the table grows, its entries move from the old buckets to the new a few at a time: every
+// operation in between sees one table. Keys are found in either, erased from either (by key and
+// through a found value), inserted beside them, and the move ends with nothing lost, before the
+// next growth. Sized past 2 MiB of buckets, so the mapped allocation is exercised too.
+TEST(BlockTableTest, OperationsWhileGrowingSeeEveryKeyOnceWhicheverBucketsHoldIt) {
+  BlockTable<std::uint64_t> table;
+  std::unordered_map<std::uint64_t, std::uint64_t> model;
+  const auto key = [](std::uint64_t i) { return (i * 0x9e3779b97f4a7c15ULL) | 1; };
+  std::uint64_t next = 0;
+  int growths = 0;
+  std::mt19937_64 rng(7);
+  while (model.size() < 300000) {
+    const bool was_growing = table.growing();
+    table.try_emplace(key(next)) = next;
+    model[key(next)] = next;
+    ++next;
+    if (!was_growing && table.growing()) ++growths;
+    if (!table.growing()) continue;
+    // Mid-move: an old key and a recent one, found; one of each erased now and then.
+    const std::uint64_t old_key = key(rng() % next);
+    const auto it = model.find(old_key);
+    const std::uint64_t* found = table.find(old_key);
+    ASSERT_EQ(found != nullptr, it != model.end()) << old_key;
+    if (found == nullptr) continue;
+    ASSERT_EQ(*found, it->second);
+    if (rng() % 4 == 0) {
+      table.erase_found(*found);
+      model.erase(it);
+    } else if (rng() % 4 == 0) {
+      ASSERT_TRUE(table.erase(old_key));
+      model.erase(it);
+    }
+    ASSERT_EQ(table.size(), model.size());
+  }
+  EXPECT_GE(growths, 10);
+  // The last growth's move finishes with inserts: then the old buckets are gone.
+  while (table.growing()) {
+    table.try_emplace(key(next)) = next;
+    model[key(next)] = next;
+    ++next;
+  }
+  EXPECT_GT(table.mapped_bytes(), 0U);
+  ASSERT_EQ(table.size(), model.size());
+  for (const auto& [k, v] : model) {
+    const std::uint64_t* found = table.find(k);
+    ASSERT_NE(found, nullptr) << k;
+    EXPECT_EQ(*found, v);
+  }
+  for (std::uint64_t i = next; i < next + 10000; ++i) EXPECT_EQ(table.find(key(i)), nullptr);
+}
+
 // A full cache's churn at scale: the table kept at one size while its oldest keys are erased and
 // new ones inserted, long enough for the buckets' overflow counts to come and go many times. At
 // the end every live key is found, every erased one is not, and the counts are back where a

@@ -151,6 +151,9 @@ class PrefixIndex {
   // expired but not yet dropped by predict()/expire_predictions() still count here.
   std::size_t blocks(ReplicaId replica) const;
   std::size_t size() const;  // distinct hashes indexed
+  // Bytes of the block table mapped from the kernel apart from the heap (a table of 2 MiB or
+  // more), which heap statistics do not see; the rest of the index is on the heap.
+  std::size_t mapped_bytes() const;
   // Blocks the replica evicted since it was added: confirmed blocks its events removed and, while
   // it has no events, predictions its LRU dropped (not clears, resets or snapshots). How fast it
   // grows says how young the replica's LRU tail is: what a new prefix there would evict.
