@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/string.hpp>
 #include <boost/beast/http/error.hpp>
 #include <string_view>
 
@@ -21,6 +22,17 @@ Awaitable<beast::error_code> RequestReader::read_more(std::size_t room) {
   if (ec && deadline_.expired()) timed_out_ = true;
   // The client ended its stream with part of a request sent: malformed, as Beast's reads say.
   if (ec == asio::error::eof) ec = http::error::partial_message;
+  co_return ec;
+}
+
+bool RequestReader::expects_continue(const Request& req) {
+  return req.version() >= 11 && beast::iequals(req[http::field::expect], "100-continue");
+}
+
+Awaitable<beast::error_code> RequestReader::send_continue() {
+  c_.stream.expires_after(c_.write_timeout);
+  const beast::error_code ec = co_await write_text(c_.stream, "HTTP/1.1 100 Continue\r\n\r\n", {});
+  c_.stream.expires_never();
   co_return ec;
 }
 

@@ -54,6 +54,12 @@ class RequestReader {
   // deadline passed (timed_out()).
   Awaitable<beast::error_code> header(RequestParser& parser);
   Awaitable<beast::error_code> body(RequestParser& parser, std::size_t max_body_bytes);
+  // Whether the client waits for a go-ahead before it sends the body (`Expect: 100-continue`,
+  // HTTP/1.1): curl asks for one with a body over 1 MB, and waits a second without it.
+  static bool expects_continue(const Request& req);
+  // The go-ahead, `100 Continue`, under the connection's write timeout. Sent only when the body
+  // has still to come (RFC 9110 section 10.1.1), so once a request at most.
+  Awaitable<beast::error_code> send_continue();
   // Disarms the deadline: the handler's own reads and writes must not run under it.
   void finish();
   bool timed_out() const { return timed_out_; }

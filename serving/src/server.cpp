@@ -263,7 +263,8 @@ Awaitable<void> HttpServer::Impl::session(tcp::socket socket, std::size_t listen
       std::optional<Refusal> refusal;
       if (!ec) refusal = unsupported_transfer_coding(parser.get());
       if (!ec && !refusal && !reader.body_buffered(parser, options.max_body_bytes, ec) && !ec) {
-        ec = co_await reader.body(parser, options.max_body_bytes);
+        if (RequestReader::expects_continue(parser.get())) ec = co_await reader.send_continue();
+        if (!ec) ec = co_await reader.body(parser, options.max_body_bytes);
       }
       reader.finish();
       idle = false;

@@ -122,6 +122,36 @@ TEST(GatewayHostileClientTest, NulInAHeaderIs400AndASlowRequestLineIs408) {
   EXPECT_EQ(get(port, "/health").status, 200);
 }
 
+// curl sends `Expect: 100-continue` with a body over 1 MB and waits a second for the go-ahead:
+// the gateway gives it, and does not pass the expectation on. A replica asked for a go-ahead
+// answers `100 Continue` before its answer, which the gateway would have relayed as the answer.
+TEST(GatewayHostileClientTest, ABodyAfterExpectContinueIsAnsweredAndTheExpectationNotPassedOn) {
+  std::uint16_t pe = 0, port = 0;
+  auto engine = start_engine(pe);
+  auto gw = start_gateway(port, {"--upstream", upstream(pe)});
+  ASSERT_TRUE(wait_healthy(port, 1)) << gw->output();
+  const auto exchange = [&](const std::string& path, const std::string& body) {
+    RawClient client(port, 5s);
+    client.send("POST " + path +
+                " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                "Expect: 100-continue\r\nContent-Length: " +
+                std::to_string(body.size()) + "\r\n\r\n");
+    const std::string go_ahead = client.read_response();
+    EXPECT_EQ(go_ahead, "HTTP/1.1 100 Continue\r\n\r\n") << path;
+    client.send(body);
+    return client.read_response();
+  };
+  const std::string chat =
+      exchange("/v1/chat/completions",
+               R"({"model":"builtin:tiny","max_tokens":2,"messages":[{"role":"user","content":")" +
+                   std::string(100, 'a') + "\"}]}");
+  EXPECT_EQ(status_of(chat), 200) << chat.substr(0, 400);
+  // A route the gateway passes through as it is: the replica's own answer (it serves no such
+  // route), after a body long enough that the replica reads its header before all of it.
+  const std::string other = exchange("/v1/no_such_route", std::string(2 << 20, ' ') + "{}");
+  EXPECT_EQ(status_of(other), 404) << other.substr(0, 400);
+}
+
 TEST(GatewayHostileClientTest, ApiKeysMatchOnlyWholeNeverByPrefixOrExtension) {
   // The keys are compared in constant time (every byte, every configured key): what must still
   // hold is that only the exact key passes.

@@ -243,6 +243,37 @@ TEST_F(HostileClientTest, AChunkedBodyThatStopsMidwayGets408WithinTheRequestTime
   EXPECT_EQ(handler_.handled.load(), 0);
 }
 
+// A client that sends `Expect: 100-continue` (curl, for a body over 1 MB) waits for the go-ahead
+// before its body, a second by default: the server sends it once the header is read, and not at
+// all when the body came with the header or the request is refused on its header.
+TEST_F(HostileClientTest, AClientExpectingContinueGetsTheGoAheadThenItsAnswer) {
+  RawClient client(port_, 3s);
+  client.send(
+      "POST /echo HTTP/1.1\r\nHost: x\r\nExpect: 100-Continue\r\nContent-Length: 5\r\n\r\n");
+  const std::string go_ahead = client.read_response();
+  EXPECT_EQ(go_ahead, "HTTP/1.1 100 Continue\r\n\r\n");
+  client.send("hello");
+  const std::string answer = client.read_response();
+  EXPECT_EQ(status_of(answer), 200) << answer;
+  EXPECT_NE(answer.find("\r\n\r\nhello|"), std::string::npos) << answer;
+
+  // The body already there: the answer alone.
+  client.send(
+      "POST /echo HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\nhi");
+  const std::string second = client.read_response();
+  EXPECT_EQ(status_of(second), 200) << second;
+  EXPECT_NE(second.find("\r\n\r\nhi|"), std::string::npos) << second;
+
+  // Over the body limit by its Content-Length: 413 at once, no go-ahead, nothing read.
+  bool closed = false;
+  const std::string refused = exchange(
+      "POST /echo HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 1000000\r\n\r\n",
+      &closed);
+  EXPECT_EQ(status_of(refused), 413) << refused;
+  EXPECT_TRUE(closed);
+  EXPECT_EQ(handler_.handled.load(), 2);
+}
+
 TEST_F(HostileClientTest, OversizedRequestLineIs431) {
   bool closed = false;
   const std::string answer =

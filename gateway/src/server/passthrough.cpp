@@ -25,6 +25,27 @@ std::string list_body(json::Array data) {
   return json::to_json(json::Object{{"object", "list"}, {"data", std::move(data)}});
 }
 
+// Whether a client's header field goes on to the replica. Not the connection's own (RFC 9110
+// section 7.6.1), nor the body's framing: the body was read whole and goes with a Content-Length
+// of its own. Not Expect: the body goes with the header, and a replica asked for a go-ahead
+// would answer `100 Continue` first, which is no answer to relay. Not the client's credentials.
+bool forwarded(http::field name) {
+  switch (name) {
+    case http::field::host:
+    case http::field::connection:
+    case http::field::keep_alive:
+    case http::field::proxy_connection:
+    case http::field::te:
+    case http::field::trailer:
+    case http::field::transfer_encoding:
+    case http::field::upgrade:
+    case http::field::content_length:
+    case http::field::expect:
+    case http::field::authorization: return false;
+    default: return true;
+  }
+}
+
 }  // namespace
 
 Awaitable<bool> handle_models(Connection& c, const Request& req, RequestInfo& info) {
@@ -71,10 +92,7 @@ Awaitable<bool> handle_passthrough(Connection& c, const Request& req, RequestInf
     Exchange ex(ctx, *r, &c.upstream);
     Request up{req.method(), req.target(), 11};
     for (const auto& field : req) {
-      if (field.name() == http::field::host || field.name() == http::field::connection ||
-          field.name() == http::field::authorization) {
-        continue;
-      }
+      if (!forwarded(field.name())) continue;
       up.set(field.name_string(), field.value());
     }
     up.set("x-request-id", info.request_id);
