@@ -193,6 +193,10 @@ for name, raw in {
     "bad-chunk": "POST /v1/messages HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n",
     "http10": "GET /metrics HTTP/1.0\r\n\r\n",
     "responses": "POST /v1/responses HTTP/1.1\r\nContent-Length: 13\r\n\r\n{\"input\":\"x\"}",
+    "expect-continue": "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+                       "Content-Length: %d\r\n\r\n%s" % (len(body), body),
+    "chunked-ext-trailer": "POST /v1/chat/completions HTTP/1.1\r\nTransfer-Encoding: chunked\r\n"
+                           "\r\n%x;a=\"b\"\r\n%s\r\n0\r\nx-t: 1\r\n\r\n" % (len(body), body),
 }.items():
     write("fuzz_http", name, raw)
 
