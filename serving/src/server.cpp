@@ -77,6 +77,20 @@ std::optional<Refusal> unsupported_transfer_coding(const Request& req) {
                  "unsupported_transfer_coding"};
 }
 
+// A compressed request body: neither server decodes one, and parsed as it is, it read as
+// "bytes that are not UTF-8", which says nothing of the cause. 415 names the coding (RFC 9110
+// section 15.5.16); the answer's Accept-Encoding says what is taken (refuse()).
+std::optional<Refusal> unsupported_content_coding(const Request& req) {
+  const std::string_view ce = req[http::field::content_encoding];
+  if (req.count(http::field::content_encoding) == 0 || beast::iequals(ce, "identity")) {
+    return std::nullopt;
+  }
+  return Refusal{http::status::unsupported_media_type,
+                 "content coding '" + std::string(ce.substr(0, 64)) +
+                     "' is not supported: send the request body uncompressed",
+                 "unsupported_content_encoding"};
+}
+
 }  // namespace
 
 std::unique_ptr<ConnectionState> Handler::open(Connection&) {
@@ -181,6 +195,8 @@ Awaitable<void> HttpServer::Impl::refuse(Connection& c, http::status status,
   bare.version(11);
   bare.target(target);
   Response res = error_response(bare, status, message, code, false);
+  if (status == http::status::unsupported_media_type)
+    res.set(http::field::accept_encoding, "identity");
   handler.refused(res);
   co_await write_response(c, std::move(res));
 }
@@ -262,6 +278,7 @@ Awaitable<void> HttpServer::Impl::session(tcp::socket socket, std::size_t listen
       if (!reader.header_buffered(parser, ec) && !ec) ec = co_await reader.header(parser);
       std::optional<Refusal> refusal;
       if (!ec) refusal = unsupported_transfer_coding(parser.get());
+      if (!ec && !refusal) refusal = unsupported_content_coding(parser.get());
       if (!ec && !refusal && !reader.body_buffered(parser, options.max_body_bytes, ec) && !ec) {
         if (RequestReader::expects_continue(parser.get())) ec = co_await reader.send_continue();
         if (!ec) ec = co_await reader.body(parser, options.max_body_bytes);

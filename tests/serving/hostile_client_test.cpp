@@ -181,6 +181,28 @@ TEST_F(HostileClientTest, TransferCodingsOtherThanChunkedAloneAreRefused) {
   EXPECT_EQ(handler_.handled.load(), 0);
 }
 
+// A compressed body is refused for what it is, before it is read: it would otherwise fail as
+// JSON that is not UTF-8. `identity` is no coding at all.
+TEST_F(HostileClientTest, ACompressedBodyIs415NamingItsCoding) {
+  bool closed = false;
+  const std::string answer = exchange(
+      "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Encoding: gzip\r\n"
+      "Content-Length: 4\r\n\r\n\x1f\x8b\x08\x00",
+      &closed);
+  EXPECT_EQ(status_of(answer), 415) << answer;
+  EXPECT_NE(answer.find("Accept-Encoding: identity\r\n"), std::string::npos) << answer;
+  EXPECT_NE(answer.find("content coding 'gzip' is not supported"), std::string::npos) << answer;
+  EXPECT_NE(answer.find("\"unsupported_content_encoding\""), std::string::npos) << answer;
+  EXPECT_TRUE(closed);
+  EXPECT_EQ(handler_.handled.load(), 0);
+  RawClient client(port_);
+  client.send(
+      "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Encoding: Identity\r\nContent-Length: "
+      "2\r\n\r\nok");
+  const std::string plain = client.read_response();
+  EXPECT_EQ(status_of(plain), 200) << plain;
+}
+
 TEST_F(HostileClientTest, BadChunkSizesAre400Or413) {
   for (const char* chunk :
        {"zz\r\nab\r\n0\r\n\r\n", "-1\r\nab\r\n0\r\n\r\n", "ffffffffffffffffffff\r\nab\r\n0\r\n\r\n",
