@@ -7,7 +7,8 @@
 // client as tool_use blocks and function_call items whose argument pieces add up to the calls',
 // read as raw events and by the official Anthropic and OpenAI SDKs
 // (tests/js/tool_stream_client.mjs). The same for a long-lived stream: a burst of engine events
-// many read buffers long is applied to the last line.
+// many read buffers long is applied to the last line. Interim (1xx) answers before an answer are
+// passed over.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -105,6 +106,9 @@ std::vector<std::string> answer_pieces(int which) {
       return {head + "\r\n" + kAnswer.substr(0, 40), kAnswer.substr(40)};
     case 7:  // a length the replica does not send in full before it closes
       return {plain.substr(0, header_end + 40)};
+    case 9:  // interim answers first, two in one segment, then the answer
+      return {"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nlink: </a.css>\r\n\r\n",
+              "HTTP/1.1 102 Processing\r\n\r\n" + plain.substr(0, 20), plain.substr(20)};
     case 8:  // a stream of tool calls, in pieces that cut across its events
       return chunked_pieces("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n",
                             tool_stream_events(), 61);
@@ -264,6 +268,21 @@ TEST(UpstreamPiecesTest, AnAnswerEndedByClosingIsWholeAndOneCutShortIsAnError) {
   const Reply metrics = get(port, "/metrics");
   EXPECT_NE(metrics.body.find(R"(prefixgate_upstream_failures_total{replica=")"), std::string::npos)
       << metrics.body;
+}
+
+// 1xx answers before the answer (a replica behind a proxy that sends 103 Early Hints, or one
+// that says 100 Continue unasked) are passed over: the client gets the answer, not the first
+// status line, and the connection stays usable.
+TEST(UpstreamPiecesTest, InterimAnswersBeforeTheAnswerArePassedOver) {
+  PiecesFleet fleet;
+  ASSERT_NO_FATAL_FAILURE(start_fleet(fleet, "interim"));
+  for (int round = 0; round < 2; ++round) {
+    const Reply r = post(fleet.port, "/v1/chat/completions", case_body(9));
+    ASSERT_TRUE(r.ok);
+    EXPECT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(r.body, kAnswer);
+  }
+  EXPECT_LE(fleet.up.connections(), 3);
 }
 
 // The data of each event of a streamed answer, parsed (null where it is no JSON).

@@ -13,6 +13,8 @@ namespace prefixgate::gateway::server {
 namespace {
 constexpr auto kTuple = asio::as_tuple(asio::use_awaitable);
 constexpr std::size_t kReadBufferBytes = 16 * 1024;
+// Interim answers (1xx) passed over before an answer; one more is a broken replica.
+constexpr int kMaxInterimAnswers = 8;
 }  // namespace
 
 const char* upstream_failure_name(UpstreamFailure f) {
@@ -122,19 +124,27 @@ Awaitable<UpstreamFailure> Exchange::attempt(const BodyPieces& body, bool allow_
   if (waited_out) co_return UpstreamFailure::kTimeout;
   if (first_ec) co_return UpstreamFailure::kReceive;  // e.g. a pooled connection the replica closed
   buffers_.buffer.commit(got);
-  beast::error_code rec;
-  if (serving::parse_buffered(*parser_, buffers_.buffer, serving::ParseUntil::kHeader, rec)) {
-    co_return UpstreamFailure::kNone;
+  for (int interim = 0;; ++interim) {
+    beast::error_code rec;
+    if (!serving::parse_buffered(*parser_, buffers_.buffer, serving::ParseUntil::kHeader, rec)) {
+      if (rec) co_return UpstreamFailure::kReceive;
+      // A header in pieces: the rest under the first-byte deadline.
+      stream_->expires_after(first_byte_);
+      auto [header_ec, rn] =
+          co_await http::async_read_header(*stream_, buffers_.buffer, *parser_, kTuple);
+      (void)rn;
+      if (header_ec == beast::error::timeout) co_return UpstreamFailure::kTimeout;
+      if (header_ec) co_return UpstreamFailure::kReceive;
+    }
+    // An interim answer (100 Continue, 103 Early Hints) comes before the answer and is no answer
+    // to relay: a client must take any number of them (RFC 9110 section 15.2). Bounded, so a
+    // replica cannot hold the exchange with them for ever.
+    const unsigned status = parser_->get().result_int();
+    if (status < 100 || status >= 200 || status == 101) co_return UpstreamFailure::kNone;
+    if (interim == kMaxInterimAnswers) co_return UpstreamFailure::kReceive;
+    parser_.emplace();
+    parser_->body_limit(boost::none);
   }
-  if (rec) co_return UpstreamFailure::kReceive;
-  // A header in pieces: the rest under the first-byte deadline.
-  stream_->expires_after(first_byte_);
-  auto [header_ec, rn] =
-      co_await http::async_read_header(*stream_, buffers_.buffer, *parser_, kTuple);
-  (void)rn;
-  if (header_ec == beast::error::timeout) co_return UpstreamFailure::kTimeout;
-  if (header_ec) co_return UpstreamFailure::kReceive;
-  co_return UpstreamFailure::kNone;
 }
 
 bool Exchange::decode_chunked(std::string& out) {
