@@ -187,6 +187,7 @@ Awaitable<bool> write_response(Connection& c, HeadText& head, std::string_view b
   head.end();
   c.stream.expires_after(c.write_timeout);
   const std::string_view text = head.text();
+  if (c.head_only) body = {};
   TextBuffers buffers{asio::buffer(text.data(), text.size()),
                       asio::buffer(body.data(), body.size())};
   beast::error_code ec;
@@ -256,7 +257,8 @@ Awaitable<bool> write_response(Connection& c, Response res) {
   res.set(http::field::server, c.server_name);
   if (c.draining && c.draining->load()) res.keep_alive(false);
   c.stream.expires_after(c.write_timeout);
-  const beast::error_code ec = co_await write_message(c.stream, res, res.body(), c.head_scratch);
+  const std::string_view body = c.head_only ? std::string_view() : std::string_view(res.body());
+  const beast::error_code ec = co_await write_message(c.stream, res, body, c.head_scratch);
   co_return !ec;
 }
 
@@ -281,6 +283,7 @@ Awaitable<bool> write_stream_head(Connection& c, StreamHead& head) {
 }
 
 Awaitable<bool> write_chunk(Connection& c, std::string_view payload) {
+  if (c.head_only) co_return false;     // the head was the whole answer
   if (payload.empty()) co_return true;  // an empty chunk would end the stream
   // The chunk's size line, its data and its CRLF: the bytes Beast's make_chunk() writes.
   char size_line[24];
@@ -302,6 +305,7 @@ Awaitable<bool> write_chunk(Connection& c, std::string_view payload) {
 }
 
 Awaitable<bool> write_last_chunk(Connection& c) {
+  if (c.head_only) co_return true;
   std::array<asio::const_buffer, 1> buffers{asio::buffer("0\r\n\r\n", 5)};
   beast::error_code ec;
   if (send_leaves_rest(c.stream, buffers, ec)) {

@@ -223,7 +223,8 @@ Awaitable<void> HttpServer::Impl::session(tcp::socket socket, std::size_t listen
                nullptr,
                &draining,
                listener,
-               {}};
+               {},
+               false};
   bool idle = false;
   std::uint64_t id;
   bool over_limit;
@@ -252,6 +253,7 @@ Awaitable<void> HttpServer::Impl::session(tcp::socket socket, std::size_t listen
       c.state = handler.open(c);
     }
     while (!over_limit && !draining.load()) {
+      c.head_only = false;  // a refusal below is answered whole, whatever came before
       RequestParser parser;
       parser.body_limit(options.max_body_bytes);
       parser.header_limit(static_cast<std::uint32_t>(options.max_header_bytes));
@@ -322,6 +324,10 @@ Awaitable<void> HttpServer::Impl::session(tcp::socket socket, std::size_t listen
       }
       Request req = parser.release();
       read_size.saw(req.body().size());
+      // HEAD is GET without the body (RFC 9110 section 9.3.2): load balancers check health with
+      // it. The handler answers a GET; the writes leave the body out (Connection::head_only).
+      c.head_only = req.method() == http::verb::head;
+      if (c.head_only) req.method(http::verb::get);
       if (!co_await handler.handle(c, req)) break;
     }
   } catch (const std::exception& e) {

@@ -152,6 +152,24 @@ TEST(GatewayHostileClientTest, ABodyAfterExpectContinueIsAnsweredAndTheExpectati
   EXPECT_EQ(status_of(other), 404) << other.substr(0, 400);
 }
 
+// Load balancers check health with HEAD as often as with GET: the gateway and the engine answer
+// it with GET's status and head and no body.
+TEST(GatewayHostileClientTest, HeadHealthIsAnsweredWithoutABody) {
+  std::uint16_t pe = 0, port = 0;
+  auto engine = start_engine(pe);
+  auto gw = start_gateway(port, {"--upstream", upstream(pe)});
+  ASSERT_TRUE(wait_healthy(port, 1)) << gw->output();
+  for (const std::uint16_t p : {port, pe}) {
+    RawClient client(p, 3s);
+    client.send("HEAD /health HTTP/1.1\r\nHost: x\r\n\r\nGET /health HTTP/1.1\r\nHost: x\r\n\r\n");
+    const std::string both = client.read_until_close_or("}");
+    const std::size_t head_end = both.find("\r\n\r\n");
+    ASSERT_NE(head_end, std::string::npos) << both;
+    EXPECT_EQ(status_of(both), 200) << both;
+    EXPECT_EQ(status_of(both.substr(head_end + 4)), 200) << "no body after HEAD's head: " << both;
+  }
+}
+
 TEST(GatewayHostileClientTest, ApiKeysMatchOnlyWholeNeverByPrefixOrExtension) {
   // The keys are compared in constant time (every byte, every configured key): what must still
   // hold is that only the exact key passes.

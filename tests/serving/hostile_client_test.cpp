@@ -296,6 +296,33 @@ TEST_F(HostileClientTest, AClientExpectingContinueGetsTheGoAheadThenItsAnswer) {
   EXPECT_EQ(handler_.handled.load(), 2);
 }
 
+// HEAD is answered as GET without the body: the head says the GET's Content-Length, no body
+// bytes follow (the next answer on the connection comes right after), and a stream ends at its
+// head.
+TEST_F(HostileClientTest, HeadIsAnsweredAsGetWithoutTheBody) {
+  RawClient client(port_, 3s);
+  client.send(
+      "HEAD /echo HTTP/1.1\r\nHost: x\r\nx-probe: abc\r\n\r\n"
+      "GET /echo HTTP/1.1\r\nHost: x\r\nx-probe: second\r\n\r\n");
+  const std::string both = client.read_until_close_or("|second");
+  const std::size_t head_end = both.find("\r\n\r\n");
+  ASSERT_NE(head_end, std::string::npos) << both;
+  const std::string head = both.substr(0, head_end + 4);
+  EXPECT_EQ(status_of(head), 200) << head;
+  EXPECT_NE(head.find("Content-Length: 4\r\n"), std::string::npos) << head;  // "|abc"
+  const std::string second = both.substr(head_end + 4);
+  EXPECT_EQ(status_of(second), 200) << both;
+  EXPECT_TRUE(second.ends_with("\r\n\r\n|second")) << both;
+
+  RawClient streamer(port_, 3s);
+  streamer.send("HEAD /stream HTTP/1.1\r\nHost: x\r\n\r\n");
+  const std::string stream = streamer.read_until_close_or();
+  EXPECT_EQ(status_of(stream), 200) << stream;
+  EXPECT_TRUE(stream.ends_with("\r\n\r\n")) << stream;  // the head, no chunk
+  EXPECT_TRUE(streamer.closed_by_peer());
+  EXPECT_EQ(handler_.chunks_written.load(), 0);
+}
+
 TEST_F(HostileClientTest, OversizedRequestLineIs431) {
   bool closed = false;
   const std::string answer =

@@ -61,6 +61,10 @@ struct Connection {
   // Which listener accepted it: 0 the server's own, then HttpServer::add_listener's in order.
   std::size_t listener = 0;
   std::string head_scratch;  // the bytes of an answer's head, reused (write_message)
+  // The request being answered came as HEAD, handed to the handler as GET: the write helpers
+  // below send the answer's head alone (its Content-Length as for the GET), and write_chunk
+  // fails, so that a stream ends at its head.
+  bool head_only = false;
 };
 
 // The path of a request target, without the query string.
