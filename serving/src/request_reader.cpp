@@ -49,7 +49,9 @@ bool RequestReader::header_buffered(RequestParser& parser, beast::error_code& ec
 Awaitable<beast::error_code> RequestReader::header(RequestParser& parser) {
   beast::error_code ec;
   while (!header_buffered(parser, ec) && !ec) {
-    if (ec = co_await read_more(read_room_); ec) break;
+    // (A plain statement around the co_await: GCC 12 mishandles some inside conditions.)
+    ec = co_await read_more(read_room_);
+    if (ec) break;
   }
   co_return ec;
 }
@@ -84,7 +86,8 @@ Awaitable<beast::error_code> RequestReader::body(RequestParser& parser,
                                                  std::size_t max_body_bytes) {
   beast::error_code ec;
   while (!body_buffered(parser, max_body_bytes, ec) && !ec) {
-    if (ec = co_await read_more(body_room(parser)); ec) break;
+    ec = co_await read_more(body_room(parser));
+    if (ec) break;
   }
   co_return ec;
 }
