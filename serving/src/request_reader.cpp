@@ -5,7 +5,6 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/error.hpp>
-#include <string_view>
 
 #include "prefixgate/serving/socket_io.h"
 
@@ -61,12 +60,7 @@ bool RequestReader::body_buffered(RequestParser& parser, std::size_t max_body_by
   ec = {};
   if (!parser.chunked()) return parse_buffered(parser, c_.buffer, ParseUntil::kMessage, ec);
   if (c_.buffer.size() == 0) return false;
-  const auto data = c_.buffer.data();
-  std::size_t used = 0;
-  const ChunkedBody::Result result =
-      chunked_.decode(std::string_view(static_cast<const char*>(data.data()), data.size()),
-                      parser.get().body(), used);
-  c_.buffer.consume(used);
+  const ChunkedBody::Result result = decode_buffered(chunked_, c_.buffer, parser.get().body());
   if (result == ChunkedBody::Result::kError) {
     ec = http::error::bad_chunk;
   } else if (parser.get().body().size() > max_body_bytes) {

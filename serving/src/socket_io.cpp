@@ -6,6 +6,7 @@
 #include <array>
 #include <boost/beast/http/error.hpp>
 #include <cerrno>
+#include <string_view>
 
 namespace prefixgate::serving {
 namespace {
@@ -76,6 +77,16 @@ bool parse_buffered(http::basic_parser<true>& parser, beast::flat_buffer& buffer
 bool parse_buffered(http::basic_parser<false>& parser, beast::flat_buffer& buffer, ParseUntil until,
                     beast::error_code& ec) {
   return parse(parser, buffer, until, ec);
+}
+
+ChunkedBody::Result decode_buffered(ChunkedBody& body, beast::flat_buffer& buffer,
+                                    std::string& out) {
+  const auto data = buffer.data();
+  std::size_t used = 0;
+  const ChunkedBody::Result result =
+      body.decode(std::string_view(static_cast<const char*>(data.data()), data.size()), out, used);
+  buffer.consume(used);
+  return result;
 }
 
 }  // namespace prefixgate::serving

@@ -148,12 +148,8 @@ Awaitable<UpstreamFailure> Exchange::attempt(const BodyPieces& body, bool allow_
 }
 
 bool Exchange::decode_chunked(std::string& out) {
-  const auto bytes = buffers_.buffer.data();
-  std::size_t used = 0;
-  const serving::ChunkedBody::Result result = chunked_->decode(
-      std::string_view(static_cast<const char*>(bytes.data()), bytes.size()), out, used);
-  buffers_.buffer.consume(used);
-  return result != serving::ChunkedBody::Result::kError;
+  return serving::decode_buffered(*chunked_, buffers_.buffer, out) !=
+         serving::ChunkedBody::Result::kError;
 }
 
 Awaitable<bool> Exchange::read_some(std::string& out) {

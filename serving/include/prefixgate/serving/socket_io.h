@@ -22,6 +22,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
+
+#include "prefixgate/serving/chunked_body.h"
 
 namespace prefixgate::serving {
 
@@ -49,6 +52,12 @@ bool parse_buffered(boost::beast::http::basic_parser<true>& parser,
 bool parse_buffered(boost::beast::http::basic_parser<false>& parser,
                     boost::beast::flat_buffer& buffer, ParseUntil until,
                     boost::beast::error_code& ec);
+
+// parse_buffered's counterpart for a chunked body decoded by ChunkedBody: decodes what `buffer`
+// holds, appending the data to `out`, and consumes the bytes it took (an incomplete line stays
+// for the next read).
+ChunkedBody::Result decode_buffered(ChunkedBody& body, boost::beast::flat_buffer& buffer,
+                                    std::string& out);
 
 // How much a connection's read between requests asks for. A read takes at most the buffer's
 // free room, so a request larger than that costs a read (a system call) per room-full: an
