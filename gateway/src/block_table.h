@@ -93,14 +93,7 @@ class BlockTable {
   const Value* find(std::uint64_t key) const {
     if (key == 0) return has_zero_ ? &zero_ : nullptr;
     if (count_ == 0) return nullptr;
-    // find_in's loop written out, the old table's test after it, out of the loop's way.
-    for (std::size_t i = home(key, count_);; i = next(i, count_)) {
-      const Bucket& b = buckets_[i];
-      for (std::size_t j = 0; j < kSlots; ++j) {
-        if (b.keys[j] == key) return &b.values[j];
-      }
-      if (b.overflow == 0) break;
-    }
+    if (const Value* v = find_in(buckets_, count_, key)) return v;
     return old_ == nullptr ? nullptr : find_old(key);
   }
   Value* find(std::uint64_t key) { return const_cast<Value*>(std::as_const(*this).find(key)); }
