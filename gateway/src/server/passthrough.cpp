@@ -29,7 +29,7 @@ std::string list_body(json::Array data) {
 // section 7.6.1), nor the body's framing: the body was read whole and goes with a Content-Length
 // of its own. Not Expect: the body goes with the header, and a replica asked for a go-ahead
 // would answer `100 Continue` first, which is no answer to relay. Not the client's credentials.
-bool forwarded(http::field name) {
+bool passed_to_replica(http::field name) {
   switch (name) {
     case http::field::host:
     case http::field::connection:
@@ -92,7 +92,7 @@ Awaitable<bool> handle_passthrough(Connection& c, const Request& req, RequestInf
     Exchange ex(ctx, *r, &c.upstream);
     Request up{req.method(), req.target(), 11};
     for (const auto& field : req) {
-      if (!forwarded(field.name())) continue;
+      if (!passed_to_replica(field.name())) continue;
       up.set(field.name_string(), field.value());
     }
     up.set("x-request-id", info.request_id);
