@@ -17,11 +17,11 @@
 // The table grows by half when three quarters of its slots are taken, so its load stays between
 // one half and three quarters. It grows a little at a time: the index is read and written under
 // the gateway's routing lock, and a table of 10 M blocks copied at once held every request for
-// hundreds of milliseconds. The larger buckets are allocated (for 2 MiB and more, pages mapped
-// zeroed by the kernel as they are first touched, not written here), and from then on each insert
-// of a new key first moves the entries of the next kMovedPerInsert buckets of the old table into
-// the new, which is done well before the new one is three quarters full. Meanwhile a key is in
-// exactly one of the two: lookups try the new table, then the old; new keys go to the new. The
+// hundreds of milliseconds. The larger buckets are allocated (from 2 MiB, pages mapped zeroed by
+// the kernel as they are first touched, not written here: zeroed_memory.h), and from then on each
+// insert of a new key first moves the entries of the next kMovedPerInsert buckets of the old table
+// into the new, which is done well before the new one is three quarters full. Meanwhile a key is
+// in exactly one of the two: lookups try the new table, then the old; new keys go to the new. The
 // old table's overflow counts are left as they were when its entries move out (an erase there
 // still lowers them): a count that is too high costs a lookup in the old table a bucket more,
 // never a wrong answer. Any pointer into the table is invalid after an insert of a new key; an
@@ -33,8 +33,6 @@
 //   table.prefetch(other);  ...  if (const Entry* e = table.find(other)) ...
 #pragma once
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -44,6 +42,7 @@
 #include <utility>
 
 #include "prefixgate/base/check.h"
+#include "zeroed_memory.h"
 
 namespace prefixgate::gateway {
 
@@ -203,46 +202,16 @@ class BlockTable {
     }
   }
 
-  static constexpr std::size_t kHugePage = std::size_t{2} << 20;
-
-  static std::size_t bytes(std::size_t count) {
-    const std::size_t raw = count * sizeof(Bucket);
-    return raw >= kHugePage ? (raw + kHugePage - 1) / kHugePage * kHugePage : raw;
-  }
   static std::size_t mapped(std::size_t count) {
-    return bytes(count) >= kHugePage ? bytes(count) : 0;
+    return zeroed_memory::mapped(count * sizeof(Bucket));
   }
-  // Large tables are mapped (zeroed by the kernel page by page as they are first touched, which
-  // spreads that cost over the inserts that follow), aligned to a huge page; small ones come from
-  // the allocator, zeroed here. All zero is an empty bucket.
+  // Large tables are mapped, zeroed by the kernel page by page as they are first touched, which
+  // spreads that cost over the inserts that follow (zeroed_memory.h). All zero is an empty bucket.
   static Bucket* allocate(std::size_t count) {
-    const std::size_t size = bytes(count);
-    if (size < kHugePage) {
-      Bucket* buckets =
-          static_cast<Bucket*>(::operator new (size, std::align_val_t{alignof(Bucket)}));
-      std::uninitialized_value_construct_n(buckets, count);
-      return buckets;
-    }
-    void* p =
-        mmap(nullptr, size + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) throw std::bad_alloc();
-    const auto begin = reinterpret_cast<std::uintptr_t>(p);
-    const std::uintptr_t aligned = (begin + kHugePage - 1) / kHugePage * kHugePage;
-    if (aligned > begin) munmap(p, aligned - begin);
-    if (const std::size_t tail = begin + kHugePage - aligned; tail > 0) {
-      munmap(reinterpret_cast<void*>(aligned + size), tail);
-    }
-    // Advice only: without huge pages the table works the same, with more TLB misses.
-    madvise(reinterpret_cast<void*>(aligned), size, MADV_HUGEPAGE);
-    return reinterpret_cast<Bucket*>(aligned);
+    return static_cast<Bucket*>(zeroed_memory::allocate(count * sizeof(Bucket), alignof(Bucket)));
   }
   static void deallocate(Bucket* buckets, std::size_t count) {
-    if (buckets == nullptr) return;
-    if (bytes(count) < kHugePage) {
-      ::operator delete (buckets, std::align_val_t{alignof(Bucket)});
-    } else {
-      munmap(buckets, bytes(count));
-    }
+    zeroed_memory::deallocate(buckets, count * sizeof(Bucket), alignof(Bucket));
   }
 
   // Starts growing (never while still growing: see kMovedPerInsert): the new buckets, the old

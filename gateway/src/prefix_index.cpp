@@ -75,7 +75,7 @@ void PrefixIndex::apply_removed(ReplicaId replica, std::uint64_t hash) {
   Entry* e = impl_->entries.find(hash);
   if (e == nullptr || !impl_->holds(*e, replica)) return;
   ++impl_->evicted[replica];
-  impl_->unstore(replica, hash, *e);
+  impl_->remove_confirmed(replica, hash, *e);
 }
 
 void PrefixIndex::apply_cleared(ReplicaId replica) {
@@ -190,7 +190,7 @@ std::size_t PrefixIndex::size() const {
 }
 
 std::size_t PrefixIndex::mapped_bytes() const {
-  return impl_->entries.mapped_bytes();
+  return impl_->entries.mapped_bytes() + impl_->sweep_notes.mapped_bytes();
 }
 
 }  // namespace prefixgate::gateway

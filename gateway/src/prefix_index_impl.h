@@ -21,7 +21,6 @@
 #include <deque>
 #include <functional>
 #include <iterator>
-#include <limits>
 #include <list>
 #include <utility>
 
@@ -43,21 +42,18 @@ constexpr std::uint32_t kMaxReplicas = std::uint32_t{1} << 30;
 // A block's entry, 16 bytes, so a table slot (hash and entry) is 24, five of them to a 128-byte
 // bucket: what one holder per block costs is mostly this table. Four 32-bit words; their low 30
 // bits hold up to kInlineHolders replica ids, or when dense (past that) the row of dense_rows and
-// the holder count. Their top two bits hold seven flag bits, bit k in bit 30 + k % 2 of word k / 2:
-// the inline count (bits 0-2), dense (3), predicted (4: a list in Impl::predictions), offloaded (5:
-// a row in Impl::offload_row_of) and marked (6: set only while a sweep of a replica's confirmed log
-// runs, clear otherwise). Each is read and written where it lies: a lookup asks dense() and count()
-// of every block it visits, and a store push()es a holder, so gathering all six bits from the four
-// words for each of those was a good part of the work.
+// the holder count. Their top two bits hold flag bits, bit k in bit 30 + k % 2 of word k / 2: the
+// inline count (bits 0-2), dense (3), predicted (4: a list in Impl::predictions) and offloaded (5:
+// a row in Impl::offload_row_of); bits 6 and 7 are free. Each is read and written where it lies: a
+// lookup asks dense() and count() of every block it visits, and a store push()es a holder, so
+// gathering all six bits from the four words for each of those was a good part of the work.
 class Entry {
  public:
   bool dense() const { return bit(kDenseBit); }
   bool predicted() const { return bit(kPredictedBit); }
   bool offloaded() const { return bit(kOffloadedBit); }
-  bool marked() const { return bit(kMarkedBit); }
   void set_predicted(bool on) { set_bit(kPredictedBit, on); }
   void set_offloaded(bool on) { set_bit(kOffloadedBit, on); }
-  void set_marked(bool on) { set_bit(kMarkedBit, on); }
 
   std::uint32_t count() const { return dense() ? low(1) : inline_count(); }
   ReplicaId holder(std::uint32_t i) const { return low(i); }  // inline: i < count()
@@ -96,7 +92,6 @@ class Entry {
   static constexpr std::uint32_t kDenseBit = 3;
   static constexpr std::uint32_t kPredictedBit = 4;
   static constexpr std::uint32_t kOffloadedBit = 5;
-  static constexpr std::uint32_t kMarkedBit = 6;
 
   std::uint32_t low(std::uint32_t i) const { return words_[i] & kLowMask; }
   void set_low(std::uint32_t i, std::uint32_t v) { words_[i] = (words_[i] & ~kLowMask) | v; }
@@ -186,9 +181,9 @@ struct ReplicaState {
   ReplicaIndexConfig config;
   // The blocks this replica holds confirmed are the entries that name it (Impl::holds); their
   // tier is in the entry too (Entry::offloaded). The log lists them for a clear, reset or
-  // snapshot to walk. A store appends to it and a removal leaves it: a set of the same hashes,
-  // kept apart from the index, made each event two more cache misses on an index at fleet scale,
-  // more than the index's own.
+  // snapshot to walk. A store appends to it and a removal is noted in it: a set of the same
+  // hashes, kept apart from the index, made each event two more cache misses on an index at fleet
+  // scale, more than the index's own.
   ConfirmedLog confirmed_log;
   std::size_t confirmed = 0;  // blocks held confirmed
   std::size_t predicted = 0;  // live prediction records on this replica
@@ -449,16 +444,19 @@ struct PrefixIndex::Impl {
 
   void clear_confirmed(ReplicaId r) {
     ReplicaState& rs = replicas[r];
-    // Its marks cleared and its log whole again before the log is walked and forgotten.
-    if (sweeping == r) finish_sweep();
     const auto unstore_held = [&](std::uint64_t hash) {
-      Entry* e = entries.find(hash);  // a repeat, or a block removed since: not held any more
+      // A block removed since, a repeat, or a sweep's stale copy: held no more once unstored.
+      Entry* e = entries.find(hash);
       if (e != nullptr && holds(*e, r)) unstore(r, hash, *e);
     };
     for_each_ahead(rs.confirmed_log.entries().begin(), rs.confirmed_log.entries().end(),
                    unstore_held);
     PG_DCHECK(rs.confirmed == 0);
     rs.confirmed_log.clear();
+    if (sweeping == r) {
+      sweeping = kNoSweep;
+      sweep_notes.clear();
+    }
   }
 
   // Whether a walk over blocks should fetch their table slots ahead. Below kLookaheadMinBlocks
@@ -486,59 +484,44 @@ struct PrefixIndex::Impl {
     }
   }
 
-  // The sweeps of the replicas' confirmed logs (confirmed_log.h): one log at a time, since they
-  // mark the index's entries, kSweepSteps entries of it for each block stored anywhere. A sweep
-  // needs about two entries a store of its replica (four or five when it drops repeats too), so
-  // they keep up with the stores, and no event waits for more than kSweepSteps lookups of them.
-  static constexpr std::size_t kSweepSteps = 8;
+  // The sweeps of the replicas' confirmed logs (confirmed_log.h): one log at a time, kSweepSteps
+  // entries of it (notes gathered or log entries looked at) for each block stored anywhere. A
+  // sweep needs about kRemovedShare + 2 a removal of its replica, and an engine removes blocks to
+  // make room for the ones it stores, so they keep up, and no event waits for more than
+  // kSweepSteps of them. Removals do not advance it: stepped on both, the events applied one call
+  // each ran 1.4x slower (BM_IndexApplyEvents), for no gain in runs.
+  static constexpr std::size_t kSweepSteps = 16;
   static constexpr ReplicaId kNoSweep = ~ReplicaId{0};
   ReplicaId sweeping = kNoSweep;
   std::deque<ReplicaId> sweeps_waiting;
+  HashMultiset sweep_notes;  // the sweep's (ConfirmedLog::start_sweep), kept for the next
 
   void log_confirmed(ReplicaId r, std::uint64_t hash) {
     ReplicaState& rs = replicas[r];
     ++rs.confirmed;
     rs.confirmed_log.append(hash);
+    advance_sweep();
+  }
+
+  // A removal reported by r's engine: r, a holder, leaves the entry `e` of `hash`.
+  void remove_confirmed(ReplicaId r, std::uint64_t hash, Entry& e) {
+    unstore(r, hash, e);
+    ReplicaState& rs = replicas[r];
+    rs.confirmed_log.note_removed(hash);
     if (rs.confirmed_log.sweep_due(rs.confirmed)) {
       rs.confirmed_log.set_waiting();
       sweeps_waiting.push_back(r);
     }
-    advance_sweep(kSweepSteps);
   }
 
-  // What a sweep of r's log asks of the index (ConfirmedLog::advance).
-  struct SweptBlocks {
-    Impl& im;
-    ReplicaId r;
-    bool held(std::uint64_t hash) const { return im.holds(hash, r); }
-    bool held_first(std::uint64_t hash) const {
-      Entry* e = im.entries.find(hash);
-      if (e == nullptr || !im.holds(*e, r) || e->marked()) return false;
-      e->set_marked(true);
-      return true;
-    }
-    void unmark(std::uint64_t hash) const {
-      if (Entry* e = im.entries.find(hash)) e->set_marked(false);
-    }
-    void prefetch(std::uint64_t hash) const { im.entries.prefetch(hash); }
-  };
-
-  // No entry is added or erased by a sweep, so a caller's pointer into the table stays valid.
-  void advance_sweep(std::size_t steps) {
+  void advance_sweep() {
     if (sweeping == kNoSweep) {
       if (sweeps_waiting.empty()) return;
       sweeping = sweeps_waiting.front();
       sweeps_waiting.pop_front();
-      replicas[sweeping].confirmed_log.start_sweep();
+      replicas[sweeping].confirmed_log.start_sweep(sweep_notes);
     }
-    ReplicaState& rs = replicas[sweeping];
-    SweptBlocks blocks{*this, sweeping};
-    if (rs.confirmed_log.advance(steps, rs.confirmed, blocks)) sweeping = kNoSweep;
-  }
-
-  void finish_sweep() {
-    const ReplicaId r = sweeping;
-    while (sweeping == r) advance_sweep(std::numeric_limits<std::size_t>::max());
+    if (replicas[sweeping].confirmed_log.advance(kSweepSteps, sweep_notes)) sweeping = kNoSweep;
   }
 
   void forget_lru(ReplicaId r, std::uint64_t hash) {

@@ -1,4 +1,4 @@
-// The index's 16-byte block entry keeps seven flag bits in the top two bits of its four words,
+// The index's 16-byte block entry keeps six flag bits in the top two bits of its four words,
 // beside up to four 30-bit replica ids (or a dense row and count). Random sequences of its
 // operations against a plain model: a change to one field must leave every other field as it was,
 // with ids that use all 30 bits.
@@ -20,7 +20,6 @@ struct EntryModel {
   std::uint32_t dense_count = 0;
   bool predicted = false;
   bool offloaded = false;
-  bool marked = false;
 };
 
 void expect_entry_matches(const Entry& e, const EntryModel& m, int trial, int step) {
@@ -28,7 +27,6 @@ void expect_entry_matches(const Entry& e, const EntryModel& m, int trial, int st
   ASSERT_EQ(e.dense(), m.dense);
   ASSERT_EQ(e.predicted(), m.predicted);
   ASSERT_EQ(e.offloaded(), m.offloaded);
-  ASSERT_EQ(e.marked(), m.marked);
   if (m.dense) {
     ASSERT_EQ(e.row(), m.row);
     ASSERT_EQ(e.count(), m.dense_count);
@@ -52,7 +50,7 @@ TEST(PrefixIndexEntryTest, EachOperationChangesOnlyItsOwnField) {
     Entry e;
     EntryModel m;
     for (int step = 0; step < 40; ++step) {
-      switch (rng() % 8) {
+      switch (rng() % 7) {
         case 0:
           if (!m.dense && m.holders.size() < kInlineHolders) {
             const ReplicaId r = id();
@@ -93,13 +91,9 @@ TEST(PrefixIndexEntryTest, EachOperationChangesOnlyItsOwnField) {
           m.predicted = !m.predicted;
           e.set_predicted(m.predicted);
           break;
-        case 6:
+        default:
           m.offloaded = !m.offloaded;
           e.set_offloaded(m.offloaded);
-          break;
-        default:
-          m.marked = !m.marked;
-          e.set_marked(m.marked);
           break;
       }
       expect_entry_matches(e, m, trial, step);

@@ -23,13 +23,13 @@ std::vector<std::size_t> leading_runs(const PrefixIndex& index,
   return out;
 }
 
-// What a replica holds confirmed is listed in a log that a store appends to and a removal leaves,
-// swept of the blocks no longer held and of repeats once it is twice what the replica holds, a
-// few entries for each store, one replica's log at a time; a clear, reset or snapshot walks it.
-// Many thousands of stores, removals and stores again of a few blocks, so that every log is swept
-// many times with repeats in it, while other replicas' events come between a sweep's steps, on
-// replicas sharing those blocks (past four holders an entry keeps a bitmask row), with clears and
-// snapshots now and then (some in the middle of a sweep), against a plain model; then each
+// What a replica holds confirmed is listed in a log that a store appends to and a removal is
+// noted in, swept of the removed blocks once their notes reach half of what the replica holds, a
+// few entries for each cache event, one replica's log at a time; a clear, reset or snapshot walks
+// it. Many thousands of stores, removals and stores again of a few blocks, so that every log is
+// swept many times with repeats in it, while other replicas' events come between a sweep's steps,
+// on replicas sharing those blocks (past four holders an entry keeps a bitmask row), with clears
+// and snapshots now and then (some in the middle of a sweep), against a plain model; then each
 // replica's clear must take exactly its own blocks out of the index.
 TEST(PrefixIndexTest, ClearsAfterManySweepsOfTheConfirmedLogTakeExactlyTheReplicasBlocks) {
   constexpr std::size_t kReplicas = 7;
@@ -95,52 +95,57 @@ TEST(PrefixIndexTest, ClearsAfterManySweepsOfTheConfirmedLogTakeExactlyTheReplic
   EXPECT_EQ(index.size(), 0u);
 }
 
-// A clear in the middle of a sweep of the replica's log that drops repeats: that pass has marked
-// the blocks it kept so far. The clear must take all of the replica's blocks out and leave no mark
-// behind, or a later sweep of another replica's log would take a marked block it holds for a
-// repeat, drop it, and that replica's clear would then leave the block in the index.
-TEST(PrefixIndexTest, AClearInTheMiddleOfASweepTakesEveryBlockAndLeavesNoMark) {
+// A clear in the middle of a sweep of the replica's log: the sweep has dropped entries in the
+// middle of the log (stale copies of them are still there) and not reached its end. The clear must
+// take every block the replica holds out (those the sweep kept and those it has not reached) and
+// leave another replica's holdings of the same blocks as they were.
+TEST(PrefixIndexTest, AClearInTheMiddleOfASweepTakesEveryBlockTheReplicaHolds) {
   PrefixIndex index;
   index.add_replica({});
   index.add_replica({});
-  const std::vector<std::uint64_t> a = prompt_hashes(31, 2000);
-  const std::vector<std::uint64_t> b = prompt_hashes(32, 2000);
-  const std::vector<std::uint64_t> c = prompt_hashes(33, 3000);
-  const std::vector<std::uint64_t> d = prompt_hashes(34, 1000);
-  auto store = [&](ReplicaId r, const std::vector<std::uint64_t>& hashes, std::size_t first,
-                   std::size_t last) {
-    for (std::size_t i = first; i < last; ++i) index.apply_stored(r, hashes[i]);
+  const std::vector<std::uint64_t> a = prompt_hashes(31, 3000);
+  const std::vector<std::uint64_t> b = prompt_hashes(32, 200);
+  // Replica 0 stores a, removes a[1000, 2700) and stores b. Its sweep comes due at the 1,683rd
+  // removal (1,683 notes: half the 1,317 blocks then held, and 1,024) and starts with the first
+  // store after (stores advance sweeps); by the last it has gathered the 1,700 notes and looked at
+  // 200 x 16 - 1,700 = 1,500 entries: a[0, 1000) kept, a[1000, 1500) dropped, a[1500, 3000) and b
+  // to come. It holds a[0, 1000) (looked at), a[2700, 3000) and b (not yet).
+  auto fill = [&] {
+    for (std::uint64_t h : a) index.apply_stored(0, h);
+    for (std::size_t i = 1000; i < 2700; ++i) index.apply_removed(0, a[i]);
+    for (std::uint64_t h : b) index.apply_stored(0, h);
+    ASSERT_EQ(index.blocks(0), 1500u);
   };
-  auto remove = [&](ReplicaId r, const std::vector<std::uint64_t>& hashes, std::size_t first,
-                    std::size_t last) {
-    for (std::size_t i = first; i < last; ++i) index.apply_removed(r, hashes[i]);
-  };
-  store(1, a, 0, 2000);
-  // Replica 0's log: a[0, 2000), then a[0, 1000) again (removed and stored: repeats), of which it
-  // keeps a[0, 500). Its next store makes a sweep due; the pass that drops what is not held keeps
-  // 1,000 entries for 500 blocks, so a pass that drops repeats follows, marking a[0, 500).
-  store(0, a, 0, 2000);
-  remove(0, a, 0, 1000);
-  store(0, a, 0, 1000);
-  remove(0, a, 500, 2000);
-  store(0, b, 0, 500);  // eight entries a store: about 430 to the first pass's end, then marking
-  ASSERT_EQ(index.blocks(0), 1000u);
+  for (std::uint64_t h : a) index.apply_stored(1, h);
+  fill();
   index.apply_cleared(0);
   EXPECT_EQ(index.blocks(0), 0u);
   EXPECT_EQ(index.size(), a.size());  // replica 1's, each once
+  std::vector<std::size_t> matched(2);
+  index.longest_match(a, {}, matched);
+  EXPECT_EQ(matched[0], 0u);
+  EXPECT_EQ(matched[1], a.size());
+  index.longest_match(b, {}, matched);
+  EXPECT_EQ(matched[0], 0u);
 
-  // Replica 1's log with many repeats of d (stored three times), and a[0, 500), which replica 0's
-  // sweep marked, held all along: its pass that drops repeats must keep a[0, 500).
-  for (int round = 0; round < 3; ++round) {
-    if (round > 0) remove(1, d, 0, 1000);
-    store(1, d, 0, 1000);
-  }
-  remove(1, a, 500, 2000);
-  store(1, c, 0, 3000);  // enough stores for its sweep to finish
-  ASSERT_EQ(index.blocks(1), 4500u);
+  // The sweep's multiset held the notes it had gathered and not yet met (a[1500, 2700)); the
+  // clear must empty it, or the next sweep, replica 1's, would drop those blocks from its log
+  // although replica 1 holds them, and its clear would then leave them in the index.
+  for (std::size_t i = 0; i < 1700; ++i) index.apply_removed(1, a[i]);
+  // Its sweep, gathering the 1,700 notes, runs to the end of the log (1,700 + 3,400 <= 400 x 16):
+  // the stale copies of a pass that has not finished would still list the blocks.
+  const std::vector<std::uint64_t> c = prompt_hashes(33, 400);
+  for (std::uint64_t h : c) index.apply_stored(1, h);
+  ASSERT_EQ(index.blocks(1), 1700u);
   index.apply_cleared(1);
   EXPECT_EQ(index.blocks(1), 0u);
   EXPECT_EQ(index.size(), 0u);
+
+  // Again through a snapshot, which replaces the blocks through the same walk.
+  fill();
+  index.apply_snapshot(0, std::vector<std::uint64_t>(b.begin(), b.begin() + 10));
+  EXPECT_EQ(index.blocks(0), 10u);
+  EXPECT_EQ(index.size(), 10u);
 }
 
 }  // namespace
