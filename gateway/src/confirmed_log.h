@@ -7,8 +7,8 @@
 // notes is exactly what the replica holds: a block held is listed once more than it is noted
 // removed, a block not held as often.
 //
-// A sweep settles the notes, a few entries at a time (`advance`, which the index calls on every
-// cache event, so that no event waits for a walk over a large replica's blocks under the
+// A sweep settles the notes, a few entries at a time (`advance`, which the index calls for every
+// block stored, so that no event waits for a walk over a large replica's blocks under the
 // gateway's routing lock). It first gathers the notes it starts with (up to kMaxGathered) into a
 // multiset (the index's, shared by the sweeps, `removed`), then passes over the log, dropping each
 // entry whose block is in the multiset (taking that copy out) and keeping the rest in order:

@@ -514,6 +514,7 @@ struct PrefixIndex::Impl {
     }
   }
 
+  // A sweep touches nothing of the table, so a caller's pointer into it stays valid.
   void advance_sweep() {
     if (sweeping == kNoSweep) {
       if (sweeps_waiting.empty()) return;
