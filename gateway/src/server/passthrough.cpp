@@ -63,7 +63,7 @@ Awaitable<bool> handle_models(Connection& c, const Request& req, RequestInfo& in
     if (f != UpstreamFailure::kNone) continue;
     const bool read = co_await ex.read_all(body, 1 << 22);
     if (!read) continue;
-    if (ex.parser().get().result() != http::status::ok) continue;
+    if (ex.answer().result() != http::status::ok) continue;
     ex.finish();
     auto doc = json::parse(body);
     const json::Value* list = doc && doc->is_object() ? doc->find("data") : nullptr;
@@ -106,8 +106,8 @@ Awaitable<bool> handle_passthrough(Connection& c, const Request& req, RequestInf
     const bool read = co_await ex.read_all(body, ctx.config.limits.max_body_bytes * 4);
     if (!read) break;
     ex.finish();
-    const auto& head = ex.parser().get();
-    Response res = make_response(req, head.result(), std::string(head[http::field::content_type]),
+    const UpstreamAnswerParser& head = ex.answer();
+    Response res = make_response(req, head.result(), std::string(head.content_type()),
                                  std::move(body), info.keep_alive);
     co_return co_await write_response(c, info, std::move(res), ctx.replicas->upstream(*r).url);
   }

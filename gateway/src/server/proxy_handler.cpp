@@ -182,10 +182,9 @@ Awaitable<bool> handle_completion(Connection& c, const Request& req, RequestInfo
     p.translated = !native;
     Exchange ex(ctx, d.replica, &c.upstream);
     const UpstreamFailure f = co_await ex.open(request_for(native));
-    const bool draining_upstream =
-        f == UpstreamFailure::kNone &&
-        ex.parser().get().result() == http::status::service_unavailable &&
-        attempt + 1 < ctx.config.max_attempts;
+    const bool draining_upstream = f == UpstreamFailure::kNone &&
+                                   ex.answer().result() == http::status::service_unavailable &&
+                                   attempt + 1 < ctx.config.max_attempts;
     if (f != UpstreamFailure::kNone || draining_upstream) {
       ctx.replicas->finish(d, prep->block_hashes, /*prefilled=*/false,
                            prep->prompt_tokens - d.predicted_cached_tokens);
@@ -201,9 +200,8 @@ Awaitable<bool> handle_completion(Connection& c, const Request& req, RequestInfo
       continue;
     }
     ctx.replicas->record_success(d.replica);
-    p.status = static_cast<int>(ex.parser().get().result_int());
-    const bool is_sse = serving::field_value(ex.parser().get(), http::field::content_type)
-                            .starts_with("text/event-stream");
+    p.status = static_cast<int>(ex.answer().result_int());
+    const bool is_sse = ex.answer().content_type().starts_with("text/event-stream");
     if (ticket) p.admission = &ticket;  // settled by record_usage(), released by the relay
     if (p.translated) {
       if (prep->stream && is_sse) co_return co_await relay_translated_stream(c, req, p, ex);

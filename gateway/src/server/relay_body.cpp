@@ -21,11 +21,11 @@ Awaitable<bool> relay_body(Connection& c, const Request& req, ProxiedRequest& p,
     co_return false;
   }
   ctx.replicas->finish(p.decision, p.prep.block_hashes, false, uncached_prompt_tokens(p));
-  const auto& up = ex.parser().get();
+  const UpstreamAnswerParser& up = ex.answer();
   // The answer's head as text, in the connection's head buffer (nothing else writes to the
   // client before it is sent): the bytes a Response built by the same calls would give.
   serving::HeadText res(c.io.head_scratch, up.result(), req.version());
-  res.set(http::field::content_type, serving::field_value(up, http::field::content_type));
+  res.set(http::field::content_type, up.content_type());
   res.keep_alive(p.info.keep_alive);
   res.set("x-prefixgate-route-reason", route_reason_name(p.decision.reason));
   res.set("x-prefixgate-predicted-cached-tokens",

@@ -102,9 +102,9 @@ std::string stream_error_event(canon::Api api, std::string_view message) {
 
 Awaitable<bool> relay_stream(Connection& c, const Request& req, ProxiedRequest& p, Exchange& ex) {
   GatewayContext& ctx = c.ctx;
-  const auto& up = ex.parser().get();
-  serving::StreamHead head = serving::make_stream_head(
-      req, up.result(), serving::field_value(up, http::field::content_type), p.info.keep_alive);
+  const UpstreamAnswerParser& up = ex.answer();
+  serving::StreamHead head =
+      serving::make_stream_head(req, up.result(), up.content_type(), p.info.keep_alive);
   head.set("x-prefixgate-route-reason", route_reason_name(p.decision.reason));
   head.set("x-prefixgate-predicted-cached-tokens",
            std::to_string(p.decision.predicted_cached_tokens));

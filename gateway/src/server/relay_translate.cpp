@@ -137,7 +137,7 @@ Awaitable<bool> relay_translated_body(Connection& c, const Request& req, Proxied
   const bool read = co_await ex.read_all(body, 256u << 20);
   ctx.replicas->finish(p.decision, p.prep.block_hashes, false, uncached_prompt_tokens(p));
   if (read) ex.finish();
-  int status = static_cast<int>(ex.parser().get().result_int());
+  int status = static_cast<int>(ex.answer().result_int());
   std::string out;
   if (!read) {
     ctx.m.upstream_failures->add({p.replica_name, "body"});
@@ -179,8 +179,8 @@ Awaitable<bool> relay_translated_body(Connection& c, const Request& req, Proxied
 Awaitable<bool> relay_translated_stream(Connection& c, const Request& req, ProxiedRequest& p,
                                         Exchange& ex) {
   GatewayContext& ctx = c.ctx;
-  serving::StreamHead head = serving::make_stream_head(req, ex.parser().get().result(),
-                                                       "text/event-stream", p.info.keep_alive);
+  serving::StreamHead head =
+      serving::make_stream_head(req, ex.answer().result(), "text/event-stream", p.info.keep_alive);
   add_route_headers(head, p);
   bool client_ok = co_await serving::write_stream_head(c.io, head);
 

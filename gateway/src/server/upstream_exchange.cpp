@@ -82,7 +82,6 @@ Awaitable<UpstreamFailure> Exchange::attempt(const BodyPieces& body, bool allow_
   // sized by its free capacity, 512 bytes when empty).
   buffers_.buffer.reserve(kReadBufferBytes);
   parser_.emplace();
-  parser_->body_limit(boost::none);  // streamed through, never held whole
   chunked_.reset();
   was_pooled = false;
   if (allow_pooled) {
@@ -139,11 +138,10 @@ Awaitable<UpstreamFailure> Exchange::attempt(const BodyPieces& body, bool allow_
     // An interim answer (100 Continue, 103 Early Hints) comes before the answer and is no answer
     // to relay: a client must take any number of them (RFC 9110 section 15.2). Bounded, so a
     // replica cannot hold the exchange with them for ever.
-    const unsigned status = parser_->get().result_int();
+    const unsigned status = parser_->result_int();
     if (status < 100 || status >= 200 || status == 101) co_return UpstreamFailure::kNone;
     if (interim == kMaxInterimAnswers) co_return UpstreamFailure::kReceive;
     parser_.emplace();
-    parser_->body_limit(boost::none);
   }
 }
 
@@ -160,8 +158,7 @@ Awaitable<bool> Exchange::read_some(std::string& out) {
   std::unique_ptr<char[]>& chunk = buffers_.chunk;
   if (!chunked_) {
     if (!chunk) chunk = std::make_unique_for_overwrite<char[]>(kChunkBytes);
-    parser_->get().body().data = chunk.get();
-    parser_->get().body().size = kChunkBytes;
+    parser_->lend_body(chunk.get(), kChunkBytes);
   }
   // A streamed answer is read an event at a time, hundreds a request, so each read is the
   // socket's own under the lazy idle deadline, not Beast's read on the timed stream: that one
@@ -177,7 +174,7 @@ Awaitable<bool> Exchange::read_some(std::string& out) {
       beast::error_code ec;
       serving::parse_buffered(*parser_, buffers_.buffer, serving::ParseUntil::kMessage, ec);
       if (ec && ec != http::error::need_buffer) co_return false;
-      const std::size_t got = kChunkBytes - parser_->get().body().size;
+      const std::size_t got = kChunkBytes - parser_->body_room();
       if (got > 0 || parser_->is_done()) {
         out.append(chunk.get(), got);
         co_return true;
@@ -212,7 +209,7 @@ Awaitable<bool> Exchange::read_all(std::string& out, std::size_t max_bytes) {
 
 void Exchange::finish() {
   if (!stream_) return;
-  if (parser_ && done() && parser_->get().keep_alive() && buffers_.buffer.size() == 0) {
+  if (parser_ && done() && parser_->keep_alive() && buffers_.buffer.size() == 0) {
     stream_->expires_never();
     ctx_.pool->give_back(replica_, stream_->release_socket());
   }

@@ -10,8 +10,6 @@
 #pragma once
 
 #include <array>
-#include <boost/beast/http/buffer_body.hpp>
-#include <boost/beast/http/parser.hpp>
 #include <memory>
 #include <optional>
 #include <string>
@@ -20,6 +18,7 @@
 #include "prefixgate/canonicalize/json_splice.h"
 #include "prefixgate/serving/chunked_body.h"
 #include "server/context.h"
+#include "server/upstream_answer_parser.h"
 
 namespace prefixgate::gateway::server {
 
@@ -50,8 +49,8 @@ class Exchange {
   // Sends `req` (Host and keep-alive are set here) and reads the response header.
   Awaitable<UpstreamFailure> open(Request& req);
   Awaitable<UpstreamFailure> open(const UpstreamPost& post);
-  const http::response_parser<http::buffer_body>& parser() const { return *parser_; }
-  http::response_parser<http::buffer_body>& parser() { return *parser_; }
+  // The answer's status and Content-Type, once open() has returned kNone.
+  const UpstreamAnswerParser& answer() const { return *parser_; }
 
   // Appends the next piece of the body to `out`. False on an error or a timeout; at the end of
   // the body it returns true with nothing appended and done() holds.
@@ -78,7 +77,7 @@ class Exchange {
   std::optional<beast::tcp_stream> stream_;
   ExchangeBuffers own_buffers_;
   ExchangeBuffers& buffers_;
-  std::optional<http::response_parser<http::buffer_body>> parser_;
+  std::optional<UpstreamAnswerParser> parser_;
   // A chunked body's decoder, set at its first read: the parser reads the header only.
   std::optional<serving::ChunkedBody> chunked_;
   // Appends what the buffered bytes complete of a chunked body to `out`; false when they are

@@ -127,7 +127,7 @@ Awaitable<void> run_kv_events(GatewayContext& ctx, ReplicaId r) {
                   11};
       req.set(http::field::user_agent, "prefixgate");
       const UpstreamFailure f = co_await ex.open(req);
-      if (f == UpstreamFailure::kNone && ex.parser().get().result() == http::status::ok) {
+      if (f == UpstreamFailure::kNone && ex.answer().result() == http::status::ok) {
         spdlog::debug("kv_events {}: subscribed", name);
         ctx.replicas->set_events_link(r, true);
         std::string pending;
@@ -175,8 +175,8 @@ Awaitable<void> run_load_scrape(GatewayContext& ctx, ReplicaId r) {
         std::string body;
         const bool read = co_await ex.read_all(body, 16u << 20);
         ex.finish();
-        if (!read || ex.parser().get().result() != http::status::ok) {
-          problem = "GET /metrics: status " + std::to_string(ex.parser().get().result_int());
+        if (!read || ex.answer().result() != http::status::ok) {
+          problem = "GET /metrics: status " + std::to_string(ex.answer().result_int());
         } else if (auto load = parse_engine_load(body, up.kind); load) {
           ctx.replicas->apply_load(r, *load);
         } else {
@@ -211,7 +211,7 @@ Awaitable<void> run_health_checks(GatewayContext& ctx, ReplicaId r) {
         std::string body;
         // (No co_await inside && or ?: : GCC 12 miscompiles them.)
         const bool read = co_await ex.read_all(body, 1 << 16);
-        ok = read && ex.parser().get().result() == http::status::ok;
+        ok = read && ex.answer().result() == http::status::ok;
         ex.finish();
       }
     }
