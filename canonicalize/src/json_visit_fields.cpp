@@ -36,6 +36,8 @@ class Scanner : public JsonTokenScan {
  public:
   explicit Scanner(std::string_view text) : JsonTokenScan(text) {}
 
+  void seek(std::size_t at) { at_ = at; }
+
   // A string's text between its quotes, as written (escapes not undone), after whitespace.
   std::optional<std::string_view> raw_string() {
     skip_whitespace();
@@ -147,7 +149,89 @@ bool visit_fields(Scanner& scan, std::string_view outer, bool descend,
   return scan.take('}');
 }
 
+// Where the root member `key` would start if it were the document's last: the opening quote of
+// the last `"key"` in the text's final kLastMemberReach bytes whose opening quote is not
+// escaped and which is followed by a colon. In a text parse() accepts such a quote opens a key:
+// inside a string every quote is escaped, and a string value is never followed by a colon.
+// Whether it is the root's last member is the caller's to check.
+constexpr std::size_t kLastMemberReach = 4096;
+
+std::optional<std::size_t> last_member_value(std::string_view text, std::string_view key) {
+  const std::size_t quoted = key.size() + 2;
+  if (text.size() < quoted) return std::nullopt;
+  const std::size_t lowest = text.size() > kLastMemberReach ? text.size() - kLastMemberReach : 0;
+  for (std::size_t quote = text.size() - quoted + 1; quote-- > lowest;) {
+    if (text[quote] != '"' || text[quote + quoted - 1] != '"' ||
+        text.compare(quote + 1, key.size(), key) != 0) {
+      continue;
+    }
+    std::size_t backslashes = 0;
+    while (quote > backslashes && text[quote - 1 - backslashes] == '\\') ++backslashes;
+    if (backslashes % 2 != 0) continue;
+    Scanner after(text.substr(quote + quoted));
+    if (!after.take(':') || after.peek() != '{') continue;
+    return quote;
+  }
+  return std::nullopt;
+}
+
+// The fields of the value the scan is at, kept (their views are the text's) rather than
+// visited, so that nothing is visited until the member is known to be the root's last one.
+// False when the value is malformed, there are more fields than the room, or a key had escapes
+// (its undone text does not outlive the scan).
+class KeptFields {
+ public:
+  explicit KeptFields(std::string_view text) : text_(text) {}
+
+  bool read(Scanner& scan) {
+    // The visitor holds one pointer: within std::function's own room, no allocation.
+    const bool ok = visit_fields(scan, {}, true, [this](const FieldSeen& f) { keep(f); });
+    return ok && kept_;
+  }
+  void replay(const std::function<void(const FieldSeen&)>& visit) const {
+    for (std::size_t i = 0; i < size_; ++i) visit(fields_[i]);
+  }
+
+ private:
+  bool in_text(std::string_view v) const {
+    return v.empty() ||
+           (v.data() >= text_.data() && v.data() + v.size() <= text_.data() + text_.size());
+  }
+  void keep(const FieldSeen& f) {
+    if (!kept_ || size_ == fields_.size() || !in_text(f.key) || !in_text(f.object)) {
+      kept_ = false;
+      return;
+    }
+    fields_[size_++] = f;
+  }
+
+  std::string_view text_;
+  bool kept_ = true;
+  std::size_t size_ = 0;
+  std::array<FieldSeen, 16> fields_;  // a usage object has a dozen at most
+};
+
 }  // namespace
+
+bool visit_last_member_fields(std::string_view text, std::string_view key,
+                              const std::function<void(const FieldSeen&)>& visit,
+                              const ParseLimits& limits) {
+  if (text.size() > limits.max_bytes) return false;
+  if (const std::optional<std::size_t> begin = last_member_value(text, key)) {
+    Scanner scan(text);
+    scan.seek(*begin);
+    std::string unescaped;  // none: the key was found as written
+    KeptFields kept(text);
+    // The member is the root's last when its object is followed by the '}' that ends the text:
+    // a member's value is followed by a ',' or by the '}' of the object that holds it, and only
+    // the root's ends the text (a valid document that ends in '}' is an object).
+    if (scan.key(unescaped) && kept.read(scan) && scan.take('}') && scan.at_end()) {
+      kept.replay(visit);
+      return true;
+    }
+  }
+  return visit_member_fields(text, key, visit, limits);
+}
 
 bool visit_member_fields(std::string_view text, std::string_view key,
                          const std::function<void(const FieldSeen&)>& visit,

@@ -30,11 +30,12 @@ struct SeriesSlot {
 };
 constexpr std::size_t kSeriesSlots = 256;
 
-// A label value's hash, eight bytes at a time, inline: the values are a few bytes to a few
-// dozen, where std::hash's out-of-line murmur cost as much as the rest of the lookup. The bytes
-// past the last whole word are read as one more (overlapping) word, or, below eight bytes, as
-// two overlapping four-byte or three single-byte reads. Only the slot a series is cached in
-// depends on it (a slot's values are compared before use).
+// A label value's hash from its length and its first and last eight bytes (fewer when it is
+// shorter), inline: values are a few bytes to a few dozen, and the ones a family's series tell
+// apart (an upstream's port, a status, a rule's name) differ near an end. Hashing every word of
+// them cost about as much as the rest of the lookup. Only the slot a series is cached in
+// depends on it: a slot's values are compared before use, so two values with the same ends
+// share slots but never a series.
 std::uint64_t hash_value(std::string_view v) {
   const char* p = v.data();
   const std::size_t n = v.size();
@@ -43,24 +44,20 @@ std::uint64_t hash_value(std::string_view v) {
     std::memcpy(&word, at, bytes);
     return word;
   };
-  std::uint64_t h = n * 0x9E3779B97F4A7C15ULL;
-  const auto mix = [&h](std::uint64_t word) {
-    h = (h ^ word) * 0xFF51AFD7ED558CCDULL;
-    h ^= h >> 29;
-  };
+  std::uint64_t head = 0, tail = 0;
   if (n >= 8) {
-    std::size_t i = 0;
-    for (; i + 8 <= n; i += 8) mix(load(p + i, 8));
-    if (i < n) mix(load(p + n - 8, 8));
+    head = load(p, 8);
+    tail = load(p + n - 8, 8);
   } else if (n >= 4) {
-    mix(load(p, 4) << 32 | load(p + n - 4, 4));
+    head = load(p, 4);
+    tail = load(p + n - 4, 4);
   } else if (n > 0) {
-    const auto byte = [p](std::size_t i) {
-      return static_cast<std::uint64_t>(static_cast<unsigned char>(p[i]));
-    };
-    mix(byte(0) << 16 | byte(n / 2) << 8 | byte(n - 1));
+    head = static_cast<unsigned char>(p[0]) |
+           static_cast<std::uint64_t>(static_cast<unsigned char>(p[n / 2])) << 8 |
+           static_cast<std::uint64_t>(static_cast<unsigned char>(p[n - 1])) << 16;
   }
-  h *= 0xC4CEB9FE1A85EC53ULL;
+  std::uint64_t h = (head ^ n * 0x9E3779B97F4A7C15ULL) * 0xFF51AFD7ED558CCDULL;
+  h = (h ^ (h >> 29) ^ tail) * 0xC4CEB9FE1A85EC53ULL;
   return h ^ (h >> 32);
 }
 

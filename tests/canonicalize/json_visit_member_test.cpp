@@ -13,16 +13,16 @@ namespace prefixgate::json {
 namespace {
 
 // A field as a line: "object.key type number" (owning the views the visitor saw).
+// `from_end`: read by visit_last_member_fields().
 std::vector<std::string> visited(std::string_view text, std::string_view key, bool* ok,
-                                 const ParseLimits& limits = {}) {
+                                 const ParseLimits& limits = {}, bool from_end = false) {
   std::vector<std::string> out;
-  *ok = visit_member_fields(
-      text, key,
-      [&](const FieldSeen& f) {
-        out.push_back(std::string(f.object) + "." + std::string(f.key) + " " + type_name(f.type) +
-                      " " + std::to_string(f.number));
-      },
-      limits);
+  const auto line = [&](const FieldSeen& f) {
+    out.push_back(std::string(f.object) + "." + std::string(f.key) + " " + type_name(f.type) + " " +
+                  std::to_string(f.number));
+  };
+  *ok = from_end ? visit_last_member_fields(text, key, line, limits)
+                 : visit_member_fields(text, key, line, limits);
   return out;
 }
 
@@ -124,6 +124,80 @@ TEST(JsonVisitMember, SeesWhatAWalkOfParsesTreeSees) {
     const Value& usage = *doc->find("usage");
     bool ok = false;
     const std::vector<std::string> lines = visited(answer, "usage", &ok);
+    if (!usage.is_object()) {
+      EXPECT_FALSE(ok) << answer;
+      continue;
+    }
+    EXPECT_TRUE(ok) << answer;
+    EXPECT_EQ(lines, walked(usage)) << answer;
+    ++compared;
+  }
+  EXPECT_GT(compared, 1000);
+}
+
+// From the end: a member that is last, one that is not, one whose key is written with an escape,
+// keys of the same name inside strings and inside other members: the fields are those read from
+// the start.
+TEST(JsonVisitMember, FromTheEndReadsWhatFromTheStartReads) {
+  const char* texts[] = {
+      R"({"id":"x","usage":{"p":1,"d":{"c":2}}})",
+      R"({"id":"x","usage":{"p":1} ,"z":[1]} )",
+      R"({"usage":{"p":1},"x":{"usage":{"q":2}}})",
+      R"({"usage":{"usage":{"p":1}}})",
+      R"({"us\u0061ge":{"p":1}})",
+      R"({"usage":{"p\u0031":1,"d":{"c\u0032":2}}})",
+      R"({"a":"\"usage\":{\"p\":1}}"})",
+      R"({"a":"x\\","usage":{"p":3}})",
+      R"({"\"usage":{"p":1}})",
+      R"({"a":["usage",{"usage":{"p":4}}]})",
+      R"({"usage":7})",
+      R"({"usage":{"p":1},"usage2":{"q":1}})",
+      "  {\"usage\" :\n {\"p\":5}\n}\n",
+  };
+  for (const char* text : texts) {
+    bool ok_start = false, ok_end = false;
+    const auto from_start = visited(text, "usage", &ok_start);
+    const auto from_end = visited(text, "usage", &ok_end, {}, true);
+    EXPECT_EQ(ok_end, ok_start) << text;
+    EXPECT_EQ(from_end, from_start) << text;
+  }
+}
+
+// Found from the end, the members before are not read: a malformed one is not seen (read from
+// the start, it is). An answer whose usage is malformed is refused either way.
+TEST(JsonVisitMember, FromTheEndPassesOverTheMembersBefore) {
+  bool ok = false;
+  EXPECT_EQ(visited(R"({"id":[1,"usage":{"p":1}})", "usage", &ok, {}, true),
+            std::vector<std::string>{".p number 1.000000"});
+  EXPECT_TRUE(ok);
+  visited(R"({"id":[1,"usage":{"p":1}})", "usage", &ok);
+  EXPECT_FALSE(ok);
+  visited(R"({"id":1,"usage":{"p":01}})", "usage", &ok, {}, true);
+  EXPECT_FALSE(ok);
+  visited(R"({"usage":{"a":1}})", "usage", &ok, ParseLimits{.max_bytes = 4}, true);
+  EXPECT_FALSE(ok);
+}
+
+TEST(JsonVisitMember, FromTheEndSeesWhatAWalkOfParsesTreeSees) {
+  std::mt19937_64 rng(20261207);
+  int compared = 0;
+  for (int i = 0; i < 3000; ++i) {
+    std::string member = random_value(rng, 1);
+    if (member.find('{') == std::string::npos) member = "{\"only\":" + member + "}";
+    const std::string before = random_value(rng, 1);
+    // Last, before another member, or before one holding a member of the same name.
+    std::string after;
+    switch (rng() % 3) {
+      case 0: break;
+      case 1: after = ",\"z\":" + random_value(rng, 2); break;
+      default: after = ",\"x\":{\"usage\":{\"inner\":" + random_value(rng, 2) + "}}"; break;
+    }
+    const std::string answer = "{\"id\":" + before + ", \"usage\" :" + member + after + "}";
+    auto doc = parse(answer);
+    ASSERT_TRUE(doc.ok()) << answer << ": " << doc.error().message;
+    const Value& usage = *doc->find("usage");
+    bool ok = false;
+    const std::vector<std::string> lines = visited(answer, "usage", &ok, {}, true);
     if (!usage.is_object()) {
       EXPECT_FALSE(ok) << answer;
       continue;

@@ -79,26 +79,44 @@ std::string fields_line(std::string_view object, std::string_view key, json::Typ
          std::to_string(number) + "\n";
 }
 
-void check_visit_member(std::string_view text, const json::Value& doc) {
-  if (!doc.is_object() || doc.as_object().empty()) return;
-  const json::Member& first = doc.as_object().front();
+// The fields `visit` reports for the root's member `member`, as text, against those of a walk of
+// the parsed tree.
+template <class Visit>
+void check_member_visit(std::string_view text, const json::Member& member, Visit visit,
+                        const char* what) {
   std::string visited;
-  const bool ok = json::visit_member_fields(text, first.key, [&](const json::FieldSeen& f) {
+  const bool ok = visit(text, member.key, [&](const json::FieldSeen& f) {
     visited += fields_line(f.object, f.key, f.type, f.number);
   });
-  if (ok != first.value.is_object()) fail("visit_member_fields: a different outcome", text);
+  if (ok != member.value.is_object())
+    fail((std::string(what) + ": a different outcome").c_str(), text);
   if (!ok) return;
   std::string walked;
   const auto line = [&](std::string_view object, const json::Member& m) {
     walked += fields_line(object, m.key, m.value.type(),
                           m.value.is_number() ? m.value.as_number().value : 0);
   };
-  for (const json::Member& m : first.value.as_object()) {
+  for (const json::Member& m : member.value.as_object()) {
     line({}, m);
     if (!m.value.is_object()) continue;
     for (const json::Member& inner : m.value.as_object()) line(m.key, inner);
   }
-  if (visited != walked) fail("visit_member_fields: different fields", text);
+  if (visited != walked) fail((std::string(what) + ": different fields").c_str(), text);
+}
+
+// visit_member_fields for the root's first member, visit_last_member_fields for its first and
+// its last (found from the end, or, when it is not last, from the start).
+void check_visit_member(std::string_view text, const json::Value& doc) {
+  if (!doc.is_object() || doc.as_object().empty()) return;
+  const auto forward = [](std::string_view t, std::string_view key, const auto& visit) {
+    return json::visit_member_fields(t, key, visit);
+  };
+  const auto from_end = [](std::string_view t, std::string_view key, const auto& visit) {
+    return json::visit_last_member_fields(t, key, visit);
+  };
+  check_member_visit(text, doc.as_object().front(), forward, "visit_member_fields");
+  check_member_visit(text, doc.as_object().front(), from_end, "visit_last_member_fields (first)");
+  check_member_visit(text, doc.as_object().back(), from_end, "visit_last_member_fields (last)");
 }
 
 // Parsed with its root members shared (the request parser's tool-list memo) and the elements

@@ -93,8 +93,8 @@ std::optional<UsageCounts> usage_counts(const json::Value& usage) {
 
 std::optional<UsageCounts> answer_usage_counts(std::string_view answer) {
   UsageFields fields;
-  if (!json::visit_member_fields(answer, "usage",
-                                 [&](const json::FieldSeen& f) { fields.note(f); })) {
+  if (!json::visit_last_member_fields(answer, "usage",
+                                      [&](const json::FieldSeen& f) { fields.note(f); })) {
     return std::nullopt;
   }
   return fields.counts();

@@ -192,6 +192,13 @@ struct FieldSeen {
 bool visit_member_fields(std::string_view text, std::string_view key,
                          const std::function<void(const FieldSeen&)>& visit,
                          const ParseLimits& limits = {});
+// The same for a member that usually comes last (an answer's usage, which every API's answer
+// ends with): looked for from the end of the text, so the members before it are not passed
+// over, nor checked; where the text does not end with it, visit_member_fields() reads it. Where
+// parse() accepts the text, the fields and the outcome are visit_member_fields()'s.
+bool visit_last_member_fields(std::string_view text, std::string_view key,
+                              const std::function<void(const FieldSeen&)>& visit,
+                              const ParseLimits& limits = {});
 
 // Where a root object's member values lie in the parsed text: [begin, end) byte offsets of each
 // value (not its key), in document order, the same order as the parsed object's members.
