@@ -27,16 +27,19 @@ std::size_t declared_end(const LintOptions& options) {
 
 // A finding inside the declared-stable prefix is an error whatever its detector's severity: the
 // client's cache entry at that breakpoint is never read back.
+// What a finding before the client's last cache breakpoint means, added to its message and hint.
+void explain_breakpoint(Finding& f) {
+  f.message +=
+      " (it is before a cache_control breakpoint: the request declares this prefix "
+      "stable, and its cache entry will not be read back)";
+  if (f.in_volatile_tail) f.hint = finding_hint(f.rule);
+}
+
 void apply_breakpoint(Finding& f, std::size_t declared, bool explain) {
   f.before_breakpoint = f.prompt_begin < declared;
   if (!f.before_breakpoint) return;
   f.severity = Severity::kError;
-  if (explain) {
-    f.message +=
-        " (it is before a cache_control breakpoint: the request declares this prefix "
-        "stable, and its cache entry will not be read back)";
-    if (f.in_volatile_tail) f.hint = finding_hint(f.rule);
-  }
+  if (explain) explain_breakpoint(f);
 }
 
 using ScannedRange = PromptMemo::ScannedRange;
@@ -100,8 +103,8 @@ std::string finding_hint(Rule rule) {
   return {};
 }
 
-PromptLint lint_prompt(const AnalyzedPrompt& prompt, const LintOptions& options) {
-  PromptLint out;
+std::size_t lint_prompt_each(const AnalyzedPrompt& prompt, const LintOptions& options,
+                             const std::function<void(const FindingSeen&)>& seen) {
   const RenderedPrompt& r = prompt.rendered;
   std::size_t first_break = r.volatile_tail_begin;
   const std::size_t declared = declared_end(options);
@@ -116,29 +119,19 @@ PromptLint lint_prompt(const AnalyzedPrompt& prompt, const LintOptions& options)
     if (seg.source == "template") continue;  // markup is the model's, not the application's
     const std::string_view text = std::string_view(r.text).substr(seg.begin, seg.end - seg.begin);
     const auto add = [&](const VolatileHit& span) {
-      Finding f;
-      f.rule = span.rule;
-      f.kind = span.kind;
-      f.prompt_begin = seg.begin + span.begin;
-      f.prompt_end = seg.begin + span.end;
+      FindingSeen f{.hit = span,
+                    .severity = span.severity,
+                    .field = seg.source,
+                    .excerpt = text.substr(span.begin, span.end - span.begin),
+                    .prompt_begin = seg.begin + span.begin,
+                    .prompt_end = seg.begin + span.end};
       f.in_volatile_tail = f.prompt_begin >= r.volatile_tail_begin;
-      f.severity = f.in_volatile_tail ? std::min(span.severity, Severity::kInfo) : span.severity;
+      if (f.in_volatile_tail) f.severity = std::min(span.severity, Severity::kInfo);
+      f.before_breakpoint = f.prompt_begin < declared;
+      if (f.before_breakpoint) f.severity = Severity::kError;
       f.token_offset = prompt.token_at_byte(f.prompt_begin);
-      f.field = seg.source;
-      f.excerpt = std::string(text.substr(span.begin, span.end - span.begin));
-      if (options.explain) {
-        f.message =
-            finding_message(VolatileSpan{span.rule, span.severity, span.begin, span.end, span.kind},
-                            f.in_volatile_tail);
-        f.hint = f.in_volatile_tail ? "none needed: the final user message is not cached as prefix"
-                                    : finding_hint(span.rule);
-      }
-      apply_breakpoint(f, declared, options.explain);
       if (f.severity >= Severity::kWarning) first_break = std::min(first_break, f.prompt_begin);
-      // A prompt with one finding usually has several (a date and a time, each message's):
-      // room for them at once instead of moving each Finding's strings at every doubling.
-      if (out.findings.empty()) out.findings.reserve(8);
-      out.findings.push_back(std::move(f));
+      seen(f);
     };
     if (const ScannedRange* range =
             kept != nullptr ? find_range(*kept, seg.begin, seg.end) : nullptr) {
@@ -152,8 +145,36 @@ PromptLint lint_prompt(const AnalyzedPrompt& prompt, const LintOptions& options)
     if (kept != nullptr) keep_range(*kept, seg.begin, seg.end, found);
     for (const volatile_detail::Candidate& c : found) add(c);
   }
-  out.stable_prefix_tokens =
-      first_break >= r.text.size() ? prompt.tokens.size() : prompt.token_at_byte(first_break);
+  return first_break >= r.text.size() ? prompt.tokens.size() : prompt.token_at_byte(first_break);
+}
+
+PromptLint lint_prompt(const AnalyzedPrompt& prompt, const LintOptions& options) {
+  PromptLint out;
+  out.stable_prefix_tokens = lint_prompt_each(prompt, options, [&](const FindingSeen& s) {
+    Finding f;
+    f.rule = s.hit.rule;
+    f.severity = s.severity;
+    f.kind = s.hit.kind;
+    f.prompt_begin = s.prompt_begin;
+    f.prompt_end = s.prompt_end;
+    f.token_offset = s.token_offset;
+    f.field = s.field;
+    f.excerpt = s.excerpt;
+    f.in_volatile_tail = s.in_volatile_tail;
+    f.before_breakpoint = s.before_breakpoint;
+    if (options.explain) {
+      f.message = finding_message(
+          VolatileSpan{s.hit.rule, s.hit.severity, s.hit.begin, s.hit.end, s.hit.kind},
+          f.in_volatile_tail);
+      f.hint = f.in_volatile_tail ? "none needed: the final user message is not cached as prefix"
+                                  : finding_hint(f.rule);
+      if (f.before_breakpoint) explain_breakpoint(f);
+    }
+    // A prompt with one finding usually has several (a date and a time, each message's): room
+    // for them at once instead of moving each Finding's strings at every doubling.
+    if (out.findings.empty()) out.findings.reserve(8);
+    out.findings.push_back(std::move(f));
+  });
   return out;
 }
 

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "prefixgate/canonicalize/json.h"
+#include "prefixgate/canonicalize/lint.h"
 #include "prefixgate/canonicalize/prompt.h"
 
 namespace prefixgate::gateway::server {
@@ -154,6 +155,39 @@ TEST(UpstreamBody, AMessagesRequestSendsItsChatBodyAndRendersItsToolsFromOneText
       canon::analyze_prompt(from_tree, p.models->for_model(from_tree.model).prompt_model);
   ASSERT_TRUE(analyzed.ok());
   EXPECT_EQ(prep->block_hashes, analyzed->block_hashes);
+}
+
+// The findings a request's preparation counts are lint_prompt()'s of its prompt (the final user
+// message left out), field, excerpt, token and byte each: the first time, when the scans are
+// made, and again, when the prompt memo's kept scans are looked up.
+TEST(PromptFindings, AreLintsFindingsOfThePrompt) {
+  Prep p;
+  p.options.lint = true;
+  const std::string body =
+      R"({"model":"m","messages":[{"role":"system","content":"Opens at 14:00 CET, id )"
+      R"(3f2b8c1e-9a4d-4e21-8f3b-2c9d7e6a1b05; call before 17:30."},)"
+      R"({"role":"user","content":"Order 18:45 please"},)"
+      R"({"role":"assistant","content":"Noted at 2026-12-07T10:00:00Z."},)"
+      R"({"role":"user","content":"And at 19:00?"}]})";
+  for (int round = 0; round < 2; ++round) {
+    SCOPED_TRACE(round);
+    PreparedRequest prep = p.run(body);
+    auto analyzed = canon::analyze_prompt(prep.parsed, p.models->for_model("m").prompt_model);
+    ASSERT_TRUE(analyzed.ok());
+    const canon::PromptLint expected =
+        canon::lint_prompt(*analyzed, {.explain = false, .volatile_tail = false});
+    ASSERT_EQ(prep.findings.size(), expected.findings.size());
+    ASSERT_GE(prep.findings.size(), 4u);
+    for (std::size_t i = 0; i < expected.findings.size(); ++i) {
+      const canon::Finding& f = expected.findings[i];
+      EXPECT_EQ(prep.findings[i].rule, canon::rule_id(f.rule));
+      EXPECT_EQ(prep.findings[i].field, f.field);
+      EXPECT_EQ(prep.findings[i].excerpt, f.excerpt);
+      EXPECT_EQ(prep.findings[i].token_offset, f.token_offset);
+      EXPECT_EQ(prep.findings[i].byte_offset, f.prompt_begin);
+    }
+    EXPECT_EQ(prep.findings.front().field, "messages[0].content");
+  }
 }
 
 }  // namespace

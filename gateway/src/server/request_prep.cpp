@@ -89,15 +89,15 @@ Status analyze_request(PreparedRequest& out, const PrepOptions& options,
     out.agent.breakpoint_tokens = canon::breakpoint_tokens(*conversion, req, prompt);
   }
   if (options.lint) {
-    // Moved, not copied: a finding's field and excerpt are each an allocation otherwise.
-    canon::PromptLint found = canon::lint_prompt(prompt, lint);
-    out.findings.reserve(found.findings.size());
-    for (canon::Finding& f : found.findings) {
+    // Each finding as it is found, straight into the request's: a lint Finding's strings would
+    // be made only to be moved here and freed.
+    canon::lint_prompt_each(prompt, lint, [&](const canon::FindingSeen& f) {
+      if (out.findings.empty()) out.findings.reserve(8);
       out.findings.push_back(
-          {canon::rule_id(f.rule),
-           conversion != nullptr ? canon::source_field(*conversion, f.field) : std::move(f.field),
-           std::move(f.excerpt), f.token_offset, f.prompt_begin});
-    }
+          {canon::rule_id(f.hit.rule),
+           conversion != nullptr ? canon::source_field(*conversion, f.field) : std::string(f.field),
+           std::string(f.excerpt), f.token_offset, f.prompt_begin});
+    });
   }
   out.block_hashes = std::move(prompt.block_hashes);
   out.prompt_tokens = prompt.tokens.size();

@@ -13,8 +13,10 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "prefixgate/canonicalize/prompt.h"
@@ -59,6 +61,26 @@ struct LintOptions {
 };
 
 PromptLint lint_prompt(const AnalyzedPrompt& prompt, const LintOptions& options = {});
+
+// A finding as lint_prompt() makes it, less the strings only a person reads (its message and
+// hint): its field and excerpt are views of the prompt's segments and text, valid while the
+// visitor runs.
+struct FindingSeen {
+  const VolatileHit& hit;  // as the scanner found it: rule, kind, its severity, bytes in the field
+  Severity severity;       // after the volatile tail's and the breakpoints' rules
+  std::string_view field;  // "messages[0].content"
+  std::string_view excerpt;
+  std::size_t prompt_begin = 0;  // byte range in the rendered prompt
+  std::size_t prompt_end = 0;
+  std::size_t token_offset = 0;
+  bool in_volatile_tail = false;
+  bool before_breakpoint = false;
+};
+// lint_prompt()'s findings handed to `seen` one at a time, in prompt order, instead of kept;
+// returns the stable_prefix_tokens. For a caller that counts findings on every request (the
+// gateway): a Finding's five strings, made, moved and freed, cost more than it uses of them.
+std::size_t lint_prompt_each(const AnalyzedPrompt& prompt, const LintOptions& options,
+                             const std::function<void(const FindingSeen&)>& seen);
 
 // lint_prompt(), plus what the model's chat template itself puts into the prompt: a template
 // that writes today's date (strftime_now()) breaks every cached prefix daily. That finding
