@@ -160,9 +160,13 @@ std::optional<std::size_t> last_member_value(std::string_view text, std::string_
   const std::size_t quoted = key.size() + 2;
   if (text.size() < quoted) return std::nullopt;
   const std::size_t lowest = text.size() > kLastMemberReach ? text.size() - kLastMemberReach : 0;
-  for (std::size_t quote = text.size() - quoted + 1; quote-- > lowest;) {
-    if (text[quote] != '"' || text[quote + quoted - 1] != '"' ||
-        text.compare(quote + 1, key.size(), key) != 0) {
+  // From quote to quote (memrchr), not byte by byte: a usage object has a few dozen of them.
+  for (std::size_t end = text.size() - quoted + 1; end > lowest;) {
+    const void* found = memrchr(text.data() + lowest, '"', end - lowest);
+    if (found == nullptr) break;
+    const auto quote = static_cast<std::size_t>(static_cast<const char*>(found) - text.data());
+    end = quote;
+    if (text[quote + quoted - 1] != '"' || text.compare(quote + 1, key.size(), key) != 0) {
       continue;
     }
     std::size_t backslashes = 0;
