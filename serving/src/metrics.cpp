@@ -100,6 +100,20 @@ void* cached_series(std::uint64_t family, LabelView values, Lookup&& lookup) {
   return slot.series;
 }
 
+}  // namespace
+
+std::uint64_t new_series_owner_id() {
+  return new_family_id();
+}
+
+void* thread_cached(std::uint64_t owner, LabelView values, void* (*make)(void*, LabelValues),
+                    void* context) {
+  return cached_series(owner, values,
+                       [&](LabelValues key) { return make(context, std::move(key)); });
+}
+
+namespace {
+
 // Label values escape backslash, double quote and newline (the exposition format's rules).
 void append_escaped(const std::string& s, std::string& out) {
   for (char c : s) {

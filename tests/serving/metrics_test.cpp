@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -182,6 +185,49 @@ TEST(MetricsTest, CachedSeriesTellApartValuesDifferingInOneByte) {
     ++series;
   }
   EXPECT_EQ(series, 213u);
+}
+
+// A LabelledTable's values: made once per label set whichever thread asks first, then the same
+// value (at the same address) for every thread, through slots shared with the families' series
+// and with other tables; a table made where a destroyed one was never hands out the old values.
+TEST(MetricsTest, ALabelledTableMakesOneValuePerLabelSet) {
+  struct Value {
+    std::string labels;
+  };
+  for (int round = 0; round < 3; ++round) {
+    std::atomic<int> made{0};
+    const auto make = [&made, round](const LabelValues& v) {
+      ++made;
+      return std::make_unique<Value>(Value{std::to_string(round) + ":" + v.at(0) + "/" + v.at(1)});
+    };
+    LabelledTable<Value> table(make);
+    LabelledTable<Value> other(make);
+    Metrics m;
+    CounterFamily& family = m.counter("t_l", "L.", {"a", "b"});
+    constexpr int kKeys = 600;  // more than the thread's slots
+    std::vector<std::vector<const Value*>> seen(4, std::vector<const Value*>(kKeys));
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([&, t] {
+        for (int pass = 0; pass < 2; ++pass) {
+          for (int k = 0; k < kKeys; ++k) {
+            const std::string a = std::to_string(k), b = k % 2 == 0 ? "even" : "odd";
+            const Value& v = table.at({a, b});
+            family.add({a, b});
+            EXPECT_EQ(v.labels, std::to_string(round) + ":" + a + "/" + b);
+            if (pass == 0) seen[t][k] = &v;
+            EXPECT_EQ(seen[t][k], &v);
+          }
+        }
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    for (int t = 1; t < 4; ++t) EXPECT_EQ(seen[t], seen[0]);
+    EXPECT_EQ(made.load(), kKeys);
+    EXPECT_NE(&other.at({"1", "odd"}), &table.at({"1", "odd"}));
+    EXPECT_EQ(made.load(), kKeys + 1);
+    EXPECT_TRUE(has_line(m.render(), R"(t_l{a="7",b="odd"} 8)"));
+  }
 }
 
 }  // namespace

@@ -90,9 +90,8 @@ void record_usage(GatewayContext& ctx, ProxiedRequest& p, const json::Value& usa
 void record_usage(GatewayContext& ctx, ProxiedRequest& p, const UsageCounts& counts) {
   const std::size_t prompt = counts.prompt;
   const std::size_t cached = counts.cached;
-  const std::string& tenant = p.info.tenant.name;
-  ctx.m.prompt_tokens->add({p.replica_name, tenant}, static_cast<double>(prompt));
-  ctx.m.cached_tokens->add({p.replica_name, tenant}, static_cast<double>(cached));
+  p.series->prompt_tokens().add(static_cast<double>(prompt));
+  p.series->cached_tokens().add(static_cast<double>(cached));
   p.usage_seen = true;
   p.usage_prompt_tokens = prompt;
   p.usage_cached_tokens = cached;
@@ -111,9 +110,9 @@ void record_usage(GatewayContext& ctx, ProxiedRequest& p, const UsageCounts& cou
 
 void record_done(GatewayContext& ctx, const ProxiedRequest& p) {
   const double e2e = std::chrono::duration<double>(SteadyClock::now() - p.info.received).count();
-  ctx.m.e2e->observe({p.info.route}, e2e);
-  ctx.m.overhead->observe({p.info.route}, static_cast<double>(p.overhead.count()) * 1e-6);
-  ctx.m.requests->add({p.info.route, std::to_string(p.status), p.replica_name, p.info.tenant.name});
+  p.series->e2e().observe(e2e);
+  p.series->overhead().observe(static_cast<double>(p.overhead.count()) * 1e-6);
+  p.series->requests(p.status).add();
   record_live_request(ctx, p);
 }
 
@@ -175,8 +174,8 @@ Awaitable<bool> handle_completion(Connection& c, const Request& req, RequestInfo
     ctx.stats->record_decision(d.reason);
     ProxiedRequest p{*prep, info, d, ctx.replicas->upstream(d.replica).url,
                      std::chrono::duration_cast<std::chrono::microseconds>(now - info.received)};
-    ctx.m.predicted_cached_tokens->add({p.replica_name},
-                                       static_cast<double>(d.predicted_cached_tokens));
+    p.series = &ctx.m.request_series->at({info.route, p.replica_name, info.tenant.name});
+    p.series->predicted_cached_tokens().add(static_cast<double>(d.predicted_cached_tokens));
 
     const bool native = !agent_api || serves_agent_apis(ctx.replicas->upstream(d.replica));
     p.translated = !native;

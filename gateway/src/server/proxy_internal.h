@@ -36,6 +36,8 @@ struct ProxiedRequest {
   // The request's admission slot and token charge (null when admission control is off):
   // record_usage() settles the charge, release_admission() ends the slot.
   std::optional<AdmissionTicket>* admission = nullptr;
+  // The series its metrics go to, by route, replica and tenant (found once, when it is routed).
+  const RequestSeries* series = nullptr;
 };
 
 // Ends the request's admission slot once its upstream answer is all read, before the last

@@ -3,6 +3,72 @@
 #include "server/replica_set.h"
 
 namespace prefixgate::gateway::server {
+namespace {
+
+// The series in `slot`, looked up in the family at its first use.
+template <class Series, class Lookup>
+Series& resolved(std::atomic<Series*>& slot, Lookup&& lookup) {
+  Series* series = slot.load(std::memory_order_acquire);
+  if (series == nullptr) {
+    series = &lookup();
+    slot.store(series, std::memory_order_release);
+  }
+  return *series;
+}
+
+}  // namespace
+
+RequestSeries::RequestSeries(const ProxyMetrics& m, const serving::LabelValues& labels)
+    : requests_family_(m.requests),
+      prompt_tokens_family_(m.prompt_tokens),
+      cached_tokens_family_(m.cached_tokens),
+      predicted_family_(m.predicted_cached_tokens),
+      e2e_family_(m.e2e),
+      overhead_family_(m.overhead),
+      route_(labels.at(0)),
+      replica_(labels.at(1)),
+      tenant_(labels.at(2)) {}
+
+serving::Counter& RequestSeries::prompt_tokens() const {
+  return resolved(
+      prompt_tokens_, [&]() -> auto& {
+        return prompt_tokens_family_->series(serving::LabelValues{replica_, tenant_});
+      });
+}
+
+serving::Counter& RequestSeries::cached_tokens() const {
+  return resolved(
+      cached_tokens_, [&]() -> auto& {
+        return cached_tokens_family_->series(serving::LabelValues{replica_, tenant_});
+      });
+}
+
+serving::Counter& RequestSeries::predicted_cached_tokens() const {
+  return resolved(
+      predicted_cached_tokens_, [&]() -> auto& {
+        return predicted_family_->series(serving::LabelValues{replica_});
+      });
+}
+
+serving::Counter& RequestSeries::requests(int status) const {
+  const auto lookup = [&]() -> auto& {
+    return requests_family_->series(
+        serving::LabelValues{route_, std::to_string(status), replica_, tenant_});
+  };
+  // The answers' usual status kept; any other looked up (still cached by the family).
+  if (status == 200) return resolved(requests_ok_, lookup);
+  return requests_family_->series({route_, std::to_string(status), replica_, tenant_});
+}
+
+serving::Histogram& RequestSeries::e2e() const {
+  return resolved(
+      e2e_, [&]() -> auto& { return e2e_family_->series(serving::LabelValues{route_}); });
+}
+
+serving::Histogram& RequestSeries::overhead() const {
+  return resolved(
+      overhead_, [&]() -> auto& { return overhead_family_->series(serving::LabelValues{route_}); });
+}
 
 ProxyMetrics register_proxy_metrics(serving::Metrics& m, const ReplicaSet& replicas) {
   using serving::latency_buckets_seconds;
@@ -124,6 +190,10 @@ ProxyMetrics register_proxy_metrics(serving::Metrics& m, const ReplicaSet& repli
              });
   m.callback(p + "index_size_hashes", "Distinct block hashes in the prefix index.",
              MetricType::kGauge, [rs] { return static_cast<double>(rs->index_size()); });
+  out.request_series =
+      std::make_shared<RequestSeriesTable>([families = out](const serving::LabelValues& labels) {
+        return std::make_unique<RequestSeries>(families, labels);
+      });
   return out;
 }
 

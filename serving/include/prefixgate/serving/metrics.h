@@ -110,6 +110,49 @@ class HistogramFamily {
   std::map<LabelValues, Histogram> series_;
 };
 
+// The calling thread's cache of series, open to values of a caller's own (LabelledTable): the
+// value `owner` (an id from new_series_owner_id()) keeps for `values`, from the thread's slots
+// when they hold it, else from make(context, values), which must return an address that stays
+// valid as long as `owner` lives.
+std::uint64_t new_series_owner_id();
+void* thread_cached(std::uint64_t owner, LabelView values, void* (*make)(void*, LabelValues),
+                    void* context);
+
+// Values of the caller's kept by label values and found through the calling thread's cache of
+// series: for what a hot path resolves by several labels at once (the series a proxied request
+// adds to, by its replica, tenant and route), one lookup where one per family would hash and
+// compare the same labels again each time. A value is made by `make` at its first use and lives,
+// at a stable address, as long as the table.
+template <class T>
+class LabelledTable {
+ public:
+  explicit LabelledTable(std::function<std::unique_ptr<T>(const LabelValues&)> make)
+      : make_(std::move(make)), id_(new_series_owner_id()) {}
+  LabelledTable(const LabelledTable&) = delete;
+  LabelledTable& operator=(const LabelledTable&) = delete;
+
+  const T& at(LabelView values) {
+    return *static_cast<const T*>(thread_cached(id_, values, &LabelledTable::make, this));
+  }
+
+ private:
+  static void* make(void* self, LabelValues values) {
+    auto& table = *static_cast<LabelledTable*>(self);
+    std::lock_guard lock(table.mu_);
+    auto it = table.values_.find(values);
+    if (it == table.values_.end()) {
+      std::unique_ptr<T> value = table.make_(values);
+      it = table.values_.emplace(std::move(values), std::move(value)).first;
+    }
+    return it->second.get();
+  }
+
+  std::function<std::unique_ptr<T>(const LabelValues&)> make_;
+  std::uint64_t id_;
+  std::mutex mu_;
+  std::map<LabelValues, std::unique_ptr<T>> values_;
+};
+
 struct Sample {
   LabelValues labels;
   double value = 0;
