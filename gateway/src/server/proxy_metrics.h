@@ -16,8 +16,8 @@ struct ProxyMetrics;
 
 // The series a proxied request adds to in the families labelled by its route, replica and
 // tenant, found once for the request (ProxyMetrics::request_series, the calling thread's cache:
-// one lookup of three labels) where each family's own lookup hashed and compared its labels
-// again, seven times a request. Each series is resolved at its first use, so a family shows a
+// one lookup of three labels) where each of six families' own lookups hashed and compared the
+// same labels again. Each series is resolved at its first use, so a family shows a
 // series only once something was added to it, as it would without this.
 class RequestSeries {
  public:
