@@ -111,6 +111,23 @@ std::string random_value(std::mt19937_64& rng, int depth) {
   return out + (object ? "}" : "]");
 }
 
+// `answer`'s usage read (from the end when `from_end`) against a walk of parse()'s tree of it: the
+// same fields where it is an object (counted in `compared`), refused where it is not.
+void expect_reads_as_parsed(const std::string& answer, bool from_end, int& compared) {
+  auto doc = parse(answer);
+  ASSERT_TRUE(doc.ok()) << answer << ": " << doc.error().message;
+  const Value& usage = *doc->find("usage");
+  bool ok = false;
+  const std::vector<std::string> lines = visited(answer, "usage", &ok, {}, from_end);
+  if (!usage.is_object()) {
+    EXPECT_FALSE(ok) << answer;
+    return;
+  }
+  EXPECT_TRUE(ok) << answer;
+  EXPECT_EQ(lines, walked(usage)) << answer;
+  ++compared;
+}
+
 TEST(JsonVisitMember, SeesWhatAWalkOfParsesTreeSees) {
   std::mt19937_64 rng(20261203);
   int compared = 0;
@@ -119,18 +136,7 @@ TEST(JsonVisitMember, SeesWhatAWalkOfParsesTreeSees) {
     if (member.find('{') == std::string::npos) member = "{\"only\":" + member + "}";
     const std::string before = random_value(rng, 1);
     const std::string answer = "{\"id\":" + before + ", \"usage\" :" + member + ",\"z\":1}";
-    auto doc = parse(answer);
-    ASSERT_TRUE(doc.ok()) << answer << ": " << doc.error().message;
-    const Value& usage = *doc->find("usage");
-    bool ok = false;
-    const std::vector<std::string> lines = visited(answer, "usage", &ok);
-    if (!usage.is_object()) {
-      EXPECT_FALSE(ok) << answer;
-      continue;
-    }
-    EXPECT_TRUE(ok) << answer;
-    EXPECT_EQ(lines, walked(usage)) << answer;
-    ++compared;
+    ASSERT_NO_FATAL_FAILURE(expect_reads_as_parsed(answer, false, compared));
   }
   EXPECT_GT(compared, 1000);
 }
@@ -193,18 +199,7 @@ TEST(JsonVisitMember, FromTheEndSeesWhatAWalkOfParsesTreeSees) {
       default: after = ",\"x\":{\"usage\":{\"inner\":" + random_value(rng, 2) + "}}"; break;
     }
     const std::string answer = "{\"id\":" + before + ", \"usage\" :" + member + after + "}";
-    auto doc = parse(answer);
-    ASSERT_TRUE(doc.ok()) << answer << ": " << doc.error().message;
-    const Value& usage = *doc->find("usage");
-    bool ok = false;
-    const std::vector<std::string> lines = visited(answer, "usage", &ok, {}, true);
-    if (!usage.is_object()) {
-      EXPECT_FALSE(ok) << answer;
-      continue;
-    }
-    EXPECT_TRUE(ok) << answer;
-    EXPECT_EQ(lines, walked(usage)) << answer;
-    ++compared;
+    ASSERT_NO_FATAL_FAILURE(expect_reads_as_parsed(answer, true, compared));
   }
   EXPECT_GT(compared, 1000);
 }
