@@ -617,6 +617,8 @@ std::optional<Value> parse_resumed(std::string_view text, const ParseLimits& lim
     }
   }
 
+  // One allocation, not a growth at each member.
+  root_members.reserve(list_member + spans.size() + (tail_kept ? e.tail_spans_from_end.size() : 0));
   root_members.assign(e.head_spans.begin(),
                       e.head_spans.begin() + static_cast<std::ptrdiff_t>(list_member));
   root_members.push_back(MemberSpan{e.head_spans[list_member].begin, moved(spans[0].end)});
@@ -687,6 +689,10 @@ Result<Value> parse(std::string_view text, const ParseLimits& limits) {
 Result<Value> parse(std::string_view text, const ParseLimits& limits,
                     std::vector<MemberSpan>& root_members, const MemoKeys& memo_keys) {
   root_members.clear();
+  // Room for a request's usual members (model, messages, tools, max_tokens, ...) at once: grown
+  // a member at a time, a new vector would allocate three or four times a request.
+  constexpr std::size_t kUsualRootMembers = 12;
+  root_members.reserve(kUsualRootMembers);
   auto parsed = parse_text(text, limits, &root_members, memo_keys);
   if (!parsed) root_members.clear();
   return parsed;

@@ -2,6 +2,7 @@
 // reference for chat completions and (legacy) completions; unknown fields pass through.
 #include "prefixgate/canonicalize/request.h"
 
+#include <algorithm>
 #include <array>
 #include <limits>
 
@@ -225,6 +226,7 @@ Status check_function(const Value& fn, std::string_view parent, std::string_view
 Status parse_tools(const Value& body, ParsedRequest& req) {
   if (const Value* tools = body.find("tools"); tools != nullptr && !tools->is_null()) {
     if (!tools->is_array()) return wrong_type("tools", "an array", *tools);
+    req.tools.reserve(tools->as_array().size());
     for (std::size_t i = 0; i < tools->as_array().size(); ++i) {
       ToolDef def{{}, index_path("tools", i)};
       const std::string& path = def.path;
@@ -373,13 +375,14 @@ Result<json::Value> parse_body(std::string_view body, const RequestLimits& limit
   // Responses `input`), each built once per thread.
   static constexpr std::array<std::string_view, 2> kSharedKeys = {"tools", "functions"};
   static constexpr std::array<std::string_view, 2> kElementKeys = {"messages", "input"};
-  std::vector<json::MemberSpan> spans;
+  thread_local std::vector<json::MemberSpan> spans;  // reused: no allocation a request
   auto doc = json::parse(body, parse_limits, spans,
                          json::MemoKeys{.shared = kSharedKeys, .elements = kElementKeys});
   if (!doc) return doc.error();
   source->clear();
   if (doc->is_object()) {
     const json::Object& members = doc->as_object();
+    source->reserve(std::min(members.size(), spans.size()));
     for (std::size_t i = 0; i < members.size() && i < spans.size(); ++i) {
       source->push_back(json::SourceMember{
           members[i].key, body.substr(spans[i].begin, spans[i].end - spans[i].begin)});

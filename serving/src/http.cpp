@@ -185,13 +185,16 @@ Awaitable<bool> write_response(Connection& c, HeadText& head, std::string_view b
   head.set(http::field::server, c.server_name);
   if (c.draining && c.draining->load()) head.keep_alive(false);
   head.end();
-  c.stream.expires_after(c.write_timeout);
   const std::string_view text = head.text();
   if (c.head_only) body = {};
   TextBuffers buffers{asio::buffer(text.data(), text.size()),
                       asio::buffer(body.data(), body.size())};
   beast::error_code ec;
-  if (send_leaves_rest(c.stream, buffers, ec)) ec = co_await write_rest(c.stream, buffers);
+  if (send_leaves_rest(c.stream, buffers, ec)) {
+    // The write timeout starts only for a write that waits, as write_chunk's.
+    c.stream.expires_after(c.write_timeout);
+    ec = co_await write_rest(c.stream, buffers);
+  }
   co_return !ec;
 }
 

@@ -85,25 +85,24 @@ Awaitable<UpstreamFailure> Exchange::attempt(const BodyPieces& body, bool allow_
   chunked_.reset();
   was_pooled = false;
   if (allow_pooled) {
-    auto socket = ctx_.pool->take_idle(replica_, executor);
-    if (socket) {
-      stream_.emplace(std::move(*socket));
-      was_pooled = true;
-    }
+    stream_ = ctx_.pool->take_idle(replica_, executor);
+    was_pooled = stream_ != nullptr;
   }
   if (!stream_) {
-    stream_.emplace(executor);
+    stream_ = std::make_unique<beast::tcp_stream>(executor);
     stream_->expires_after(ctx_.config.timeouts.connect);
     auto [ec] = co_await stream_->async_connect(ctx_.endpoints[replica_], kTuple);
     if (ec == beast::error::timeout) co_return UpstreamFailure::kTimeout;
     if (ec) co_return UpstreamFailure::kConnect;
     stream_->socket().set_option(tcp::no_delay(true), ec);
   }
-  stream_->expires_after(first_byte_);
   serving::TextBuffers request{asio::buffer(buffers_.head)};
   std::copy(body.begin(), body.end(), request.begin() + 1);
   beast::error_code wec;
   if (serving::send_text_leaves_rest(*stream_, request, wec)) {
+    // What the socket did not take at once is written under the stream's timer; the rest of
+    // the time (nearly always) the stream's timer is not touched.
+    stream_->expires_after(first_byte_);
     wec = co_await serving::write_text_rest(*stream_, request);
   }
   if (wec == beast::error::timeout) co_return UpstreamFailure::kTimeout;
@@ -210,8 +209,8 @@ Awaitable<bool> Exchange::read_all(std::string& out, std::size_t max_bytes) {
 void Exchange::finish() {
   if (!stream_) return;
   if (parser_ && done() && parser_->keep_alive() && buffers_.buffer.size() == 0) {
-    stream_->expires_never();
-    ctx_.pool->give_back(replica_, stream_->release_socket());
+    // No expiry to undo: each operation on the stream sets its own just before it starts.
+    ctx_.pool->give_back(replica_, std::move(stream_));
   }
   stream_.reset();
 }

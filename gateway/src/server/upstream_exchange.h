@@ -74,7 +74,7 @@ class Exchange {
   GatewayContext& ctx_;
   ReplicaId replica_;
   std::chrono::milliseconds first_byte_;
-  std::optional<beast::tcp_stream> stream_;
+  std::unique_ptr<beast::tcp_stream> stream_;  // a pooled one, or one of its own
   ExchangeBuffers own_buffers_;
   ExchangeBuffers& buffers_;
   std::optional<UpstreamAnswerParser> parser_;

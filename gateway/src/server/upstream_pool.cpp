@@ -27,34 +27,34 @@ UpstreamPool::UpstreamPool(std::size_t replicas, std::size_t max_idle_per_replic
                            Clock::duration recheck_after)
     : max_idle_(max_idle_per_replica), recheck_after_(recheck_after), idle_(replicas) {}
 
-std::optional<boost::asio::ip::tcp::socket> UpstreamPool::take_idle(
-    ReplicaId replica, const boost::asio::any_io_executor& executor) {
+UpstreamPool::Stream UpstreamPool::take_idle(ReplicaId replica,
+                                             const boost::asio::any_io_executor& executor) {
   const boost::asio::execution_context* loop = event_loop_of(executor);
   for (;;) {
-    std::optional<boost::asio::ip::tcp::socket> socket;
+    Stream stream;
     bool recheck = false;
     {
       std::lock_guard lock(mu_);
       auto& list = idle_[replica];
       // Most recently used first: the least likely to have timed out.
       auto it = list.rbegin();
-      while (it != list.rend() && event_loop_of(it->socket.get_executor()) != loop) ++it;
-      if (it == list.rend()) return std::nullopt;
+      while (it != list.rend() && event_loop_of(it->stream->get_executor()) != loop) ++it;
+      if (it == list.rend()) return nullptr;
       recheck = Clock::now() - it->since >= recheck_after_;
-      socket.emplace(std::move(it->socket));
+      stream = std::move(it->stream);
       list.erase(std::next(it).base());
     }
-    if (!recheck || still_idle(*socket)) return socket;
-    // Closed by the peer while idle: the socket's destructor closes our end.
+    if (!recheck || still_idle(stream->socket())) return stream;
+    // Closed by the peer while idle: the stream's destructor closes our end.
   }
 }
 
-void UpstreamPool::give_back(ReplicaId replica, boost::asio::ip::tcp::socket socket) {
-  if (!socket.is_open()) return;
+void UpstreamPool::give_back(ReplicaId replica, Stream stream) {
+  if (stream == nullptr || !stream->socket().is_open()) return;
   std::lock_guard lock(mu_);
   auto& list = idle_[replica];
-  if (list.size() < max_idle_) list.push_back(Idle{std::move(socket), Clock::now()});
-  // Over the limit: the socket closes as it goes out of scope.
+  if (list.size() < max_idle_) list.push_back(Idle{std::move(stream), Clock::now()});
+  // Over the limit: the stream closes as it goes out of scope.
 }
 
 void UpstreamPool::clear(ReplicaId replica) {

@@ -1,7 +1,9 @@
 // Idle keep-alive connections to each replica, shared by every client connection.
 //
-// A pooled connection stays an open Asio socket, registered with the reactor of the server
-// thread that opened it, so taking and returning one costs no epoll re-registration. A
+// A pooled connection stays an open Beast stream (its socket and its timer), registered with the
+// reactor of the server thread that opened it, so taking and returning one costs no epoll
+// re-registration, and held by pointer, so that neither makes a stream: Beast's stream, moved or
+// made, allocates its state and a timer anew. A
 // connection is handed only to a client connection on that same thread: its reads and writes
 // then complete where they are awaited, never bounced between threads.
 //
@@ -12,15 +14,16 @@
 //
 //   UpstreamPool pool(replica_count, max_idle_per_replica);
 //   if (auto s = pool.take_idle(r, executor)) use(*s); else connect();
-//   pool.give_back(r, std::move(socket));   // only after a complete keep-alive response
+//   pool.give_back(r, std::move(stream));   // only after a complete keep-alive response
 #pragma once
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
 #include <chrono>
 #include <cstddef>
+#include <memory>
 #include <mutex>
-#include <optional>
 #include <vector>
 
 #include "prefixgate/gateway/prefix_index.h"
@@ -30,6 +33,7 @@ namespace prefixgate::gateway::server {
 class UpstreamPool {
  public:
   using Clock = std::chrono::steady_clock;
+  using Stream = std::unique_ptr<boost::beast::tcp_stream>;
 
   UpstreamPool(std::size_t replicas, std::size_t max_idle_per_replica,
                Clock::duration recheck_after = std::chrono::seconds(1));
@@ -37,16 +41,16 @@ class UpstreamPool {
   UpstreamPool& operator=(const UpstreamPool&) = delete;
 
   // A live idle connection to `replica` opened on the event loop `executor` runs on; nullopt
-  // when none is left. Connections found closed by the peer are dropped here.
-  std::optional<boost::asio::ip::tcp::socket> take_idle(
-      ReplicaId replica, const boost::asio::any_io_executor& executor);
-  void give_back(ReplicaId replica, boost::asio::ip::tcp::socket socket);
+  // null when none is left. Connections found closed by the peer are dropped here.
+  Stream take_idle(ReplicaId replica, const boost::asio::any_io_executor& executor);
+  // `stream` has no operation pending.
+  void give_back(ReplicaId replica, Stream stream);
   // Drops every idle connection of `replica` (it was ejected or restarted).
   void clear(ReplicaId replica);
 
  private:
   struct Idle {
-    boost::asio::ip::tcp::socket socket;
+    Stream stream;
     Clock::time_point since;
   };
   std::size_t max_idle_;
