@@ -6,6 +6,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cstring>
@@ -59,14 +60,22 @@ inline std::uint64_t split_chain_hash(std::uint64_t parent, const TokenId* token
 
 std::uint64_t block_hash_root(std::string_view model_id, std::string_view cache_salt) {
   static constexpr std::string_view kDomain = "prefixgate-block-v1";
-  std::string material;
-  material.reserve(kDomain.size() + model_id.size() + cache_salt.size() + 2);
-  material.append(kDomain);
-  material.push_back('\0');
-  material.append(model_id);
-  material.push_back('\0');
-  material.append(cache_salt);
-  return XXH3_64bits(material.data(), material.size());
+  // Every request computes its root: the usual model name and salt are put together on the
+  // stack, not in an allocation.
+  std::array<char, 256> on_stack;
+  std::string on_heap;
+  const std::size_t size = kDomain.size() + model_id.size() + cache_salt.size() + 2;
+  char* material = on_stack.data();
+  if (size > on_stack.size()) {
+    on_heap.resize(size);
+    material = on_heap.data();
+  }
+  char* p = std::copy(kDomain.begin(), kDomain.end(), material);
+  *p++ = '\0';
+  p = std::copy(model_id.begin(), model_id.end(), p);
+  *p++ = '\0';
+  std::copy(cache_salt.begin(), cache_salt.end(), p);
+  return XXH3_64bits(material, size);
 }
 
 std::uint64_t chain_block_hash(std::uint64_t parent, std::span<const TokenId> block) {

@@ -13,6 +13,18 @@ Result<RenderedPrompt> ChatFormat::render(const ParsedRequest& request,
   return render_prompt(request, *templates_, options);
 }
 
+Status ChatFormat::render_into(const ParsedRequest& request, const ChatRenderOptions& options,
+                               RenderedPrompt& out) const {
+  if (templates_ == nullptr) {
+    render_prompt_into(request, builtin_, out);
+    return {};
+  }
+  auto rendered = render_prompt(request, *templates_, options);
+  if (!rendered) return rendered.error();
+  out = std::move(*rendered);
+  return {};
+}
+
 std::string ChatFormat::name() const {
   return templates_ == nullptr ? chat_template_name(builtin_) : "model";
 }

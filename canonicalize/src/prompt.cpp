@@ -55,10 +55,9 @@ Status analyze_prompt_into(const ParsedRequest& request, const PromptModel& mode
                            AnalyzedPrompt& out, const ChatRenderOptions& options,
                            ByteOffsets offsets, TokenIds ids) {
   PG_DCHECK(model.tokenizer != nullptr);
-  auto rendered = model.chat_format.render(request, options);
-  if (!rendered) return rendered.error();
+  // Into the prompt's own rendering: a thread's reused prompt keeps its text's room.
+  if (Status s = model.chat_format.render_into(request, options, out.rendered); !s) return s;
   out.block_size = model.block_size;
-  out.rendered = std::move(*rendered);
   out.tokenizer = model.tokenizer;
   out.segment_cache = model.segment_cache;
   out.stretch_scratch.clear();

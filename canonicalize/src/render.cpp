@@ -22,7 +22,11 @@ class Builder {
  public:
   // Sized once for what `req` will render: its texts and tool lists plus each message's markup
   // (a 30 KB conversation would otherwise grow the text by doubling, copying it each time).
-  explicit Builder(const ParsedRequest& req) {
+  // `out`, cleared, keeps the room it has: a thread's prompt rendered request after request
+  // allocates nothing once its text and segments have grown to size.
+  Builder(const ParsedRequest& req, RenderedPrompt& out) : out_(out) {
+    out_.text.clear();
+    out_.segments.clear();
     constexpr std::size_t kMarkupPerMessage = 64;
     std::size_t bytes = kMarkupPerMessage;
     for (const Message& m : req.messages) {
@@ -66,9 +70,8 @@ class Builder {
     last_is_markup_ = true;
   }
   std::size_t size() const { return out_.text.size(); }
-  RenderedPrompt finish(std::size_t volatile_tail_begin) && {
+  void finish(std::size_t volatile_tail_begin) {
     out_.volatile_tail_begin = std::min(volatile_tail_begin, out_.text.size());
-    return std::move(out_);
   }
 
  private:
@@ -94,7 +97,7 @@ class Builder {
 
   static constexpr std::string_view kMarkupSource = "template";
 
-  RenderedPrompt out_;
+  RenderedPrompt& out_;
   std::size_t last_begin_ = 0;
   bool last_is_markup_ = false;  // the last segment is markup that markup() may extend
 };
@@ -170,8 +173,8 @@ bool is_system_like(Role r) {
   return r == Role::kSystem || r == Role::kDeveloper;
 }
 
-RenderedPrompt render_llama3(const ParsedRequest& req) {
-  Builder b(req);
+void render_llama3(const ParsedRequest& req, RenderedPrompt& out) {
+  Builder b(req, out);
   std::size_t tail = std::string::npos;
   const auto last_user = last_user_message(req);
   b.markup("<|begin_of_text|>");
@@ -205,11 +208,11 @@ RenderedPrompt render_llama3(const ParsedRequest& req) {
     b.markup("<|eot_id|>");
   }
   b.markup("<|start_header_id|>assistant<|end_header_id|>\n\n");
-  return std::move(b).finish(tail);
+  b.finish(tail);
 }
 
-RenderedPrompt render_chatml(const ParsedRequest& req) {
-  Builder b(req);
+void render_chatml(const ParsedRequest& req, RenderedPrompt& out) {
+  Builder b(req, out);
   std::size_t tail = std::string::npos;
   const auto last_user = last_user_message(req);
   bool tools_done = req.tools.empty();
@@ -241,11 +244,11 @@ RenderedPrompt render_chatml(const ParsedRequest& req) {
     b.markup("<|im_end|>\n");
   }
   b.markup("<|im_start|>assistant\n");
-  return std::move(b).finish(tail);
+  b.finish(tail);
 }
 
-RenderedPrompt render_plain(const ParsedRequest& req) {
-  Builder b(req);
+void render_plain(const ParsedRequest& req, RenderedPrompt& out) {
+  Builder b(req, out);
   std::size_t tail = std::string::npos;
   const auto last_user = last_user_message(req);
   if (!req.tools.empty()) {
@@ -262,7 +265,7 @@ RenderedPrompt render_plain(const ParsedRequest& req) {
     b.markup("\n\n");
   }
   b.markup("assistant:");
-  return std::move(b).finish(tail);
+  b.finish(tail);
 }
 
 }  // namespace
@@ -293,23 +296,30 @@ const Segment* RenderedPrompt::segment_at(std::size_t offset) const {
 }
 
 RenderedPrompt render_prompt(const ParsedRequest& request, ChatTemplate tmpl) {
+  RenderedPrompt p;
+  render_prompt_into(request, tmpl, p);
+  return p;
+}
+
+void render_prompt_into(const ParsedRequest& request, ChatTemplate tmpl, RenderedPrompt& out) {
   if (request.endpoint == Endpoint::kCompletions) {
-    RenderedPrompt p;
+    out.text.clear();
+    out.segments.clear();
     if (!request.prompts.empty() && !request.prompts[0].is_tokens) {
-      p.text = request.prompts[0].text;
-      if (!p.text.empty()) p.segments.push_back(Segment{0, p.text.size(), "prompt", -1});
+      out.text = request.prompts[0].text;
+      if (!out.text.empty()) out.segments.push_back(Segment{0, out.text.size(), "prompt", -1});
     }
     // A completion prompt is the client's own continuation text: no part of it is known to be
     // per-request, so all of it counts as prefix.
-    p.volatile_tail_begin = p.text.size();
-    return p;
+    out.volatile_tail_begin = out.text.size();
+    return;
   }
   switch (tmpl) {
-    case ChatTemplate::kLlama3: return render_llama3(request);
-    case ChatTemplate::kChatml: return render_chatml(request);
-    case ChatTemplate::kPlain: return render_plain(request);
+    case ChatTemplate::kLlama3: return render_llama3(request, out);
+    case ChatTemplate::kChatml: return render_chatml(request, out);
+    case ChatTemplate::kPlain: return render_plain(request, out);
   }
-  return render_plain(request);
+  render_plain(request, out);
 }
 
 std::size_t TokenizedPrompt::token_at_byte(std::size_t offset) const {

@@ -17,6 +17,8 @@
 // them), and the rest of a gallop that has spent its probe budget on many distinct match lengths.
 #include <algorithm>
 #include <bit>
+#include <span>
+#include <vector>
 
 #include "prefix_index_impl.h"
 
@@ -43,8 +45,8 @@ struct Walk {
   std::span<std::size_t> out;
   std::span<std::size_t> offloaded;
   bool count_offloaded = false;
-  std::vector<std::uint64_t> alive = {};  // bit r % 64 of word r / 64: replica r still matches
-  std::vector<std::uint32_t> live = {};   // live[0, live_count): the non-zero words of alive
+  std::span<std::uint64_t> alive = {};  // bit r % 64 of word r / 64: replica r still matches
+  std::span<std::uint32_t> live = {};   // live[0, live_count): the non-zero words of alive
   std::size_t live_count = 0;
 };
 
@@ -63,16 +65,21 @@ void PrefixIndex::longest_match(std::span<const std::uint64_t> hashes, Clock::ti
   std::fill(offloaded.begin(), offloaded.end(), 0);
   if (n_replicas == 0 || hashes.empty()) return;
 
+  // The walk's words in the thread's room, reused: a decision allocates nothing of its own.
+  thread_local std::vector<std::uint64_t> alive;
+  thread_local std::vector<std::uint32_t> live;
+  alive.assign(im.words, ~std::uint64_t{0});
+  if (n_replicas % kBitsPerWord != 0) {
+    alive.back() = (std::uint64_t{1} << (n_replicas % kBitsPerWord)) - 1;
+  }
+  live.resize(im.words);
   Walk walk{.hashes = hashes,
             .now = now,
             .out = out,
             .offloaded = offloaded,
-            .count_offloaded = !offloaded.empty() && im.offload_entries > 0};
-  walk.alive.assign(im.words, ~std::uint64_t{0});
-  if (n_replicas % kBitsPerWord != 0) {
-    walk.alive.back() = (std::uint64_t{1} << (n_replicas % kBitsPerWord)) - 1;
-  }
-  walk.live.resize(im.words);
+            .count_offloaded = !offloaded.empty() && im.offload_entries > 0,
+            .alive = alive,
+            .live = live};
   for (std::size_t w = 0; w < im.words; ++w) walk.live[w] = static_cast<std::uint32_t>(w);
   walk.live_count = im.words;
   // Lower-tier blocks are counted one by one, so that count needs every block probed.

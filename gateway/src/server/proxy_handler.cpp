@@ -60,10 +60,10 @@ void record_prep(GatewayContext& ctx, const RequestInfo& info, const PreparedReq
   // A run of findings of one rule (a system prompt's several times) is one series lookup.
   for (std::size_t i = 0; i < prep.findings.size();) {
     std::size_t run = 1;
-    while (i + run < prep.findings.size() && prep.findings[i + run].rule == prep.findings[i].rule) {
+    while (i + run < prep.findings.size() && prep.findings.rule(i + run) == prep.findings.rule(i)) {
       ++run;
     }
-    ctx.m.findings->add({prep.findings[i].rule}, static_cast<double>(run));
+    ctx.m.findings->add({prep.findings.rule(i)}, static_cast<double>(run));
     i += run;
   }
   for (const PromptFinding& f : prep.findings) {

@@ -43,6 +43,24 @@ bool apply_salt(PreparedRequest& out, const Tenant& tenant) {
   return true;
 }
 
+void PromptFindings::add(std::string_view rule, std::string_view field, std::string_view excerpt,
+                         std::size_t token_offset, std::size_t byte_offset) {
+  if (items_.empty()) {
+    // Room for a system prompt's usual few findings at once.
+    constexpr std::size_t kUsualFindings = 8;
+    constexpr std::size_t kUsualTextBytes = 512;
+    items_.reserve(kUsualFindings);
+    text_.reserve(kUsualTextBytes);
+  }
+  items_.push_back(Item{.rule = rule,
+                        .field_at = text_.size(),
+                        .field_size = field.size(),
+                        .excerpt_size = excerpt.size(),
+                        .token_offset = token_offset,
+                        .byte_offset = byte_offset});
+  text_.append(field).append(excerpt);
+}
+
 Status analyze_request(PreparedRequest& out, const PrepOptions& options,
                        const canon::ChatConversion* conversion) {
   const canon::ParsedRequest& req = out.parsed;
@@ -92,11 +110,13 @@ Status analyze_request(PreparedRequest& out, const PrepOptions& options,
     // Each finding as it is found, straight into the request's: a lint Finding's strings would
     // be made only to be moved here and freed.
     canon::lint_prompt_each(prompt, lint, [&](const canon::FindingSeen& f) {
-      if (out.findings.empty()) out.findings.reserve(8);
-      out.findings.push_back(
-          {canon::rule_id(f.hit.rule),
-           conversion != nullptr ? canon::source_field(*conversion, f.field) : std::string(f.field),
-           std::string(f.excerpt), f.token_offset, f.prompt_begin});
+      if (conversion != nullptr) {
+        out.findings.add(canon::rule_id(f.hit.rule), canon::source_field(*conversion, f.field),
+                         f.excerpt, f.token_offset, f.prompt_begin);
+      } else {
+        out.findings.add(canon::rule_id(f.hit.rule), f.field, f.excerpt, f.token_offset,
+                         f.prompt_begin);
+      }
     });
   }
   out.block_hashes = std::move(prompt.block_hashes);

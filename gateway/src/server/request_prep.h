@@ -39,12 +39,65 @@ struct PrepOptions {
   serving::CounterFamily* template_errors = nullptr;
 };
 
+// One lint finding of a request, as PromptFindings gives it: views of the findings' own text.
 struct PromptFinding {
-  std::string_view rule;         // lint rule id (canon::rule_id: static text, no copy a finding)
-  std::string field;             // "messages[0].content"
-  std::string excerpt;           // the matched text, as sent: redact before logging it
+  std::string_view rule;         // lint rule id (canon::rule_id: static text)
+  std::string_view field;        // "messages[0].content"
+  std::string_view excerpt;      // the matched text, as sent: redact before logging it
   std::size_t token_offset = 0;  // first token of the match in the rendered prompt
   std::size_t byte_offset = 0;   // first byte of the match in the rendered prompt
+};
+
+// A request's lint findings (volatile content in its prompt), their fields and excerpts kept in
+// one text: a system prompt with a date and a time found on every request costs that text and
+// the list, not two strings a finding. Read by index or in order; each finding is a view valid
+// while the list is unchanged.
+class PromptFindings {
+ public:
+  void add(std::string_view rule, std::string_view field, std::string_view excerpt,
+           std::size_t token_offset, std::size_t byte_offset);
+  std::size_t size() const { return items_.size(); }
+  bool empty() const { return items_.empty(); }
+  PromptFinding operator[](std::size_t i) const {
+    const Item& item = items_[i];
+    const std::string_view text = text_;
+    return PromptFinding{.rule = item.rule,
+                         .field = text.substr(item.field_at, item.field_size),
+                         .excerpt = text.substr(item.field_at + item.field_size, item.excerpt_size),
+                         .token_offset = item.token_offset,
+                         .byte_offset = item.byte_offset};
+  }
+  PromptFinding front() const { return (*this)[0]; }
+  std::string_view rule(std::size_t i) const { return items_[i].rule; }
+
+  class Iterator {
+   public:
+    Iterator(const PromptFindings& list, std::size_t at) : list_(&list), at_(at) {}
+    PromptFinding operator*() const { return (*list_)[at_]; }
+    Iterator& operator++() {
+      ++at_;
+      return *this;
+    }
+    bool operator==(const Iterator& other) const { return at_ == other.at_; }
+
+   private:
+    const PromptFindings* list_;
+    std::size_t at_;
+  };
+  Iterator begin() const { return {*this, 0}; }
+  Iterator end() const { return {*this, items_.size()}; }
+
+ private:
+  struct Item {
+    std::string_view rule;
+    std::size_t field_at = 0;  // in text_, the field, then the excerpt right after it
+    std::size_t field_size = 0;
+    std::size_t excerpt_size = 0;
+    std::size_t token_offset = 0;
+    std::size_t byte_offset = 0;
+  };
+  std::vector<Item> items_;
+  std::string text_;
 };
 
 // What a Messages or Responses request keeps for its reply and for native upstreams.
@@ -79,7 +132,7 @@ struct PreparedRequest {
   std::size_t prompt_tokens = 0;
   std::size_t block_size = 16;
   std::vector<StageChange> changes;
-  std::vector<PromptFinding> findings;  // lint findings (volatile content in the prompt)
+  PromptFindings findings;  // lint findings (volatile content in the prompt)
   // The model's template refused the request and the model routes on its text instead
   // (TemplateErrorAction::kRouteOnText): the template's message.
   std::string template_error;

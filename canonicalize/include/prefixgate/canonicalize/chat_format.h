@@ -30,6 +30,9 @@ class ChatFormat {
   // rendering the same template would answer them.
   Result<RenderedPrompt> render(const ParsedRequest& request,
                                 const ChatRenderOptions& options = {}) const;
+  // The same into `out` (left as it was on an error): a built-in rendering reuses its room.
+  Status render_into(const ParsedRequest& request, const ChatRenderOptions& options,
+                     RenderedPrompt& out) const;
 
   // The model's templates, or nullptr for a built-in rendering.
   const ModelChatTemplates* templates() const { return templates_.get(); }

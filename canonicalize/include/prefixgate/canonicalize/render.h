@@ -67,6 +67,8 @@ struct RenderedPrompt {
 
 // Renders a chat request through `tmpl`, or a completion request's first prompt as-is.
 RenderedPrompt render_prompt(const ParsedRequest& request, ChatTemplate tmpl);
+// The same into `out`, whose text and segments keep their room (a thread's prompt, reused).
+void render_prompt_into(const ParsedRequest& request, ChatTemplate tmpl, RenderedPrompt& out);
 
 // What a tokenization records besides the tokens, for finding the token of a byte later:
 //   kKeep      each token's byte offset (TokenizedPrompt::byte_offsets);
