@@ -1,6 +1,8 @@
 #include "prefixgate/canonicalize/render.h"
 
 #include <algorithm>
+#include <array>
+#include <charconv>
 #include <iterator>
 #include <string>
 #include <utility>
@@ -22,11 +24,11 @@ class Builder {
  public:
   // Sized once for what `req` will render: its texts and tool lists plus each message's markup
   // (a 30 KB conversation would otherwise grow the text by doubling, copying it each time).
-  // `out`, cleared, keeps the room it has: a thread's prompt rendered request after request
-  // allocates nothing once its text and segments have grown to size.
+  // `out` keeps the room it has, its segments' sources too (each is assigned over, not made
+  // anew): a thread's prompt rendered request after request allocates nothing once its text and
+  // segments have grown to size.
   Builder(const ParsedRequest& req, RenderedPrompt& out) : out_(out) {
     out_.text.clear();
-    out_.segments.clear();
     constexpr std::size_t kMarkupPerMessage = 64;
     std::size_t bytes = kMarkupPerMessage;
     for (const Message& m : req.messages) {
@@ -41,21 +43,13 @@ class Builder {
 
   void add(std::string_view text, std::string_view source, int message_index) {
     if (appended_to_last(text, source, message_index)) return;
-    out_.segments.push_back(
-        Segment{last_begin_, out_.text.size(), std::string(source), message_index});
-  }
-  // The same, the source a path made for this text (moved into its segment, not copied).
-  void add(std::string_view text, std::string&& source, int message_index) {
-    if (appended_to_last(text, source, message_index)) return;
-    out_.segments.push_back(
-        Segment{last_begin_, out_.text.size(), std::move(source), message_index});
+    next_segment(source, message_index, {}, nullptr);
   }
   // The same for `text`, bytes of the message text `from`: a segment of its own remembers them.
-  void add_copied(std::string_view text, const SharedText& from, std::string&& source,
+  void add_copied(std::string_view text, const SharedText& from, std::string_view source,
                   int message_index) {
     if (appended_to_last(text, source, message_index)) return;
-    out_.segments.push_back(Segment{last_begin_, out_.text.size(), std::move(source), message_index,
-                                    from, text.data()});
+    next_segment(source, message_index, from, text.data());
   }
   // Template markup: several pieces a message (its header, its end) make one segment, extended
   // without comparing sources.
@@ -63,18 +57,21 @@ class Builder {
     if (text.empty()) return;
     if (last_is_markup_) {
       out_.text.append(text);
-      out_.segments.back().end = out_.text.size();
+      last().end = out_.text.size();
       return;
     }
-    add(text, std::string_view(kMarkupSource), -1);
+    add(text, kMarkupSource, -1);
     last_is_markup_ = true;
   }
   std::size_t size() const { return out_.text.size(); }
   void finish(std::size_t volatile_tail_begin) {
+    out_.segments.resize(used_);
     out_.volatile_tail_begin = std::min(volatile_tail_begin, out_.text.size());
   }
 
  private:
+  Segment& last() { return out_.segments[used_ - 1]; }
+
   // Appends `text`; true when it needs no segment of its own (empty, or the last segment's
   // source and message continue), else the new segment starts at last_begin_.
   bool appended_to_last(std::string_view text, std::string_view source, int message_index) {
@@ -82,52 +79,83 @@ class Builder {
     last_is_markup_ = false;
     last_begin_ = out_.text.size();
     out_.text.append(text);
-    if (!out_.segments.empty() && out_.segments.back().message_index == message_index &&
-        out_.segments.back().source == source) {
-      Segment& last = out_.segments.back();
-      last.end = out_.text.size();
-      if (last.copied_at != nullptr) {  // no longer the bytes of one text
-        last.copied_from = {};
-        last.copied_at = nullptr;
+    if (used_ > 0 && last().message_index == message_index && last().source == source) {
+      Segment& seg = last();
+      seg.end = out_.text.size();
+      if (seg.copied_at != nullptr) {  // no longer the bytes of one text
+        seg.copied_from = {};
+        seg.copied_at = nullptr;
       }
       return true;
     }
     return false;
   }
+  // The segment from last_begin_ to the text's end: the next place of the rendering before,
+  // assigned over, or a new one.
+  void next_segment(std::string_view source, int message_index, const SharedText& from,
+                    const char* copied_at) {
+    if (used_ == out_.segments.size()) out_.segments.emplace_back();
+    Segment& seg = out_.segments[used_++];
+    seg.begin = last_begin_;
+    seg.end = out_.text.size();
+    seg.source.assign(source);
+    seg.message_index = message_index;
+    seg.copied_from = from;
+    seg.copied_at = copied_at;
+  }
 
   static constexpr std::string_view kMarkupSource = "template";
 
   RenderedPrompt& out_;
+  std::size_t used_ = 0;  // segments of this rendering; out_'s others are an earlier one's
   std::size_t last_begin_ = 0;
   bool last_is_markup_ = false;  // the last segment is markup that markup() may extend
 };
 
-// "messages[3].content", made in one allocation.
-std::string content_path(const Message& m) {
-  const std::string index = std::to_string(m.index);
-  std::string path;
-  path.reserve(std::size("messages[].content") + index.size());
-  path.append("messages[").append(index).append("].content");
-  return path;
-}
+// A path such as "messages[3].content" or "tools[0]", written on the stack: a rendering names
+// a source for every message, and its segment takes the text over its own earlier one.
+class SourcePath {
+ public:
+  SourcePath& text(std::string_view s) {
+    const std::size_t n = std::min(s.size(), room());
+    std::copy_n(s.data(), n, buf_.data() + size_);
+    size_ += n;
+    return *this;
+  }
+  SourcePath& index(std::size_t i) {
+    size_ = static_cast<std::size_t>(
+        std::to_chars(buf_.data() + size_, buf_.data() + buf_.size(), i).ptr - buf_.data());
+    return *this;
+  }
+  std::string_view view() const { return {buf_.data(), size_}; }
+
+ private:
+  std::size_t room() const { return buf_.size() - size_; }
+  // Ample for the paths written here: "messages[" + 20 digits + "].tool_calls[" + 20 digits
+  // + "]" is 63 bytes.
+  std::array<char, 96> buf_{};
+  std::size_t size_ = 0;
+};
 
 // A message's content as the template renders it: text parts verbatim, other parts as their
 // JSON (so a different image is a different prompt).
 void add_content(Builder& b, const Message& m, bool trim_edges) {
-  std::string path = content_path(m);
+  SourcePath path;
+  path.text("messages[").index(m.index).text("].content");
   const int idx = static_cast<int>(m.index);
   if (m.parts.size() == 1 && m.parts[0].is_text()) {
     const SharedText& text = m.parts[0].text;
-    b.add_copied(trim_edges ? trim(text) : text.view(), text, std::move(path), idx);
+    b.add_copied(trim_edges ? trim(text) : text.view(), text, path.view(), idx);
     return;
   }
   for (std::size_t i = 0; i < m.parts.size(); ++i) {
     const ContentPart& part = m.parts[i];
-    std::string part_path = path + "[" + std::to_string(i) + "]";
+    SourcePath part_path = path;
+    part_path.text("[").index(i).text("]");
     if (part.is_text()) {
-      b.add_copied(part.text, part.text, std::move(part_path), idx);
+      b.add_copied(part.text, part.text, part_path.view(), idx);
     } else {
-      b.add(json::to_json(part.value), part_path, idx);
+      b.add(json::to_json(part.value), part_path.view(), idx);
     }
   }
 }
@@ -136,11 +164,11 @@ void add_tool_calls(Builder& b, const Message& m) {
   if (!m.tool_calls.is_array()) return;
   const json::Array& calls = m.tool_calls.as_array();
   for (std::size_t i = 0; i < calls.size(); ++i) {
-    const std::string path =
-        "messages[" + std::to_string(m.index) + "].tool_calls[" + std::to_string(i) + "]";
+    SourcePath path;
+    path.text("messages[").index(m.index).text("].tool_calls[").index(i).text("]");
     const json::Value* fn = calls[i].find("function");
     if (i > 0 || !m.text().empty()) b.markup("\n");
-    b.add(json::to_json(fn != nullptr ? *fn : calls[i]), path, static_cast<int>(m.index));
+    b.add(json::to_json(fn != nullptr ? *fn : calls[i]), path.view(), static_cast<int>(m.index));
   }
 }
 

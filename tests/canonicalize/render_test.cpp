@@ -140,6 +140,53 @@ TEST(RenderTest, ByteTokenizerSeesTemplateMarkupAsSpecialTokens) {
   EXPECT_EQ(tok->decode(t.tokens), p.text);
 }
 
+// A thread renders every request into one prompt, whose segments are assigned over: whatever
+// came before (longer, shorter, with parts, tool calls and tools, a completion), each rendering
+// is the one a fresh prompt gets, text, segments and the volatile tail alike.
+TEST(RenderTest, APromptRenderedIntoAgainIsTheFreshRendering) {
+  const std::vector<ParsedRequest> requests = {
+      chat(R"({"messages":[{"role":"system","content":"s"},{"role":"user","content":"u1"},
+        {"role":"assistant","content":"a1"},{"role":"user","content":"u2"},
+        {"role":"assistant","content":"a2"},{"role":"user","content":"u3"}],
+        "tools":[{"type":"function","function":{"name":"f"}},
+                 {"type":"function","function":{"name":"g"}}]})"),
+      chat(kTwoTurns),
+      chat(R"({"messages":[{"role":"user","content":[{"type":"text","text":"look"},
+        {"type":"image_url","image_url":{"url":"a.png"}},{"type":"text","text":"here"}]}]})"),
+      chat(R"({"messages":[{"role":"user","content":"call it"},{"role":"assistant","content":"",
+        "tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}},
+                      {"id":"c2","type":"function","function":{"name":"g","arguments":"{}"}}]},
+        {"role":"tool","tool_call_id":"c1","content":"done"}]})"),
+      *parse_request(R"({"prompt":"Once upon a time"})", Endpoint::kCompletions),
+      chat(R"({"messages":[{"role":"user","content":"last"}]})"),
+  };
+  for (const ChatTemplate tmpl :
+       {ChatTemplate::kLlama3, ChatTemplate::kChatml, ChatTemplate::kPlain}) {
+    RenderedPrompt reused;
+    // Each request after each other one, the long conversation again at the end.
+    for (int round = 0; round < 2; ++round) {
+      for (std::size_t i = 0; i < requests.size(); ++i) {
+        SCOPED_TRACE(testing::Message() << chat_template_name(tmpl) << " request " << i);
+        const RenderedPrompt fresh = render_prompt(requests[i], tmpl);
+        render_prompt_into(requests[i], tmpl, reused);
+        EXPECT_EQ(reused.text, fresh.text);
+        EXPECT_EQ(reused.volatile_tail_begin, fresh.volatile_tail_begin);
+        ASSERT_EQ(reused.segments.size(), fresh.segments.size());
+        for (std::size_t k = 0; k < fresh.segments.size(); ++k) {
+          const Segment& a = reused.segments[k];
+          const Segment& b = fresh.segments[k];
+          EXPECT_EQ(a.begin, b.begin);
+          EXPECT_EQ(a.end, b.end);
+          EXPECT_EQ(a.source, b.source);
+          EXPECT_EQ(a.message_index, b.message_index);
+          EXPECT_EQ(a.copied_at, b.copied_at);
+          EXPECT_EQ(a.copied_from.view().data(), b.copied_from.view().data());
+        }
+      }
+    }
+  }
+}
+
 TEST(RenderTest, UnknownTemplateNameIsNotFound) {
   auto t = chat_template_from_name("vicuna");
   ASSERT_FALSE(t);

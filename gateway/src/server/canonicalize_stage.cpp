@@ -50,8 +50,10 @@ StageResult CanonicalizeStage::apply(canon::ParsedRequest& request,
                                      canon::SourceShape shape) const {
   StageResult out;
   if (!any_rule_) return out;
-  for (canon::Change& c :
-       canon::canonicalize_in_place(request, rewrite_, observe_, source, shape)) {
+  std::vector<canon::Change> changes =
+      canon::canonicalize_in_place(request, rewrite_, observe_, source, shape);
+  out.changes.reserve(changes.size());
+  for (canon::Change& c : changes) {
     out.body_changed = out.body_changed || c.applied;
     out.changes.push_back({std::move(c.rule), c.applied ? RuleMode::kRewrite : RuleMode::kObserve,
                            std::move(c.path), std::move(c.detail)});
