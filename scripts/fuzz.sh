@@ -14,7 +14,7 @@ shift || true
 programs=("$@")
 if [ ${#programs[@]} -eq 0 ]; then
   programs=(fuzz_json fuzz_tokenizer fuzz_jinja fuzz_kv_events fuzz_config fuzz_request_prep
-    fuzz_http fuzz_peer_datagram fuzz_chunked_body)
+    fuzz_http fuzz_peer_datagram fuzz_chunked_body fuzz_upstream_answer)
 fi
 
 if ! compgen -G "/usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a" >/dev/null; then

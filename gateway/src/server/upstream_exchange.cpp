@@ -4,7 +4,6 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/beast/http/read.hpp>
 
 #include "prefixgate/serving/socket_io.h"
 #include "server/upstream_pool.h"
@@ -113,35 +112,49 @@ Awaitable<UpstreamFailure> Exchange::attempt(const BodyPieces& body, bool allow_
   // usually finds nothing (EAGAIN) before Asio waits for readiness: one system call a request
   // that nginx, which takes a short read for a drained socket, does not make. Waiting first
   // (async_wait) would cost an epoll_ctl instead.
+  // The header, parsed as it arrives (nearly always in the first read), all of it read under
+  // the first-byte deadline.
   if (!buffers_.deadline) buffers_.deadline.emplace(executor);
   buffers_.deadline->arm(stream_->socket(), first_byte_);
-  auto [first_ec, got] =
-      co_await stream_->socket().async_read_some(buffers_.buffer.prepare(kReadBufferBytes), kTuple);
-  const bool waited_out = first_ec && buffers_.deadline->expired();
-  buffers_.deadline->disarm();
-  if (waited_out) co_return UpstreamFailure::kTimeout;
-  if (first_ec) co_return UpstreamFailure::kReceive;  // e.g. a pooled connection the replica closed
-  buffers_.buffer.commit(got);
   for (int interim = 0;; ++interim) {
     beast::error_code rec;
-    if (!serving::parse_buffered(*parser_, buffers_.buffer, serving::ParseUntil::kHeader, rec)) {
-      if (rec) co_return UpstreamFailure::kReceive;
-      // A header in pieces: the rest under the first-byte deadline.
-      stream_->expires_after(first_byte_);
-      auto [header_ec, rn] =
-          co_await http::async_read_header(*stream_, buffers_.buffer, *parser_, kTuple);
-      (void)rn;
-      if (header_ec == beast::error::timeout) co_return UpstreamFailure::kTimeout;
-      if (header_ec) co_return UpstreamFailure::kReceive;
+    std::size_t used = 0;
+    while (!parser_->header(buffered(), used, rec)) {
+      if (rec) break;
+      auto [ec, got] = co_await stream_->socket().async_read_some(
+          buffers_.buffer.prepare(kReadBufferBytes), kTuple);
+      if (ec) {
+        const bool waited_out = buffers_.deadline->expired();
+        buffers_.deadline->disarm();
+        // e.g. a pooled connection the replica closed
+        co_return waited_out ? UpstreamFailure::kTimeout : UpstreamFailure::kReceive;
+      }
+      buffers_.buffer.commit(got);
     }
+    if (rec) {
+      buffers_.deadline->disarm();
+      co_return UpstreamFailure::kReceive;
+    }
+    buffers_.buffer.consume(used);
     // An interim answer (100 Continue, 103 Early Hints) comes before the answer and is no answer
     // to relay: a client must take any number of them (RFC 9110 section 15.2). Bounded, so a
     // replica cannot hold the exchange with them for ever.
     const unsigned status = parser_->result_int();
-    if (status < 100 || status >= 200 || status == 101) co_return UpstreamFailure::kNone;
-    if (interim == kMaxInterimAnswers) co_return UpstreamFailure::kReceive;
+    if (status < 100 || status >= 200 || status == 101) {
+      buffers_.deadline->disarm();
+      co_return UpstreamFailure::kNone;
+    }
+    if (interim == kMaxInterimAnswers) {
+      buffers_.deadline->disarm();
+      co_return UpstreamFailure::kReceive;
+    }
     parser_.emplace();
   }
+}
+
+std::string_view Exchange::buffered() const {
+  const auto bytes = buffers_.buffer.data();
+  return {static_cast<const char*>(bytes.data()), bytes.size()};
 }
 
 bool Exchange::decode_chunked(std::string& out) {
@@ -171,8 +184,8 @@ Awaitable<bool> Exchange::read_some(std::string& out) {
     } else if (buffers_.buffer.size() > 0) {
       // Body bytes that came with the header or an earlier read: taken without a read.
       beast::error_code ec;
-      serving::parse_buffered(*parser_, buffers_.buffer, serving::ParseUntil::kMessage, ec);
-      if (ec && ec != http::error::need_buffer) co_return false;
+      buffers_.buffer.consume(parser_->body(buffered(), ec));
+      if (ec) co_return false;
       const std::size_t got = kChunkBytes - parser_->body_room();
       if (got > 0 || parser_->is_done()) {
         out.append(chunk.get(), got);

@@ -80,6 +80,8 @@ class Exchange {
   std::optional<UpstreamAnswerParser> parser_;
   // A chunked body's decoder, set at its first read: the parser reads the header only.
   std::optional<serving::ChunkedBody> chunked_;
+  // The bytes read and not yet taken.
+  std::string_view buffered() const;
   // Appends what the buffered bytes complete of a chunked body to `out`; false when they are
   // malformed.
   bool decode_chunked(std::string& out);
