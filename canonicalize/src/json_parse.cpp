@@ -617,8 +617,6 @@ std::optional<Value> parse_resumed(std::string_view text, const ParseLimits& lim
     }
   }
 
-  // One allocation, not a growth at each member.
-  root_members.reserve(list_member + spans.size() + (tail_kept ? e.tail_spans_from_end.size() : 0));
   root_members.assign(e.head_spans.begin(),
                       e.head_spans.begin() + static_cast<std::ptrdiff_t>(list_member));
   root_members.push_back(MemberSpan{e.head_spans[list_member].begin, moved(spans[0].end)});

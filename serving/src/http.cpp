@@ -81,14 +81,13 @@ Awaitable<beast::error_code> write_rest(beast::tcp_stream& stream,
   co_return ec;
 }
 
-// Beast's trim of a field value: optional whitespace (spaces, tabs) off both ends.
+}  // namespace
+
 std::string_view trim_ows(std::string_view v) {
   while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
   while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
   return v;
 }
-
-}  // namespace
 
 bool send_text_leaves_rest(beast::tcp_stream& stream, TextBuffers& buffers, beast::error_code& ec) {
   return send_leaves_rest(stream, buffers, ec);

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "prefixgate/base/hex_digit.h"
+#include "prefixgate/serving/http.h"
 
 namespace prefixgate::gateway::server {
 namespace {
@@ -33,12 +34,6 @@ std::string random_token() {
   return out;
 }
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
 }  // namespace
 
 bool same_secret(std::string_view presented, std::string_view configured) {
@@ -54,11 +49,11 @@ bool same_secret(std::string_view presented, std::string_view configured) {
 std::optional<std::string_view> cookie_value(std::string_view header, std::string_view name) {
   while (!header.empty()) {
     const std::size_t semi = header.find(';');
-    const std::string_view pair = trim(header.substr(0, semi));
+    const std::string_view pair = serving::trim_ows(header.substr(0, semi));
     header = semi == std::string_view::npos ? std::string_view() : header.substr(semi + 1);
     const std::size_t eq = pair.find('=');
-    if (eq != std::string_view::npos && trim(pair.substr(0, eq)) == name) {
-      std::string_view v = trim(pair.substr(eq + 1));
+    if (eq != std::string_view::npos && serving::trim_ows(pair.substr(0, eq)) == name) {
+      std::string_view v = serving::trim_ows(pair.substr(eq + 1));
       if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);
       return v;
     }
@@ -116,7 +111,7 @@ AdminCheck AdminGate::check(std::string_view authorization, std::string_view coo
     return {.verdict = loopback_ ? AdminVerdict::kAllowed : AdminVerdict::kNoKeyOffLoopback};
   }
   const bool bearer = authorization.starts_with("Bearer ");
-  if (bearer && same_secret(trim(authorization.substr(7)), key_)) {
+  if (bearer && same_secret(serving::trim_ows(authorization.substr(7)), key_)) {
     return {.verdict = AdminVerdict::kAllowed, .by_bearer = true};
   }
   const std::optional<std::string_view> token = cookie_value(cookie_header, kAdminCookie);

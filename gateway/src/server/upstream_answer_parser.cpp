@@ -1,8 +1,11 @@
 #include "server/upstream_answer_parser.h"
 
 #include <algorithm>
+#include <boost/beast/core/string.hpp>
 #include <boost/beast/http/error.hpp>
 #include <cstring>
+
+#include "prefixgate/serving/http.h"
 
 namespace prefixgate::gateway::server {
 namespace {
@@ -34,27 +37,6 @@ bool all_of(std::string_view s, const std::array<bool, 256>& table) {
   return true;
 }
 
-bool is_ows(char c) {
-  return c == ' ' || c == '\t';
-}
-
-std::string_view trim_ows(std::string_view s) {
-  while (!s.empty() && is_ows(s.front())) s.remove_prefix(1);
-  while (!s.empty() && is_ows(s.back())) s.remove_suffix(1);
-  return s;
-}
-
-// `name` equals `lower` (lower case) ignoring the case of ASCII letters.
-bool iequals(std::string_view name, std::string_view lower) {
-  if (name.size() != lower.size()) return false;
-  for (std::size_t i = 0; i < name.size(); ++i) {
-    char c = name[i];
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    if (c != lower[i]) return false;
-  }
-  return true;
-}
-
 // Calls f(element) for each non-empty element of a comma-separated list of tokens, trimmed;
 // false, having called it for none, when an element is not a token (as Beast's parser refuses
 // such a Connection or Transfer-Encoding).
@@ -62,13 +44,13 @@ template <class F>
 bool for_each_token(std::string_view list, F&& f) {
   for (std::string_view rest = list;;) {
     const std::size_t comma = rest.find(',');
-    if (!all_of(trim_ows(rest.substr(0, comma)), kTokenChar)) return false;
+    if (!all_of(serving::trim_ows(rest.substr(0, comma)), kTokenChar)) return false;
     if (comma == std::string_view::npos) break;
     rest.remove_prefix(comma + 1);
   }
   while (!list.empty()) {
     const std::size_t comma = list.find(',');
-    const std::string_view element = trim_ows(list.substr(0, comma));
+    const std::string_view element = serving::trim_ows(list.substr(0, comma));
     if (!element.empty()) f(element);
     if (comma == std::string_view::npos) break;
     list.remove_prefix(comma + 1);
@@ -141,7 +123,7 @@ bool UpstreamAnswerParser::header(std::string_view in, std::size_t& used, error_
         !all_of(line.substr(0, colon), kTokenChar)) {
       return fail(ec, http::error::bad_field);
     }
-    const std::string_view value = trim_ows(line.substr(colon + 1));
+    const std::string_view value = serving::trim_ows(line.substr(colon + 1));
     if (!all_of(value, kValueChar)) return fail(ec, http::error::bad_value);
     if (!field(line.substr(0, colon), value, ec)) return false;
   }
@@ -165,16 +147,16 @@ bool UpstreamAnswerParser::header(std::string_view in, std::size_t& used, error_
 bool UpstreamAnswerParser::field(std::string_view name, std::string_view value, error_code& ec) {
   switch (name.size()) {
     case 10:
-      if (iequals(name, "connection")) {
+      if (boost::beast::iequals(name, "connection")) {
         const bool tokens = for_each_token(value, [&](std::string_view token) {
-          if (iequals(token, "close")) close_ = true;
-          if (iequals(token, "keep-alive")) keep_alive_field_ = true;
+          if (boost::beast::iequals(token, "close")) close_ = true;
+          if (boost::beast::iequals(token, "keep-alive")) keep_alive_field_ = true;
         });
         if (!tokens) return fail(ec, http::error::bad_value);
       }
       return true;
     case 12:
-      if (iequals(name, "content-type") && !has_content_type_) {
+      if (boost::beast::iequals(name, "content-type") && !has_content_type_) {
         has_content_type_ = true;
         content_type_size_ = value.size();
         if (value.size() <= content_type_short_.size()) {
@@ -185,7 +167,7 @@ bool UpstreamAnswerParser::field(std::string_view name, std::string_view value, 
       }
       return true;
     case 14: {
-      if (!iequals(name, "content-length")) return true;
+      if (!boost::beast::iequals(name, "content-length")) return true;
       // Digits only, at most 19 of them (under 2^63), the same value if sent twice, and never
       // beside a transfer coding: any of those could frame the answer two ways.
       if (value.empty() || value.size() > 19 || has_transfer_encoding_) {
@@ -202,7 +184,7 @@ bool UpstreamAnswerParser::field(std::string_view name, std::string_view value, 
       return true;
     }
     case 17: {
-      if (!iequals(name, "transfer-encoding")) return true;
+      if (!boost::beast::iequals(name, "transfer-encoding")) return true;
       if (has_length_) return fail(ec, http::error::bad_transfer_encoding);
       has_transfer_encoding_ = true;
       // Whether chunked is the last coding of all the fields' lists together.
@@ -212,7 +194,7 @@ bool UpstreamAnswerParser::field(std::string_view name, std::string_view value, 
       bool after_chunked = chunked_;
       const bool tokens = for_each_token(value, [&](std::string_view coding) {
         after_chunked = after_chunked || chunked_;
-        chunked_ = iequals(coding, "chunked");
+        chunked_ = boost::beast::iequals(coding, "chunked");
       });
       if (!tokens || after_chunked) return fail(ec, http::error::bad_transfer_encoding);
       return true;

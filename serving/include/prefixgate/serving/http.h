@@ -97,6 +97,9 @@ Awaitable<beast::error_code> write_message(beast::tcp_stream& stream,
                                            const http::response_header<>& head,
                                            std::string_view body, std::string& scratch);
 
+// A field value's optional whitespace (spaces and tabs) off both ends, as Beast trims it.
+std::string_view trim_ows(std::string_view v);
+
 // What Beast's `fields[name]` gives (the first field of that name's value, empty when none),
 // found by each field's code in the head's list instead of by comparing names without case in
 // Beast's tree: a head holds a handful of fields, and the tree's search cost ~500 instructions.
