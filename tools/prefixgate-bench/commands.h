@@ -128,8 +128,12 @@ struct OverheadFlags {
   std::string lua;
   std::string engine_bin;
   std::string gateway_bin;
-  // After the runs above: this many rounds of one-connection runs of latency_round_duration, each
-  // round visiting every target in turn (interleaved_latency.h); 0: none.
+  // After the runs above: this many rounds of loaded runs of round_duration, each round visiting
+  // every target in turn (interleaved_rounds.h), for requests/s and CPU against nginx's within a
+  // round; 0: none.
+  std::size_t rounds = 5;
+  std::string round_duration = "2s";
+  // Then this many rounds of one-connection runs of latency_round_duration, likewise; 0: none.
   std::size_t latency_rounds = 6;
   std::string latency_round_duration = "1s";
 };

@@ -290,6 +290,14 @@ int main(int argc, char** argv) {
   ovh->add_option("--lua", overhead.lua,
                   "the wrk script (default tools/prefixgate-bench/overhead_request.lua, or "
                   "overhead_stream.lua with --stream)");
+  ovh->add_option("--rounds", overhead.rounds,
+                  "then N rounds of loaded runs, every target in each round, for requests/s and "
+                  "CPU against nginx's within each round, where a busy moment on the host moves "
+                  "every target alike (0: none)")
+      ->capture_default_str();
+  ovh->add_option("--round-duration", overhead.round_duration,
+                  "wrk -d of each target's loaded run in a round")
+      ->capture_default_str();
   ovh->add_option("--latency-rounds", overhead.latency_rounds,
                   "then N rounds of one-connection runs, every target in each round, for latency "
                   "percentiles a busy moment on the host cannot pin on one target (0: none)")

@@ -14,7 +14,9 @@
 // nginx forwards unbuffered: requests/s are then the engine's, and the CPU per request is the
 // proxies' relay of TOKENS + 3 events. With pinning (2+ cores) wrk runs on the
 // last core and the servers on the others (taskset), so the load generator does not steal the
-// proxy's CPU.
+// proxy's CPU. After the long runs, --rounds short loaded runs visit every target in turn, and
+// --latency-rounds one-connection runs likewise (interleaved_rounds.h): on a shared host the
+// ratio to nginx within a round holds still where one long run a target moves by a third.
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -34,7 +36,7 @@
 
 #include "commands.h"
 #include "http_client.h"
-#include "interleaved_latency.h"
+#include "interleaved_rounds.h"
 #include "report_text.h"
 
 namespace prefixgate::bench {
@@ -332,6 +334,31 @@ int run_overhead(const OverheadFlags& f) {
     if (!wrk_cpus.empty()) a.insert(a.begin(), {"-c", wrk_cpus, wrk});
     return a;
   };
+  // A loaded run of `name` with its proxy's and the engine's CPU time over it, per request, in
+  // `r` (r.requests 0 where wrk saw failures); wrk's output.
+  const auto timed_run = [&](const std::string& name, std::uint16_t port,
+                             const std::string& duration, WrkResult& r) {
+    // The proxy's processes: none for direct; nginx's master and workers; the gateway.
+    const auto gw_it = gateways.find(name);
+    const auto proxy_cpu = [&] {
+      if (name == "nginx") return cpu_seconds(nginx->pid(), true);
+      if (gw_it != gateways.end()) return cpu_seconds(gw_it->second->pid(), false);
+      return 0.0;
+    };
+    const double proxy_before = proxy_cpu();
+    const double engine_before = cpu_seconds(engine->pid(), false);
+    int st = 0;
+    const std::string out = run_capture(bin, wrk_args_for(port, duration, true, f.connections), st);
+    const double proxy_used = proxy_cpu() - proxy_before;
+    const double engine_used = cpu_seconds(engine->pid(), false) - engine_before;
+    std::string line;
+    if (!parse_pgbench(out, r, line)) r.requests = 0;
+    if (r.requests > 0) {
+      r.proxy_cpu_us = proxy_used * 1e6 / static_cast<double>(r.requests);
+      r.engine_cpu_us = engine_used * 1e6 / static_cast<double>(r.requests);
+    }
+    return out;
+  };
   for (const auto& [name, port] : targets) {
     auto wrk_args = [&](const std::string& duration, bool latency, std::size_t connections = 0) {
       return wrk_args_for(port, duration, latency, connections == 0 ? f.connections : connections);
@@ -358,29 +385,15 @@ int run_overhead(const OverheadFlags& f) {
           proc::ProcessOptions{f.out_dir + "/perf-gateway.log"});
       std::this_thread::sleep_for(std::chrono::milliseconds(300));  // let perf attach
     }
-    // The proxy's processes: none for direct; nginx's master and workers; the gateway.
-    const auto proxy_cpu = [&] {
-      if (name == "nginx") return cpu_seconds(nginx->pid(), true);
-      if (gw_it != gateways.end()) return cpu_seconds(gw_it->second->pid(), false);
-      return 0.0;
-    };
-    const double proxy_before = proxy_cpu();
-    const double engine_before = cpu_seconds(engine->pid(), false);
-    const std::string out = run_capture(bin, wrk_args(f.duration, true), st);
-    const double proxy_used = proxy_cpu() - proxy_before;
-    const double engine_used = cpu_seconds(engine->pid(), false) - engine_before;
+    const std::string out = timed_run(name, port, f.duration, r);
     if (perf) {
       perf->kill(SIGINT);
       perf->wait();
     }
     std::ofstream(f.out_dir + "/wrk-" + name + ".txt") << out;
-    if (!parse_pgbench(out, r, line)) {
+    if (r.requests == 0) {
       std::cerr << "overhead: " << name << ": failures during the run:\n" << out;
       return 1;
-    }
-    if (r.requests > 0) {
-      r.proxy_cpu_us = proxy_used * 1e6 / static_cast<double>(r.requests);
-      r.engine_cpu_us = engine_used * 1e6 / static_cast<double>(r.requests);
     }
     // Unloaded: one connection, one request at a time, so the p50 is a request's own latency
     // through the proxy rather than its wait behind the other connections' requests.
@@ -397,9 +410,23 @@ int run_overhead(const OverheadFlags& f) {
                  name.c_str(), r.rps, r.p50_us, r.p99_us, r.unloaded_p50_us);
     results[name] = r;
   }
-  // Rounds of one-connection runs, every target in each (the first target moving on a place each
-  // round, so that none always follows the same one).
-  InterleavedLatency interleaved("direct");
+  // Rounds of short loaded runs, then of one-connection runs, every target in each (the first
+  // target moving on a place each round, so that none always follows the same one).
+  InterleavedRounds loaded;
+  for (std::size_t round = 0; round < f.rounds; ++round) {
+    for (std::size_t k = 0; k < targets.size(); ++k) {
+      const auto& [name, port] = targets[(round + k) % targets.size()];
+      WrkResult r;
+      const std::string out = timed_run(name, port, f.round_duration, r);
+      if (r.requests == 0) {
+        std::cerr << "overhead: " << name << ": failures in round " << round + 1 << ":\n" << out;
+        return 1;
+      }
+      loaded.add(name,
+                 {{"rps", r.rps}, {"proxy_cpu", r.proxy_cpu_us}, {"engine_cpu", r.engine_cpu_us}});
+    }
+  }
+  InterleavedRounds interleaved;
   for (std::size_t round = 0; round < f.latency_rounds; ++round) {
     for (std::size_t k = 0; k < targets.size(); ++k) {
       const auto& [name, port] = targets[(round + k) % targets.size()];
@@ -413,7 +440,8 @@ int run_overhead(const OverheadFlags& f) {
                   << out;
         return 1;
       }
-      interleaved.add(name, static_cast<double>(one.p50_us), static_cast<double>(one.p99_us));
+      interleaved.add(name, {{"p50", static_cast<double>(one.p50_us)},
+                             {"p99", static_cast<double>(one.p99_us)}});
     }
   }
   if (auto t = parse_url("http://127.0.0.1:" + std::to_string(gateway_port))) {
@@ -451,21 +479,57 @@ int run_overhead(const OverheadFlags& f) {
                   r.p99_us, vs, r.p50_us - direct_r.p50_us, r.unloaded_p50_us, r.unloaded_p99_us,
                   r.unloaded_p50_us - direct_r.unloaded_p50_us, r.proxy_cpu_us, r.engine_cpu_us);
     json_targets += buf;
+    const auto num = [](double v) { return report_text::fmt("%.0f", v); };
+    const auto list = [&](const std::vector<double>& values) {
+      std::string out;
+      for (const double v : values) out += (out.empty() ? "" : ", ") + num(v);
+      return "[" + out + "]";
+    };
+    std::string extra;
+    if (f.rounds > 0) {
+      const auto rps = loaded.summary(name, "rps", "nginx");
+      const auto proxy_cpu = loaded.summary(name, "proxy_cpu", "nginx");
+      const auto engine_cpu = loaded.summary(name, "engine_cpu", "nginx");
+      extra += ", \"rounds\": {\"rounds\": " + std::to_string(rps.rounds) +
+               ", \"requests_per_s\": " + num(rps.median) +
+               ", \"rps_vs_nginx\": " + report_text::fmt("%.3f", rps.over_baseline) +
+               ", \"proxy_cpu_us_per_request\": " + report_text::fmt("%.1f", proxy_cpu.median) +
+               ", \"proxy_cpu_vs_nginx\": " + report_text::fmt("%.3f", proxy_cpu.over_baseline) +
+               ", \"engine_cpu_us_per_request\": " + report_text::fmt("%.1f", engine_cpu.median) +
+               ", \"requests_per_s_by_round\": " + list(rps.by_round) + "}";
+    }
     if (f.latency_rounds > 0) {
-      const InterleavedLatency::Summary s = interleaved.summary(name);
-      const auto num = [](double v) { return report_text::fmt("%.0f", v); };
-      std::string by_round;
-      for (const double v : s.p99_by_round_us) by_round += (by_round.empty() ? "" : ", ") + num(v);
-      const std::string rounds =
-          "{\"rounds\": " + std::to_string(s.rounds) + ", \"p50_us\": " + num(s.p50_us) +
-          ", \"p99_us\": " + num(s.p99_us) + ", \"added_p50_us\": " + num(s.added_p50_us) +
-          ", \"added_p99_us\": " + num(s.added_p99_us) + ", \"p99_us_by_round\": [" + by_round +
-          "]}";
+      const auto p50 = interleaved.summary(name, "p50", "direct");
+      const auto p99 = interleaved.summary(name, "p99", "direct");
+      extra += ", \"interleaved\": {\"rounds\": " + std::to_string(p50.rounds) +
+               ", \"p50_us\": " + num(p50.median) + ", \"p99_us\": " + num(p99.median) +
+               ", \"added_p50_us\": " + num(p50.minus_baseline) +
+               ", \"added_p99_us\": " + num(p99.minus_baseline) +
+               ", \"p99_us_by_round\": " + list(p99.by_round) + "}";
+    }
+    if (!extra.empty()) {
       json_targets.pop_back();  // the target's closing brace, put back after its rounds
-      json_targets += ", \"interleaved\": " + rounds + "}";
+      json_targets += extra + "}";
     }
   }
   std::printf("\n");
+  if (f.rounds > 0) {
+    std::printf(
+        "loaded (%zu conn), %zu rounds of %s a target, every target in each round: medians over "
+        "the rounds, and of each round's ratio to nginx\n",
+        f.connections, f.rounds, f.round_duration.c_str());
+    std::printf("%-26s %11s %9s %10s %9s %11s\n", "target", "requests/s", "vs nginx", "proxy CPU",
+                "vs nginx", "engine CPU");
+    std::printf("%-26s %11s %9s %10s %9s %11s\n", "", "", "", "us/req", "", "us/req");
+    for (const auto& [name, port] : targets) {
+      const auto rps = loaded.summary(name, "rps", "nginx");
+      const auto proxy_cpu = loaded.summary(name, "proxy_cpu", "nginx");
+      const auto engine_cpu = loaded.summary(name, "engine_cpu", "nginx");
+      std::printf("%-26s %11.0f %9.2f %10.1f %9.2f %11.1f\n", name.c_str(), rps.median,
+                  rps.over_baseline, proxy_cpu.median, proxy_cpu.over_baseline, engine_cpu.median);
+    }
+    std::printf("\n");
+  }
   if (f.latency_rounds > 0) {
     std::printf(
         "one connection, %zu rounds of %s a target, every target in each round: medians "
@@ -474,9 +538,10 @@ int run_overhead(const OverheadFlags& f) {
     std::printf("%-26s %9s %9s %10s %10s\n", "target", "p50 us", "p99 us", "added p50",
                 "added p99");
     for (const auto& [name, port] : targets) {
-      const InterleavedLatency::Summary s = interleaved.summary(name);
-      std::printf("%-26s %9.0f %9.0f %10.0f %10.0f\n", name.c_str(), s.p50_us, s.p99_us,
-                  s.added_p50_us, s.added_p99_us);
+      const auto p50 = interleaved.summary(name, "p50", "direct");
+      const auto p99 = interleaved.summary(name, "p99", "direct");
+      std::printf("%-26s %9.0f %9.0f %10.0f %10.0f\n", name.c_str(), p50.median, p99.median,
+                  p50.minus_baseline, p99.minus_baseline);
     }
     std::printf("\n");
   }
