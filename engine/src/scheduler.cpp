@@ -217,6 +217,34 @@ bool Scheduler::admit(Sequence& seq, std::size_t& budget, StepPlan& plan) {
   return true;
 }
 
+// Whether a waiting prompt's first uncached blocks, at least kSharedPrefillBlocks of them, are
+// being computed by a running sequence's prefill (one admitted earlier in this step included).
+// Admitted now it would compute them a second time beside it, in the same step, and find none of
+// them cached; a step or a few later they are in the cache, as stats() already counts them.
+// Waiting costs it about one step's fixed time and saves the step's budget for other prompts:
+// the prefill it skips is the one it shares. SGLang's scheduler deprioritizes such prompts the
+// same way (its in-batch prefix check, 32 tokens).
+bool Scheduler::waits_for_shared_prefill(const Sequence& seq) const {
+  const std::vector<std::uint64_t>& keys = seq.prompt_block_keys;
+  const std::size_t page_tokens = cache_.page_tokens();
+  const std::size_t cached = cache_.cached_prefix_tokens(
+      seq.salt, std::span<const canon::TokenId>(seq.tokens).first(seq.prompt_len - 1),
+      seq.cached_probe);
+  const std::size_t first = cached / page_tokens;
+  const std::size_t last = first + kSharedPrefillBlocks - 1;
+  if (last >= keys.size()) return false;
+  for (const Sequence* other : running_) {
+    // Chained keys: equal at `last` means equal up to it. A running sequence past `first`
+    // would have put the block in the cache already; one still before it is computing toward it.
+    if (other->computed >= other->prompt_len || other->computed >= (first + 1) * page_tokens) {
+      continue;
+    }
+    const std::vector<std::uint64_t>& theirs = other->prompt_block_keys;
+    if (last < theirs.size() && theirs[last] == keys[last]) return true;
+  }
+  return false;
+}
+
 StepPlan Scheduler::schedule() {
   StepPlan plan;
   std::size_t budget = config_.max_num_batched_tokens;
@@ -245,9 +273,16 @@ StepPlan Scheduler::schedule() {
   // memory, unless an admission below says otherwise.
   if (preemptions_ != preemptions_before) waiting_for_memory_ = true;
 
-  // Then admissions, oldest first, while there is budget, room and memory.
-  while (budget > 0 && !waiting_.empty() && running_.size() < config_.max_num_seqs) {
-    Sequence& seq = *waiting_.front();
+  // Then admissions, oldest first, while there is budget, room and memory. A prompt whose next
+  // blocks a prefill under way is computing waits for them (waits_for_shared_prefill) and the
+  // ones behind it go first.
+  std::size_t next = 0;
+  while (budget > 0 && next < waiting_.size() && running_.size() < config_.max_num_seqs) {
+    Sequence& seq = *waiting_[next];
+    if (waits_for_shared_prefill(seq)) {
+      ++next;
+      continue;
+    }
     if (!admit(seq, budget, plan)) {
       if (running_.empty() && plan.empty()) {
         // Nothing runs and still no room: the pool is too small for this request, ever.
@@ -258,7 +293,7 @@ StepPlan Scheduler::schedule() {
       break;
     }
     waiting_for_memory_ = false;
-    waiting_.pop_front();
+    waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(next));
     running_.push_back(&seq);
   }
   // With nobody left waiting, nothing is held back. When no admission was tried (the budget

@@ -393,5 +393,74 @@ TEST(SchedulerTest, QueuedPrefillBehindARunningChunkedPrefill) {
   h.run();
 }
 
+// Two prompts with a 64-token prefix queued together: the second waits a step for the first to
+// compute the prefix, then finds it cached, instead of computing it beside it in the same step.
+TEST(SchedulerTest, APrefixQueuedTwiceIsComputedOnce) {
+  Harness h(64);
+  const std::vector<TokenId> prefix = tokens(64, 11);
+  const auto first = concat(prefix, tokens(16, 12));
+  const auto second = concat(prefix, tokens(16, 13));
+  h.sched.add(request(1, first, 4));
+  h.sched.add(request(2, second, 4));
+  StepPlan plan = h.sched.schedule();
+  ASSERT_EQ(plan.sequence_ids, std::vector<std::uint64_t>{1});
+  h.sched.complete(plan, h.device.execute(plan.batch));
+  auto r = h.run();
+  EXPECT_EQ(r[2].cached_tokens, 64U);
+  EXPECT_EQ(r[2].output, alone(second, 4));
+  // 80 + 16 prompt tokens and 3 decode steps each.
+  EXPECT_EQ(h.device.batch_tokens_total, 80U + 16U + 2U * 3U);
+}
+
+// The prompt that waits lets those behind it in: only a shared prefix holds a request back.
+TEST(SchedulerTest, APromptWaitingForASharedPrefixLetsOthersPass) {
+  Harness h(64);
+  const std::vector<TokenId> prefix = tokens(64, 14);
+  h.sched.add(request(1, concat(prefix, tokens(16, 15)), 4));
+  h.sched.add(request(2, concat(prefix, tokens(16, 16)), 4));
+  h.sched.add(request(3, tokens(40, 17), 4));                           // shares nothing
+  h.sched.add(request(4, concat(prefix, tokens(16, 18)), 4, "other"));  // another salt
+  StepPlan plan = h.sched.schedule();
+  EXPECT_EQ(plan.sequence_ids, (std::vector<std::uint64_t>{1, 3, 4}));
+  h.sched.complete(plan, h.device.execute(plan.batch));
+  auto r = h.run();
+  EXPECT_EQ(r[2].cached_tokens, 64U);
+  EXPECT_EQ(r[4].cached_tokens, 0U);
+}
+
+// One shared block is not worth a step: both are admitted at once.
+TEST(SchedulerTest, AOneBlockSharedPrefixDoesNotWait) {
+  Harness h(64);
+  const std::vector<TokenId> prefix = tokens(16, 19);
+  h.sched.add(request(1, concat(prefix, tokens(48, 20)), 4));
+  h.sched.add(request(2, concat(prefix, tokens(48, 21)), 4));
+  StepPlan plan = h.sched.schedule();
+  EXPECT_EQ(plan.sequence_ids, (std::vector<std::uint64_t>{1, 2}));
+  h.sched.complete(plan, h.device.execute(plan.batch));
+  h.run();
+}
+
+// Behind a chunked prefill the prompt waits for every shared block, chunk after chunk, even when
+// the last chunk leaves budget it could take, and then computes only its own suffix.
+TEST(SchedulerTest, APromptWaitsForAChunkedPrefillOfItsPrefix) {
+  SchedulerConfig config;
+  config.max_num_batched_tokens = 48;
+  Harness h(64, config);
+  const std::vector<TokenId> prefix = tokens(128, 22);
+  const auto second = concat(prefix, tokens(16, 24));
+  h.sched.add(request(1, concat(prefix, tokens(8, 23)), 4));
+  h.sched.add(request(2, second, 4));
+  // 48, 48, then the last 40 of the first's 136 tokens: 8 left that the second does not take,
+  // as 2 of its shared blocks are still being computed.
+  for (int step = 0; step < 3; ++step) {
+    StepPlan plan = h.sched.schedule();
+    EXPECT_EQ(plan.sequence_ids, std::vector<std::uint64_t>{1}) << "step " << step;
+    h.sched.complete(plan, h.device.execute(plan.batch));
+  }
+  auto r = h.run();
+  EXPECT_EQ(r[2].cached_tokens, 128U);
+  EXPECT_EQ(r[2].output, alone(second, 4));
+}
+
 }  // namespace
 }  // namespace prefixgate::engine

@@ -144,6 +144,9 @@ class Scheduler {
   void cache_full_blocks(Sequence& seq);
   void finish_sequence(Sequence& seq, FinishReason reason, std::vector<SequenceUpdate>& out);
   bool admit(Sequence& seq, std::size_t& budget, StepPlan& plan);
+  // A waiting prompt whose next blocks a prefill under way computes (schedule() admits it later).
+  static constexpr std::size_t kSharedPrefillBlocks = 2;
+  bool waits_for_shared_prefill(const Sequence& seq) const;
   void add_step(Sequence& seq, std::size_t count, StepPlan& plan);
 
   SchedulerConfig config_;
