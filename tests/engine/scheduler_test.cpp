@@ -72,6 +72,13 @@ struct Harness {
     return results;
   }
 
+  // Schedules and runs one step; returns the sequences it ran, in batch order.
+  std::vector<std::uint64_t> step() {
+    StepPlan plan = sched.schedule();
+    sched.complete(plan, plan.empty() ? StepOutput{} : device.execute(plan.batch));
+    return plan.sequence_ids;
+  }
+
   PagePool pool;
   RadixCache cache;
   Scheduler sched;
@@ -402,9 +409,7 @@ TEST(SchedulerTest, APrefixQueuedTwiceIsComputedOnce) {
   const auto second = concat(prefix, tokens(16, 13));
   h.sched.add(request(1, first, 4));
   h.sched.add(request(2, second, 4));
-  StepPlan plan = h.sched.schedule();
-  ASSERT_EQ(plan.sequence_ids, std::vector<std::uint64_t>{1});
-  h.sched.complete(plan, h.device.execute(plan.batch));
+  ASSERT_EQ(h.step(), std::vector<std::uint64_t>{1});
   auto r = h.run();
   EXPECT_EQ(r[2].cached_tokens, 64U);
   EXPECT_EQ(r[2].output, alone(second, 4));
@@ -420,9 +425,7 @@ TEST(SchedulerTest, APromptWaitingForASharedPrefixLetsOthersPass) {
   h.sched.add(request(2, concat(prefix, tokens(16, 16)), 4));
   h.sched.add(request(3, tokens(40, 17), 4));                           // shares nothing
   h.sched.add(request(4, concat(prefix, tokens(16, 18)), 4, "other"));  // another salt
-  StepPlan plan = h.sched.schedule();
-  EXPECT_EQ(plan.sequence_ids, (std::vector<std::uint64_t>{1, 3, 4}));
-  h.sched.complete(plan, h.device.execute(plan.batch));
+  EXPECT_EQ(h.step(), (std::vector<std::uint64_t>{1, 3, 4}));
   auto r = h.run();
   EXPECT_EQ(r[2].cached_tokens, 64U);
   EXPECT_EQ(r[4].cached_tokens, 0U);
@@ -434,9 +437,7 @@ TEST(SchedulerTest, AOneBlockSharedPrefixDoesNotWait) {
   const std::vector<TokenId> prefix = tokens(16, 19);
   h.sched.add(request(1, concat(prefix, tokens(48, 20)), 4));
   h.sched.add(request(2, concat(prefix, tokens(48, 21)), 4));
-  StepPlan plan = h.sched.schedule();
-  EXPECT_EQ(plan.sequence_ids, (std::vector<std::uint64_t>{1, 2}));
-  h.sched.complete(plan, h.device.execute(plan.batch));
+  EXPECT_EQ(h.step(), (std::vector<std::uint64_t>{1, 2}));
   h.run();
 }
 
@@ -453,9 +454,7 @@ TEST(SchedulerTest, APromptWaitsForAChunkedPrefillOfItsPrefix) {
   // 48, 48, then the last 40 of the first's 136 tokens: 8 left that the second does not take,
   // as 2 of its shared blocks are still being computed.
   for (int step = 0; step < 3; ++step) {
-    StepPlan plan = h.sched.schedule();
-    EXPECT_EQ(plan.sequence_ids, std::vector<std::uint64_t>{1}) << "step " << step;
-    h.sched.complete(plan, h.device.execute(plan.batch));
+    EXPECT_EQ(h.step(), std::vector<std::uint64_t>{1}) << "step " << step;
   }
   auto r = h.run();
   EXPECT_EQ(r[2].cached_tokens, 128U);
