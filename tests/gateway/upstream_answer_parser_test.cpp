@@ -201,6 +201,28 @@ TEST(UpstreamAnswerParserTest, AHeaderInPiecesWaitsForItsEnd) {
   EXPECT_TRUE(p.keep_alive());
 }
 
+// "close" closes the connection whatever else Connection names (RFC 9112, 9.3), over HTTP/1.0
+// too, where Beast's parser keeps a connection that also names keep-alive.
+TEST(UpstreamAnswerParserTest, ACloseTokenClosesBesideKeepAlive) {
+  for (const std::string version : {"1.0", "1.1"}) {
+    for (const std::string connection : {"keep-alive, close", "close, keep-alive"}) {
+      UpstreamAnswerParser p;
+      const std::string answer =
+          "HTTP/" + version + " 204 No Content\r\nConnection: " + connection + "\r\n\r\n";
+      boost::beast::error_code ec;
+      std::size_t used = 0;
+      ASSERT_TRUE(p.header(answer, used, ec)) << answer;
+      EXPECT_FALSE(p.keep_alive()) << answer;
+    }
+  }
+  UpstreamAnswerParser p;
+  const std::string answer = "HTTP/1.0 204 No Content\r\nConnection: keep-alive\r\n\r\n";
+  boost::beast::error_code ec;
+  std::size_t used = 0;
+  ASSERT_TRUE(p.header(answer, used, ec));
+  EXPECT_TRUE(p.keep_alive());
+}
+
 TEST(UpstreamAnswerParserTest, ABodyCutShortAtTheCloseIsAnError) {
   UpstreamAnswerParser p;
   const std::string answer = "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc";
