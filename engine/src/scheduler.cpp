@@ -25,6 +25,7 @@ struct Scheduler::Sequence {
   std::size_t cached_tokens = 0;  // from the prefix cache at first admission
   bool prompt_cached = false;     // the prompt's full blocks were offered to the cache
   bool first_token_sent = false;
+  bool waited_for_shared_prefill = false;  // counted once in shared_prefill_waits_
   // Chained keys of the prompt's full blocks (salted), for stats(): which waiting prompts share
   // blocks that a sequence ahead of them will compute. Not the radix cache's keys.
   std::vector<std::uint64_t> prompt_block_keys;
@@ -280,6 +281,10 @@ StepPlan Scheduler::schedule() {
   while (budget > 0 && next < waiting_.size() && running_.size() < config_.max_num_seqs) {
     Sequence& seq = *waiting_[next];
     if (waits_for_shared_prefill(seq)) {
+      if (!seq.waited_for_shared_prefill) {
+        seq.waited_for_shared_prefill = true;
+        ++shared_prefill_waits_;
+      }
       ++next;
       continue;
     }
@@ -362,6 +367,7 @@ SchedulerStats Scheduler::stats() const {
   s.running = running_.size();
   s.waiting = waiting_.size();
   s.preemptions_total = preemptions_;
+  s.shared_prefill_waits_total = shared_prefill_waits_;
   s.prompt_tokens_total = prompt_tokens_total_;
   s.cached_prompt_tokens_total = cached_prompt_tokens_total_;
   // Prompt tokens still to prefill, as the replica will really compute them. A waiting sequence

@@ -415,6 +415,7 @@ TEST(SchedulerTest, APrefixQueuedTwiceIsComputedOnce) {
   EXPECT_EQ(r[2].output, alone(second, 4));
   // 80 + 16 prompt tokens and 3 decode steps each.
   EXPECT_EQ(h.device.batch_tokens_total, 80U + 16U + 2U * 3U);
+  EXPECT_EQ(h.sched.stats().shared_prefill_waits_total, 1U);
 }
 
 // The prompt that waits lets those behind it in: only a shared prefix holds a request back.
@@ -439,6 +440,7 @@ TEST(SchedulerTest, AOneBlockSharedPrefixDoesNotWait) {
   h.sched.add(request(2, concat(prefix, tokens(48, 21)), 4));
   EXPECT_EQ(h.step(), (std::vector<std::uint64_t>{1, 2}));
   h.run();
+  EXPECT_EQ(h.sched.stats().shared_prefill_waits_total, 0U);
 }
 
 // Behind a chunked prefill the prompt waits for every shared block, chunk after chunk, even when
@@ -456,6 +458,7 @@ TEST(SchedulerTest, APromptWaitsForAChunkedPrefillOfItsPrefix) {
   for (int step = 0; step < 3; ++step) {
     EXPECT_EQ(h.step(), std::vector<std::uint64_t>{1}) << "step " << step;
   }
+  EXPECT_EQ(h.sched.stats().shared_prefill_waits_total, 1U);  // one request, however many steps
   auto r = h.run();
   EXPECT_EQ(r[2].cached_tokens, 128U);
   EXPECT_EQ(r[2].output, alone(second, 4));

@@ -211,7 +211,8 @@ TEST(HttpServerTest, ModelsHealthAndMetrics) {
         "prefixgate_engine_kv_pages_used", "prefixgate_engine_kv_pages_total",
         "prefixgate_engine_kv_cache_usage_ratio", "prefixgate_engine_num_requests_running",
         "prefixgate_engine_num_requests_waiting", "prefixgate_engine_num_preemptions_total",
-        "prefixgate_engine_prompt_tokens_total", "prefixgate_engine_generation_tokens_total",
+        "prefixgate_engine_shared_prefill_waits_total", "prefixgate_engine_prompt_tokens_total",
+        "prefixgate_engine_generation_tokens_total",
         "prefixgate_engine_time_to_first_token_seconds_bucket",
         "prefixgate_engine_inter_token_latency_seconds_count",
         "prefixgate_engine_e2e_request_latency_seconds_sum"}) {

@@ -36,6 +36,10 @@ void register_engine_metrics(ServerContext& ctx) {
              stat([](const EngineStats& s) { return s.scheduler.waiting; }));
   m.callback(p + "num_preemptions_total", "Sequences preempted (recompute).", MetricType::kCounter,
              stat([](const EngineStats& s) { return s.scheduler.preemptions_total; }));
+  m.callback(p + "shared_prefill_waits_total",
+             "Requests that waited for a prefill under way to compute their prefix.",
+             MetricType::kCounter,
+             stat([](const EngineStats& s) { return s.scheduler.shared_prefill_waits_total; }));
   m.callback(p + "prompt_tokens_total", "Prompt tokens of admitted requests.", MetricType::kCounter,
              stat([](const EngineStats& s) { return s.scheduler.prompt_tokens_total; }));
   m.callback(p + "generation_tokens_total", "Tokens generated.", MetricType::kCounter,

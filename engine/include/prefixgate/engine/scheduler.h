@@ -74,6 +74,9 @@ struct SchedulerStats {
   std::size_t running = 0;
   std::size_t waiting = 0;
   std::size_t preemptions_total = 0;
+  // Requests that waited, once or more, for a prefill under way to compute their next blocks
+  // instead of computing them beside it (schedule()).
+  std::size_t shared_prefill_waits_total = 0;
   std::size_t tokens_queued_for_prefill = 0;   // prompt tokens not yet computed
   std::size_t prompt_tokens_total = 0;         // of admitted requests
   std::size_t cached_prompt_tokens_total = 0;  // of those, served from the prefix cache
@@ -157,6 +160,7 @@ class Scheduler {
   std::vector<Sequence*> running_;  // admission order
   std::vector<SequenceUpdate> finished_outside_;
   std::size_t preemptions_ = 0;
+  std::size_t shared_prefill_waits_ = 0;
   // Whether KV memory is what kept the waiting requests out at the last schedule() that tried
   // to admit one (a refused admission or a preemption): tells admission_stats() a queue that
   // waits for pages from one that waits only for the token budget, without an O(pool) count of
