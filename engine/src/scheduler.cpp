@@ -227,6 +227,13 @@ bool Scheduler::admit(Sequence& seq, std::size_t& budget, StepPlan& plan) {
 // same way (its in-batch prefix check, 32 tokens).
 bool Scheduler::waits_for_shared_prefill(const Sequence& seq) const {
   const std::vector<std::uint64_t>& keys = seq.prompt_block_keys;
+  if (keys.size() < kSharedPrefillBlocks) return false;
+  // Most steps have no prefill under way (only decodes): no walk of the cache then, as admit()
+  // walks it again for every prompt it admits.
+  const bool prefilling = std::any_of(running_.begin(), running_.end(), [](const Sequence* other) {
+    return other->computed < other->prompt_len;
+  });
+  if (!prefilling) return false;
   const std::size_t page_tokens = cache_.page_tokens();
   const std::size_t cached = cache_.cached_prefix_tokens(
       seq.salt, std::span<const canon::TokenId>(seq.tokens).first(seq.prompt_len - 1),
